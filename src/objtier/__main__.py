@@ -1,0 +1,3 @@
+from objtier.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""The `objtier` command line: one module per subcommand in objtier.commands.
+
+Each subcommand module defines:
+    NAME: str                     the subcommand ("record", "report", ...)
+    HELP: str                     one line for `objtier --help`
+    add_arguments(parser) -> None
+    run(args) -> int              the exit code
+Modules are discovered, so adding a subcommand is adding one module.
+Every ObjtierError reaches the user as one line on stderr and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from types import ModuleType
+
+from objtier import __version__
+from objtier.errors import ObjtierError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line (exit code 2), without the usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"objtier {self.prog.split(' ', 1)[-1]}: {message}\n".replace("objtier objtier", "objtier"))
+        raise SystemExit(2)
+
+
+def discover_commands() -> list[ModuleType]:
+    import objtier.commands as package
+
+    modules = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"objtier.commands.{info.name}")
+        if hasattr(module, "NAME") and hasattr(module, "run"):
+            modules.append(module)
+    return modules
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="objtier",
+        description="Object-level tiered memory: record which allocations are hot, plan which "
+        "belong in fast memory, enforce the plan, and measure it against the kernel.",
+    )
+    parser.add_argument("--version", action="version", version=f"objtier {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in discover_commands():
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except ObjtierError as error:
+        sys.stderr.write(f"objtier {args.command}: {error}\n")
+        return error.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"objtier {args.command}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
