@@ -14,6 +14,7 @@
  *   { ot_block_header  payload }*       repeated until end of file
  *
  * Invariants
+ *   - No struct has implicit padding (checked with -Wpadded by the tests).
  *   - All integers are little-endian (the header records the writer's endianness;
  *     readers reject anything else). All times are CLOCK_MONOTONIC nanoseconds.
  *   - A block holds records of exactly one tag. Fixed-size tags (record_size > 0)
@@ -63,10 +64,9 @@ typedef struct ot_file_header {
     uint32_t pid;           /* traced process (0 for counters files) */
     uint32_t ppid;          /* its parent at start */
     uint32_t page_bytes;    /* sysconf(_SC_PAGESIZE) of the writer */
-    uint32_t reserved0;
     uint64_t start_mono_ns; /* CLOCK_MONOTONIC at file creation */
     uint64_t start_real_ns; /* CLOCK_REALTIME at file creation (wall-clock anchor) */
-    uint64_t reserved1;
+    uint64_t reserved[2];   /* zero */
 } ot_file_header;
 _Static_assert(sizeof(ot_file_header) == 64, "ot_file_header is 64 bytes");
 
