@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "belong in fast memory, enforce the plan, and measure it against the kernel.",
     )
     parser.add_argument("--version", action="version", version=f"objtier {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
     for module in discover_commands():
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except ObjtierError as error:
-        sys.stderr.write(f"objtier {args.command}: {error}\n")
+        sys.stderr.write(f"objtier {args.subcommand}: {error}\n")
         return error.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write(f"objtier {args.command}: interrupted\n")
+        sys.stderr.write(f"objtier {args.subcommand}: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0

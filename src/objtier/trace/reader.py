@@ -45,6 +45,8 @@ class RawFile:
     fixed: dict[int, list[np.ndarray]] = field(default_factory=dict)
     variable: dict[int, list[bytes]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # File order of blocks: (tag, index into fixed[tag] or first index into variable[tag], count)
+    blocks: list[tuple[int, int, int]] = field(default_factory=list)
 
     def records(self, tag: int) -> np.ndarray:
         parts = self.fixed.get(tag)
@@ -132,10 +134,13 @@ def _decode_block(raw: RawFile, tag: int, record_size: int, count: int, data: by
                              "offsets": [dtype.fields[n][1] for n in dtype.names],
                              "itemsize": record_size})
             records = np.frombuffer(data, dtype=wide, count=count, offset=start).astype(dtype)
-        raw.fixed.setdefault(tag, []).append(records)
+        parts = raw.fixed.setdefault(tag, [])
+        raw.blocks.append((tag, len(parts), count))
+        parts.append(records)
     elif tag in F.VARIABLE:
         position, stop = start, start + payload_bytes
         out = raw.variable.setdefault(tag, [])
+        raw.blocks.append((tag, len(out), count))
         for _ in range(count):
             if position + 4 > stop:
                 raise TraceError(f"corrupt trace: record overruns block at byte {offset} "

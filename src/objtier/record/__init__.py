@@ -1,0 +1,1 @@
+"""Recording: choose a sampler, launch the program with the runtime, collect counters."""

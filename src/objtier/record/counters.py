@@ -1,0 +1,192 @@
+"""The counters timeline: system and per-process memory counters sampled every interval.
+
+Written to <recording>/counters.otr as COUNTER_DEF + COUNTERS records (long form: one value of
+one counter per record). Names and units:
+  vmstat.<field>          /proc/vmstat numa_*, pgpromote_*, pgdemote_*, pgmigrate_*, pswpin,
+                          pswpout, pgmajfault, pgfault (cumulative, pages or events)
+  node<N>.memused_bytes   /sys/devices/system/node/node<N>/meminfo MemUsed (bytes)
+  proc.rss_bytes, proc.swap_bytes    /proc/<pid>/status VmRSS, VmSwap (bytes)
+  proc.cpu_percent        utime+stime over the interval, % of one CPU
+  proc.node<N>_bytes      the process's pages on node N from /proc/<pid>/numa_maps (bytes)
+  memcg.<field>           memory cgroup of the process when it has a limit: usage, swap usage,
+                          memory.stat fields (cgroup v1 or v2), bytes or events
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+from objtier.trace.writer import TraceWriter
+
+VMSTAT_PREFIXES = ("numa_", "pgpromote_", "pgdemote_", "pgmigrate_", "pswpin", "pswpout",
+                   "pgmajfault", "pgfault", "promo", "thp_migration")
+MEMCG_STAT_FIELDS = ("rss", "cache", "swap", "pgmajfault", "pgfault", "pgpgin", "pgpgout",
+                     "anon", "file", "zswapped", "zswpout", "zswpin", "pswpin", "pswpout",
+                     "workingset_refault_anon")
+_NODE_PAGES = re.compile(r"\bN(\d+)=(\d+)")
+_PAGE_KB = re.compile(r"kernelpagesize_kB=(\d+)")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+NO_LIMIT = 1 << 60
+
+
+def read_vmstat(path: Path = Path("/proc/vmstat")) -> dict[str, int]:
+    out = {}
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith(VMSTAT_PREFIXES):
+            out[f"vmstat.{name}"] = int(value)
+    return out
+
+
+def read_node_memory(root: Path = Path("/sys/devices/system/node")) -> dict[str, int]:
+    out = {}
+    for meminfo in sorted(root.glob("node*/meminfo")):
+        node = meminfo.parent.name
+        for line in meminfo.read_text().splitlines():
+            if " MemUsed:" in line:
+                out[f"{node}.memused_bytes"] = int(line.split()[-2]) * 1024
+    return out
+
+
+def read_process(pid: int) -> dict[str, int]:
+    out = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                out["proc.rss_bytes"] = int(line.split()[1]) * 1024
+            elif line.startswith("VmSwap:"):
+                out["proc.swap_bytes"] = int(line.split()[1]) * 1024
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()
+        out["proc.cpu_ticks"] = int(fields[11]) + int(fields[12])  # utime + stime
+        node_bytes: dict[int, int] = {}
+        for line in Path(f"/proc/{pid}/numa_maps").read_text().splitlines():
+            page_kb = _PAGE_KB.search(line)
+            scale = int(page_kb.group(1)) * 1024 if page_kb else 4096
+            for node, pages in _NODE_PAGES.findall(line):
+                node_bytes[int(node)] = node_bytes.get(int(node), 0) + int(pages) * scale
+        for node, value in node_bytes.items():
+            out[f"proc.node{node}_bytes"] = value
+    except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError, IndexError):
+        pass
+    return out
+
+
+def memory_cgroup_dir(pid: int) -> Path | None:
+    """The memory cgroup directory of pid when it has a memory limit, else None."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):  # cgroup v1
+            directory = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+            limit = directory / "memory.limit_in_bytes"
+            if limit.exists() and int(limit.read_text()) < NO_LIMIT:
+                return directory
+        if controllers == "":  # cgroup v2 unified
+            directory = Path("/sys/fs/cgroup") / path.lstrip("/")
+            limit = directory / "memory.max"
+            if limit.exists() and limit.read_text().strip() != "max":
+                return directory
+    return None
+
+
+def read_memcg(directory: Path) -> dict[str, int]:
+    out = {}
+    files = {"memory.usage_in_bytes": "memcg.usage_bytes",
+             "memory.memsw.usage_in_bytes": "memcg.memsw_usage_bytes",
+             "memory.current": "memcg.usage_bytes", "memory.swap.current": "memcg.swap_bytes"}
+    for name, counter in files.items():
+        path = directory / name
+        if path.exists():
+            out[counter] = int(path.read_text())
+    stat = directory / "memory.stat"
+    if stat.exists():
+        for line in stat.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name in MEMCG_STAT_FIELDS:
+                out[f"memcg.{name}"] = int(value)
+    return out
+
+
+def unit_of(name: str) -> str:
+    if name.endswith("_bytes") or name in ("memcg.rss", "memcg.cache", "memcg.swap",
+                                            "memcg.anon", "memcg.file", "memcg.zswapped"):
+        return "bytes"
+    if name.endswith("_percent"):
+        return "percent"
+    return "pages" if name.startswith("vmstat.p") or name.startswith("vmstat.numa_pages") else "events"
+
+
+class CountersCollector:
+    """Samples counters for a process every `interval_s` in a background thread."""
+
+    def __init__(self, path: Path, pid: int, interval_s: float):
+        self.path = path
+        self.pid = pid
+        self.interval_s = interval_s
+        self._writer = TraceWriter(path, kind="counters", pid=0)
+        self._ids: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="objtier-counters", daemon=True)
+        self._last_cpu: tuple[int, float] | None = None
+        self.samples = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._writer.close()
+
+    def _emit(self, now_ns: int, values: dict[str, int]) -> None:
+        for name, value in values.items():
+            counter_id = self._ids.get(name)
+            if counter_id is None:
+                counter_id = self._ids[name] = len(self._ids) + 1
+                self._writer.counter_def(counter_id, name, unit_of(name))
+            self._writer.counter(now_ns, counter_id, int(value))
+
+    def sample_once(self) -> None:
+        now_ns = time.monotonic_ns()
+        values = read_vmstat()
+        values.update(read_node_memory())
+        process = read_process(self.pid)
+        ticks = process.pop("proc.cpu_ticks", None)
+        if ticks is not None:
+            if self._last_cpu is not None:
+                last_ticks, last_s = self._last_cpu
+                elapsed = max(now_ns / 1e9 - last_s, 1e-9)
+                process["proc.cpu_percent"] = round(100 * (ticks - last_ticks) / CLOCK_TICKS
+                                                    / elapsed)
+            self._last_cpu = (ticks, now_ns / 1e9)
+        values.update(process)
+        memcg = memory_cgroup_dir(self.pid)
+        if memcg is not None:
+            values.update(read_memcg(memcg))
+        self._emit(now_ns, values)
+        self.samples += 1
+
+    def _loop(self) -> None:
+        flushed = time.monotonic()
+        while True:
+            try:
+                self.sample_once()
+            except OSError:
+                pass  # the process went away between reads; the next tick or stop() ends it
+            if time.monotonic() - flushed > 1.0:
+                self._writer.flush()
+                flushed = time.monotonic()
+            if self._stop.wait(self.interval_s):
+                try:
+                    self.sample_once()  # the last point, at the end of the run
+                except OSError:
+                    pass
+                return
