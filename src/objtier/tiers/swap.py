@@ -1,0 +1,236 @@
+"""The swap tier: local memory limited by a memory cgroup, with swap (zram or a device) behind it.
+
+This is the "Xmem(X%)" set-up: a program whose footprint exceeds its cgroup's limit has its
+coldest pages reclaimed to swap, and each later touch of such a page is a major fault served by
+the slow tier. Fast memory = pages resident under the limit; slow memory = swap.
+
+Everything created here (the cgroup, the zram device, swapon) is registered with a Restorer and
+undone on exit, error, Ctrl-C or SIGTERM. Works with cgroup v1 (/sys/fs/cgroup/memory) and v2.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from objtier.errors import EnvironmentProblem
+from objtier.harness.restore import Restorer
+
+CGROUP_V1 = Path("/sys/fs/cgroup/memory")
+CGROUP_V2 = Path("/sys/fs/cgroup")
+ZRAM_CONTROL = Path("/sys/class/zram-control")
+
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(f"{what} needs root (it creates a memory cgroup and swap)")
+
+
+@dataclass
+class MemoryCgroup:
+    path: Path
+    version: int  # 1 or 2
+
+    @classmethod
+    def create(cls, name: str, limit_bytes: int, restorer: Restorer,
+               swappiness: int | None = None) -> "MemoryCgroup":
+        if (CGROUP_V1 / "memory.limit_in_bytes").exists():
+            cgroup = cls(CGROUP_V1 / name, 1)
+        elif (CGROUP_V2 / "cgroup.controllers").exists() and \
+                "memory" in (CGROUP_V2 / "cgroup.controllers").read_text().split():
+            cgroup = cls(CGROUP_V2 / name, 2)
+        else:
+            raise EnvironmentProblem("no memory cgroup controller (neither cgroup v1 "
+                                     "/sys/fs/cgroup/memory nor v2 with memory enabled)")
+        try:
+            cgroup.path.mkdir()
+        except FileExistsError:
+            raise EnvironmentProblem(f"cgroup {cgroup.path} already exists; remove it or wait "
+                                     f"for the other experiment to end") from None
+        except OSError as error:
+            raise EnvironmentProblem(f"cannot create cgroup {cgroup.path}: {error.strerror}") \
+                from None
+        restorer.push(f"cgroup {cgroup.path}", cgroup.remove)
+        if cgroup.version == 1:
+            cgroup._write("memory.limit_in_bytes", limit_bytes)
+            if swappiness is not None:
+                cgroup._write("memory.swappiness", swappiness)
+        else:
+            cgroup._write("memory.max", limit_bytes)
+            cgroup._write("memory.swap.max", "max")
+        return cgroup
+
+    def _write(self, name: str, value) -> None:
+        (self.path / name).write_text(f"{value}\n")
+
+    def read(self, name: str) -> str:
+        return (self.path / name).read_text()
+
+    def add_self(self) -> None:
+        """Move the calling process into the cgroup (used in the child before exec)."""
+        (self.path / "cgroup.procs").write_text(f"{os.getpid()}\n")
+
+    @property
+    def limit_bytes(self) -> int:
+        text = self.read("memory.limit_in_bytes" if self.version == 1 else "memory.max").strip()
+        return int(text) if text != "max" else 1 << 62
+
+    def peak_bytes(self) -> int | None:
+        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
+        return int(self.read(name)) if (self.path / name).exists() else None
+
+    def reset_peak(self) -> None:
+        if self.version == 1:
+            self._write("memory.max_usage_in_bytes", 0)
+
+    def stat(self) -> dict[str, int]:
+        out = {}
+        for line in self.read("memory.stat").splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().lstrip("-").isdigit():
+                out[key] = int(value)
+        return out
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in self.read("cgroup.procs").split()]
+        except FileNotFoundError:
+            return []
+
+    def remove(self) -> None:
+        """Kill what is left inside, then remove the cgroup directory."""
+        if not self.path.exists():
+            return
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.path.rmdir()
+
+
+class ZramSwap:
+    """A zram device created for the experiment (hot_add), used as swap, removed after."""
+
+    def __init__(self, size_bytes: int, restorer: Restorer, algorithm: str = "lz4",
+                 priority: int = 100):
+        if not ZRAM_CONTROL.exists():
+            subprocess.run(["modprobe", "zram", "num_devices=0"], capture_output=True)
+        if not ZRAM_CONTROL.exists():
+            raise EnvironmentProblem("no zram support (module zram not available); "
+                                     "use --swap DEVICE with an existing swap device")
+        self.index = int((ZRAM_CONTROL / "hot_add").read_text())
+        self.device = Path(f"/dev/zram{self.index}")
+        self.sysfs = Path(f"/sys/block/zram{self.index}")
+        restorer.push(f"zram device {self.device}", self.remove)
+        algorithms = (self.sysfs / "comp_algorithm").read_text().replace("[", "").replace("]", "")
+        if algorithm in algorithms.split():
+            (self.sysfs / "comp_algorithm").write_text(algorithm)
+        (self.sysfs / "disksize").write_text(str(size_bytes))
+        _run(["mkswap", str(self.device)])
+        _run(["swapon", "-p", str(priority), str(self.device)])
+        self.swapped_on = True
+
+    def stats(self) -> dict[str, int]:
+        fields = (self.sysfs / "mm_stat").read_text().split()
+        return {"orig_data_size": int(fields[0]), "compr_data_size": int(fields[1]),
+                "mem_used_total": int(fields[2])}
+
+    def remove(self) -> None:
+        if getattr(self, "swapped_on", False):
+            subprocess.run(["swapoff", str(self.device)], capture_output=True)
+            self.swapped_on = False
+        if self.sysfs.exists():
+            (self.sysfs / "reset").write_text("1")
+            (ZRAM_CONTROL / "hot_remove").write_text(str(self.index))
+
+
+class DeviceSwap:
+    """An existing swap device or file; swapped on for the experiment if it was not already."""
+
+    def __init__(self, device: str, restorer: Restorer):
+        self.device = device
+        active = [line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]]
+        if os.path.realpath(device) in [os.path.realpath(a) for a in active]:
+            return
+        if not Path(device).exists():
+            raise EnvironmentProblem(f"swap device {device} does not exist")
+        _run(["swapon", device])
+        restorer.push(f"swapon {device}", lambda: _run(["swapoff", device]))
+
+
+def _run(command: list[str]) -> None:
+    if not shutil.which(command[0]):
+        raise EnvironmentProblem(f"{command[0]} is not installed")
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        message = (run.stderr or run.stdout).strip().splitlines()
+        raise EnvironmentProblem(f"{' '.join(command)} failed: "
+                                 f"{message[-1] if message else run.returncode}")
+
+
+def read_vmstat_swap() -> dict[str, int]:
+    out = {}
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("pswpin", "pswpout", "pgmajfault", "pgsteal_direct", "pgsteal_kswapd"):
+            out[key] = int(value)
+    return out
+
+
+class SwapTier:
+    """Fast tier = memory under a cgroup limit; slow tier = swap. A context manager.
+
+        with SwapTier(local_bytes, swap="zram") as tier:
+            result = tier.run(command, env)
+    """
+
+    def __init__(self, local_bytes: int, swap: str = "zram", swap_bytes: int | None = None,
+                 name: str | None = None, swappiness: int | None = None):
+        self.local_bytes = local_bytes
+        self.swap = swap
+        self.swap_bytes = swap_bytes
+        self.name = name or f"objtier-{os.getpid()}"
+        self.swappiness = swappiness
+        self.restorer = Restorer()
+        self.cgroup: MemoryCgroup | None = None
+        self.swap_device: ZramSwap | DeviceSwap | None = None
+
+    def __enter__(self) -> "SwapTier":
+        require_root("the swap tier")
+        self.restorer.__enter__()
+        try:
+            size = self.swap_bytes or max(self.local_bytes * 4, 256 << 20)
+            if self.swap == "zram":
+                self.swap_device = ZramSwap(size, self.restorer)
+            else:
+                self.swap_device = DeviceSwap(self.swap, self.restorer)
+            self.cgroup = MemoryCgroup.create(self.name, self.local_bytes, self.restorer,
+                                              self.swappiness)
+        except BaseException:
+            self.restorer.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.restorer.__exit__(*exc)
+
+    def preexec(self) -> None:
+        """For subprocess.Popen(preexec_fn=...): join the cgroup before exec."""
+        assert self.cgroup is not None
+        self.cgroup.add_self()
