@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import time
 from pathlib import Path
 
-from objtier.errors import UsageError
-from objtier.record.counters import CountersCollector
-from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
+from objtier.record.launch import exit_code, resolve_command
 from objtier.record.sampler_choice import SAMPLERS, choose_sampler
+from objtier.record.session import RecordSettings, record_program
 from objtier.units import format_bytes, parse_size
 
 NAME = "record"
@@ -40,59 +37,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-- CMD [ARGS...]: the program to record")
 
 
-def settings_from_args(args: argparse.Namespace, output: Path, sampler: str) -> dict[str, str]:
-    if args.rate <= 0:
-        raise UsageError(f"--rate must be positive, got {args.rate}")
-    if not 1 <= args.stack_depth <= 32:
-        raise UsageError(f"--stack-depth must be between 1 and 32, got {args.stack_depth}")
-    if args.counters_interval < 0:
-        raise UsageError("--counters-interval must be 0 (off) or a positive number of ms")
-    return {
-        "OBJTIER_OUTPUT": str(output.resolve()),
-        "OBJTIER_SAMPLER": sampler,
-        "OBJTIER_RATE": str(args.rate),
-        "OBJTIER_MIN_SIZE": str(parse_size(args.min_size, "--min-size")),
-        "OBJTIER_STACK_DEPTH": str(args.stack_depth),
-        "OBJTIER_FOLLOW_FORKS": "1" if args.follow_forks else "0",
-    }
-
-
-def prepare_output(output: Path, force: bool) -> None:
-    if output.exists():
-        if not force:
-            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
-        if output.is_dir() and not any(p.suffix != ".otr" for p in output.iterdir()):
-            shutil.rmtree(output)
-        else:
-            raise UsageError(f"{output} is not a recording directory; refusing to replace it")
-    output.mkdir(parents=True)
-
-
 def run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     command = resolve_command(command)
     sampler, reason = choose_sampler(args.sampler)
+    settings = RecordSettings(sampler=sampler, rate=args.rate,
+                              min_size=parse_size(args.min_size, "--min-size"),
+                              stack_depth=args.stack_depth,
+                              counters_interval_ms=args.counters_interval,
+                              follow_forks=args.follow_forks)
+    settings.validate()
     output = Path(args.output)
-    settings = settings_from_args(args, output, sampler)
-    env = runtime_env(settings)  # fails early when the runtime is not built
-    prepare_output(output, args.force)
-    say = (lambda text: None) if args.quiet else (lambda text: print(f"objtier record: {text}",
-                                                                      file=sys.stderr))
+    say = (lambda text: None) if args.quiet else (
+        lambda text: print(f"objtier record: {text}", file=sys.stderr))
     say(f"sampler {sampler}: {reason}")
-
-    collector: list[CountersCollector] = []
-
-    def start_counters(pid: int) -> None:
-        if args.counters_interval > 0:
-            collector.append(CountersCollector(output / "counters.otr", pid,
-                                               args.counters_interval / 1000))
-            collector[0].start()
-
-    started = time.monotonic()
-    returncode = run_program(command, env, on_start=start_counters)
-    elapsed = time.monotonic() - started
-    for c in collector:
-        c.stop()
+    returncode, elapsed = record_program(command, output, settings, force=args.force)
     summarize(output, elapsed, returncode, say)
     return exit_code(returncode)
 

@@ -50,9 +50,10 @@ def exit_code(returncode: int) -> int:
 
 
 def run_program(command: list[str], env: dict[str, str],
-                on_start: Callable[[int], None] | None = None) -> int:
+                on_start: Callable[[int], None] | None = None,
+                preexec: Callable[[], None] | None = None) -> int:
     """Run command to completion; returns its raw returncode (negative = killed by signal)."""
-    process = subprocess.Popen(command, env=env)
+    process = subprocess.Popen(command, env=env, preexec_fn=preexec)
     previous = {}
 
     interactive = os.isatty(0)

@@ -1,0 +1,99 @@
+"""The swap tier on the real machine: a memory cgroup with zram swap behind it, and nothing left
+behind afterwards — also when SIGINT arrives mid-run."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from objtier.harness.measure import run_measured
+from objtier.tiers.swap import SwapTier
+
+pytestmark = pytest.mark.root
+
+TOUCH = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    size_t n = (size_t)atol(argv[1]) << 20;
+    int rounds = argc > 2 ? atoi(argv[2]) : 3;
+    char *buf = malloc(n);
+    memset(buf, 1, n);
+    unsigned long sum = 0;
+    for (int r = 0; r < rounds; r++)
+        for (size_t i = 0; i < n; i += 4096) sum += buf[i]++;
+    printf("FOM touch=%lu pages time=0.1\n", sum);
+    if (argc > 3) sleep(60);
+    return 0;
+}
+"""
+
+
+def machine_state():
+    swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    cgroups = sorted(p.name for p in Path("/sys/fs/cgroup/memory").glob("objtier-*"))
+    zram = sorted(p.name for p in Path("/sys/block").glob("zram*"))
+    return swaps, cgroups, zram
+
+
+def test_limited_program_swaps_and_everything_is_undone(compile_c):
+    exe = compile_c(TOUCH, "touch")
+    before = machine_state()
+    with SwapTier(64 << 20) as tier:
+        assert tier.cgroup.path.exists()
+        assert tier.cgroup.limit_bytes == 64 << 20
+        swaps = Path("/proc/swaps").read_text()
+        assert str(tier.swap_device.device) in swaps
+        result = run_measured("limited", [str(exe), "160", "3"], preexec=tier.preexec)
+        assert result.ok, result.stderr
+        # 160 MiB touched three times under a 64 MiB limit must go through swap.
+        assert result.pswpout > (96 << 20) // 4096 // 2
+        assert result.major_faults > 0
+        assert result.max_rss_bytes <= (64 << 20) + (8 << 20)
+        assert result.fom_value is not None
+    assert machine_state() == before
+
+
+def test_sigint_mid_run_restores_the_machine(compile_c, tmp_path):
+    exe = compile_c(TOUCH, "touch")
+    script = tmp_path / "experiment.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from objtier.tiers.swap import SwapTier
+        from objtier.harness.measure import run_measured
+        with SwapTier(32 << 20, name="objtier-sigint-test") as tier:
+            print("ready", flush=True)
+            run_measured("x", ["{exe}", "48", "1", "sleep"], preexec=tier.preexec)
+    """))
+    before = machine_state()
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    cgroup = Path("/sys/fs/cgroup/memory/objtier-sigint-test")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (cgroup.exists() and
+                                               (cgroup / "cgroup.procs").read_text().strip()):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=60)
+    assert process.returncode != 0
+    assert not cgroup.exists()
+    assert machine_state() == before
+
+
+def test_not_root_is_a_clear_error(monkeypatch):
+    from objtier.errors import EnvironmentProblem
+    from objtier.tiers import swap
+
+    monkeypatch.setattr(swap.os, "geteuid", lambda: 1000)
+    with pytest.raises(EnvironmentProblem, match="needs root"):
+        with SwapTier(1 << 20):
+            pass
+    assert not list(Path("/sys/fs/cgroup/memory").glob(f"objtier-{os.getpid()}"))
