@@ -1,0 +1,190 @@
+"""`objtier plan`: choose which objects go to fast memory and write plan.json."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from objtier.errors import EnvironmentProblem, TraceError, UsageError
+
+NAME = "plan"
+HELP = "choose which objects go to fast memory (whole, split, per phase) and write a plan"
+
+DEFAULT_PAGE_BYTES = 4096
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="a recording (run.otr/) or an object table (.parquet, .csv)")
+    parser.add_argument("--fast", required=True, metavar="SIZE|PCT",
+                        help="fast-tier budget: a size (8G, 512M, 1.5GiB, bytes) or a "
+                        "percentage of the footprint (70%%)")
+    parser.add_argument("--algo", default="halving", choices=["rank", "spill", "halving", "exact"],
+                        help="placement algorithm (default: halving)")
+    parser.add_argument("--alpha", type=float, default=None, help="halving: accesses exponent (1)")
+    parser.add_argument("--beta", type=float, default=None, help="halving: size exponent (1)")
+    parser.add_argument("--max-cells", type=int, default=None,
+                        help="exact: largest objects x pages table before falling back to rank")
+    parser.add_argument("--page-bytes", type=int, default=None,
+                        help="placement granularity in bytes (default: the trace's page size)")
+    parser.add_argument("--footprint", default=None, metavar="SIZE",
+                        help="footprint a percentage refers to (default: peak live bytes, "
+                        "else the sum of object sizes)")
+    parser.add_argument("--phases", action="store_true", help="one hot set per program phase")
+    parser.add_argument("--min-phase-ms", type=float, default=10.0,
+                        help="phases: merge phases shorter than this per execution (10)")
+    parser.add_argument("--similarity", type=float, default=0.9,
+                        help="phases: merge a phase whose access mix has this cosine "
+                        "similarity to its parent's (0.9)")
+    parser.add_argument("--hint-budget", type=int, default=None,
+                        help="phases: at most this many phases with their own plan")
+    parser.add_argument("--phase-table", default=None, help="phases of an object-table input "
+                        "(.parquet/.csv: phase, parent, start_ns, end_ns)")
+    parser.add_argument("--phase-accesses", default=None, help="per-phase accesses of an "
+                        "object-table input (.parquet/.csv: phase, object, accesses)")
+    parser.add_argument("--exe", default=None, help="the program's binary (default: from the "
+                        "recording)")
+    parser.add_argument("--explain", action="store_true",
+                        help="print why each object went where it went")
+    parser.add_argument("--explain-rows", type=int, default=40,
+                        help="rows of --explain per phase (0 = all; default 40)")
+    parser.add_argument("-o", "--output", default="plan.json", help="plan file (plan.json)")
+    parser.add_argument("--text", default=None, metavar="PATH",
+                        help="also write the plan's text form (for OBJTIER_PLAN)")
+
+
+def _read_table_file(path: Path) -> Any:
+    """A .parquet or .csv file as a pyarrow.Table."""
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+            return pq.read_table(path)
+        if path.suffix == ".csv":
+            import pyarrow.csv as pacsv
+            convert = pacsv.ConvertOptions(column_types={"context_key": "string",
+                                                         "label": "string", "phase": "string",
+                                                         "parent": "string"})
+            return pacsv.read_csv(path, convert_options=convert)
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error}".splitlines()[0]) from None
+    except Exception as error:  # pyarrow raises ArrowInvalid and friends for bad content
+        raise UsageError(f"cannot read {path}: {error}".splitlines()[0]) from None
+    raise UsageError(f"{path}: expected a recording directory, a .parquet or a .csv file")
+
+
+def _trace_exe(trace: Any, table: Any) -> str | None:
+    """The traced program: the exe of the process whose objects have the most accesses
+    (a wrapper shell or launcher has few), else of the first process that names one."""
+    processes = [p for p in getattr(trace, "processes", None) or [] if getattr(p, "exe", "")]
+    if not processes:
+        return None
+    if "pid" in getattr(table, "column_names", ()) and len(processes) > 1:
+        pid = table.column("pid").to_numpy(zero_copy_only=False)
+        acc = table.column("accesses").to_numpy(zero_copy_only=False)
+        by_pid = {p.pid: float(acc[pid == p.pid].sum()) for p in processes}
+        return str(max(processes, key=lambda p: by_pid[p.pid]).exe)
+    return str(processes[0].exe)
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int]:
+    """(object table, phase table, phase accesses, exe, page_bytes) from the input."""
+    path = Path(args.input)
+    if not path.exists():
+        raise UsageError(f"{path} does not exist")
+    if path.is_file() and path.suffix in (".parquet", ".csv"):
+        phases = accesses = None
+        if args.phases:
+            if not (args.phase_table and args.phase_accesses):
+                raise UsageError("--phases with an object-table input needs --phase-table and "
+                                 "--phase-accesses")
+            phases = _read_table_file(Path(args.phase_table))
+            accesses = _read_table_file(Path(args.phase_accesses))
+        return _read_table_file(path), phases, accesses, args.exe, DEFAULT_PAGE_BYTES
+    try:
+        from objtier.analysis.objects import object_table
+        from objtier.trace import open_trace
+    except ImportError:
+        raise EnvironmentProblem("this objtier cannot read recordings yet (objtier.trace / "
+                                 "objtier.analysis.objects missing); pass an object table "
+                                 "(.parquet or .csv) instead") from None
+    trace = open_trace(path)
+    table = object_table(trace)
+    phases = accesses = None
+    if args.phases:
+        try:
+            from objtier.analysis.phases import phase_accesses, phase_table
+        except ImportError:
+            raise EnvironmentProblem("this objtier cannot derive phases from recordings yet "
+                                     "(objtier.analysis.phases missing)") from None
+        phases, accesses = phase_table(trace), phase_accesses(trace)
+    pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
+    page = min(pages) if pages else DEFAULT_PAGE_BYTES
+    return table, phases, accesses, args.exe or _trace_exe(trace, table), page
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if args.alpha is not None or args.beta is not None:
+        if args.algo != "halving":
+            raise UsageError("--alpha and --beta apply to --algo halving only")
+        if args.alpha is not None:
+            params["alpha"] = args.alpha
+        if args.beta is not None:
+            params["beta"] = args.beta
+    if args.max_cells is not None:
+        if args.algo != "exact":
+            raise UsageError("--max-cells applies to --algo exact only")
+        params["max_cells"] = args.max_cells
+    return params
+
+
+def run(args: argparse.Namespace) -> int:
+    from objtier import plan as planner
+
+    params = _params(args)
+    raw, phases, accesses, exe, page = _load(args)
+    objects = planner.object_table(raw)
+    page = args.page_bytes or page
+    peak = planner.parse_size(args.footprint) if args.footprint else None
+    foot = planner.footprint(objects.size, objects.alloc_ns, objects.free_ns, peak)
+    budget = planner.parse_budget(args.fast, foot)
+    algo = planner.algorithm(args.algo)
+    if args.phases:
+        if phases is None:
+            raise TraceError(f"{args.input} has no phases")
+        result: Any = planner.plan_phases(
+            objects, phases, accesses, algo, budget.bytes, page,
+            min_duration_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
+            hint_budget=args.hint_budget, **params)
+        placements = result.placements
+    else:
+        result = algo(objects, budget.bytes, page, **params)
+        placements = {planner.ROOT: result}
+    binary = planner.identity(exe) if exe else None
+    plan = planner.build_plan(objects, result, budget, binary, source=str(args.input))
+    if binary and binary["size"] is None:
+        plan["warnings"].append(f"the program's binary {exe} is not on this machine: the plan "
+                                f"has no build-id to check against")
+    if not exe:
+        plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
+                                "cannot be checked against the binary it is used with")
+    planner.write_plan(plan, args.output)
+    if args.text:
+        try:
+            Path(args.text).write_text(planner.to_text(plan))
+        except OSError as error:
+            raise UsageError(f"cannot write {args.text}: {error.strerror}") from None
+
+    from objtier.plan.explain import explain, explain_phases, summary_line
+    if args.explain:
+        if args.phases:
+            explain_phases(result.merge)
+        for phase, placement in placements.items():
+            explain(objects, placement, phase if args.phases else None, args.explain_rows)
+    for phase, placement in placements.items():
+        print(summary_line(placement, phase if args.phases else None))
+    print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
+    for warning in plan["warnings"]:
+        sys.stderr.write(f"objtier plan: warning: {warning}\n")
+    return 0

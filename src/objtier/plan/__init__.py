@@ -1,0 +1,45 @@
+"""Placement planning: pure algorithms over an object table, and the plan file.
+
+    from objtier.plan import rank, spill, halving, exact, plan_phases, build_plan, write_plan
+    placement = halving(table, capacity_bytes=8 << 30)
+
+Algorithms take an object table (pyarrow.Table, dict of columns or ObjectTable; see
+objtier.plan.table) and a fast-tier capacity in bytes, and return a Placement.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from objtier.errors import UsageError
+from objtier.plan.binary import build_id, check_plan_binary, identity
+from objtier.plan.budget import Budget, footprint, parse_budget, parse_size, peak_live_bytes
+from objtier.plan.exact import exact
+from objtier.plan.greedy import rank, spill
+from objtier.plan.halving import halving
+from objtier.plan.phases import ROOT, PhaseMerge, PhasePlacement, merge_phases, plan_phases
+from objtier.plan.placement import TIERS, Placement
+from objtier.plan.planfile import build_plan, load_plan, validate_plan, write_plan
+from objtier.plan.table import ObjectTable, PhaseTable, object_table, phase_table
+from objtier.plan.textexport import parse_text, to_text
+
+ALGORITHMS: dict[str, Callable[..., Placement]] = {
+    "rank": rank, "spill": spill, "halving": halving, "exact": exact,
+}
+
+
+def algorithm(name: str) -> Callable[..., Placement]:
+    """The planning function called `name`; UsageError for an unknown one."""
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise UsageError(f"unknown algorithm {name!r} (one of {', '.join(ALGORITHMS)})") from None
+
+
+__all__ = [
+    "ALGORITHMS", "Budget", "ObjectTable", "PhaseMerge", "PhasePlacement", "PhaseTable",
+    "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan", "check_plan_binary",
+    "exact", "footprint", "halving", "identity", "load_plan", "merge_phases", "object_table",
+    "parse_budget", "parse_size", "parse_text", "peak_live_bytes", "phase_table", "plan_phases",
+    "rank", "spill", "to_text", "validate_plan", "write_plan",
+]

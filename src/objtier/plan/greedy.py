@@ -1,0 +1,107 @@
+"""Greedy fills by access density (IISWC seed §7): `rank` (whole objects) and `spill`.
+
+Both sort objects by priority = accesses / size (accesses per byte), highest first, ties by
+object id, and walk that list once:
+  rank   an object goes fast when all its pages fit in what is left; otherwise it stays slow
+         and the walk goes on, so smaller objects further down can still fill the gaps.
+  spill  the same, except the first object that does not fit is split at the boundary: its
+         first floor(left / page) pages go fast, the rest slow. The fast tier is then full.
+Objects with no sampled accesses stay slow unless include_cold is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from objtier.plan.placement import UNKNOWN_CONTEXT, Placement, finish, pages, prepare
+from objtier.plan.table import ObjectTable
+
+
+def density(accesses: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """accesses per byte; a zero-size object counts as one byte."""
+    return np.asarray(accesses, dtype=np.float64) / np.maximum(np.asarray(size), 1)
+
+
+def scan_order(priority: np.ndarray, object_ids: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """Row indices of the candidates, highest priority first, ties by ascending object id."""
+    rows = np.flatnonzero(candidate)
+    return rows[np.lexsort((object_ids[rows], -priority[rows]))]
+
+
+def greedy_fill(objects: ObjectTable, capacity_bytes: int, page_bytes: int,
+                priority: np.ndarray, split_first: bool, include_cold: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One greedy walk. Returns (fast_bytes, chosen, order, cumulative fill in bytes, reason)."""
+    n = len(objects)
+    weight = pages(objects.size, page_bytes)           # pages per object
+    left = int(capacity_bytes // page_bytes)           # free fast pages
+    fast = np.zeros(n, dtype=np.int64)
+    chosen = np.zeros(n, dtype=bool)
+    order = np.full(n, -1, dtype=np.int64)
+    fill = np.zeros(n, dtype=np.int64)                 # pages, converted at the end
+    reason = np.full(n, "no sampled accesses", dtype=object)
+    candidate = ((objects.accesses > 0) | include_cold) & objects.plannable
+    reason[~objects.plannable] = UNKNOWN_CONTEXT
+    rows = scan_order(priority, objects.object, candidate)
+    order[rows] = np.arange(len(rows))
+
+    # Vectorized prefix: every object before the first one that overflows fits.
+    cum = np.cumsum(weight[rows])
+    head = int(np.searchsorted(cum, left, side="right"))
+    taken = rows[:head]
+    fast[taken] = objects.size[taken]
+    chosen[taken] = True
+    fill[taken] = cum[:head]
+    reason[taken] = "fits"
+    used = int(cum[head - 1]) if head else 0
+    left -= used
+
+    split_done = not split_first
+    for row in rows[head:].tolist():
+        w = int(weight[row])
+        if w <= left:
+            left -= w
+            used += w
+            fast[row] = objects.size[row]
+            chosen[row] = True
+            reason[row] = "fits in a gap left by a skipped larger object"
+        elif not split_done:
+            split_done = True
+            if left > 0:
+                fast[row] = left * page_bytes
+                chosen[row] = True
+                reason[row] = f"split at the boundary: {left} of {w} pages fast"
+                used += left
+                left = 0
+            else:
+                reason[row] = "does not fit: fast tier full"
+        else:
+            reason[row] = (f"does not fit: needs {w} pages, {left} left" if left
+                           else "does not fit: fast tier full")
+        fill[row] = used
+    fill[~candidate] = used
+    return fast, chosen, order, fill * page_bytes, reason
+
+
+def rank(table: Any, capacity_bytes: int, page_bytes: int = 4096,
+         include_cold: bool = False) -> Placement:
+    """Whole objects by accesses/size while they fit; smaller ones fill the gaps."""
+    objects = prepare(table, capacity_bytes, page_bytes)
+    priority = density(objects.accesses, objects.size)
+    fast, chosen, order, fill, reason = greedy_fill(objects, capacity_bytes, page_bytes, priority,
+                                            split_first=False, include_cold=include_cold)
+    return finish("rank", {"include_cold": include_cold}, objects, capacity_bytes, page_bytes,
+                  fast, priority, order, fill, reason, chosen=chosen)
+
+
+def spill(table: Any, capacity_bytes: int, page_bytes: int = 4096,
+          include_cold: bool = False) -> Placement:
+    """rank, but the first object that does not fit is split: fast prefix, slow rest."""
+    objects = prepare(table, capacity_bytes, page_bytes)
+    priority = density(objects.accesses, objects.size)
+    fast, chosen, order, fill, reason = greedy_fill(objects, capacity_bytes, page_bytes, priority,
+                                            split_first=True, include_cold=include_cold)
+    return finish("spill", {"include_cold": include_cold}, objects, capacity_bytes, page_bytes,
+                  fast, priority, order, fill, reason, chosen=chosen)

@@ -1,0 +1,217 @@
+"""The plan file: versioned JSON keyed by allocation context (schema in docs/planning.md).
+
+Entry semantics (what the runtime enforces): an object allocated from context `context_key`
+whose occurrence number equals `occurrence` (null = any occurrence) and whose size lies in
+[size_min, size_max] gets bytes [0, min(fast_bytes, size)) fast and the rest slow, while phase
+`phase` is the plan in force ("*" = the whole program). tier restates it: "fast" (whole object,
+fast_bytes >= size), "slow" (fast_bytes = 0) or "split" (fast_bytes a page multiple < size).
+A context whose objects all got the same whole-object tier is written as one entry with
+occurrence null and the size range of its objects; otherwise one entry per object.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from objtier import __version__
+from objtier.errors import UsageError
+from objtier.plan.budget import Budget
+from objtier.plan.phases import ROOT, PhasePlacement
+from objtier.plan.placement import TIERS, Placement
+from objtier.plan.table import ObjectTable
+
+FORMAT = "objtier-plan"
+VERSION = 1
+_KEY = re.compile(r"^[0-9a-f]{16}$")
+
+
+def plan_entries(objects: ObjectTable, placement: Placement, phase: str = ROOT
+                 ) -> list[dict[str, Any]]:
+    """Entries of one phase, grouping contexts whose objects share a whole-object tier.
+    Objects with an unknown context get no entry."""
+    known = objects.plannable
+    if not known.all():
+        objects = replace(objects, **{f: getattr(objects, f)[known] for f in (
+            "object", "context_key", "occurrence", "size", "accesses", "label")},
+            alloc_ns=None, free_ns=None)
+        placement = replace(placement, **{f: getattr(placement, f)[known] for f in (
+            "object", "size", "accesses", "tier", "fast_bytes", "priority", "order",
+            "cumulative_fill", "reason")})
+    keys, inverse = np.unique(objects.context_key.astype(str), return_inverse=True)
+    code = np.select([placement.tier == "fast", placement.tier == "slow"], [0, 1], 2)
+    lo = np.full(len(keys), 3)
+    hi = np.full(len(keys), -1)
+    np.minimum.at(lo, inverse, code)
+    np.maximum.at(hi, inverse, code)
+    count = np.bincount(inverse, minlength=len(keys))
+    grouped = (lo == hi) & (lo < 2) & (count > 1)
+    entries = []
+    by_group = np.split(np.argsort(inverse, kind="stable"), np.cumsum(count)[:-1])
+    for g in np.flatnonzero(grouped).tolist():
+        rows = by_group[g]
+        size = objects.size[rows]
+        fast = placement.tier[rows[0]] == "fast"
+        entries.append({
+            "phase": phase, "context_key": str(keys[g]), "occurrence": None,
+            "size_min": int(size.min()), "size_max": int(size.max()), "objects": int(len(rows)),
+            "tier": "fast" if fast else "slow", "fast_bytes": int(size.max()) if fast else 0,
+            "accesses": float(objects.accesses[rows].sum()),
+            "label": str(objects.label[rows[0]]),
+        })
+    for row in np.flatnonzero(~grouped[inverse]).tolist():
+        entries.append({
+            "phase": phase, "context_key": str(objects.context_key[row]),
+            "occurrence": int(objects.occurrence[row]),
+            "size_min": int(objects.size[row]), "size_max": int(objects.size[row]), "objects": 1,
+            "tier": str(placement.tier[row]), "fast_bytes": int(placement.fast_bytes[row]),
+            "accesses": float(placement.accesses[row]), "label": str(objects.label[row]),
+        })
+    entries.sort(key=lambda e: (e["context_key"], -1 if e["occurrence"] is None
+                                else e["occurrence"]))
+    return entries
+
+
+def _summary(phase: str, placement: Placement) -> dict[str, Any]:
+    total = float(placement.accesses.sum())
+    return {
+        "phase": phase, "objects": len(placement),
+        "fast_objects": int((placement.tier == "fast").sum()),
+        "split_objects": int((placement.tier == "split").sum()),
+        "fast_bytes": placement.used_bytes,
+        "fast_access_share": placement.fast_accesses / total if total > 0 else 0.0,
+    }
+
+
+def build_plan(objects: ObjectTable, result: Placement | PhasePlacement, budget: Budget,
+               binary: dict[str, Any] | None, source: str | None = None) -> dict[str, Any]:
+    """The plan document for a Placement (one phase, "*") or a PhasePlacement."""
+    if isinstance(result, PhasePlacement):
+        placements = result.placements
+        merge = result.merge
+        phases = [{"name": n, "parent": p or None, "target": t, "mean_duration_ns": d,
+                   "executions": e, "similarity": None if s != s else round(s, 6), "reason": r}
+                  for n, p, t, d, e, s, r in zip(merge.name, merge.parent, merge.target,
+                                                 merge.mean_duration_ns, merge.executions,
+                                                 merge.similarity, merge.reason)]
+    else:
+        placements = {ROOT: result}
+        phases = [{"name": ROOT, "parent": None, "target": ROOT, "mean_duration_ns": None,
+                   "executions": 1, "similarity": None, "reason": "the whole program"}]
+    first = next(iter(placements.values()))
+    warnings: list[str] = []
+    unknown = int((~objects.plannable).sum())
+    if unknown:
+        warnings.append(f"{unknown} object(s) with an unknown allocation context "
+                        f"({int(objects.size[~objects.plannable].sum())} bytes) are not in the "
+                        f"plan")
+    for placement in placements.values():
+        warnings.extend(w for w in placement.warnings if w not in warnings)
+    entries = []
+    for phase, placement in placements.items():
+        entries.extend(plan_entries(objects, placement, phase))
+    return {
+        "format": FORMAT, "version": VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "generator": f"objtier {__version__}",
+        "binary": binary or {"path": None, "build_id": None, "size": None},
+        "source": source,
+        "budget": {"given": budget.given, "bytes": budget.bytes, "percent": budget.percent,
+                   "footprint_bytes": budget.footprint_bytes, "page_bytes": first.page_bytes},
+        "algorithm": {"name": first.algorithm, "params": first.params},
+        "warnings": warnings,
+        "phases": phases,
+        "summary": [_summary(p, pl) for p, pl in placements.items()],
+        "entries": entries,
+    }
+
+
+def dumps(plan: dict[str, Any]) -> str:
+    """JSON text of a plan: indented header, then one entry per line (diffable, fast)."""
+    head = {k: v for k, v in plan.items() if k != "entries"}
+    text = json.dumps(head, indent=1)
+    assert text.endswith("\n}")
+    entries = ",\n".join("  " + json.dumps(e) for e in plan.get("entries", []))
+    return text[:-2] + ',\n "entries": [\n' + entries + ("\n" if entries else "") + " ]\n}\n"
+
+
+def write_plan(plan: dict[str, Any], path: str | os.PathLike) -> None:
+    """Validate and write a plan as JSON (atomically: temp file + rename)."""
+    validate_plan(plan, str(path))
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(dumps(plan))
+        os.replace(tmp, target)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {path}: {error.strerror}") from None
+
+
+def load_plan(path: str | os.PathLike) -> dict[str, Any]:
+    """Read and validate a plan; UsageError with one line for anything wrong."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise UsageError(f"cannot read plan {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not a plan file (not UTF-8 text)") from None
+    try:
+        plan = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path} is not a plan file (bad JSON at line {error.lineno})") from None
+    validate_plan(plan, str(path))
+    return plan
+
+
+def _fail(where: str, message: str) -> None:
+    raise UsageError(f"{where}: {message}")
+
+
+def validate_plan(plan: Any, where: str = "plan") -> None:
+    """Check format, version and every entry's fields; raises UsageError (one line)."""
+    if not isinstance(plan, dict) or plan.get("format") != FORMAT:
+        _fail(where, f"not an objtier plan (format is not {FORMAT!r})")
+    version = plan.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        _fail(where, "plan has no integer version")
+    if version != VERSION:
+        _fail(where, f"plan version {version} is not supported (this objtier reads {VERSION})")
+    budget = plan.get("budget")
+    if not isinstance(budget, dict) or not isinstance(budget.get("bytes"), int) \
+            or not isinstance(budget.get("page_bytes"), int) or budget["page_bytes"] < 1:
+        _fail(where, "plan has no valid budget (bytes, page_bytes)")
+    phases = plan.get("phases")
+    if not isinstance(phases, list) or not all(isinstance(p, dict) and isinstance(
+            p.get("name"), str) and isinstance(p.get("target"), str) for p in phases):
+        _fail(where, "plan has no valid phase list")
+    names = {p["name"] for p in phases}
+    if ROOT not in names or not all(p["target"] in names for p in phases):
+        _fail(where, f"plan phases must include {ROOT!r} and target known phases")
+    entries = plan.get("entries")
+    if not isinstance(entries, list):
+        _fail(where, "plan has no entry list")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            _fail(where, f"entry {i} is not an object")
+        if not isinstance(e.get("context_key"), str) or not _KEY.match(e["context_key"]):
+            _fail(where, f"entry {i}: context_key must be 16 lowercase hex digits")
+        occ = e.get("occurrence")
+        if occ is not None and (not isinstance(occ, int) or isinstance(occ, bool) or occ < 0):
+            _fail(where, f"entry {i}: occurrence must be null or an integer >= 0")
+        ints = [e.get(k) for k in ("size_min", "size_max", "fast_bytes")]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints):
+            _fail(where, f"entry {i}: size_min, size_max and fast_bytes must be integers >= 0")
+        if e["size_min"] > e["size_max"]:
+            _fail(where, f"entry {i}: size_min > size_max")
+        if e.get("tier") not in TIERS:
+            _fail(where, f"entry {i}: tier must be one of {', '.join(TIERS)}")
+        if e.get("phase") not in names:
+            _fail(where, f"entry {i}: unknown phase {e.get('phase')!r}")
