@@ -1,0 +1,100 @@
+/*
+ * objtier tiered-memory simulator: public interface of libobjtier_sim.so.
+ *
+ * The Python driver (objtier.sim.engine) mirrors sim_event, sim_config and sim_bin with
+ * ctypes/numpy; keep the three in sync with it (tests/sim/test_layout.py checks the sizes).
+ *
+ * Model in one paragraph: memory is a set of pages (4 KiB or 2 MiB) of live objects, each in
+ * the fast or the slow tier. A page exists from the allocation of the first object that
+ * overlaps it until the last such object is freed. Events arrive in time order, in chunks
+ * (sim_feed); the simulator keeps state only for live pages, so memory stays bounded by the
+ * live footprint whatever the trace length. A policy (one ops table per file) decides where a
+ * new page goes and reacts to accesses and to a 1 ms clock (migrations). The core counts
+ * accesses per tier and migrations, per time bin; costs are applied by the driver.
+ */
+#ifndef OBJTIER_SIM_H
+#define OBJTIER_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* sim_event.type */
+enum sim_event_type {
+    SIM_EV_ALLOC = 1,  /* object `obj` = [addr, addr+size) becomes live */
+    SIM_EV_ACCESS = 2, /* a sample at addr standing for `size` accesses (its weight) */
+    SIM_EV_FREE = 3,   /* obj != SIM_NO_OBJ: the whole object; else the range [addr, addr+size) */
+};
+
+#define SIM_NO_OBJ 0xFFFFFFFFu
+
+/* One input event, 40 bytes. Events must be fed in non-decreasing time_ns. */
+typedef struct sim_event {
+    uint64_t time_ns; /* CLOCK_MONOTONIC ns, as in the trace */
+    uint64_t addr;    /* virtual address in address space `space` */
+    uint64_t size;    /* ALLOC/FREE: bytes; ACCESS: accesses this sample stands for (>= 1) */
+    uint32_t obj;     /* ALLOC/FREE: object index < sim_config.objects; ACCESS: ignored */
+    uint32_t space;   /* address space (process) index, < 2^23 */
+    uint16_t type;    /* enum sim_event_type */
+    uint16_t flags;   /* ACCESS: ot_sample_record.flags (bit0 write when bit1 set) */
+    uint32_t reserved;
+} sim_event;
+_Static_assert(sizeof(sim_event) == 40, "sim_event is 40 bytes");
+
+typedef struct sim_config {
+    uint64_t fast_bytes; /* fast-tier capacity in bytes (rounded down to whole pages) */
+    uint64_t start_ns;   /* time of bin 0 */
+    uint64_t bin_ns;     /* width of one statistics bin, ns (> 0) */
+    uint32_t page_shift; /* 12 (4 KiB) or 21 (2 MiB) */
+    uint32_t objects;    /* object indices are < objects */
+} sim_config;
+_Static_assert(sizeof(sim_config) == 32, "sim_config is 32 bytes");
+
+/* Per-bin statistics. Access counts are weighted (sum of sample weights); pages are counts of
+ * pages of (1 << page_shift) bytes. */
+typedef struct sim_bin {
+    uint64_t fast_loads, fast_stores;  /* accesses served by the fast tier */
+    uint64_t slow_loads, slow_stores;  /* accesses served by the slow tier */
+    uint64_t other;                    /* accesses to no live object (stack, globals): fast */
+    uint64_t promoted, demoted;        /* pages moved slow->fast, fast->slow in this bin */
+    uint64_t hint_faults;              /* NUMA hint faults taken in this bin */
+    uint64_t fast_pages, slow_pages;   /* resident pages at the end of the bin */
+} sim_bin;
+_Static_assert(sizeof(sim_bin) == 80, "sim_bin is 80 bytes");
+
+typedef struct sim sim_t;
+
+/* Create a simulator running `policy` (see sim_policy_names). NULL if the policy is unknown or
+ * memory is short. Parameters may be set until the first sim_feed. */
+sim_t *sim_create(const sim_config *config, const char *policy);
+void sim_destroy(sim_t *sim);
+
+/* Comma-separated list of the built-in policies. */
+const char *sim_policy_names(void);
+/* Comma-separated "name=default" list of a policy's parameters ("" if none, NULL if unknown). */
+const char *sim_policy_params(const char *policy);
+/* Set a policy parameter. 0 on success, -1 if the policy has no such parameter. */
+int sim_set_param(sim_t *sim, const char *name, double value);
+
+/* Static placement for the "static" policy: object i's first fast_bytes[i] bytes go to the fast
+ * tier; if page_bits is given, page k of object i (k counted from the page holding its first
+ * byte) additionally goes fast when page_bits[page_base[i] + k] != 0. Arrays are borrowed and
+ * must outlive the simulator. Either may be NULL. */
+void sim_set_placement(sim_t *sim, const uint64_t *fast_bytes, const uint8_t *page_bits,
+                       const uint64_t *page_base);
+
+/* Feed n events (time ordered, continuing the previous chunk). 0 on success, -1 on error
+ * (sim_error tells which). */
+int sim_feed(sim_t *sim, const sim_event *events, size_t n);
+/* Advance the clock to end_ns (running due ticks) and close the last bin. */
+void sim_finish(sim_t *sim, uint64_t end_ns);
+const char *sim_error(const sim_t *sim);
+
+/* Cumulative counters, vmstat-like names (sim_counter_name). */
+size_t sim_counter_count(void);
+const char *sim_counter_name(size_t index);
+void sim_counters(const sim_t *sim, uint64_t *out);
+
+/* The statistics bins so far (valid until the next sim_feed/sim_finish/sim_destroy). */
+size_t sim_bins(const sim_t *sim, const sim_bin **bins);
+
+#endif /* OBJTIER_SIM_H */

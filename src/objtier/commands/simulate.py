@@ -1,0 +1,77 @@
+"""`objtier simulate`: replay a trace against tiering policies and cost presets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from objtier.errors import UsageError
+
+NAME = "simulate"
+HELP = "simulate kernel tiering policies and objtier plans on a recorded trace"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from objtier.sim.run import POLICIES
+
+    parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file")
+    parser.add_argument("--fast", required=True, metavar="SIZE|PCT",
+                        help="fast-tier capacity: a size (8G, 512M) or a percentage of the peak "
+                             "live footprint (50%%)")
+    parser.add_argument("--preset", default="cxl", metavar="NAME|FILE.toml",
+                        help="cost preset: optane, cxl, remote-numa, hbm, zram, nvme, rdma, or a "
+                             "TOML file (default: cxl)")
+    parser.add_argument("--policy", default="first-touch,numab2,tpp,memtis,hemem,object,spill,"
+                        "oracle", metavar="LIST",
+                        help=f"comma-separated policies among {', '.join(POLICIES)}")
+    parser.add_argument("--plan", metavar="plan.json",
+                        help="objtier plan for the object policy (default: plan from this trace)")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="policy parameter (numab2.hot_threshold_ms=500, or bare to apply "
+                             "to every policy that has it) or driver setting: page=4K|2M, "
+                             "bin_ms=100, period=N (weight of samples without one), chunk=N")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="write simulate*.csv and simulate-*.png into DIR")
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--param {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from objtier.sim import load_preset, simulate
+    from objtier.sim.output import print_table, write_csv, write_plots
+    from objtier.trace import open_trace
+
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    if not policies:
+        raise UsageError("--policy: no policy given")
+    if len(set(policies)) != len(policies):
+        raise UsageError("--policy: a policy is listed twice")
+    model = load_preset(args.preset)
+    plan_doc = None
+    if args.plan:
+        from objtier.plan import load_plan
+
+        plan_doc = load_plan(args.plan)
+    params = _params(args.param)
+    trace = open_trace(args.trace)
+    console = Console(stderr=True)
+    sim = simulate(trace, policies, args.fast, model, params, plan_doc,
+                   progress=lambda p: console.print(f"[dim]simulated {p}[/dim]"))
+    # a pipe or file gets the full table rather than the 80-column default
+    print_table(sim, Console() if sys.stdout.isatty() else Console(width=160))
+    if args.output:
+        out = Path(args.output)
+        paths = write_csv(sim, out) + write_plots(sim, out)
+        console.print("wrote " + ", ".join(str(p) for p in paths))
+    return 0

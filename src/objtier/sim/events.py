@@ -1,0 +1,164 @@
+"""Turn a recorded trace into the simulator's event stream, in bounded chunks.
+
+Objects are the rows of trace.allocations (sorted by pid, seq); object i is index i. Address
+spaces are the distinct pids. Events:
+  ALLOC  at the allocation time;
+  FREE   whole object at its matched free (the FREE record with size 0 of the same pid and
+         address following it in (pid, addr, seq) order), or a range [addr, addr+size) for a
+         partial munmap/mremap (the core drops the pages inside it);
+  ACCESS one per sample, standing for `weight` accesses (`default_weight` when the sampler
+         wrote 0 = unknown).
+At equal times allocations come before accesses and accesses before frees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from objtier.sim.engine import EV_ACCESS, EV_ALLOC, EV_FREE, EVENT, NO_OBJ
+
+CHUNK_SAMPLES = 1 << 20  # samples per chunk handed to the core
+
+
+def _col(table, name: str, dtype) -> np.ndarray:
+    return table.column(name).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+
+@dataclass
+class EventSource:
+    """Columns needed by the simulator, with time-sorted event arrays ready to merge."""
+
+    objects: int
+    start_ns: int
+    end_ns: int
+    alloc_ev: np.ndarray   # EVENT, time sorted
+    free_ev: np.ndarray    # EVENT, time sorted
+    sample_ev: np.ndarray  # EVENT, time sorted
+    size: np.ndarray       # per object, bytes
+    alloc_ns: np.ndarray   # per object
+    free_ns: np.ndarray    # per object, -1 = never freed
+    pid: np.ndarray        # per object
+    addr: np.ndarray       # per object
+
+    @property
+    def events(self) -> int:
+        return len(self.alloc_ev) + len(self.free_ev) + len(self.sample_ev)
+
+    def chunks(self, chunk: int = CHUNK_SAMPLES) -> Iterator[np.ndarray]:
+        """Time-ordered EVENT arrays of about `chunk` samples plus the allocations and frees
+        up to the last sample's time (the last chunk takes everything left)."""
+        a = f = 0
+        n = len(self.sample_ev)
+        s = 0
+        a_time, f_time = self.alloc_ev["time_ns"], self.free_ev["time_ns"]
+        while True:
+            e = min(s + chunk, n)
+            last = e >= n
+            if last:
+                a_end, f_end = len(a_time), len(f_time)
+            else:
+                t_hi = self.sample_ev["time_ns"][e - 1]
+                a_end = int(np.searchsorted(a_time, t_hi, side="right"))
+                f_end = int(np.searchsorted(f_time, t_hi, side="right"))
+            samples = self.sample_ev[s:e]
+            other = np.concatenate([self.alloc_ev[a:a_end], self.free_ev[f:f_end]])
+            if len(other):
+                # allocations and frees are few: insert them into the sorted samples (O(n))
+                # rather than sorting the chunk; allocations go before samples of equal time,
+                # frees after them, and both keep their time order among themselves
+                other = other[np.argsort(other["time_ns"], kind="stable")]
+                st = samples["time_ns"]
+                is_free = other["type"] == EV_FREE
+                pos = np.where(is_free, np.searchsorted(st, other["time_ns"], side="right"),
+                               np.searchsorted(st, other["time_ns"], side="left"))
+                pos = np.maximum.accumulate(pos) if len(pos) else pos
+                samples = np.insert(samples, pos, other)
+            yield samples
+            a, f, s = a_end, f_end, e
+            if last:
+                return
+
+
+def _sorted(ev: np.ndarray) -> np.ndarray:
+    return ev[np.argsort(ev["time_ns"], kind="stable")]
+
+
+def from_tables(allocations, frees, samples, start_ns: int | None = None,
+                default_weight: int = 1) -> EventSource:
+    """Build the event source from the trace's pyarrow tables."""
+    a_pid = _col(allocations, "pid", np.uint32)
+    a_seq = _col(allocations, "seq", np.uint64)
+    a_time = _col(allocations, "time_ns", np.uint64)
+    a_addr = _col(allocations, "addr", np.uint64)
+    a_size = _col(allocations, "size", np.uint64)
+    f_pid = _col(frees, "pid", np.uint32)
+    f_seq = _col(frees, "seq", np.uint64)
+    f_time = _col(frees, "time_ns", np.uint64)
+    f_addr = _col(frees, "addr", np.uint64)
+    f_size = _col(frees, "size", np.uint64)
+    s_pid = _col(samples, "pid", np.uint32)
+    s_time = _col(samples, "time_ns", np.uint64)
+    n = len(a_pid)
+    if n >= NO_OBJ:
+        from objtier.errors import TraceError
+        raise TraceError(f"too many objects for the simulator ({n})")
+
+    pids = np.unique(np.concatenate([a_pid, f_pid, s_pid]))
+    space = lambda p: np.searchsorted(pids, p).astype(np.uint32)  # noqa: E731
+
+    alloc_ev = np.zeros(n, dtype=EVENT)
+    alloc_ev["time_ns"], alloc_ev["addr"], alloc_ev["size"] = a_time, a_addr, a_size
+    alloc_ev["obj"] = np.arange(n, dtype=np.uint32)
+    alloc_ev["space"] = space(a_pid)
+    alloc_ev["type"] = EV_ALLOC
+
+    # whole frees matched to the alloc just before them in (pid, addr, seq) order
+    whole = np.flatnonzero(f_size == 0)
+    free_obj = np.full(len(f_pid), NO_OBJ, dtype=np.uint32)
+    free_ns = np.full(n, -1, dtype=np.int64)
+    if len(whole) and n:
+        ident = np.concatenate([np.arange(n), -1 - np.arange(len(whole))])
+        pid = np.concatenate([a_pid, f_pid[whole]])
+        addr = np.concatenate([a_addr, f_addr[whole]])
+        seq = np.concatenate([a_seq, f_seq[whole]])
+        order = np.lexsort((seq, addr, pid))
+        ident, pid, addr = ident[order], pid[order], addr[order]
+        match = (ident[1:] < 0) & (ident[:-1] >= 0) & (pid[1:] == pid[:-1]) \
+            & (addr[1:] == addr[:-1])
+        objs = ident[:-1][match]
+        fidx = whole[-1 - ident[1:][match]]
+        free_obj[fidx] = objs
+        free_ns[objs] = f_time[fidx].astype(np.int64)
+    keep = (f_size > 0) | (free_obj != NO_OBJ)  # drop unmatched whole frees
+    free_ev = np.zeros(int(keep.sum()), dtype=EVENT)
+    free_ev["time_ns"], free_ev["addr"] = f_time[keep], f_addr[keep]
+    free_ev["size"], free_ev["obj"] = f_size[keep], free_obj[keep]
+    free_ev["space"] = space(f_pid[keep])
+    free_ev["type"] = EV_FREE
+
+    sample_ev = np.zeros(len(s_pid), dtype=EVENT)
+    sample_ev["time_ns"] = s_time
+    sample_ev["addr"] = _col(samples, "addr", np.uint64)
+    weight = _col(samples, "weight", np.uint64)
+    sample_ev["size"] = np.where(weight == 0, np.uint64(max(default_weight, 1)), weight)
+    sample_ev["space"] = space(s_pid)
+    sample_ev["flags"] = _col(samples, "flags", np.uint16)
+    sample_ev["type"] = EV_ACCESS
+    if len(s_time) > 1 and np.any(s_time[1:] < s_time[:-1]):
+        sample_ev = _sorted(sample_ev)
+
+    times = [t for t in (a_time, f_time, s_time) if len(t)]
+    lo = min(int(t.min()) for t in times) if times else 0
+    hi = max(int(t.max()) for t in times) if times else 0
+    start = lo if start_ns is None else min(int(start_ns), lo)
+    return EventSource(objects=n, start_ns=start, end_ns=hi, alloc_ev=_sorted(alloc_ev),
+                       free_ev=_sorted(free_ev), sample_ev=sample_ev, size=a_size.astype(np.int64),
+                       alloc_ns=a_time.astype(np.int64), free_ns=free_ns, pid=a_pid, addr=a_addr)
+
+
+def from_trace(trace, default_weight: int = 1) -> EventSource:
+    return from_tables(trace.allocations, trace.frees, trace.samples, trace.start_ns,
+                       default_weight)

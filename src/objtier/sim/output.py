@@ -1,0 +1,130 @@
+"""Simulation output: the rich table, CSV files and over-time plots."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from objtier.sim.run import Simulation
+
+COLUMNS = ("policy", "fast_accesses", "slow_accesses", "other_accesses", "fast_share",
+           "promotions", "demotions", "migrated_bytes", "hint_faults", "stall_s", "speedup")
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def print_table(sim: Simulation, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    title = (f"fast tier {_human(sim.fast_bytes)} of {_human(sim.footprint_bytes)} peak live, "
+             f"preset {sim.model.name}, {sim.page_bytes // 1024} KiB pages")
+    table = Table(title=title)
+    heads = ("policy", "fast acc", "slow acc", "fast %", "promoted", "demoted", "migrated",
+             "hint faults", "stall (s)", "speedup")
+    for i, head in enumerate(heads):
+        table.add_column(head, justify="left" if i == 0 else "right")
+    for row in sim.rows():
+        share = row["fast_share"]
+        table.add_row(row["policy"], f"{row['fast_accesses']:,}", f"{row['slow_accesses']:,}",
+                      "-" if share != share else f"{100 * share:.1f}",
+                      f"{row['promotions']:,}", f"{row['demotions']:,}",
+                      _human(row["migrated_bytes"]), f"{row['hint_faults']:,}",
+                      f"{row['stall_s']:.4g}",
+                      "-" if row["speedup"] != row["speedup"] else f"{row['speedup']:.2f}x")
+    console.print(table)
+
+
+def write_csv(sim: Simulation, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    summary = out / "simulate.csv"
+    with open(summary, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(COLUMNS) + ["preset", "fast_bytes", "page_bytes"])
+        w.writeheader()
+        for row in sim.rows():
+            w.writerow({**row, "preset": sim.model.name, "fast_bytes": sim.fast_bytes,
+                        "page_bytes": sim.page_bytes})
+    counters = out / "simulate-counters.csv"
+    with open(counters, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["policy", "counter", "value"])
+        for r in sim.results:
+            for name, value in r.counters.items():
+                w.writerow([r.policy, name, value])
+    timeline = out / "simulate-timeline.csv"
+    with open(timeline, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["policy", "t_s", "fast_accesses", "slow_accesses", "promoted", "demoted",
+                    "hint_faults", "fast_pages", "slow_pages"])
+        for r in sim.results:
+            b = r.bins
+            t = np.arange(len(b)) * sim.bin_ns / 1e9
+            for i in range(len(b)):
+                w.writerow([r.policy, f"{t[i]:.3f}",
+                            int(b["fast_loads"][i] + b["fast_stores"][i]),
+                            int(b["slow_loads"][i] + b["slow_stores"][i]), int(b["promoted"][i]),
+                            int(b["demoted"][i]), int(b["hint_faults"][i]),
+                            int(b["fast_pages"][i]), int(b["slow_pages"][i])])
+    return [summary, counters, timeline]
+
+
+def write_plots(sim: Simulation, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for r in sim.results:
+        b = r.bins
+        t = np.arange(len(b)) * sim.bin_ns / 1e9
+        fast = (b["fast_loads"] + b["fast_stores"]).astype(float)
+        total = fast + (b["slow_loads"] + b["slow_stores"])
+        share = np.divide(100 * fast, total, out=np.full(len(b), np.nan), where=total > 0)
+        ax.plot(t, share, label=r.policy, lw=1.2)
+    ax.set_title(f"Share of accesses served by the fast tier ({sim.model.name}, "
+                 f"{_human(sim.fast_bytes)} fast)")
+    ax.set_xlabel("trace time (s)")
+    ax.set_ylabel("fast-tier accesses (% of object accesses)")
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize="small", ncol=2)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    paths.append(out / "simulate-fast-share.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    scale = sim.page_bytes / 2**20 / (sim.bin_ns / 1e9)
+    for r in sim.results:
+        b = r.bins
+        if not (b["promoted"].any() or b["demoted"].any()):
+            continue
+        t = np.arange(len(b)) * sim.bin_ns / 1e9
+        line, = ax.plot(t, b["promoted"] * scale, label=f"{r.policy} promoted", lw=1.2)
+        ax.plot(t, b["demoted"] * scale, ls="--", color=line.get_color(),
+                label=f"{r.policy} demoted", lw=1.2)
+    ax.set_title("Page migrations over time")
+    ax.set_xlabel("trace time (s)")
+    ax.set_ylabel("migration rate (MiB/s)")
+    if ax.lines:
+        ax.legend(fontsize="small", ncol=2)
+    else:
+        ax.text(0.5, 0.5, "no policy migrated pages", ha="center", transform=ax.transAxes)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    paths.append(out / "simulate-migrations.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+    return paths
