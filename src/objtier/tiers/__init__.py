@@ -1,0 +1,1 @@
+"""Memory tiers: NUMA nodes (fast/slow node sets, detection in numa_topology) and swap tiers."""
