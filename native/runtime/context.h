@@ -1,0 +1,20 @@
+/* Allocation calling contexts: unwind, map frames to (module, offset), intern, emit. */
+#ifndef OBJTIER_CONTEXT_H
+#define OBJTIER_CONTEXT_H
+
+#include <stdint.h>
+
+#include "writer.h"
+
+int rt_context_init(uint32_t depth); /* 0 or -errno */
+
+/* The context id of the caller's call stack (frames inside the runtime skipped);
+ * writes MODULE and CONTEXT records the first time. 0 when unwinding fails. */
+uint32_t rt_context_capture(rt_writer *w);
+
+/* Fork hooks: hold the lock across fork; a child writing its own file re-emits. */
+void rt_context_lock(void);
+void rt_context_unlock(void);
+void rt_context_after_fork_child(void);
+
+#endif

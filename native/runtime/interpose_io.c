@@ -1,0 +1,167 @@
+/*
+ * System calls and stdio calls that pass a program buffer to the kernel. The kernel
+ * does not raise SIGSEGV for a PROT_NONE page it copies to or from; the call fails with
+ * EFAULT instead. So, while the fault sampler has a window armed, the armed pages of
+ * the buffer are restored first (counted as touches), and a call that still fails with
+ * EFAULT on a recently armed range is restored and retried (at most RETRIES times).
+ * With no window armed the cost is one relaxed load.
+ */
+#define _GNU_SOURCE
+#include "real.h"
+#include "rt.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define RETRIES 3
+
+#define WRAP(ret_t, call, buf, len, failed)                                                       \
+    rt_real_init();                                                                                \
+    ret_t r;                                                                                       \
+    int slot = rt_fault_io_begin(buf, len);                                                        \
+    for (int attempt = 0;; attempt++) {                                                            \
+        r = call;                                                                                  \
+        if (!(failed) || errno != EFAULT || attempt == RETRIES ||                                  \
+            !rt_fault_recently_armed(buf, len))                                                    \
+            break;                                                                                 \
+        rt_fault_touch(buf, len);                                                                  \
+    }                                                                                              \
+    int saved = errno;                                                                             \
+    rt_fault_io_end(slot);                                                                         \
+    errno = saved;                                                                                 \
+    return r;
+
+ssize_t read(int fd, void *buf, size_t n) { WRAP(ssize_t, rt_real.read(fd, buf, n), buf, n, r < 0) }
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    WRAP(ssize_t, rt_real.write(fd, buf, n), buf, n, r < 0)
+}
+ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+    WRAP(ssize_t, rt_real.pread64(fd, buf, n, off), buf, n, r < 0)
+}
+ssize_t pread(int fd, void *buf, size_t n, off_t off) __attribute__((alias("pread64")));
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+    WRAP(ssize_t, rt_real.pwrite64(fd, buf, n, off), buf, n, r < 0)
+}
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) __attribute__((alias("pwrite64")));
+ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    WRAP(ssize_t, rt_real.recv(fd, buf, n, flags), buf, n, r < 0)
+}
+ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+{
+    WRAP(ssize_t, rt_real.recvfrom(fd, buf, n, flags, a, al), buf, n, r < 0)
+}
+ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    WRAP(ssize_t, rt_real.send(fd, buf, n, flags), buf, n, r < 0)
+}
+ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a,
+               socklen_t al)
+{
+    WRAP(ssize_t, rt_real.sendto(fd, buf, n, flags, a, al), buf, n, r < 0)
+}
+/* stdio: a read(2) that failed with EFAULT consumed nothing, so the rest of the request
+ * can be asked for again after clearing the stream's error flag. */
+static size_t stdio_retry(int writing, void *buf, size_t size, size_t k, FILE *f)
+{
+    rt_real_init();
+    size_t done = 0;
+    int slot = rt_fault_io_begin(buf, size * k);
+    for (int attempt = 0;; attempt++) {
+        char *at = (char *)buf + done * size;
+        done += writing ? rt_real.fwrite(at, size, k - done, f) : rt_real.fread(at, size, k - done, f);
+        if (done == k || !ferror(f) || errno != EFAULT || attempt == RETRIES ||
+            !rt_fault_recently_armed(at, size * (k - done)))
+            break;
+        clearerr(f);
+        rt_fault_touch(at, size * (k - done));
+    }
+    int saved = errno;
+    rt_fault_io_end(slot);
+    errno = saved;
+    return done;
+}
+
+size_t fread(void *buf, size_t size, size_t k, FILE *f)
+{
+    return stdio_retry(0, buf, size, k, f);
+}
+
+size_t fwrite(const void *buf, size_t size, size_t k, FILE *f)
+{
+    return stdio_retry(1, (void *)buf, size, k, f);
+}
+
+static void touch_iov(const struct iovec *iov, int n)
+{
+    for (int i = 0; i < n; i++)
+        rt_fault_touch(iov[i].iov_base, iov[i].iov_len);
+}
+
+/* One in-flight slot covering every buffer of the vector. */
+static int iov_begin(const struct iovec *iov, int n)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)iov[i].iov_base, b = a + iov[i].iov_len;
+        if (iov[i].iov_len && a < lo)
+            lo = a;
+        if (iov[i].iov_len && b > hi)
+            hi = b;
+    }
+    if (hi <= lo)
+        return -1;
+    int slot = rt_fault_io_begin((const void *)(uintptr_t)lo, hi - lo);
+    touch_iov(iov, n);
+    return slot;
+}
+
+static int iov_recent(const struct iovec *iov, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rt_fault_recently_armed(iov[i].iov_base, iov[i].iov_len))
+            return 1;
+    return 0;
+}
+
+ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+    rt_real_init();
+    ssize_t r;
+    int slot = iov_begin(iov, n);
+    for (int attempt = 0;; attempt++) {
+        r = rt_real.readv(fd, iov, n);
+        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))
+            break;
+        touch_iov(iov, n);
+    }
+    int saved = errno;
+    rt_fault_io_end(slot);
+    errno = saved;
+    return r;
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+    rt_real_init();
+    ssize_t r;
+    int slot = iov_begin(iov, n);
+    for (int attempt = 0;; attempt++) {
+        r = rt_real.writev(fd, iov, n);
+        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))
+            break;
+        touch_iov(iov, n);
+    }
+    int saved = errno;
+    rt_fault_io_end(slot);
+    errno = saved;
+    return r;
+}

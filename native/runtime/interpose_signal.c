@@ -1,0 +1,99 @@
+/*
+ * sigaction/signal interposition for SIGSEGV while the fault sampler owns the signal.
+ *
+ * The kernel-side handler is always ours. The program's view (what it installs and
+ * what sigaction reports back) is kept in app_segv; faults that are not the sampler's
+ * are passed to that handler, or, when it is SIG_DFL/SIG_IGN, the default action is
+ * restored and the fault re-executed (or re-raised when the signal was sent) so the
+ * program dies by SIGSEGV exactly as without the runtime.
+ */
+#define _GNU_SOURCE
+#include "rt.h"
+#include "real.h"
+#include "runtime.h"
+#include "sampler.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+static _Atomic int installed;
+static struct sigaction app_segv; /* the program's SIGSEGV disposition */
+static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int rt_signal_install(void (*handler)(int, siginfo_t *, void *))
+{
+    struct sigaction ours, old;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = handler;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&ours.sa_mask);
+    rt_real_init();
+    if (rt_real.sigaction(SIGSEGV, &ours, &old) != 0)
+        return -1;
+    pthread_mutex_lock(&app_lock);
+    app_segv = old;
+    pthread_mutex_unlock(&app_lock);
+    atomic_store(&installed, 1);
+    return 0;
+}
+
+void rt_signal_chain(int sig, siginfo_t *info, void *uctx)
+{
+    /* no lock: a handler cannot block; a torn read is as likely as the program changing
+     * its handler while faulting, and the copy is a plain struct */
+    struct sigaction a = app_segv;
+    if (a.sa_flags & SA_SIGINFO) {
+        if ((void *)a.sa_sigaction != (void *)SIG_DFL && (void *)a.sa_sigaction != (void *)SIG_IGN) {
+            if (a.sa_flags & SA_RESETHAND)
+                app_segv.sa_handler = SIG_DFL, app_segv.sa_flags = 0;
+            a.sa_sigaction(sig, info, uctx);
+            return;
+        }
+    } else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
+        if (a.sa_flags & SA_RESETHAND)
+            app_segv.sa_handler = SIG_DFL, app_segv.sa_flags = 0;
+        a.sa_handler(sig);
+        return;
+    }
+    /* a genuine fault with no program handler: die by SIGSEGV, trace flushed first */
+    rt_flush_before_death();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    rt_real.sigaction(sig, &dfl, NULL);
+    if (info->si_code <= 0) /* sent by kill/raise: the instruction will not fault again */
+        raise(sig);
+    /* returning re-executes the faulting instruction under SIG_DFL */
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+    rt_real_init();
+    if (sig != SIGSEGV || !atomic_load(&installed))
+        return rt_real.sigaction(sig, act, oldact);
+    pthread_mutex_lock(&app_lock);
+    if (oldact)
+        *oldact = app_segv;
+    if (act)
+        app_segv = *act;
+    pthread_mutex_unlock(&app_lock);
+    return 0;
+}
+
+sighandler_t signal(int sig, sighandler_t handler)
+{
+    rt_real_init();
+    if (sig != SIGSEGV || !atomic_load(&installed))
+        return rt_real.signal(sig, handler);
+    pthread_mutex_lock(&app_lock);
+    sighandler_t old = (app_segv.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)app_segv.sa_sigaction
+                                                        : app_segv.sa_handler;
+    memset(&app_segv, 0, sizeof app_segv);
+    app_segv.sa_handler = handler;
+    app_segv.sa_flags = SA_RESTART; /* glibc's signal() has BSD semantics */
+    sigemptyset(&app_segv.sa_mask);
+    pthread_mutex_unlock(&app_lock);
+    return old;
+}

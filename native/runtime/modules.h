@@ -1,0 +1,27 @@
+/*
+ * Loaded modules (main executable, shared objects, vdso) from dl_iterate_phdr.
+ * Ids are dense from 1 in discovery order and never reused within a file; a module
+ * gets its MODULE record the first time a context frame falls into it.
+ * Not thread-safe by itself: context.c serializes all calls under its mutex.
+ */
+#ifndef OBJTIER_MODULES_H
+#define OBJTIER_MODULES_H
+
+#include <stdint.h>
+
+#include "writer.h"
+
+/* Re-reads the module list (new modules get new ids). 0 or -ENOMEM. */
+int rt_modules_refresh(void);
+
+/* Module id containing ip (refreshing once when unknown) and its load bias in *base;
+ * 0 when ip is in no module. Emits the MODULE record on first use. */
+uint32_t rt_modules_map(rt_writer *w, uint64_t ip, uint64_t *base);
+
+/* [start, end) of the module holding addr (the runtime's own code range at init). */
+int rt_modules_range_of(uint64_t addr, uint64_t *start, uint64_t *end);
+
+/* A forked child writes a new file: every module needs its record again. */
+void rt_modules_forget_emitted(void);
+
+#endif

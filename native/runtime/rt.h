@@ -1,0 +1,65 @@
+/*
+ * Internal interfaces shared by the objtier runtime's translation units.
+ *
+ * Invariants
+ *   - rt_guard > 0 on a thread means "inside the runtime": every allocation or mapping
+ *     made then is passed straight to the real function and never recorded. Runtime
+ *     threads (flusher, scanner, perf reader) keep it > 0 for their whole life.
+ *   - rt_state only moves forward within one process image:
+ *     UNINIT -> INITIALIZING -> PASSIVE or ACTIVE -> CLOSED. A forked child that does not
+ *     follow forks drops to PASSIVE. Records are written only in ACTIVE.
+ *   - All times are CLOCK_MONOTONIC nanoseconds.
+ */
+#ifndef OBJTIER_RT_H
+#define OBJTIER_RT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define RT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define RT_HIDDEN __attribute__((visibility("hidden")))
+#define RT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+enum rt_state_value {
+    RT_UNINIT = 0,
+    RT_INITIALIZING = 1,
+    RT_PASSIVE = 2,
+    RT_ACTIVE = 3,
+    RT_CLOSED = 4,
+};
+
+extern RT_HIDDEN _Atomic int rt_state;
+extern RT_HIDDEN RT_TLS int rt_guard;
+
+static inline int rt_active(void)
+{
+    return atomic_load_explicit(&rt_state, memory_order_acquire) == RT_ACTIVE;
+}
+
+static inline uint64_t rt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* gettid() of the calling thread, cached per thread (reset in a forked child). */
+RT_HIDDEN uint32_t rt_tid(void);
+RT_HIDDEN void rt_tid_reset(void);
+
+/* Page size in bytes, set at start-up. */
+extern RT_HIDDEN size_t rt_page_bytes;
+
+/* Raw system calls that bypass every interposed wrapper (async-signal-safe). */
+RT_HIDDEN void *rt_sys_mmap(size_t bytes);           /* anonymous RW, NULL on failure */
+RT_HIDDEN void rt_sys_munmap(void *p, size_t bytes);
+RT_HIDDEN long rt_sys_write_all(int fd, const void *buf, size_t bytes); /* bytes or -errno */
+RT_HIDDEN int rt_sys_mprotect(void *addr, size_t bytes, int prot);      /* 0 or -errno */
+
+/* Warning on stderr prefixed "objtier: " when OBJTIER_LOG=1 (or always when force). */
+RT_HIDDEN void rt_log(int force, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,554 @@
+/*
+ * Runtime lifecycle: settings, the trace file, threads, fork and exit.
+ *
+ * Start-up runs in a constructor (before the program's own constructors). Until it
+ * completes, interposed calls pass straight through. Exit: an on_exit handler (it sees
+ * the exit status) and a destructor (for dlclose or exits that skip on_exit) both call
+ * finish(), which runs once: stop the sampler, stop the flusher, flush every thread
+ * buffer, then SAMPLER_STATS and END.
+ */
+#define _GNU_SOURCE
+#include "runtime.h"
+#include "context.h"
+#include "maps.h"
+#include "real.h"
+#include "registry.h"
+#include "rt.h"
+#include "sampler.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+_Atomic int rt_state;
+rt_config rt_cfg;
+rt_writer rt_w;
+_Atomic uint64_t rt_min_size = UINT64_MAX;
+
+static _Atomic uint64_t seq_counter; /* ALLOC and FREE order, from 1 */
+static const rt_sampler_ops *sampler;
+static pthread_key_t thread_key;
+static RT_TLS rt_tbuf *tls_buf;
+static RT_TLS int tls_key_set;
+static _Atomic int finished;
+static uint64_t start_mono;
+
+static pthread_t flusher;
+static int flusher_started;
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cond;
+static int flush_stop;
+
+/* ---- records ------------------------------------------------------------------- */
+
+rt_tbuf *rt_thread_buffers(int in_signal)
+{
+    if (RT_LIKELY(tls_buf != NULL)) {
+        if (RT_UNLIKELY(!tls_key_set) && !in_signal) {
+            tls_key_set = 1;
+            pthread_setspecific(thread_key, tls_buf);
+        }
+        return tls_buf;
+    }
+    tls_buf = rt_tbuf_acquire(&rt_w);
+    if (tls_buf && !in_signal) {
+        tls_key_set = 1;
+        pthread_setspecific(thread_key, tls_buf);
+    }
+    return tls_buf;
+}
+
+void rt_flush_before_death(void)
+{
+    if (rt_active())
+        rt_flush_all(&rt_w, 0); /* try-once per block: async-signal-safe */
+}
+
+int rt_sample_emit(const ot_sample_record *s, int in_signal)
+{
+    if (!rt_active())
+        return 0;
+    rt_tbuf *t = rt_thread_buffers(in_signal);
+    return t ? rt_append(&rt_w, t, RT_BUF_SAMPLE, s, in_signal) : 0;
+}
+
+static void put_free(uint64_t addr, uint64_t size, uint16_t kind)
+{
+    ot_free_record r = {.time_ns = rt_now_ns(),
+                        .seq = atomic_fetch_add(&seq_counter, 1) + 1,
+                        .addr = addr,
+                        .size = size,
+                        .tid = rt_tid(),
+                        .kind = kind};
+    rt_tbuf *t = rt_thread_buffers(0);
+    if (t)
+        rt_append(&rt_w, t, RT_BUF_FREE, &r, 0);
+}
+
+void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map)
+{
+    if (!rt_active())
+        return;
+    rt_guard++;
+    uint32_t ctx = rt_context_capture(&rt_w);
+    rt_obj o = {.addr = (uint64_t)(uintptr_t)addr,
+                .size = size,
+                .seq = atomic_fetch_add(&seq_counter, 1) + 1,
+                .prot = prot,
+                .kind = kind};
+    if (is_map)
+        rt_maps_add(&o);
+    else
+        rt_reg_insert(&o);
+    ot_alloc_record r = {.time_ns = rt_now_ns(),
+                         .seq = o.seq,
+                         .addr = o.addr,
+                         .size = size,
+                         .tid = rt_tid(),
+                         .context = ctx,
+                         .kind = kind};
+    rt_tbuf *t = rt_thread_buffers(0);
+    if (t)
+        rt_append(&rt_w, t, RT_BUF_ALLOC, &r, 0);
+    rt_guard--;
+}
+
+int rt_on_free(void *addr, uint16_t kind)
+{
+    rt_obj o;
+    rt_guard++;
+    int tracked = rt_reg_remove((uint64_t)(uintptr_t)addr, &o);
+    if (tracked) {
+        rt_fault_disarm(o.addr, o.size);
+        if (rt_active())
+            put_free(o.addr, 0, kind);
+    }
+    rt_guard--;
+    return tracked;
+}
+
+void rt_on_unmap_free_record(uint64_t addr, uint16_t kind)
+{
+    if (rt_active())
+        put_free(addr, 0, kind);
+}
+
+void rt_reinsert(const void *obj)
+{
+    rt_reg_insert((const rt_obj *)obj);
+}
+
+struct unmap_ctx {
+    uint16_t kind;
+    int first;
+    uint32_t prot;
+};
+
+static void on_piece(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, void *arg)
+{
+    (void)seq;
+    struct unmap_ctx *c = arg;
+    if (c->first)
+        c->prot = prot;
+    if (rt_active())
+        put_free(start, len, c->kind);
+    c->first = 0;
+}
+
+int rt_on_unmap(uint64_t addr, uint64_t len, uint16_t kind, uint32_t *prot)
+{
+    rt_guard++;
+    rt_fault_disarm(addr, len);
+    struct unmap_ctx c = {kind, 1, PROT_READ | PROT_WRITE};
+    int n = 0;
+    if (atomic_load(&rt_maps_live)) {
+        n = rt_maps_remove(addr, len, on_piece, &c);
+    }
+    if (prot)
+        *prot = c.prot;
+    rt_guard--;
+    return n;
+}
+
+/* ---- threads --------------------------------------------------------------------- */
+
+static void thread_exit(void *arg)
+{
+    rt_tbuf *t = arg;
+    rt_guard++;
+    if (t && t == tls_buf) {
+        tls_buf = NULL;
+        tls_key_set = 0;
+        if (rt_active())
+            rt_tbuf_release(&rt_w, t);
+    }
+    rt_guard--;
+}
+
+static void *flush_loop(void *arg)
+{
+    (void)arg;
+    rt_guard = 1;
+    pthread_mutex_lock(&flush_lock);
+    while (!flush_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)rt_cfg.flush_ms * 1000000ULL;
+        ts.tv_sec += (time_t)(ns / 1000000000ULL);
+        ts.tv_nsec = (long)(ns % 1000000000ULL);
+        pthread_cond_timedwait(&flush_cond, &flush_lock, &ts);
+        if (flush_stop)
+            break;
+        pthread_mutex_unlock(&flush_lock);
+        rt_flush_all(&rt_w, 0);
+        pthread_mutex_lock(&flush_lock);
+    }
+    pthread_mutex_unlock(&flush_lock);
+    return NULL;
+}
+
+static void start_threads(void)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&flush_cond, &ca);
+    flush_stop = 0;
+    flusher_started = pthread_create(&flusher, NULL, flush_loop, NULL) == 0;
+    if (!flusher_started)
+        rt_log(1, "cannot start the flush thread; records are written when buffers fill");
+    if (sampler && sampler->start() != 0)
+        sampler = NULL;
+}
+
+static void stop_flusher(void)
+{
+    if (!flusher_started)
+        return;
+    pthread_mutex_lock(&flush_lock);
+    flush_stop = 1;
+    pthread_cond_signal(&flush_cond);
+    pthread_mutex_unlock(&flush_lock);
+    pthread_join(flusher, NULL);
+    flusher_started = 0;
+}
+
+/* ---- the trace file -------------------------------------------------------------- */
+
+/* 1 if the file at fd holds no ALLOC, FREE or SAMPLE block (only header, PROCESS, MODULE,
+ * CONTEXT): left by a forked child that exec'd before recording anything. */
+static int holds_no_events(int fd)
+{
+    unsigned char *buf = rt_sys_mmap(65536);
+    if (!buf)
+        return 0;
+    long n = pread(fd, buf, 65536, 0);
+    int empty = n >= (long)sizeof(ot_file_header) && n < 65536;
+    for (long at = sizeof(ot_file_header); empty && at + (long)sizeof(ot_block_header) <= n;) {
+        ot_block_header h;
+        memcpy(&h, buf + at, sizeof h);
+        if (h.magic != OT_BLOCK_MAGIC || (h.tag != OT_TAG_PROCESS && h.tag != OT_TAG_MODULE &&
+                                          h.tag != OT_TAG_CONTEXT))
+            empty = 0;
+        at += (long)sizeof h + h.payload_bytes;
+    }
+    rt_sys_munmap(buf, 65536);
+    return empty;
+}
+
+static int open_trace_file(void)
+{
+    char path[1200];
+    int pid = (int)getpid();
+    mkdir(rt_cfg.output, 0755);
+    for (int i = 0; i < 100; i++) {
+        /* a process that execs keeps its pid: later images get proc-<pid>-<i>.otr */
+        if (i == 0)
+            snprintf(path, sizeof path, "%s/proc-%d.otr", rt_cfg.output, pid);
+        else
+            snprintf(path, sizeof path, "%s/proc-%d-%d.otr", rt_cfg.output, pid, i);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd >= 0 ? fd : -errno;
+        /* a process that exec'd: reuse its file when the old image recorded nothing */
+        fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+        if (fd >= 0 && holds_no_events(fd) && ftruncate(fd, 0) == 0)
+            return fd;
+        if (fd >= 0)
+            close(fd);
+    }
+    return -EEXIST;
+}
+
+/* PROCESS record: pid, ppid, time, argc, config_len, then exe, args, config. */
+static void write_process_record(void)
+{
+    size_t cap = RT_VAR_BLOCK_BYTES - sizeof(ot_block_header) - 16;
+    unsigned char *rec = rt_sys_mmap(cap + 8192);
+    char *cmd = rt_sys_mmap(8192);
+    if (!rec || !cmd)
+        return;
+    ot_process_record h = {.pid = (uint32_t)getpid(),
+                           .ppid = (uint32_t)getppid(),
+                           .time_ns = start_mono};
+    size_t at = sizeof h;
+    char exe[4096];
+    long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof exe);
+    uint32_t len = n > 0 ? (uint32_t)n : 0;
+    memcpy(rec + at, &len, 4);
+    memcpy(rec + at + 4, exe, len);
+    at += 4 + len;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    long got = 0;
+    if (fd >= 0) {
+        for (long r; got < 8191 && (r = syscall(SYS_read, fd, cmd + got, 8191 - got)) > 0;)
+            got += r;
+        close(fd);
+    }
+    char cfgtext[2048];
+    size_t cfglen = rt_config_text(&rt_cfg, cfgtext, sizeof cfgtext);
+    uint32_t argc = 0;
+    for (long i = 0; i < got;) {
+        long j = i;
+        while (j < got && cmd[j])
+            j++;
+        uint32_t alen = (uint32_t)(j - i);
+        if (at + 4 + alen + cfglen > cap)
+            break;
+        memcpy(rec + at, &alen, 4);
+        memcpy(rec + at + 4, cmd + i, alen);
+        at += 4 + alen;
+        argc++;
+        i = j + 1;
+    }
+    h.argc = argc;
+    h.config_len = (uint32_t)cfglen;
+    memcpy(rec, &h, sizeof h);
+    memcpy(rec + at, cfgtext, cfglen);
+    at += cfglen;
+    rt_write_var_record(&rt_w, OT_TAG_PROCESS, rec, (uint32_t)at, NULL, 0, NULL, 0, NULL, 0);
+    rt_sys_munmap(rec, cap + 8192);
+    rt_sys_munmap(cmd, 8192);
+}
+
+static int begin_file(void)
+{
+    int fd = open_trace_file();
+    if (fd < 0) {
+        rt_log(1, "cannot create a trace file in %s: %s; not recording", rt_cfg.output,
+               strerror(-fd));
+        return -1;
+    }
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    start_mono = rt_now_ns();
+    if (rt_writer_open(&rt_w, fd, (uint32_t)getpid(), (uint32_t)getppid(), start_mono,
+                       (uint64_t)real.tv_sec * 1000000000ULL + (uint64_t)real.tv_nsec) != 0) {
+        rt_log(1, "cannot write the trace header; not recording");
+        close(fd);
+        return -1;
+    }
+    write_process_record();
+    return 0;
+}
+
+/* ---- fork ------------------------------------------------------------------------ */
+
+static void fork_prepare(void)
+{
+    if (!rt_active())
+        return;
+    rt_guard++;
+    if (sampler)
+        sampler->fork_prepare();
+    rt_context_lock();
+    rt_maps_lock();
+    rt_reg_lock_all();
+    pthread_mutex_lock(&rt_w.var_lock);
+}
+
+static void fork_parent(void)
+{
+    if (!rt_active())
+        return;
+    pthread_mutex_unlock(&rt_w.var_lock);
+    rt_reg_unlock_all();
+    rt_maps_unlock();
+    rt_context_unlock();
+    if (sampler)
+        sampler->fork_parent();
+    rt_guard--;
+}
+
+static void fork_child(void)
+{
+    if (!rt_active())
+        return;
+    rt_tid_reset();
+    rt_reg_reinit_locks();
+    rt_maps_reset();
+    rt_context_after_fork_child();
+    /* objects inherited from the parent belong to the parent's trace: forget them */
+    rt_reg_init();
+    rt_writer_reset_after_fork(&rt_w, tls_buf);
+    flusher_started = 0;
+    int follow = rt_cfg.follow_forks;
+    if (follow) {
+        int old_fd = rt_w.fd;
+        rt_tbuf *buffers = atomic_load(&rt_w.head); /* begin_file re-initializes the writer */
+        if (begin_file() != 0)
+            follow = 0;
+        atomic_store(&rt_w.head, buffers);
+        close(old_fd);
+    }
+    if (!follow) {
+        /* never write into the parent's file */
+        atomic_store(&rt_min_size, UINT64_MAX);
+        atomic_store(&rt_state, RT_PASSIVE);
+        rt_w.fd = -1;
+    }
+    if (sampler)
+        sampler->fork_child(follow);
+    if (follow) {
+        pthread_mutex_init(&flush_lock, NULL);
+        atomic_store(&finished, 0);
+        const rt_sampler_ops *keep = sampler;
+        sampler = NULL; /* already restarted by fork_child */
+        start_threads();
+        sampler = keep;
+    }
+    rt_guard--;
+}
+
+/* ---- start and finish ------------------------------------------------------------ */
+
+static void finish(int status, int have_status)
+{
+    if (atomic_exchange(&finished, 1) || !rt_active())
+        return;
+    rt_guard++;
+    if (sampler)
+        sampler->stop();
+    stop_flusher();
+    atomic_store(&rt_min_size, UINT64_MAX);
+    atomic_store(&rt_state, RT_CLOSED);
+    rt_flush_all(&rt_w, 1);
+    if (sampler) {
+        ot_sampler_stats_record s;
+        sampler->stats(&s);
+        s.time_ns = rt_now_ns();
+        unsigned char blk[sizeof(ot_block_header) + sizeof s];
+        memcpy(blk + sizeof(ot_block_header), &s, sizeof s);
+        rt_write_block(&rt_w, blk, OT_TAG_SAMPLER_STATS, sizeof s, sizeof s, 1);
+    }
+    ot_end_record e = {.time_ns = rt_now_ns(),
+                       .records = atomic_load(&rt_w.records),
+                       .exit_status = have_status ? (uint32_t)status : UINT32_MAX};
+    unsigned char blk[sizeof(ot_block_header) + sizeof e];
+    memcpy(blk + sizeof(ot_block_header), &e, sizeof e);
+    rt_write_block(&rt_w, blk, OT_TAG_END, sizeof e, sizeof e, 1);
+    int fd = rt_w.fd;
+    rt_w.fd = -1;
+    close(fd);
+    rt_guard--;
+}
+
+static void on_exit_handler(int status, void *arg)
+{
+    (void)arg;
+    finish(status, 1);
+}
+
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+/* Only the first recording process records unless OBJTIER_FOLLOW_FORKS=1: it leaves its
+ * pid in OBJTIER_ROOT_PID for exec'd descendants to see. */
+static int is_root_process(void)
+{
+    const char *root = getenv("OBJTIER_ROOT_PID");
+    char mine[24];
+    snprintf(mine, sizeof mine, "%d", (int)getpid());
+    if (!root || !*root) {
+        setenv("OBJTIER_ROOT_PID", mine, 1);
+        return 1;
+    }
+    return strcmp(root, mine) == 0;
+}
+
+__attribute__((constructor(101))) static void rt_start(void)
+{
+    int expect = RT_UNINIT;
+    if (!atomic_compare_exchange_strong(&rt_state, &expect, RT_INITIALIZING))
+        return;
+    rt_guard++;
+    rt_real_init();
+    long pg = sysconf(_SC_PAGESIZE);
+    rt_page_bytes = pg > 0 ? (size_t)pg : 4096;
+    char err[256];
+    int state = RT_PASSIVE;
+    if (rt_config_load(&rt_cfg, env_get, err, sizeof err) != 0) {
+        rt_log(1, "%s; not recording", err);
+        goto out;
+    }
+    rt_log_level = rt_cfg.log;
+    if (!rt_cfg.output[0])
+        goto out;
+    if (!is_root_process() && !rt_cfg.follow_forks)
+        goto out;
+    if (rt_reg_init() != 0 || rt_context_init(rt_cfg.stack_depth) != 0) {
+        rt_log(1, "out of memory at start-up; not recording");
+        goto out;
+    }
+    if (begin_file() != 0)
+        goto out;
+    pthread_key_create(&thread_key, thread_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    sampler = rt_sampler_for(rt_cfg.sampler);
+    if (sampler && sampler->init(&rt_cfg) != 0)
+        sampler = NULL;
+    atomic_store(&rt_min_size, rt_cfg.min_size);
+    state = RT_ACTIVE;
+    atomic_store(&rt_state, state);
+    start_threads();
+out:
+    atomic_store(&rt_state, state);
+    rt_guard--;
+}
+
+/* on_exit must be registered after libc registered the dynamic linker's fini (which runs
+ * every destructor, ours included), i.e. once main is about to run: wrap main. */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int wrapped_main(int argc, char **argv, char **envp)
+{
+    if (rt_active())
+        on_exit(on_exit_handler, NULL);
+    return real_main(argc, argv, envp);
+}
+
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+    int (*next)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
+    rt_real_init();
+    *(void **)&next = dlsym(RTLD_NEXT, "__libc_start_main");
+    real_main = main;
+    return next(wrapped_main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+__attribute__((destructor(101))) static void rt_stop(void)
+{
+    finish(0, 0);
+}

@@ -1,0 +1,43 @@
+/* Process-level runtime state and the record paths used by the interposers. */
+#ifndef OBJTIER_RUNTIME_H
+#define OBJTIER_RUNTIME_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "writer.h"
+
+extern rt_config rt_cfg;
+extern rt_writer rt_w;
+
+/* OBJTIER_MIN_SIZE while recording, UINT64_MAX otherwise: the one compare on the
+ * malloc fast path. */
+extern _Atomic uint64_t rt_min_size;
+
+/* A new object [addr, addr+size) with the caller's context. is_map: an anonymous
+ * mapping (tracked in the map list) rather than a heap block. Caller checked size and
+ * rt_guard == 0. */
+void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map);
+
+/* A heap object may be released: if tracked, disarm it, write FREE(kind) and return 1.
+ * The memory is still owned by the program when this returns. */
+int rt_on_free(void *addr, uint16_t kind);
+
+/* Program-requested unmap of [addr, addr+len) (munmap, mremap's old range, MAP_FIXED):
+ * disarm and write FREE(kind) for each tracked piece; returns the prot of the first
+ * piece in *prot when any piece was tracked (returns pieces). */
+int rt_on_unmap(uint64_t addr, uint64_t len, uint16_t kind, uint32_t *prot);
+
+/* FREE(kind) for an object already taken out of the registry (realloc). */
+void rt_on_unmap_free_record(uint64_t addr, uint16_t kind);
+
+/* Re-inserts a heap object whose release failed (realloc returning NULL). */
+void rt_reinsert(const void *obj);
+
+/* A fatal signal is about to kill the process: write what is pending (signal-safe). */
+void rt_flush_before_death(void);
+
+/* The calling thread's buffers (created on first use); NULL when not recording. */
+rt_tbuf *rt_thread_buffers(int in_signal);
+
+#endif

@@ -1,0 +1,16 @@
+/* Sampler selection. */
+#include "sampler.h"
+
+#include <stddef.h>
+
+const rt_sampler_ops *rt_sampler_for(int kind)
+{
+    switch (kind) {
+    case RT_SAMPLER_FAULT:
+        return &rt_sampler_fault_ops;
+    case RT_SAMPLER_PERF:
+        return &rt_sampler_perf_ops;
+    default:
+        return NULL;
+    }
+}

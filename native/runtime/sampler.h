@@ -1,0 +1,57 @@
+/*
+ * Samplers: one ops table per sampler, one file each (sampler_fault.c, sampler_perf.c).
+ *
+ * Contract
+ *   - init() checks the machine and prepares state; start() launches the sampler's
+ *     threads. Either returns 0 or -errno after logging the reason once; the runtime
+ *     then continues with no samples (a sampler never fails the program).
+ *   - stop() is idempotent and leaves no PROT_NONE page, no thread and no fd behind.
+ *   - Samples go through rt_sample_emit (async-signal-safe).
+ *   - fork_prepare/parent/child bracket fork(); in the child the sampler's threads are
+ *     gone and child() must leave memory as the program expects (and restart when the
+ *     runtime follows forks: `restart` = 1).
+ */
+#ifndef OBJTIER_SAMPLER_H
+#define OBJTIER_SAMPLER_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "objtier/trace_format.h"
+
+typedef struct rt_sampler_ops {
+    const char *name;
+    uint16_t source; /* enum ot_sample_source of its samples (stats record) */
+    int (*init)(const rt_config *cfg);
+    int (*start)(void);
+    void (*stop)(void);
+    void (*stats)(ot_sampler_stats_record *out);
+    void (*fork_prepare)(void);
+    void (*fork_parent)(void);
+    void (*fork_child)(int restart);
+} rt_sampler_ops;
+
+extern const rt_sampler_ops rt_sampler_fault_ops;
+extern const rt_sampler_ops rt_sampler_perf_ops;
+
+/* The ops table for enum rt_sampler_kind, NULL for none. */
+const rt_sampler_ops *rt_sampler_for(int kind);
+
+/* Writes one sample into the calling thread's buffer; 1 stored, 0 dropped. */
+int rt_sample_emit(const ot_sample_record *s, int in_signal);
+
+/* Fault-sampler hooks used by the interposers (no-ops when it is not running). */
+void rt_fault_disarm(uint64_t addr, uint64_t len);      /* before memory is released */
+void rt_fault_touch(const void *buf, uint64_t len);     /* before a syscall uses buf */
+int rt_fault_recently_armed(const void *buf, uint64_t len); /* EFAULT may be ours */
+/* Brackets a system call that uses buf: restores armed pages and keeps the scanner off
+ * the range until io_end. Returns a slot for io_end (-1: nothing to end). */
+int rt_fault_io_begin(const void *buf, uint64_t len);
+void rt_fault_io_end(int slot);
+
+/* SIGSEGV chaining (interpose_signal.c). */
+#include <signal.h>
+int rt_signal_install(void (*handler)(int, siginfo_t *, void *));
+void rt_signal_chain(int sig, siginfo_t *info, void *uctx);
+
+#endif

@@ -1,0 +1,467 @@
+/*
+ * fault sampler: AutoNUMA's hint faults in user space.
+ *
+ * A scanner thread walks the tracked objects window by window. Arming a window makes
+ * its pages PROT_NONE with one mprotect; the first touch of each page raises SIGSEGV,
+ * the handler records a SAMPLE (latency = touch - arm time, in microseconds), restores
+ * that page and returns so the access is retried. Moving on, the scanner restores the
+ * whole window with one mprotect, so at most one window's worth of split VMAs exists.
+ *
+ * Invariants
+ *   - At most one window is armed. Its description (win_*) is written only under
+ *     arm_lock; win_start != 0 is published last when arming and cleared when
+ *     disarming only after the range was added to the history ring and restored.
+ *   - Only whole pages inside a live object are armed, and the object is re-validated
+ *     under arm_lock; every release path (free, realloc, munmap, mremap, MAP_FIXED)
+ *     calls rt_fault_disarm under the same lock before the memory goes back, so a
+ *     PROT_NONE page never outlives its object.
+ *   - disarm waits until no handler is between "read win_start" and "restore the page"
+ *     (handlers_active == 0), so a late handler never changes memory that was reused.
+ *   - Rate: arming n pages takes n tokens, untouched pages are refunded at disarm;
+ *     tokens accrue at OBJTIER_RATE per second, so faults per second <= OBJTIER_RATE
+ *     on average (bursts bounded by one window).
+ *   - The handler is async-signal-safe: atomics, clock_gettime, mprotect, the writer's
+ *     try-once append. It saves and restores errno.
+ */
+#define _GNU_SOURCE
+#include "sampler.h"
+#include "maps.h"
+#include "registry.h"
+#include "rt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define TICK_NS 5000000ULL    /* scanner wake-up, 5 ms */
+#define DWELL_NS 50000000ULL  /* a window stays armed at most 50 ms */
+#define HISTORY 16            /* recently disarmed windows remembered for late faults */
+#define RETRY_LIMIT 3         /* same address faulting this often is not ours */
+
+static const rt_config *cfg;
+static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int running;
+static _Atomic int stop_flag;
+static pthread_t scanner;
+static int scanner_started;
+
+static _Atomic uint64_t win_start, win_end; /* armed window [start, end), page aligned */
+static _Atomic uint64_t win_arm_ns;
+static _Atomic uint32_t win_prot;
+static _Atomic uint64_t win_touched[RT_MAX_WINDOW_PAGES / 64]; /* bit per page: touched */
+static _Atomic uint64_t win_faults;
+static _Atomic int handlers_active;
+static _Atomic uint64_t hist_start[HISTORY], hist_end[HISTORY];
+static _Atomic unsigned hist_next;
+
+/* Buffers of system calls in flight: [io_lo, io_hi); io_hi == 0 marks a free slot. A
+ * claimed slot may briefly show io_lo == 0, which only makes the scanner more careful. */
+#define IO_SLOTS 64
+static _Atomic uint64_t io_lo[IO_SLOTS], io_hi[IO_SLOTS];
+
+static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows;
+static double tokens; /* scanner thread only (and disarm under arm_lock) */
+static uint64_t armed_pages_now;
+
+static RT_TLS uint64_t retry_addr;
+static RT_TLS unsigned retry_count;
+
+static inline uint64_t page_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
+static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes - 1); }
+
+static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
+{
+    uint64_t us = (now - arm_ns) / 1000;
+    ot_sample_record s = {.time_ns = now,
+                          .addr = addr,
+                          .tid = rt_tid(),
+                          .latency = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
+                          .source = OT_SRC_FAULT,
+                          .level = OT_LVL_UNKNOWN,
+                          .tlb = OT_TLB_UNKNOWN,
+                          .flags = 0,
+                          .node = 0xFFFF,
+                          .weight = 1};
+    if (rt_sample_emit(&s, in_signal))
+        atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
+}
+
+/* Marks page `page` of the armed window touched; 1 if this call was the first. */
+static int claim_page(uint64_t start, uint64_t page)
+{
+    uint64_t i = (page - start) / rt_page_bytes;
+    uint64_t bit = 1ULL << (i & 63);
+    return !(atomic_fetch_or(&win_touched[i / 64], bit) & bit);
+}
+
+static int in_history(uint64_t a)
+{
+    for (int i = 0; i < HISTORY; i++)
+        if (a >= atomic_load(&hist_start[i]) && a < atomic_load(&hist_end[i]))
+            return 1;
+    return 0;
+}
+
+static void on_segv(int sig, siginfo_t *info, void *uctx)
+{
+    int saved = errno;
+    if (info->si_code == SEGV_ACCERR && atomic_load(&running)) {
+        uint64_t a = page_down((uint64_t)(uintptr_t)info->si_addr);
+        int ours = 0;
+        atomic_fetch_add(&handlers_active, 1);
+        uint64_t s = atomic_load(&win_start);
+        if (s && a >= s && a < atomic_load(&win_end)) {
+            ours = 1;
+            if (claim_page(s, a)) {
+                atomic_fetch_add(&win_faults, 1);
+                emit((uint64_t)(uintptr_t)info->si_addr, rt_now_ns(), atomic_load(&win_arm_ns),
+                     1);
+            }
+            rt_sys_mprotect((void *)(uintptr_t)a, rt_page_bytes, (int)atomic_load(&win_prot));
+            retry_count = 0;
+        } else if (in_history(a)) {
+            /* the scanner restored this window after the fault was raised: retry,
+             * unless the same address keeps faulting (then it is the program's) */
+            if (retry_addr == a && ++retry_count >= RETRY_LIMIT)
+                retry_count = 0;
+            else {
+                if (retry_addr != a)
+                    retry_count = 1;
+                retry_addr = a;
+                ours = 1;
+            }
+        }
+        atomic_fetch_sub(&handlers_active, 1);
+        if (ours) {
+            errno = saved;
+            return;
+        }
+    }
+    errno = saved;
+    rt_signal_chain(sig, info, uctx);
+}
+
+/* Caller holds arm_lock. */
+static void disarm_locked(void)
+{
+    uint64_t s = atomic_load(&win_start);
+    if (!s)
+        return;
+    uint64_t e = atomic_load(&win_end);
+    unsigned h = atomic_fetch_add(&hist_next, 1) % HISTORY;
+    atomic_store(&hist_start[h], 0);
+    atomic_store(&hist_end[h], e);
+    atomic_store(&hist_start[h], s);
+    /* restore first, then retire: a handler that sees win_start == 0 knows the whole
+     * window is accessible again, so its retry cannot fault on this window */
+    rt_sys_mprotect((void *)(uintptr_t)s, e - s, (int)atomic_load(&win_prot));
+    atomic_store(&win_start, 0);
+    while (atomic_load(&handlers_active) != 0)
+        sched_yield();
+    uint64_t faults = atomic_load(&win_faults);
+    if (faults < armed_pages_now)
+        tokens += (double)(armed_pages_now - faults);
+    armed_pages_now = 0;
+}
+
+void rt_fault_disarm(uint64_t addr, uint64_t len)
+{
+    if (!atomic_load_explicit(&running, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&arm_lock);
+    uint64_t s = atomic_load(&win_start);
+    if (s && addr < atomic_load(&win_end) && s < addr + len)
+        disarm_locked();
+    pthread_mutex_unlock(&arm_lock);
+}
+
+void rt_fault_touch(const void *buf, uint64_t len)
+{
+    if (!atomic_load_explicit(&running, memory_order_relaxed) || len == 0 ||
+        !atomic_load_explicit(&win_start, memory_order_relaxed))
+        return;
+    uint64_t lo = (uint64_t)(uintptr_t)buf, hi = lo + len;
+    pthread_mutex_lock(&arm_lock);
+    uint64_t s = atomic_load(&win_start), e = atomic_load(&win_end);
+    if (s && lo < e && s < hi) {
+        uint64_t a = page_down(lo > s ? lo : s), b = hi < e ? page_up(hi) : e;
+        uint64_t now = rt_now_ns(), arm = atomic_load(&win_arm_ns);
+        for (uint64_t p = a; p < b; p += rt_page_bytes)
+            if (claim_page(s, p)) {
+                atomic_fetch_add(&win_faults, 1);
+                emit(p > lo ? p : lo, now, arm, 0);
+            }
+        rt_sys_mprotect((void *)(uintptr_t)a, b - a, (int)atomic_load(&win_prot));
+    }
+    pthread_mutex_unlock(&arm_lock);
+}
+
+int rt_fault_io_begin(const void *buf, uint64_t len)
+{
+    if (!atomic_load_explicit(&running, memory_order_relaxed) || len == 0)
+        return -1;
+    uint64_t lo = (uint64_t)(uintptr_t)buf, hi = lo + len;
+    int slot = -1;
+    for (int i = 0; i < IO_SLOTS && slot < 0; i++) {
+        uint64_t expect = 0;
+        if (atomic_load_explicit(&io_hi[i], memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong(&io_hi[i], &expect, hi))
+            slot = i;
+    }
+    if (slot >= 0)
+        atomic_store(&io_lo[slot], lo);
+    /* published before looking at the window: the scanner either sees this slot and
+     * skips the range, or armed it first and rt_fault_touch restores it (seq_cst) */
+    rt_fault_touch(buf, len);
+    return slot;
+}
+
+void rt_fault_io_end(int slot)
+{
+    if (slot < 0)
+        return;
+    atomic_store(&io_lo[slot], 0);
+    atomic_store(&io_hi[slot], 0);
+}
+
+static int io_in_flight(uint64_t lo, uint64_t hi)
+{
+    for (int i = 0; i < IO_SLOTS; i++) {
+        uint64_t h = atomic_load(&io_hi[i]);
+        if (h && lo < h && atomic_load(&io_lo[i]) < hi)
+            return 1;
+    }
+    return 0;
+}
+
+int rt_fault_recently_armed(const void *buf, uint64_t len)
+{
+    if (!atomic_load(&running))
+        return 0;
+    uint64_t lo = (uint64_t)(uintptr_t)buf, hi = lo + len;
+    uint64_t s = atomic_load(&win_start);
+    if (s && lo < atomic_load(&win_end) && s < hi)
+        return 1;
+    for (int i = 0; i < HISTORY; i++)
+        if (lo < atomic_load(&hist_end[i]) && atomic_load(&hist_start[i]) < hi)
+            return 1;
+    return 0;
+}
+
+/* ---- scanner ---------------------------------------------------------------- */
+
+static rt_obj *snap;
+static size_t snap_cap, snap_n, snap_heap_n, snap_i;
+static uint64_t cursor; /* next page to arm in snap[snap_i]; 0 = start of object */
+
+static void take_snapshot(void)
+{
+    size_t need = (size_t)atomic_load(&rt_reg_live) + (size_t)atomic_load(&rt_maps_live) + 64;
+    if (need > snap_cap) {
+        rt_sys_munmap(snap, snap_cap * sizeof(rt_obj));
+        snap_cap = need * 2;
+        snap = rt_sys_mmap(snap_cap * sizeof(rt_obj));
+        if (!snap) {
+            snap_cap = snap_n = 0;
+            return;
+        }
+    }
+    snap_heap_n = rt_reg_snapshot(snap, snap_cap);
+    snap_n = snap_heap_n + rt_maps_snapshot(snap + snap_heap_n, snap_cap - snap_heap_n);
+    snap_i = 0;
+    cursor = 0;
+}
+
+static int still_live(size_t i, uint64_t start, uint64_t len)
+{
+    rt_obj o;
+    if (i < snap_heap_n)
+        return rt_reg_lookup(snap[i].addr, &o) && o.seq == snap[i].seq;
+    return rt_maps_contains(start, len, snap[i].seq);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Arms the next window; 1 if one was armed. */
+static int arm_next(void)
+{
+    while (snap_i < snap_n) {
+        rt_obj *o = &snap[snap_i];
+        uint64_t first = page_up(o->addr), last = page_down(o->addr + o->size);
+        if (cursor < first)
+            cursor = first;
+        if (cursor >= last) {
+            snap_i++;
+            cursor = 0;
+            continue;
+        }
+        uint64_t n = (last - cursor) / rt_page_bytes;
+        if (n > cfg->window_pages)
+            n = cfg->window_pages;
+        if ((double)n > tokens)
+            n = (uint64_t)tokens;
+        if (n == 0)
+            return 0;
+        uint64_t len = n * rt_page_bytes;
+        pthread_mutex_lock(&arm_lock);
+        if (!still_live(snap_i, cursor, len)) {
+            pthread_mutex_unlock(&arm_lock);
+            snap_i++;
+            cursor = 0;
+            continue;
+        }
+        for (uint64_t w = 0; w < (n + 63) / 64; w++)
+            atomic_store(&win_touched[w], 0);
+        atomic_store(&win_faults, 0);
+        atomic_store(&win_end, cursor + len);
+        atomic_store(&win_prot, o->prot);
+        atomic_store(&win_arm_ns, rt_now_ns());
+        atomic_store(&win_start, cursor);
+        if (io_in_flight(cursor, cursor + len) ||
+            rt_sys_mprotect((void *)(uintptr_t)cursor, len, PROT_NONE) != 0) {
+            /* a system call is using this range (or mprotect failed): move on */
+            atomic_store(&win_start, 0);
+            pthread_mutex_unlock(&arm_lock);
+            cursor += len;
+            continue;
+        }
+        atomic_store(&win_arm_ns, rt_now_ns());
+        tokens -= (double)n;
+        armed_pages_now = n;
+        atomic_fetch_add(&n_pages_armed, n);
+        atomic_fetch_add(&n_windows, 1);
+        pthread_mutex_unlock(&arm_lock);
+        cursor += len;
+        return 1;
+    }
+    return 0;
+}
+
+static void *scan_loop(void *arg)
+{
+    (void)arg;
+    rt_guard = 1;
+    double per_ns = (double)cfg->rate / 1e9;
+    double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
+                                                               : (double)cfg->rate;
+    uint64_t last = rt_now_ns();
+    tokens = (double)cfg->rate / 10.0;
+    while (!atomic_load(&stop_flag)) {
+        uint64_t now = rt_now_ns();
+        pthread_mutex_lock(&arm_lock);
+        tokens += (double)(now - last) * per_ns;
+        if (tokens > cap)
+            tokens = cap;
+        pthread_mutex_unlock(&arm_lock);
+        last = now;
+        if (snap_i >= snap_n)
+            take_snapshot();
+        if (tokens < 1.0 || !arm_next()) {
+            sleep_ns(TICK_NS);
+            continue;
+        }
+        /* dwell: until every page was touched, the dwell time passed, or stop */
+        uint64_t until = rt_now_ns() + DWELL_NS;
+        while (!atomic_load(&stop_flag) && rt_now_ns() < until &&
+               atomic_load(&win_start) != 0 && atomic_load(&win_faults) < armed_pages_now)
+            sleep_ns(TICK_NS);
+        pthread_mutex_lock(&arm_lock);
+        disarm_locked();
+        pthread_mutex_unlock(&arm_lock);
+    }
+    return NULL;
+}
+
+/* ---- ops ---------------------------------------------------------------------- */
+
+static int fault_init(const rt_config *c)
+{
+    cfg = c;
+    return 0;
+}
+
+static int fault_start(void)
+{
+    if (rt_signal_install(on_segv) != 0) {
+        rt_log(1, "fault sampler: cannot install the SIGSEGV handler; no samples");
+        return -EINVAL;
+    }
+    atomic_store(&stop_flag, 0);
+    atomic_store(&running, 1);
+    snap_i = snap_n = 0;
+    if (pthread_create(&scanner, NULL, scan_loop, NULL) != 0) {
+        atomic_store(&running, 0);
+        rt_log(1, "fault sampler: cannot start the scanner thread; no samples");
+        return -EAGAIN;
+    }
+    scanner_started = 1;
+    return 0;
+}
+
+static void fault_stop(void)
+{
+    if (!scanner_started)
+        return;
+    atomic_store(&stop_flag, 1);
+    pthread_join(scanner, NULL);
+    scanner_started = 0;
+    pthread_mutex_lock(&arm_lock);
+    disarm_locked();
+    pthread_mutex_unlock(&arm_lock);
+    /* the handler stays installed (it chains); `running` stays set so that late
+     * faults on just-restored pages are still recognized through the history ring */
+}
+
+static void fault_stats(ot_sampler_stats_record *out)
+{
+    memset(out, 0, sizeof *out);
+    out->source = OT_SRC_FAULT;
+    out->samples = atomic_load(&n_samples);
+    out->lost = atomic_load(&n_lost);
+    out->pages_armed = atomic_load(&n_pages_armed);
+    out->windows = atomic_load(&n_windows);
+}
+
+static void fault_fork_prepare(void) { pthread_mutex_lock(&arm_lock); }
+static void fault_fork_parent(void) { pthread_mutex_unlock(&arm_lock); }
+
+static void fault_fork_child(int restart)
+{
+    /* the child has no scanner: leave no PROT_NONE page behind */
+    uint64_t s = atomic_load(&win_start);
+    if (s)
+        rt_sys_mprotect((void *)(uintptr_t)s, atomic_load(&win_end) - s,
+                        (int)atomic_load(&win_prot));
+    atomic_store(&win_start, 0);
+    atomic_store(&handlers_active, 0);
+    pthread_mutex_init(&arm_lock, NULL);
+    scanner_started = 0;
+    atomic_store(&n_samples, 0);
+    atomic_store(&n_lost, 0);
+    atomic_store(&n_pages_armed, 0);
+    atomic_store(&n_windows, 0);
+    snap_i = snap_n = 0;
+    if (restart)
+        fault_start();
+}
+
+const rt_sampler_ops rt_sampler_fault_ops = {
+    .name = "fault",
+    .source = OT_SRC_FAULT,
+    .init = fault_init,
+    .start = fault_start,
+    .stop = fault_stop,
+    .stats = fault_stats,
+    .fork_prepare = fault_fork_prepare,
+    .fork_parent = fault_fork_parent,
+    .fork_child = fault_fork_child,
+};

@@ -1,0 +1,31 @@
+/* Context interning: equal frame arrays get one id, different ones new dense ids,
+ * across growth of the table. */
+#define _GNU_SOURCE
+#include "check.h"
+#include "ctxtab.h"
+
+int main(void)
+{
+    rt_ctxtab t;
+    CHECK(rt_ctxtab_init(&t) == 0);
+    ot_frame f[4] = {{1, 0, 0x10}, {1, 0, 0x20}, {2, 0, 0x30}, {0, 0, 0x7fff0000}};
+    int is_new;
+    uint32_t a = rt_ctxtab_intern(&t, f, 4, &is_new);
+    CHECK(a == 1 && is_new);
+    CHECK(rt_ctxtab_intern(&t, f, 4, &is_new) == 1 && !is_new);
+    CHECK(rt_ctxtab_intern(&t, f, 3, &is_new) == 2 && is_new); /* a prefix is another context */
+    f[1].module = 3;
+    CHECK(rt_ctxtab_intern(&t, f, 4, &is_new) == 3 && is_new);
+    for (uint32_t i = 0; i < 20000; i++) {
+        ot_frame g[2] = {{1, 0, i}, {2, 0, i * 7}};
+        CHECK(rt_ctxtab_intern(&t, g, 2, &is_new) == 4 + i && is_new);
+    }
+    for (uint32_t i = 0; i < 20000; i++) {
+        ot_frame g[2] = {{1, 0, i}, {2, 0, i * 7}};
+        CHECK(rt_ctxtab_intern(&t, g, 2, &is_new) == 4 + i && !is_new);
+    }
+    CHECK(rt_ctxtab_intern(&t, NULL, 0, &is_new) == 20004 && is_new);
+    rt_ctxtab_destroy(&t);
+    printf("test_ctxtab: ok\n");
+    return 0;
+}

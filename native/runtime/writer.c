@@ -1,0 +1,213 @@
+/* Trace writer; see writer.h for the invariants. */
+#define _GNU_SOURCE
+#include "writer.h"
+#include "rt.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <zlib.h>
+
+static const uint16_t buf_tags[RT_BUF_COUNT] = {OT_TAG_ALLOC, OT_TAG_FREE, OT_TAG_SAMPLE};
+static const uint16_t buf_sizes[RT_BUF_COUNT] = {
+    sizeof(ot_alloc_record), sizeof(ot_free_record), sizeof(ot_sample_record)};
+
+int rt_writer_open(rt_writer *w, int fd, uint32_t pid, uint32_t ppid, uint64_t start_mono,
+                   uint64_t start_real)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = fd;
+    atomic_init(&w->head, NULL);
+    pthread_mutex_init(&w->var_lock, NULL);
+    w->var_buf = rt_sys_mmap(RT_VAR_BLOCK_BYTES);
+    if (!w->var_buf)
+        return -ENOMEM;
+    ot_file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, OT_MAGIC, 8);
+    h.version_major = OT_VERSION_MAJOR;
+    h.version_minor = OT_VERSION_MINOR;
+    h.header_bytes = sizeof h;
+    h.endianness = OT_LITTLE_ENDIAN;
+    h.pointer_bytes = sizeof(void *);
+#if defined(__x86_64__)
+    h.arch = 62;
+#elif defined(__aarch64__)
+    h.arch = 183;
+#endif
+    h.kind = OT_FILE_PROCESS;
+    h.pid = pid;
+    h.ppid = ppid;
+    h.page_bytes = (uint32_t)rt_page_bytes;
+    h.start_mono_ns = start_mono;
+    h.start_real_ns = start_real;
+    long r = rt_sys_write_all(fd, &h, sizeof h);
+    return r < 0 ? (int)r : 0;
+}
+
+rt_tbuf *rt_tbuf_acquire(rt_writer *w)
+{
+    for (rt_tbuf *t = atomic_load_explicit(&w->head, memory_order_acquire); t; t = t->next) {
+        int expect = RT_TBUF_FREE;
+        if (atomic_load_explicit(&t->state, memory_order_relaxed) == RT_TBUF_FREE &&
+            atomic_compare_exchange_strong(&t->state, &expect, RT_TBUF_USED))
+            return t;
+    }
+    rt_tbuf *t = rt_sys_mmap(sizeof *t);
+    if (!t)
+        return NULL;
+    /* mmap memory is zero: count 0, busy 0 */
+    for (int i = 0; i < RT_BUF_COUNT; i++) {
+        t->bufs[i].tag = buf_tags[i];
+        t->bufs[i].record_size = buf_sizes[i];
+        t->bufs[i].capacity = OT_BLOCK_TARGET_BYTES / buf_sizes[i];
+    }
+    atomic_init(&t->state, RT_TBUF_USED);
+    rt_tbuf *old = atomic_load_explicit(&w->head, memory_order_relaxed);
+    do
+        t->next = old;
+    while (!atomic_compare_exchange_weak_explicit(&w->head, &old, t, memory_order_release,
+                                                  memory_order_relaxed));
+    return t;
+}
+
+int rt_write_block(rt_writer *w, unsigned char *block, uint16_t tag, uint16_t record_size,
+                   uint32_t payload_bytes, uint32_t count)
+{
+    ot_block_header h;
+    h.magic = OT_BLOCK_MAGIC;
+    h.tag = tag;
+    h.record_size = record_size;
+    h.payload_bytes = payload_bytes;
+    h.record_count = count;
+    h.crc32 = (uint32_t)crc32(0L, block + sizeof h, payload_bytes);
+    h.reserved = 0;
+    memcpy(block, &h, sizeof h);
+    if (w->fd < 0)
+        return -EBADF;
+    long r = rt_sys_write_all(w->fd, block, sizeof h + payload_bytes);
+    if (r < 0) {
+        int expect = 0;
+        atomic_compare_exchange_strong(&w->io_error, &expect, (int)r);
+        atomic_fetch_add_explicit(&w->lost, count, memory_order_relaxed);
+        return (int)r;
+    }
+    atomic_fetch_add_explicit(&w->records, count, memory_order_relaxed);
+    return 0;
+}
+
+/* Caller holds b->busy. */
+static void flush_locked(rt_writer *w, rt_buf *b)
+{
+    if (b->count == 0)
+        return;
+    uint32_t n = b->count;
+    b->count = 0;
+    rt_write_block(w, b->block, b->tag, b->record_size, n * b->record_size, n);
+}
+
+static int try_busy(rt_buf *b)
+{
+    int expect = 0;
+    return atomic_compare_exchange_strong_explicit(&b->busy, &expect, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+static void lock_busy(rt_buf *b)
+{
+    while (!try_busy(b))
+        sched_yield();
+}
+
+static void unlock_busy(rt_buf *b)
+{
+    atomic_store_explicit(&b->busy, 0, memory_order_release);
+}
+
+int rt_append(rt_writer *w, rt_tbuf *t, int which, const void *record, int in_signal)
+{
+    rt_buf *b = &t->bufs[which];
+    if (in_signal) {
+        if (!try_busy(b)) {
+            atomic_fetch_add_explicit(&w->lost, 1, memory_order_relaxed);
+            return 0;
+        }
+    } else
+        lock_busy(b);
+    memcpy(b->block + sizeof(ot_block_header) + (size_t)b->count * b->record_size, record,
+           b->record_size);
+    if (++b->count == b->capacity)
+        flush_locked(w, b);
+    unlock_busy(b);
+    return 1;
+}
+
+void rt_flush_all(rt_writer *w, int wait)
+{
+    for (rt_tbuf *t = atomic_load_explicit(&w->head, memory_order_acquire); t; t = t->next) {
+        for (int i = 0; i < RT_BUF_COUNT; i++) {
+            rt_buf *b = &t->bufs[i];
+            if (wait)
+                lock_busy(b);
+            else if (!try_busy(b))
+                continue;
+            flush_locked(w, b);
+            unlock_busy(b);
+        }
+    }
+}
+
+void rt_tbuf_release(rt_writer *w, rt_tbuf *t)
+{
+    for (int i = 0; i < RT_BUF_COUNT; i++) {
+        lock_busy(&t->bufs[i]);
+        flush_locked(w, &t->bufs[i]);
+        unlock_busy(&t->bufs[i]);
+    }
+    atomic_store_explicit(&t->state, RT_TBUF_FREE, memory_order_release);
+}
+
+int rt_write_var_record(rt_writer *w, uint16_t tag, const void *p0, uint32_t n0, const void *p1,
+                        uint32_t n1, const void *p2, uint32_t n2, const void *p3, uint32_t n3)
+{
+    const void *parts[4] = {p0, p1, p2, p3};
+    const uint32_t lens[4] = {n0, n1, n2, n3};
+    uint64_t total = 0;
+    for (int i = 0; i < 4; i++)
+        total += lens[i];
+    /* payload = u32 length + record, padded to 8 */
+    uint64_t payload = (4 + total + 7) & ~(uint64_t)7;
+    if (payload > RT_VAR_BLOCK_BYTES - sizeof(ot_block_header))
+        return -E2BIG;
+    pthread_mutex_lock(&w->var_lock);
+    unsigned char *p = w->var_buf + sizeof(ot_block_header);
+    uint32_t len32 = (uint32_t)total;
+    memcpy(p, &len32, 4);
+    size_t at = 4;
+    for (int i = 0; i < 4; i++) {
+        if (lens[i]) {
+            memcpy(p + at, parts[i], lens[i]);
+            at += lens[i];
+        }
+    }
+    memset(p + at, 0, payload - at);
+    int r = rt_write_block(w, w->var_buf, tag, 0, (uint32_t)payload, 1);
+    pthread_mutex_unlock(&w->var_lock);
+    return r;
+}
+
+void rt_writer_reset_after_fork(rt_writer *w, rt_tbuf *keep)
+{
+    for (rt_tbuf *t = atomic_load_explicit(&w->head, memory_order_acquire); t; t = t->next) {
+        for (int i = 0; i < RT_BUF_COUNT; i++) {
+            t->bufs[i].count = 0;
+            atomic_store(&t->bufs[i].busy, 0);
+        }
+        if (t != keep)
+            atomic_store(&t->state, RT_TBUF_FREE);
+    }
+    pthread_mutex_init(&w->var_lock, NULL);
+    atomic_store(&w->records, 0);
+    atomic_store(&w->lost, 0);
+    atomic_store(&w->io_error, 0);
+}

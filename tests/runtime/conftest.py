@@ -1,0 +1,84 @@
+"""Helpers for the runtime's end-to-end tests: run a compiled program with libobjtier.so
+preloaded and read its trace back with the real reader."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from objtier import native
+from objtier.trace import open_trace
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    out: Path
+
+    def trace(self):
+        return open_trace(self.out)
+
+
+def runtime_env(out: Path | None, **settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
+    env["LD_PRELOAD"] = str(native.runtime_library())
+    if out is not None:
+        env["OBJTIER_OUTPUT"] = str(out)
+    env.setdefault("OBJTIER_LOG", "1")
+    for key, value in settings.items():
+        env[f"OBJTIER_{key.upper()}"] = str(value)
+    return env
+
+
+@pytest.fixture
+def run_traced(tmp_path):
+    """run_traced(exe, *args, name="out", **settings) -> Run; settings become OBJTIER_* vars."""
+    counter = [0]
+
+    def _run(exe, *args, name: str | None = None, timeout: float = 120, **settings) -> Run:
+        counter[0] += 1
+        out = tmp_path / (name or f"trace{counter[0]}")
+        proc = subprocess.run([str(exe), *map(str, args)], env=runtime_env(out, **settings),
+                              capture_output=True, text=True, timeout=timeout)
+        return Run(proc.returncode, proc.stdout, proc.stderr, out)
+
+    return _run
+
+
+def frames_of(trace, context_id: int, pid: int | None = None) -> list[tuple[str, int]]:
+    """(module path, offset) frames of one context."""
+    rows = trace.contexts.to_pylist()
+    for row in rows:
+        if row["context"] == context_id and (pid is None or row["pid"] == pid):
+            return [(f["module"], f["offset"]) for f in row["frames"]]
+    raise AssertionError(f"context {context_id} not in trace")
+
+
+def samples_in(trace, addr: int, size: int) -> int:
+    return samples_in_table(trace.samples, addr, size)
+
+
+def samples_in_table(samples, addr: int, size: int) -> int:
+    a = samples.column("addr").to_numpy()
+    return int(((a >= addr) & (a < addr + size)).sum())
+
+
+def printed(stdout: str) -> dict[str, int]:
+    """The test programs print `name 0x...` lines for the addresses they use."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].startswith("0x"):
+            out[parts[0]] = int(parts[1], 16)
+    return out
+
+
+def np_sorted(column) -> np.ndarray:
+    return np.sort(column.to_numpy())
