@@ -12,7 +12,7 @@ from objtier.errors import UsageError
 from objtier.plan import exact, halving, rank, spill
 from objtier.plan.exact import knapsack
 from objtier.plan.halving import priority
-from plan_synthetic import PAGE, fast_pages, table
+from .plan_synthetic import PAGE, fast_pages, table
 
 
 # A: 6 pages, 10 accesses/page; B: 5 pages, 8/page; C: 4 pages, 5/page; D: 1 page, 1/page.

@@ -11,7 +11,7 @@ import pytest
 
 from objtier.cli import main
 from objtier.plan import build_id, load_plan, parse_text
-from plan_synthetic import PAGE, table
+from .plan_synthetic import PAGE, table
 
 # object 0: hot 6 pages, 1: warm 5 pages, 2: cold 4 pages, 3: tiny hot 1 page
 OBJECTS = table([6, 5, 4, 1], [600, 100, 0, 50])

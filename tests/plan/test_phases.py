@@ -7,7 +7,7 @@ import pytest
 
 from objtier.errors import UsageError
 from objtier.plan import ROOT, merge_phases, object_table, phase_table, plan_phases, rank
-from plan_synthetic import PAGE, fast_pages, table
+from .plan_synthetic import PAGE, fast_pages, table
 
 MS = 1_000_000
 

@@ -10,7 +10,7 @@ from objtier.errors import UsageError
 from objtier.plan import (ROOT, build_plan, load_plan, object_table, parse_budget, parse_text,
                           plan_phases, rank, spill, to_text, write_plan)
 from objtier.plan.textexport import escape, unescape
-from plan_synthetic import PAGE, table
+from .plan_synthetic import PAGE, table
 
 # contexts: 0xa has three objects, all slow (cold, one entry); 0xb has two, one fast and one
 # split (one entry each); 0xc one fast object

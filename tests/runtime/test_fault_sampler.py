@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 
 import pyarrow.compute as pc
-from conftest import printed, samples_in, samples_in_table
+from .conftest import printed, samples_in, samples_in_table
 
 TOUCH_B = r"""
 #include <stdio.h>

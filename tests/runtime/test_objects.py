@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import frames_of, printed, runtime_env
+from .conftest import frames_of, printed, runtime_env
 
 KIND = dict(MALLOC=1, CALLOC=2, REALLOC=3, POSIX_MEMALIGN=4, ALIGNED_ALLOC=5, MEMALIGN=6,
             VALLOC=7, PVALLOC=8, MMAP=9, MREMAP=10, NEW=11)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import printed, samples_in
+from .conftest import printed, samples_in
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from conftest import runtime_env
+from .conftest import runtime_env
 
 from objtier.trace import open_trace
 

@@ -8,7 +8,7 @@ from objtier.sim.events import from_trace
 from objtier.sim.run import run_policy
 from objtier.trace import open_trace
 
-from conftest import MIB, MS, write_trace
+from .conftest import MIB, MS, write_trace
 
 FAST = 8 * MIB
 QUICK = {"numab2.scan_delay_ms": "10", "tpp.scan_delay_ms": "10"}

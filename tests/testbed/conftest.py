@@ -22,7 +22,7 @@ from objtier.errors import EnvironmentProblem
 from objtier.testbed import Testbed, TestbedPaths
 from objtier.testbed.qemu import QEMU
 
-from guest_helpers import guest_read
+from .guest_helpers import guest_read
 
 PROGS = Path(__file__).parent / "progs"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guest_helpers import parse_placement, vmstat
+from .guest_helpers import parse_placement, vmstat
 
 pytestmark = pytest.mark.guest
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from guest_helpers import guest_read, parse_placement, vmstat
+from .guest_helpers import guest_read, parse_placement, vmstat
 
 pytestmark = pytest.mark.guest
 

@@ -2,13 +2,14 @@
 and the stable context key is computed identically in C and Python."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from objtier.trace import format as F
 from objtier.trace.contexts import context_key
 
-from conftest import REPO
+REPO = Path(__file__).resolve().parents[2]
 
 HEADER_DIR = REPO / "native" / "include"
 

@@ -240,6 +240,27 @@ class Trace:
         self.files = [read_file(f) for f in files]
         self.warnings = [w for f in self.files for w in f.warnings]
         self._process_files = [f for f in self.files if int(f.header["kind"]) == F.FILE_PROCESS]
+        self._process_files.sort(key=lambda f: (int(f.header["pid"]),
+                                                int(f.header["start_mono_ns"])))
+        self._number_images()
+
+    def _number_images(self) -> None:
+        """A program that execs keeps its pid, so one pid may own several files (images).
+        Later images of a pid get their seq and context ids shifted past the earlier ones',
+        keeping (pid, seq) and (pid, context) unique across the recording."""
+        self._seq_offset: dict[int, int] = {}
+        self._ctx_offset: dict[int, int] = {}
+        next_seq: dict[int, int] = {}
+        next_ctx: dict[int, int] = {}
+        for raw in self._process_files:
+            pid = int(raw.header["pid"])
+            self._seq_offset[id(raw)] = next_seq.get(pid, 0)
+            self._ctx_offset[id(raw)] = next_ctx.get(pid, 0)
+            seqs = [int(raw.records(tag)["seq"].max()) for tag in (F.TAG_ALLOC, F.TAG_FREE)
+                    if len(raw.records(tag))]
+            contexts = [decode_context(b)[0] for b in raw.variable.get(F.TAG_CONTEXT, [])]
+            next_seq[pid] = self._seq_offset[id(raw)] + (max(seqs) + 1 if seqs else 0)
+            next_ctx[pid] = self._ctx_offset[id(raw)] + (max(contexts) if contexts else 0)
 
     # -- processes and metadata --
     @cached_property
@@ -268,6 +289,15 @@ class Trace:
         arrays, pids = [], []
         for raw in files:
             records = raw.records(tag)
+            shift_seq, shift_ctx = self._seq_offset.get(id(raw), 0), self._ctx_offset.get(id(raw), 0)
+            if (shift_seq or shift_ctx) and len(records):
+                records = records.copy()
+                for name in ("seq", "alloc_seq"):
+                    if name in records.dtype.names:
+                        records[name] += shift_seq
+                if "context" in records.dtype.names:
+                    nonzero = records["context"] != 0
+                    records["context"][nonzero] += shift_ctx
             arrays.append(records)
             pids.append(np.full(len(records), int(raw.header["pid"]), dtype=np.uint32))
         dtype = F.FIXED[tag]
@@ -339,18 +369,17 @@ class Trace:
     @cached_property
     def contexts(self) -> pa.Table:
         """pid, context, key (stable 16-hex key), frames: list of {module, build_id, offset}."""
-        modules: dict[tuple[int, int], tuple[str, str]] = {}
-        m = self.modules.to_pydict()
-        for pid, mid, path, build_id in zip(m["pid"], m["id"], m["path"], m["build_id"]):
-            modules[(pid, mid)] = (path, build_id)
         pids, ids, keys, frame_lists = [], [], [], []
         for raw in self._process_files:
             pid = int(raw.header["pid"])
+            modules = {m["id"]: (m["path"], m["build_id"])  # module ids are per file
+                       for m in map(decode_module, raw.variable.get(F.TAG_MODULE, []))}
             for body in raw.variable.get(F.TAG_CONTEXT, []):
                 cid, frames = decode_context(body)
+                cid += self._ctx_offset.get(id(raw), 0)
                 resolved = []
                 for module_id, offset in zip(frames["module"].tolist(), frames["offset"].tolist()):
-                    path, build_id = modules.get((pid, module_id), ("", ""))
+                    path, build_id = modules.get(module_id, ("", ""))
                     resolved.append({"module": path, "build_id": build_id, "offset": offset})
                 pids.append(pid)
                 ids.append(cid)
