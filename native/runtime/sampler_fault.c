@@ -2,10 +2,18 @@
  * fault sampler: AutoNUMA's hint faults in user space.
  *
  * A scanner thread walks the tracked objects window by window. Arming a window makes
- * its pages PROT_NONE with one mprotect; the first touch of each page raises SIGSEGV,
- * the handler records a SAMPLE (latency = touch - arm time, in microseconds), restores
- * that page and returns so the access is retried. Moving on, the scanner restores the
- * whole window with one mprotect, so at most one window's worth of split VMAs exists.
+ * its armed pages PROT_NONE; the first touch of each raises SIGSEGV, the handler
+ * records a SAMPLE (latency = touch - arm time, in microseconds), restores that page
+ * and returns so the access is retried. Moving on, the scanner restores the whole
+ * window with one mprotect, so at most one window's worth of split VMAs exists.
+ *
+ * Sparse arming: a touched armed page costs one fault, so faults per second bound how
+ * much memory a contiguous scan can cover. Instead, each pass over the tracked memory
+ * arms only the pages whose page number is congruent to a random phase modulo a stride
+ * S = max(1, tracked pages / OBJTIER_RATE): about OBJTIER_RATE pages per pass, spread
+ * evenly over every object, so a pass takes about a second of the fault budget however
+ * large the footprint is, and every object (small ones in proportion to their size) is
+ * sampled in every pass. The phase changes each pass.
  *
  * Invariants
  *   - At most one window is armed. Its description (win_*) is written only under
@@ -48,6 +56,7 @@ static pthread_t scanner;
 static int scanner_started;
 
 static _Atomic uint64_t win_start, win_end; /* armed window [start, end), page aligned */
+static _Atomic uint64_t win_stride = 1;      /* armed pages are start + k * stride pages */
 static _Atomic uint64_t win_arm_ns;
 static _Atomic uint32_t win_prot;
 static _Atomic uint64_t win_touched[RT_MAX_WINDOW_PAGES / 64]; /* bit per page: touched */
@@ -90,10 +99,16 @@ static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
         atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
 }
 
-/* Marks page `page` of the armed window touched; 1 if this call was the first. */
+/* 1 if `page` (inside the armed window starting at `start`) is one of its armed pages. */
+static int armed_page(uint64_t start, uint64_t page)
+{
+    return ((page - start) / rt_page_bytes) % atomic_load(&win_stride) == 0;
+}
+
+/* Marks armed page `page` of the window touched; 1 if this call was the first. */
 static int claim_page(uint64_t start, uint64_t page)
 {
-    uint64_t i = (page - start) / rt_page_bytes;
+    uint64_t i = (page - start) / rt_page_bytes / atomic_load(&win_stride);
     uint64_t bit = 1ULL << (i & 63);
     return !(atomic_fetch_or(&win_touched[i / 64], bit) & bit);
 }
@@ -191,7 +206,7 @@ void rt_fault_touch(const void *buf, uint64_t len)
         uint64_t a = page_down(lo > s ? lo : s), b = hi < e ? page_up(hi) : e;
         uint64_t now = rt_now_ns(), arm = atomic_load(&win_arm_ns);
         for (uint64_t p = a; p < b; p += rt_page_bytes)
-            if (claim_page(s, p)) {
+            if (armed_page(s, p) && claim_page(s, p)) {
                 atomic_fetch_add(&win_faults, 1);
                 emit(p > lo ? p : lo, now, arm, 0);
             }
@@ -257,6 +272,8 @@ int rt_fault_recently_armed(const void *buf, uint64_t len)
 static rt_obj *snap;
 static size_t snap_cap, snap_n, snap_heap_n, snap_i;
 static uint64_t cursor; /* next page to arm in snap[snap_i]; 0 = start of object */
+static uint64_t stride = 1, phase; /* this pass's sparse-arming stride and phase (pages) */
+static uint64_t pass_count;
 
 static void take_snapshot(void)
 {
@@ -274,6 +291,22 @@ static void take_snapshot(void)
     snap_n = snap_heap_n + rt_maps_snapshot(snap + snap_heap_n, snap_cap - snap_heap_n);
     snap_i = 0;
     cursor = 0;
+    uint64_t pages = 0;
+    for (size_t i = 0; i < snap_n; i++) {
+        uint64_t first = page_up(snap[i].addr), last = page_down(snap[i].addr + snap[i].size);
+        if (last > first)
+            pages += (last - first) / rt_page_bytes;
+    }
+    stride = pages / (cfg->rate ? cfg->rate : 1);
+    if (stride < 1)
+        stride = 1;
+    if (stride > 65536)
+        stride = 65536;
+    /* a new phase each pass (splitmix64 of the pass count and the clock) */
+    uint64_t z = (++pass_count * 0x9E3779B97F4A7C15ULL) ^ rt_now_ns();
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    phase = (z ^ (z >> 31)) % stride;
 }
 
 static int still_live(size_t i, uint64_t start, uint64_t len)
@@ -291,6 +324,23 @@ static void sleep_ns(uint64_t ns)
         ;
 }
 
+/* Makes the n armed pages of a window starting at `start` PROT_NONE (stride apart).
+ * On failure restores what was armed and returns -1. Caller holds arm_lock. */
+static int arm_pages(uint64_t start, uint64_t n)
+{
+    if (stride == 1)
+        return rt_sys_mprotect((void *)(uintptr_t)start, n * rt_page_bytes, PROT_NONE);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t page = start + k * stride * rt_page_bytes;
+        if (rt_sys_mprotect((void *)(uintptr_t)page, rt_page_bytes, PROT_NONE) != 0) {
+            rt_sys_mprotect((void *)(uintptr_t)start, k * stride * rt_page_bytes + 1,
+                            (int)atomic_load(&win_prot));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Arms the next window; 1 if one was armed. */
 static int arm_next(void)
 {
@@ -299,19 +349,22 @@ static int arm_next(void)
         uint64_t first = page_up(o->addr), last = page_down(o->addr + o->size);
         if (cursor < first)
             cursor = first;
+        /* first armed page at or after cursor: page number == phase (mod stride) */
+        uint64_t number = cursor / rt_page_bytes;
+        cursor += ((phase + stride - number % stride) % stride) * rt_page_bytes;
         if (cursor >= last) {
             snap_i++;
             cursor = 0;
             continue;
         }
-        uint64_t n = (last - cursor) / rt_page_bytes;
+        uint64_t n = ((last - cursor) / rt_page_bytes + stride - 1) / stride;
         if (n > cfg->window_pages)
             n = cfg->window_pages;
         if ((double)n > tokens)
             n = (uint64_t)tokens;
         if (n == 0)
             return 0;
-        uint64_t len = n * rt_page_bytes;
+        uint64_t len = ((n - 1) * stride + 1) * rt_page_bytes; /* first to last armed page */
         pthread_mutex_lock(&arm_lock);
         if (!still_live(snap_i, cursor, len)) {
             pthread_mutex_unlock(&arm_lock);
@@ -325,9 +378,9 @@ static int arm_next(void)
         atomic_store(&win_end, cursor + len);
         atomic_store(&win_prot, o->prot);
         atomic_store(&win_arm_ns, rt_now_ns());
+        atomic_store(&win_stride, stride);
         atomic_store(&win_start, cursor);
-        if (io_in_flight(cursor, cursor + len) ||
-            rt_sys_mprotect((void *)(uintptr_t)cursor, len, PROT_NONE) != 0) {
+        if (io_in_flight(cursor, cursor + len) || arm_pages(cursor, n) != 0) {
             /* a system call is using this range (or mprotect failed): move on */
             atomic_store(&win_start, 0);
             pthread_mutex_unlock(&arm_lock);

@@ -1,0 +1,238 @@
+"""The objects table: one row per recorded object (allocation) with its sample metrics.
+
+This is the table the planner and the simulator read. Columns (units in brackets):
+  object        int64   row index into trace.allocations (sorted by pid, seq)
+  pid, seq, context     as recorded
+  context_key   string  stable 16-hex key of the allocation call stack ("" if unknown)
+  occurrence    int64   n-th object (0-based, by seq) with this context_key within the pid
+  addr, size    uint64  [bytes]
+  alloc_ns      uint64  CLOCK_MONOTONIC [ns]
+  free_ns       uint64  when its last byte was freed/unmapped [ns]; null = never freed
+  lifetime_s    float64 (free_ns or end of trace) - alloc_ns [s]
+  samples       int64   samples mapped to the object
+  accesses      float64 sum of sample weights (weight 0 = unknown counts as 1)
+  density       float64 accesses per MiB of size
+  share         float64 samples / all samples of the trace (unmapped samples included)
+  pages_touched int64   distinct pages (trace page size) with at least one sample
+  mean_latency  float64 mean of known latencies (0 = unknown); null when none is known.
+                        Unit of the sampler: fault = microseconds, PEBS/IBS = cycles
+  latency_cost  float64 sum of known latencies (same unit)
+  cache_samples, fast_samples, slow_samples  int64  samples served by caches / fast memory
+                        (local DRAM, uncached) / slow tier (remote DRAM, PMEM, CXL, swap)
+  slow_share    float64 slow / (fast + slow); null when no sample of it says its level
+  node<N>_samples int64 samples whose page was on NUMA node N (only nodes that occur)
+  label         string  symbolized innermost frames, "f (file.c:12) <- g (file.c:40)"
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from objtier.analysis.mapping import NEVER, ObjectIndex
+
+MIB = 1 << 20
+NODE_UNKNOWN = 0xFFFF
+# ot_mem_level groups (trace_format.h enum ot_mem_level)
+CACHE_LEVELS = (1, 2, 3, 4)      # L1, LFB, L2, L3
+FAST_LEVELS = (5, 10)            # local DRAM, uncached
+SLOW_LEVELS = (6, 7, 8, 9)       # remote DRAM, PMEM, CXL, swap
+MEMORY_LEVELS = FAST_LEVELS + SLOW_LEVELS
+_PAGE_BITS = 36                  # page numbers of 48-bit addresses fit in 36 bits
+
+
+def column(table: pa.Table, name: str, dtype=None) -> np.ndarray:
+    """A column as numpy (nulls not expected); dtype converts."""
+    array = table.column(name).to_numpy(zero_copy_only=False)
+    return array if dtype is None else array.astype(dtype, copy=False)
+
+
+def distinct_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values of an int64 array and how often each occurs. Sort-based: numpy's
+    hash-based unique degrades badly on structured keys such as object * span + page."""
+    if not len(keys):
+        return keys[:0], np.zeros(0, dtype=np.int64)
+    ordered = np.sort(keys, kind="stable")
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    counts = np.diff(np.append(starts, len(ordered)))
+    return ordered[starts], counts
+
+
+def level_mask(level: np.ndarray, levels: tuple[int, ...]) -> np.ndarray:
+    """level in levels, for uint8 levels, through a 256-entry table (np.isin would sort)."""
+    table = np.zeros(256, dtype=bool)
+    table[list(levels)] = True
+    return table[level]
+
+
+def sample_objects(trace) -> np.ndarray:
+    """Object index per row of trace.samples (-1 = outside every object); cached on the trace."""
+    cached = getattr(trace, "_objtier_sample_objects", None)
+    if cached is not None:
+        return cached
+    index = ObjectIndex(trace.allocations, trace.frees)
+    samples = trace.samples
+    mapped = index.lookup(column(samples, "pid", np.uint32), column(samples, "addr", np.uint64),
+                          column(samples, "time_ns", np.uint64))
+    trace._objtier_sample_objects = mapped
+    trace._objtier_ranges = index.ranges
+    return mapped
+
+
+def page_shift(trace) -> int:
+    sizes = {p.page_bytes for p in trace.processes if p.page_bytes}
+    page = min(sizes) if sizes else 4096
+    return max(int(page).bit_length() - 1, 0)
+
+
+def trace_end_ns(trace) -> int:
+    """Latest time seen in any table of the trace (ns)."""
+    ends = [int(trace.start_ns)]
+    for table in (trace.allocations, trace.frees, trace.samples):
+        if table.num_rows:
+            ends.append(int(column(table, "time_ns").max()))
+    try:
+        if trace.ends.num_rows:
+            ends.append(int(column(trace.ends, "time_ns").max()))
+    except AttributeError:
+        pass
+    return max(ends)
+
+
+def _context_columns(trace, pids: np.ndarray, contexts: np.ndarray, labels: bool):
+    """context_key and label per object, from the contexts table (symbolized once per context)."""
+    ctx = trace.contexts
+    keys = {}
+    frames = {}
+    if ctx.num_rows:
+        for pid, cid, key, fr in zip(ctx.column("pid").to_pylist(), ctx.column("context").to_pylist(),
+                                     ctx.column("key").to_pylist(), ctx.column("frames").to_pylist()):
+            keys[(pid, cid)] = key
+            frames[(pid, cid)] = fr
+    names = {}
+    if labels and frames:
+        from objtier.trace.symbolize import context_labels
+        order = list(frames)
+        for k, text in zip(order, context_labels([frames[k] for k in order], depth=2)):
+            names[k] = text
+    pairs = list(zip(pids.tolist(), contexts.tolist()))
+    uniq = {p: None for p in pairs}
+    key_col = [keys.get(p, "") for p in uniq]
+    label_col = [names.get(p) or (f"context {p[1]}" if p[1] else "(no context)") for p in uniq]
+    lookup = {p: i for i, p in enumerate(uniq)}
+    idx = np.fromiter((lookup[p] for p in pairs), dtype=np.int64, count=len(pairs))
+    return np.array(key_col, dtype=object)[idx], np.array(label_col, dtype=object)[idx]
+
+
+def _occurrence(pids: np.ndarray, keys: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+    """Rank (0-based, by seq) of each object among objects of the same (pid, context_key)."""
+    n = len(pids)
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    _, key_ids = np.unique(keys.astype(str), return_inverse=True)
+    order = np.lexsort((seqs, key_ids, pids))
+    group_start = np.ones(n, dtype=bool)
+    group_start[1:] = (pids[order][1:] != pids[order][:-1]) | (key_ids[order][1:] != key_ids[order][:-1])
+    first = np.maximum.accumulate(np.where(group_start, np.arange(n), 0))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - first
+    return rank
+
+
+def _free_times(trace, n: int) -> np.ndarray:
+    """Per object: latest t_end over its live ranges (NEVER if any range is never freed)."""
+    ranges = getattr(trace, "_objtier_ranges", None)
+    if ranges is None:
+        ranges = ObjectIndex(trace.allocations, trace.frees).ranges
+    free = np.zeros(n, dtype=np.uint64)
+    if len(ranges.obj):
+        np.maximum.at(free, ranges.obj, ranges.t_end)
+    has_range = np.zeros(n, dtype=bool)
+    has_range[ranges.obj] = True
+    free[~has_range] = NEVER
+    return free
+
+
+def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -> pa.Table:
+    """The objects table (see module docstring). `mapped` = sample_objects(trace) if given."""
+    allocs = trace.allocations
+    samples = trace.samples
+    n = allocs.num_rows
+    mapped = sample_objects(trace) if mapped is None else mapped
+    total = len(mapped)
+    pid = column(allocs, "pid", np.uint32)
+    seq = column(allocs, "seq", np.uint64)
+    ctx = column(allocs, "context", np.uint32)
+    addr = column(allocs, "addr", np.uint64)
+    size = column(allocs, "size", np.uint64)
+    alloc_ns = column(allocs, "time_ns", np.uint64)
+
+    hit = mapped >= 0
+    obj = mapped[hit]
+    weight = column(samples, "weight", np.float64)[hit] if total else np.zeros(0)
+    weight[weight == 0] = 1.0
+    counts = np.bincount(obj, minlength=n).astype(np.int64)
+    accesses = np.bincount(obj, weights=weight, minlength=n)
+    latency = column(samples, "latency", np.float64)[hit] if total else np.zeros(0)
+    known = latency > 0
+    lat_n = np.bincount(obj[known], minlength=n)
+    lat_sum = np.bincount(obj[known], weights=latency[known], minlength=n)
+    level = column(samples, "level", np.uint8)[hit] if total else np.zeros(0, np.uint8)
+    node = column(samples, "node", np.uint16)[hit] if total else np.zeros(0, np.uint16)
+
+    def count_where(mask):
+        return np.bincount(obj[mask], minlength=n).astype(np.int64)
+
+    cache_n = count_where(level_mask(level, CACHE_LEVELS))
+    fast_n = count_where(level_mask(level, FAST_LEVELS))
+    slow_n = count_where(level_mask(level, SLOW_LEVELS))
+    shift = page_shift(trace)
+    page = (column(samples, "addr", np.uint64)[hit] >> np.uint64(shift)).astype(np.int64) \
+        if total else np.zeros(0, np.int64)
+    pages_touched = np.zeros(n, dtype=np.int64)
+    if len(obj):
+        first_page = (addr >> np.uint64(shift)).astype(np.int64)
+        rel = page - first_page[obj]
+        span = int(rel.max()) + 1
+        key = obj.astype(np.int64) * span + rel
+        pages_touched = np.bincount(distinct_counts(key)[0] // span, minlength=n).astype(np.int64)
+
+    free_ns = _free_times(trace, n)
+    never = free_ns == NEVER
+    end = trace_end_ns(trace)
+    lifetime = (np.where(never, np.uint64(max(end, 0)), free_ns).astype(np.float64)
+                - alloc_ns.astype(np.float64)) / 1e9
+    keys, label = _context_columns(trace, pid, ctx, labels)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        density = np.where(size > 0, accesses / (size.astype(np.float64) / MIB), 0.0)
+        mean_latency = lat_sum / lat_n
+        memory = fast_n + slow_n
+        slow_share = slow_n / memory
+    columns = {
+        "object": pa.array(np.arange(n, dtype=np.int64)),
+        "pid": pa.array(pid), "seq": pa.array(seq), "context": pa.array(ctx),
+        "context_key": pa.array(keys.tolist() if n else [], pa.string()),
+        "occurrence": pa.array(_occurrence(pid, keys, seq)),
+        "addr": pa.array(addr), "size": pa.array(size), "alloc_ns": pa.array(alloc_ns),
+        "free_ns": pa.array(free_ns, mask=never),
+        "lifetime_s": pa.array(np.maximum(lifetime, 0.0)),
+        "samples": pa.array(counts), "accesses": pa.array(accesses),
+        "density": pa.array(density),
+        "share": pa.array(counts / total if total else np.zeros(n)),
+        "pages_touched": pa.array(pages_touched),
+        "mean_latency": pa.array(mean_latency, mask=lat_n == 0),
+        "latency_cost": pa.array(lat_sum),
+        "cache_samples": pa.array(cache_n), "fast_samples": pa.array(fast_n),
+        "slow_samples": pa.array(slow_n),
+        "slow_share": pa.array(slow_share, mask=memory == 0),
+    }
+    known_node = node != NODE_UNKNOWN
+    for value in np.flatnonzero(np.bincount(node[known_node], minlength=1)).tolist():
+        columns[f"node{value}_samples"] = pa.array(count_where(node == value))
+    columns["label"] = pa.array(label.tolist() if n else [], pa.string())
+    return pa.table(columns)
+
+
+def unmapped_count(mapped: np.ndarray) -> int:
+    """Samples that fall outside every tracked object."""
+    return int((mapped < 0).sum())

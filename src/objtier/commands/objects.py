@@ -1,0 +1,34 @@
+"""`objtier objects run.otr [--sort density|samples|size] [--top N]`: the objects table."""
+
+from __future__ import annotations
+
+from objtier.errors import UsageError
+
+NAME = "objects"
+HELP = "print the objects of a recording with their sample metrics"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file")
+    parser.add_argument("--sort", choices=("density", "samples", "size"), default="samples")
+    parser.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
+    parser.add_argument("--no-symbols", action="store_true",
+                        help="skip symbolization of allocation call stacks")
+
+
+def run(args) -> int:
+    from rich.console import Console
+
+    from objtier.analysis.objects import object_table, sample_objects, unmapped_count
+    from objtier.report.summary import objects_rich_table
+    from objtier.trace import open_trace
+
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    trace = open_trace(args.trace)
+    mapped = sample_objects(trace)
+    table = object_table(trace, mapped, labels=not args.no_symbols)
+    console = Console()
+    console.print(objects_rich_table(table, args.top, args.sort))
+    console.print(f"{len(mapped)} samples; {unmapped_count(mapped)} outside every tracked object")
+    return 0

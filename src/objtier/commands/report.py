@@ -1,0 +1,47 @@
+"""`objtier report run.otr [-o DIR] [--top N]`: the characterization page plus CSV/Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from objtier.errors import UsageError
+
+NAME = "report"
+HELP = "characterize a recording: objects, pages, tiers, counters (HTML + CSV/Parquet)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="output directory (default: <trace>.report next to the trace)")
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help="objects in the summary table and Fig. 6 (default 10)")
+    parser.add_argument("--no-symbols", action="store_true",
+                        help="skip symbolization of allocation call stacks")
+
+
+def run(args) -> int:
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from objtier.report.build import build_report
+    from objtier.report.summary import objects_rich_table
+    from objtier.trace import open_trace
+
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    trace_path = Path(args.trace)
+    out = Path(args.output) if args.output else trace_path.with_name(
+        trace_path.name.removesuffix(".otr") + ".report")
+    console = Console(stderr=True)
+    trace = open_trace(trace_path)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task("reading the trace", total=None)
+        report = build_report(trace, out, top=args.top, labels=not args.no_symbols,
+                              progress=lambda text: progress.update(task, description=text))
+    stdout = Console()
+    stdout.print(objects_rich_table(report.objects, args.top))
+    stdout.print(f"{report.total_samples} samples; {report.unmapped} outside every tracked object")
+    print(f"report: {report.index_html}", flush=True)  # one unwrapped line, for scripts
+    return 0

@@ -1,0 +1,170 @@
+"""Build the characterization report: tables (CSV + Parquet) and one self-contained HTML page.
+
+The page embeds every plot as a base64 PNG and holds no external URL, so it reads offline.
+Layout of DIR:  index.html, objects.{csv,parquet}, touches.*, reuse.*, levels.*, tiers.*,
+latency_split.*, cost_by_tlb.*  (a table the trace cannot support is not written).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from objtier.analysis import pages, tiers, timeline
+from objtier.analysis.objects import object_table, page_shift, sample_objects, unmapped_count
+from objtier.report import figures as F
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+@dataclass
+class Report:
+    out_dir: Path
+    objects: pa.Table
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    figures: list = field(default_factory=list)   # (name, Figure or None, note or None)
+    notes: list[str] = field(default_factory=list)
+    unmapped: int = 0
+    total_samples: int = 0
+    hottest: int | None = None
+
+    @property
+    def index_html(self) -> Path:
+        return self.out_dir / "index.html"
+
+
+def _table_html(table: pa.Table, limit: int = 50) -> str:
+    """A small HTML table (escaped), first `limit` rows."""
+    names = table.column_names
+    rows = table.slice(0, limit).to_pylist()
+
+    def fmt(value) -> str:
+        if value is None:
+            return "&mdash;"
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return html.escape(str(value))
+
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    body = "".join("<tr>" + "".join(f"<td>{fmt(r[n])}</td>" for n in names) + "</tr>"
+                   for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _write_table(out_dir: Path, name: str, table: pa.Table) -> None:
+    pq.write_table(table, out_dir / f"{name}.parquet")
+    pacsv.write_csv(table, out_dir / f"{name}.csv")
+
+
+def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
+                 labels: bool = True, render: bool = True) -> Report:
+    """Analyse `trace` and write the report into out_dir. `progress(step_text)` is optional."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    step = progress or (lambda text: None)
+
+    step("mapping samples to objects")
+    mapped = sample_objects(trace)
+    step("computing the objects table")
+    objects = object_table(trace, mapped, labels=labels)
+    report = Report(out_dir, objects, unmapped=unmapped_count(mapped), total_samples=len(mapped))
+    samples = trace.samples
+    levels = tiers.has_levels(samples)
+    ranked = objects.sort_by([("samples", "descending"), ("object", "ascending")])
+    hot = [int(o) for o, s in zip(ranked.column("object").to_pylist(),
+                                  ranked.column("samples").to_pylist()) if s > 0][:top]
+    report.hottest = hot[0] if hot else None
+    if levels and hot:
+        slow = column_max(objects, "slow_samples")
+        if slow is not None:
+            report.hottest = slow   # the seed's "hottest object": most slow-tier samples
+
+    step("per-page statistics")
+    touch = pages.touch_distribution(trace)
+    intervals = pages.reuse_intervals(trace, mapped, report.hottest) \
+        if report.hottest is not None else np.zeros(0)
+    reuse = pages.reuse_statistics(intervals)
+    report.tables.update(objects=objects, touches=touch, reuse=reuse)
+    for name, fn in (("levels", tiers.level_shares), ("tiers", tiers.tier_split),
+                     ("latency_split", tiers.latency_split), ("cost_by_tlb", tiers.cost_by_tlb)):
+        table = fn(samples)
+        if table is not None:
+            report.tables[name] = table
+    if not levels:
+        report.notes.append("Tables 1-3 (levels, latency cost, TLB): the sampler reports no "
+                            "memory level or TLB outcome (fault/trace sampler).")
+
+    step("writing tables")
+    for name, table in report.tables.items():
+        _write_table(out_dir, name, table)
+
+    step("drawing figures")
+    label = ""
+    if report.hottest is not None:
+        label = objects.column("label")[report.hottest].as_py() or ""
+    series = timeline.counter_series(trace.counters, trace.start_ns)
+    addr = int(objects.column("addr")[report.hottest].as_py()) if report.hottest is not None else 0
+    builders = [
+        ("levels", lambda: F.fig_levels(samples)),
+        ("touches", lambda: F.fig_touches(touch)),
+        ("reuse", lambda: F.fig_reuse(reuse, f"object {report.hottest} {label}")),
+        ("top_objects", lambda: F.fig_top_objects(objects, levels, top) if hot
+         else (None, "Fig. 6: no sample fell in a tracked object.")),
+        ("timeline", lambda: F.fig_timeline(objects, trace.start_ns, hot)),
+        ("access_pattern", lambda: F.fig_access_pattern(trace, mapped, report.hottest,
+                                                        page_shift(trace), addr)
+         if report.hottest is not None else (None, "Fig. 8: no object has samples.")),
+        ("counters", lambda: F.fig_counters(series)),
+        ("promotions", lambda: F.fig_promotions(trace, series)[:2]),
+    ]
+    for name, build in builders:
+        fig, note = build()
+        report.figures.append((name, fig, note))
+
+    if render:
+        step("rendering the page")
+        _render(report, trace, top)
+    return report
+
+
+def column_max(objects: pa.Table, name: str) -> int | None:
+    values = objects.column(name).to_numpy(zero_copy_only=False)
+    if not len(values) or values.max() <= 0:
+        return None
+    return int(np.argmax(values))
+
+
+def _render(report: Report, trace, top: int) -> None:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]))
+    template = env.get_template("report.html.j2")
+    shown = ["object", "pid", "size", "samples", "share", "density", "pages_touched",
+             "mean_latency", "slow_share", "lifetime_s", "label"]
+    ranked = report.objects.sort_by([("samples", "descending"), ("object", "ascending")])
+    figures = []
+    for name, fig, note in report.figures:
+        figures.append({"name": name, "png": F.to_png_base64(fig) if fig is not None else None,
+                        "note": note})
+    tables = {name: _table_html(t) for name, t in report.tables.items() if name != "objects"}
+    processes = [{"pid": p.pid, "exe": p.exe, "argv": " ".join(p.argv),
+                  "complete": p.complete} for p in trace.processes]
+    page = template.render(
+        title=f"objtier report: {trace.path.name}",
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        processes=processes, total_samples=report.total_samples, unmapped=report.unmapped,
+        unmapped_share=(report.unmapped / report.total_samples) if report.total_samples else 0.0,
+        objects_count=report.objects.num_rows, hottest=report.hottest,
+        objects_html=_table_html(ranked.select(shown), limit=top), top=top,
+        tables=tables, figures=figures, notes=report.notes,
+        files=sorted(p.name for p in report.out_dir.iterdir() if p.suffix in (".csv", ".parquet")),
+        warnings=list(getattr(trace, "warnings", [])))
+    report.index_html.write_text(page, encoding="utf-8")
+
