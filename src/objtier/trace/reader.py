@@ -211,13 +211,16 @@ def decode_named(body: bytes, head_dtype: np.dtype) -> dict:
 
 # --- the recording -------------------------------------------------------------------------
 
-def _table(records: np.ndarray, pids: np.ndarray, dtype: np.dtype) -> pa.Table:
-    columns = {"pid": pa.array(pids, type=pa.uint32())}
-    for name in dtype.names:
-        if name.startswith("reserved"):
-            continue
-        columns[name] = pa.array(np.ascontiguousarray(records[name]))
-    return pa.table(columns)
+def _gather(parts: list[np.ndarray], name: str, dtype: np.dtype) -> np.ndarray:
+    """One field of many record arrays as one contiguous column (a single copy)."""
+    if not parts:
+        return np.zeros(0, dtype=dtype.fields[name][0])
+    out = np.empty(sum(len(p) for p in parts), dtype=dtype.fields[name][0])
+    position = 0
+    for part in parts:
+        out[position:position + len(part)] = part[name]
+        position += len(part)
+    return out
 
 
 class Trace:
@@ -285,25 +288,31 @@ class Trace:
         return min(starts) if starts else 0
 
     def _fixed_table(self, tag: int, files: list[RawFile] | None = None) -> pa.Table:
+        """Fixed records of one tag from every file, column by column without first
+        concatenating whole records (each column is copied once)."""
         files = self._process_files if files is None else files
-        arrays, pids = [], []
-        for raw in files:
-            records = raw.records(tag)
-            shift_seq, shift_ctx = self._seq_offset.get(id(raw), 0), self._ctx_offset.get(id(raw), 0)
-            if (shift_seq or shift_ctx) and len(records):
-                records = records.copy()
-                for name in ("seq", "alloc_seq"):
-                    if name in records.dtype.names:
-                        records[name] += shift_seq
-                if "context" in records.dtype.names:
-                    nonzero = records["context"] != 0
-                    records["context"][nonzero] += shift_ctx
-            arrays.append(records)
-            pids.append(np.full(len(records), int(raw.header["pid"]), dtype=np.uint32))
         dtype = F.FIXED[tag]
-        records = np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
-        pid = np.concatenate(pids) if pids else np.zeros(0, dtype=np.uint32)
-        return _table(records, pid, dtype)
+        parts: list[np.ndarray] = []
+        pids: list[np.ndarray] = []
+        for raw in files:
+            shift_seq, shift_ctx = self._seq_offset.get(id(raw), 0), self._ctx_offset.get(id(raw), 0)
+            for records in raw.fixed.get(tag, []):
+                if shift_seq or shift_ctx:
+                    records = records.copy()
+                    for name in ("seq", "alloc_seq"):
+                        if name in records.dtype.names:
+                            records[name] += shift_seq
+                    if "context" in records.dtype.names:
+                        nonzero = records["context"] != 0
+                        records["context"][nonzero] += shift_ctx
+                parts.append(records)
+                pids.append(np.full(len(records), int(raw.header["pid"]), dtype=np.uint32))
+        columns = {"pid": pa.array(np.concatenate(pids) if pids else np.zeros(0, np.uint32),
+                                   type=pa.uint32())}
+        for name in dtype.names:
+            if not name.startswith("reserved"):
+                columns[name] = pa.array(_gather(parts, name, dtype))
+        return pa.table(columns)
 
     @cached_property
     def allocations(self) -> pa.Table:
