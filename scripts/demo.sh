@@ -12,7 +12,7 @@ echo "== graph: Kronecker, scale 20, edge factor 16"
 [[ -f $out/kron20.graph ]] || "$bin/graphgen" -g 20 -k 16 -o "$out/kron20.graph"
 
 echo "== record: BFS on the graph"
-"$objtier" record --force -o "$out/bfs.otr" -- "$bin/bfs" -f "$out/kron20.graph" -n 8
+"$objtier" record --force -o "$out/bfs.otr" -- "$bin/bfs" -f "$out/kron20.graph" -n 64
 
 echo "== report"
 "$objtier" report "$out/bfs.otr" -o "$out/report"

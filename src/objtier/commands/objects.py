@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from rich.console import Console
+    from objtier.console import make_console
 
     from objtier.analysis.objects import object_table, sample_objects, unmapped_count
     from objtier.report.summary import objects_rich_table
@@ -28,7 +28,7 @@ def run(args) -> int:
     trace = open_trace(args.trace)
     mapped = sample_objects(trace)
     table = object_table(trace, mapped, labels=not args.no_symbols)
-    console = Console()
+    console = make_console()
     console.print(objects_rich_table(table, args.top, args.sort))
     console.print(f"{len(mapped)} samples; {unmapped_count(mapped)} outside every tracked object")
     return 0

@@ -21,7 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from rich.console import Console
+    from objtier.console import make_console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from objtier.report.build import build_report
@@ -33,14 +33,14 @@ def run(args) -> int:
     trace_path = Path(args.trace)
     out = Path(args.output) if args.output else trace_path.with_name(
         trace_path.name.removesuffix(".otr") + ".report")
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     trace = open_trace(trace_path)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("reading the trace", total=None)
         report = build_report(trace, out, top=args.top, labels=not args.no_symbols,
                               progress=lambda text: progress.update(task, description=text))
-    stdout = Console()
+    stdout = make_console()
     stdout.print(objects_rich_table(report.objects, args.top))
     stdout.print(f"{report.total_samples} samples; {report.unmapped} outside every tracked object")
     print(f"report: {report.index_html}", flush=True)  # one unwrapped line, for scripts
