@@ -1,0 +1,129 @@
+"""`objtier compare`: kernel reclaim alone vs an objtier plan, side by side, on the swap tier."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from objtier.errors import UsageError
+
+NAME = "compare"
+HELP = "measure a program under limited local memory: kernel reclaim vs an objtier plan (A/B)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tier", default="swap", choices=["swap"],
+                        help="the slow tier (swap: memory cgroup + swap; needs root)")
+    parser.add_argument("--local", default="70%", metavar="SIZE|PCT",
+                        help="local (fast) memory: PCT of the measured footprint or a SIZE "
+                        "(default 70%%)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (5)")
+    parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
+                        help="swap behind the cgroup (default: a new zram device)")
+    parser.add_argument("--algo", default="rank", choices=["rank", "spill", "halving", "exact"],
+                        help="placement algorithm (default rank)")
+    parser.add_argument("--sampler", default="auto", choices=["auto", "fault", "perf"],
+                        help="profile sampler (default auto)")
+    parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
+                        help="local memory left unlocked (default: 10%% of local or 32M, "
+                        "whichever is larger); plan budget = local - margin")
+    parser.add_argument("--rate", type=int, default=2000,
+                        help="profile: most access samples per second (2000)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="kill a limited run after S seconds (default: max(300, 100 x the "
+                        "unlimited run))")
+    parser.add_argument("-o", "--output", default="compare-out",
+                        help="output directory (default compare-out)")
+    parser.add_argument("-f", "--force", action="store_true",
+                        help="replace an earlier comparison in the output directory")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the table")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- CMD [ARGS...]: the program to compare")
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def print_table(result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from objtier.units import format_bytes
+
+    console = Console(stderr=False, width=None if sys.stdout.isatty() else 150)
+    table = Table(title="objtier compare: per run and medians")
+    for name in ("run", "config", "status", "wall s", "FoM", "timed s", "swap-outs",
+                 "swap-ins", "majflt", "memcg refaults", "peak RSS", "locked"):
+        table.add_column(name, justify="right" if name not in ("config", "status") else "left")
+    for r in result.rows:
+        status = "ok" if r.ok else ("timeout" if r.timed_out else f"exit {r.returncode}")
+        table.add_row(str(r.order), r.config, status, _fmt(r.wall_s), _fmt(r.fom_value),
+                      _fmt(r.fom_seconds), str(r.pswpout), str(r.pswpin), str(r.major_faults),
+                      _fmt(r.memcg_refault_anon), format_bytes(r.max_rss_bytes),
+                      "-" if r.locked_bytes is None else format_bytes(r.locked_bytes))
+    medians = result.summary["medians"]
+    for config in ("baseline", "objtier"):
+        m = medians[config]
+        table.add_row("median", config, f"{m['runs'] - m['failed']}/{m['runs']} ok",
+                      _fmt(m["wall_s"]), _fmt(m["fom_value"]), _fmt(m["fom_seconds"]),
+                      _fmt(m["pswpout"]), _fmt(m["pswpin"]), _fmt(m["major_faults"]),
+                      _fmt(m["memcg_refault_anon"]),
+                      "-" if m["max_rss_bytes"] is None else format_bytes(m["max_rss_bytes"]),
+                      "-" if m["locked_bytes"] is None else format_bytes(m["locked_bytes"]),
+                      style="bold")
+    console.print(table)
+    r = result.summary["ratios"]
+    unit = medians["baseline"]["fom_value"] is not None
+    console.print(f"speedup (baseline / objtier median wall time): {_fmt(r['speedup'])}x; "
+                  f"timed region: {_fmt(r['timed_speedup'])}x"
+                  + (f"; FoM ratio (objtier / baseline): {_fmt(r['fom_ratio'])}" if unit else ""))
+    console.print(f"swap-outs cut {_fmt(r['swapout_reduction'])}x, swap-ins cut "
+                  f"{_fmt(r['swapin_reduction'])}x, major faults cut "
+                  f"{_fmt(r['major_fault_reduction'])}x (baseline / objtier medians)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from objtier.harness.compare import CompareSettings, run_compare
+    from objtier.record.launch import resolve_command
+    from objtier.units import parse_size
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = resolve_command(command)
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.rate <= 0:
+        raise UsageError(f"--rate must be positive, got {args.rate}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.mlock_margin is not None:
+        parse_size(args.mlock_margin, "--mlock-margin")
+    settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
+                               algo=args.algo, sampler=args.sampler, margin=args.mlock_margin,
+                               rate=args.rate, timeout_s=args.timeout,
+                               output=Path(args.output), force=args.force)
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(f"objtier compare: {text}\n")
+
+    result = run_compare(command, settings, say)
+    for warning in result.warnings:
+        sys.stderr.write(f"objtier compare: warning: {warning}\n")
+    print_table(result)
+    out = settings.output
+    print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
+    failed = sum(not r.ok for r in result.rows)
+    if failed:
+        sys.stderr.write(f"objtier compare: warning: {failed} run(s) failed; their rows are in "
+                         f"the CSV and they are left out of the medians\n")
+    return 0

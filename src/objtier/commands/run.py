@@ -1,0 +1,121 @@
+"""`objtier run`: run a program with a plan enforced by the runtime (swap or NUMA tier)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+from pathlib import Path
+
+from objtier.errors import UsageError
+
+NAME = "run"
+HELP = "run a program with a placement plan enforced (mlock/madvise on swap, mbind on NUMA)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plan", required=True, help="plan file written by `objtier plan`")
+    parser.add_argument("--tier", default="swap", choices=["swap", "numa"],
+                        help="the slow tier: swap (mlock fast, MADV_COLD slow) or numa (mbind)")
+    parser.add_argument("--local", default=None, metavar="SIZE|PCT",
+                        help="swap tier: run inside a memory cgroup limited to SIZE, or PCT of "
+                        "the plan's footprint, with zram swap behind it (needs root)")
+    parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
+                        help="with --local: memory left unlocked for the rest of the program "
+                        "(default: 10%% of local or 32M, whichever is larger)")
+    parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
+                        help="with --local: swap behind the cgroup (default: a new zram device)")
+    parser.add_argument("--fast-nodes", default=None, metavar="NODES",
+                        help="numa tier: fast nodes (e.g. 0 or 0-1)")
+    parser.add_argument("--slow-nodes", default=None, metavar="NODES",
+                        help="numa tier: slow nodes (e.g. 2)")
+    parser.add_argument("--stack-depth", type=int, default=8,
+                        help="frames per allocation context; must equal the recording's "
+                        "(default 8)")
+    parser.add_argument("-o", "--output", default=None,
+                        help="also write the run's trace (objects and placement actions) here")
+    parser.add_argument("-f", "--force", action="store_true",
+                        help="replace the output directory if it exists")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only warnings/errors")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- CMD [ARGS...]: the program to run")
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.tier == "numa":
+        if args.local is not None:
+            raise UsageError("--local applies to --tier swap only (the NUMA tier's fast memory "
+                             "is its fast nodes)")
+        if args.mlock_margin is not None:
+            raise UsageError("--mlock-margin applies to --tier swap only")
+    else:
+        if args.fast_nodes is not None or args.slow_nodes is not None:
+            raise UsageError("--fast-nodes and --slow-nodes apply to --tier numa only")
+        if args.mlock_margin is not None and args.local is None:
+            raise UsageError("--mlock-margin needs --local")
+    if not 1 <= args.stack_depth <= 32:
+        raise UsageError(f"--stack-depth must be between 1 and 32, got {args.stack_depth}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from objtier.harness import enforce
+    from objtier.plan import load_plan, to_text
+    from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
+    from objtier.record.session import prepare_output
+    from objtier.tiers.swap import SwapTier
+
+    _check_args(args)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = resolve_command(command)
+    plan = load_plan(args.plan)
+    fast_nodes = enforce.check_nodes(args.fast_nodes, "--fast-nodes")
+    slow_nodes = enforce.check_nodes(args.slow_nodes, "--slow-nodes")
+    local = margin = None
+    if args.local is not None:
+        local = enforce.parse_local(args.local, plan["budget"].get("footprint_bytes"))
+        limit, margin = enforce.mlock_limit(local, args.mlock_margin)
+    else:
+        limit = int(plan["budget"]["bytes"])  # the runtime also caps it at its memcg limit
+
+    def warn(text: str) -> None:
+        sys.stderr.write(f"objtier run: warning: {text}\n")
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(f"objtier run: {text}\n")
+
+    for text in enforce.plan_warnings(plan, command[0]):
+        warn(text)
+    supported = enforce.runtime_supports_plans()
+    with tempfile.TemporaryDirectory(prefix="objtier-run-") as scratch:
+        scratch_dir = Path(scratch)
+        plan_text = scratch_dir / "plan.txt"
+        plan_text.write_text(to_text(plan))
+        if args.output:
+            output = Path(args.output)
+            prepare_output(output, args.force)
+        else:
+            output = scratch_dir / "run.otr"
+            output.mkdir()
+        settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
+                                   args.stack_depth, output, args.tier, fast_nodes, slow_nodes)
+        env = runtime_env(settings.settings())
+        if local is not None:
+            say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
+                f"at most {limit >> 20} MiB locked ({margin >> 20} MiB margin)")
+            tier = SwapTier(local, swap=args.swap)
+        else:
+            tier = None
+        with tier if tier is not None else contextlib.nullcontext():
+            returncode = run_program(command, env, preexec=tier.preexec if tier else None)
+        found = enforce.read_enforcement(plan, output)
+        for text in enforce.enforcement_warnings(plan, found, supported):
+            warn(text)
+        if found is not None:
+            say(f"{found.matched} of {found.objects} objects matched the plan; "
+                f"{found.locked_bytes >> 20} MiB locked, {found.cold_bytes >> 20} MiB advised "
+                f"cold, {found.failed_actions} failed action(s)")
+        if args.output:
+            say(f"trace written to {output}/")
+    return exit_code(returncode)

@@ -1,0 +1,316 @@
+"""`objtier compare` as a library: kernel reclaim alone vs an objtier plan, on the swap tier.
+
+    1. footprint: one unlimited run; footprint = its peak RSS [bytes]
+    2. profile:   one recording (record_program), unlimited; plan for the fast budget
+                  = local bytes - mlock margin with the chosen algorithm
+    3. A/B:       under one SwapTier (cgroup limit = local bytes, zram or a device behind it),
+                  baseline and objtier alternately, A B A B ..., `repeat` times each
+    4. results:   DIR/compare.csv (one row per run), DIR/summary.json, DIR/compare.png,
+                  DIR/plan.json + plan.txt, DIR/profile.otr/, DIR/runs/ (each run's output
+                  and, for objtier runs, its trace with the runtime's PLACEMENT records)
+
+Machine state: the cgroup and the swap device exist only inside step 3's SwapTier, which undoes
+them on exit, error, Ctrl-C and SIGTERM; every child is reaped (run_measured kills it when
+interrupted) and the cgroup's removal kills anything left inside.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
+from objtier.harness import enforce
+from objtier.harness.results import RunRow, summarize, write_csv, write_summary
+
+MIN_FOOTPRINT_BYTES = 16 << 20   # below this a cgroup limit is mostly page cache and stacks
+MEMCG_KEYS = ("pgmajfault", "workingset_refault_anon", "pswpout")
+
+
+@dataclass
+class CompareSettings:
+    local: str = "70%"             # SIZE or PCT of the measured footprint
+    repeat: int = 5                # runs per configuration
+    swap: str = "zram"             # zram | a swap device or file
+    algo: str = "rank"
+    sampler: str = "auto"
+    margin: str | None = None      # mlock margin SIZE; None = max(10% of local, 32 MiB)
+    rate: int = 2000               # profile: most samples per second
+    min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
+    stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
+    timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
+    output: Path = Path("compare-out")
+    force: bool = False
+
+
+@dataclass
+class CompareResult:
+    rows: list[RunRow]
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def preflight(swap: str) -> None:
+    """Fail fast, before any long run, when the swap tier cannot be built here."""
+    from objtier.tiers.swap import CGROUP_V1, CGROUP_V2, ZRAM_CONTROL, require_root
+
+    require_root("objtier compare")
+    v2 = CGROUP_V2 / "cgroup.controllers"
+    if not (CGROUP_V1 / "memory.limit_in_bytes").exists() and not (
+            v2.exists() and "memory" in v2.read_text().split()):
+        raise EnvironmentProblem("no memory cgroup controller (neither cgroup v1 "
+                                 "/sys/fs/cgroup/memory nor v2 with memory enabled)")
+    for tool in ("swapon", "swapoff") + (("mkswap",) if swap == "zram" else ()):
+        if not shutil.which(tool):
+            raise EnvironmentProblem(f"no swap possible: {tool} is not installed")
+    if swap == "zram":
+        if not ZRAM_CONTROL.exists() and subprocess.run(
+                ["modprobe", "-n", "zram"], capture_output=True).returncode != 0:
+            raise EnvironmentProblem("no swap possible: no zram support (module zram not "
+                                     "available); pass --swap DEVICE with a swap device")
+    elif not Path(swap).exists():
+        raise EnvironmentProblem(f"no swap possible: swap device {swap} does not exist")
+
+
+def machine_info() -> dict[str, Any]:
+    mem = next((int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text()
+                .splitlines() if line.startswith("MemTotal:")), None)
+    return {"kernel": platform.release(), "cpus": os.cpu_count(), "memory_bytes": mem,
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:160] if lines else "no message"
+
+
+def measure_footprint(command: list[str], say: Callable[[str], None]):
+    """The unlimited run, in a memory cgroup of its own with no limit: (Measurement, footprint
+    bytes). Footprint = the cgroup's peak charge: what a limit constrains. (The child's peak RSS
+    from wait4 is no measure of a small program: it includes the forked Python before exec.)
+    Errors when the program fails or its footprint is too small to limit."""
+    from objtier.harness.measure import run_measured
+    from objtier.harness.restore import Restorer
+    from objtier.tiers.swap import MemoryCgroup
+
+    say("unlimited run (footprint)")
+    with Restorer() as restorer:
+        cgroup = MemoryCgroup.create(f"objtier-{os.getpid()}-footprint", 1 << 62, restorer)
+        unlimited = run_measured("unlimited", command, preexec=cgroup.add_self)
+        peak = cgroup.peak_bytes()
+    if unlimited.returncode == -signal.SIGINT:
+        raise KeyboardInterrupt
+    if not unlimited.ok:
+        raise ObjtierError(f"the program failed in the unlimited run (exit status "
+                           f"{unlimited.returncode}): {_last_line(unlimited.stderr)}")
+    footprint = peak if peak else unlimited.max_rss_bytes
+    if footprint < MIN_FOOTPRINT_BYTES:
+        raise UsageError(f"footprint too small to limit: {footprint >> 20} MiB < "
+                         f"{MIN_FOOTPRINT_BYTES >> 20} MiB at its peak; give the program a "
+                         f"larger input")
+    return unlimited, footprint
+
+
+def profile_and_plan(command: list[str], settings: CompareSettings, footprint: int,
+                     fast_bytes: int, say: Callable[[str], None]) -> dict[str, Any]:
+    """Record the program (unlimited) and plan for fast_bytes; writes plan.json/plan.txt."""
+    from objtier import plan as planner
+    from objtier.analysis.objects import object_table
+    from objtier.record.sampler_choice import choose_sampler
+    from objtier.record.session import RecordSettings, record_program
+    from objtier.trace import open_trace
+
+    sampler, reason = choose_sampler(settings.sampler)
+    say(f"recording a profile (sampler {sampler}: {reason})")
+    profile = settings.output / "profile.otr"
+    record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
+                            stack_depth=settings.stack_depth)
+    with _output_to(settings.output / "profile.log"):
+        returncode, _ = record_program(command, profile, record, force=True)
+    if returncode == -signal.SIGINT:
+        raise KeyboardInterrupt
+    if returncode != 0:
+        log = (settings.output / "profile.log").read_text(errors="replace")
+        raise ObjtierError(f"the program failed while being recorded (exit status "
+                           f"{returncode}): {_last_line(log)}")
+    trace = open_trace(profile)
+    objects = planner.object_table(object_table(trace))
+    pages = [p.page_bytes for p in trace.processes if p.page_bytes]
+    page = min(pages) if pages else 4096
+    budget = planner.Budget(fast_bytes, str(fast_bytes), round(100.0 * fast_bytes / footprint, 2),
+                            footprint)
+    placement = planner.algorithm(settings.algo)(objects, fast_bytes, page)
+    plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
+                              source=str(profile))
+    planner.write_plan(plan, settings.output / "plan.json")
+    (settings.output / "plan.txt").write_text(planner.to_text(plan))
+    return plan
+
+
+@contextlib.contextmanager
+def _output_to(path: Path):
+    """Send this process's (and so its children's) stdout and stderr to a file meanwhile."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with open(path, "wb") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    finally:
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def _memcg_stats(tier) -> dict[str, int]:
+    stat = tier.cgroup.stat()
+    oom = 0
+    if tier.cgroup.version == 1 and (tier.cgroup.path / "memory.oom_control").exists():
+        for line in tier.cgroup.read("memory.oom_control").splitlines():
+            if line.startswith("oom_kill "):
+                oom = int(line.split()[1])
+    elif tier.cgroup.version == 2 and (tier.cgroup.path / "memory.events").exists():
+        for line in tier.cgroup.read("memory.events").splitlines():
+            if line.startswith("oom_kill "):
+                oom = int(line.split()[1])
+    return {**{k: stat[k] for k in MEMCG_KEYS if k in stat}, "oom_kill": oom}
+
+
+def _delta(before: dict[str, int], after: dict[str, int], key: str) -> int | None:
+    return after[key] - before[key] if key in before and key in after else None
+
+
+def one_run(tier, config: str, repeat: int, order: int, command: list[str],
+            env: dict[str, str] | None, timeout_s: float, runs_dir: Path,
+            plan: dict[str, Any], trace_dir: Path | None) -> RunRow:
+    """One measured run inside the tier's cgroup; its output goes to runs_dir."""
+    from objtier.harness.measure import run_measured
+
+    tier.cgroup.reset_peak()
+    before = _memcg_stats(tier)
+    m = run_measured(config, command, env=env, preexec=tier.preexec, timeout_s=timeout_s)
+    after = _memcg_stats(tier)
+    stem = runs_dir / f"{order:02d}-{config}-{repeat}"
+    stem.with_suffix(".out").write_text(m.stdout)
+    stem.with_suffix(".err").write_text(m.stderr)
+    found = enforce.read_enforcement(plan, trace_dir) if trace_dir else None
+    return RunRow(
+        config=config, repeat=repeat, order=order, returncode=m.returncode,
+        timed_out=m.wall_s >= timeout_s and m.returncode == -signal.SIGKILL,
+        wall_s=round(m.wall_s, 6), fom_name=m.fom_name, fom_value=m.fom_value,
+        fom_unit=m.fom_unit, fom_seconds=m.fom_seconds, pswpin=m.pswpin, pswpout=m.pswpout,
+        major_faults=m.major_faults, max_rss_bytes=m.max_rss_bytes,
+        memcg_peak_bytes=tier.cgroup.peak_bytes(),
+        memcg_pgmajfault=_delta(before, after, "pgmajfault"),
+        memcg_refault_anon=_delta(before, after, "workingset_refault_anon"),
+        memcg_pswpout=_delta(before, after, "pswpout"),
+        memcg_oom_kills=_delta(before, after, "oom_kill"),
+        objects_matched=found.matched if found else None,
+        placement_actions=found.actions if found else None,
+        locked_bytes=found.locked_bytes if found else None)
+
+
+def run_compare(command: list[str], settings: CompareSettings,
+                say: Callable[[str], None] = lambda text: None,
+                on_row: Callable[[RunRow], None] = lambda row: None) -> CompareResult:
+    """The whole experiment; see the module docstring. Writes into settings.output."""
+    from objtier.record.launch import runtime_env
+    from objtier.tiers.swap import SwapTier
+
+    if settings.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
+    preflight(settings.swap)
+    _prepare_output(settings.output, settings.force)
+    supported = enforce.runtime_supports_plans()
+    warnings: list[str] = []
+    unlimited, footprint = measure_footprint(command, say)
+    local = enforce.parse_local(settings.local, footprint)
+    limit, margin = enforce.mlock_limit(local, settings.margin)
+    say(f"footprint {footprint >> 20} MiB; local {local >> 20} MiB; plan budget "
+        f"{limit >> 20} MiB ({margin >> 20} MiB margin)")
+    plan = profile_and_plan(command, settings, footprint, limit, say)
+    warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
+    if not supported:
+        warnings.append("this objtier runtime does not enforce plans yet (no OBJTIER_PLAN): "
+                        "the objtier runs measure the runtime without placement")
+    timeout = settings.timeout_s or max(300.0, 100.0 * unlimited.wall_s)
+    runs_dir = settings.output / "runs"
+    runs_dir.mkdir()
+    rows: list[RunRow] = []
+    with SwapTier(local, swap=settings.swap) as tier:
+        for i in range(1, settings.repeat + 1):
+            for config in ("baseline", "objtier"):
+                order = len(rows) + 1
+                say(f"run {order}/{2 * settings.repeat}: {config} #{i}")
+                env = trace_dir = None
+                if config == "objtier":
+                    trace_dir = runs_dir / f"{order:02d}-objtier-{i}.otr"
+                    trace_dir.mkdir()
+                    run = enforce.PlanRun(settings.output / "plan.txt", limit,
+                                          enforce.plan_min_size(plan), settings.stack_depth,
+                                          trace_dir)
+                    env = runtime_env(run.settings())
+                row = one_run(tier, config, i, order, command, env, timeout, runs_dir, plan,
+                              trace_dir)
+                if row.returncode == -signal.SIGINT:
+                    raise KeyboardInterrupt
+                rows.append(row)
+                on_row(row)
+    summary = summarize(rows)
+    summary.update({
+        "command": command, "machine": machine_info(),
+        "unlimited": {"wall_s": unlimited.wall_s, "fom_value": unlimited.fom_value,
+                      "fom_unit": unlimited.fom_unit, "fom_seconds": unlimited.fom_seconds,
+                      "max_rss_bytes": unlimited.max_rss_bytes, "footprint_bytes": footprint},
+        "local": {"given": settings.local, "bytes": local, "margin_bytes": margin,
+                  "mlock_limit_bytes": limit, "swap": settings.swap},
+        "plan": {"algorithm": settings.algo, "path": str(settings.output / "plan.json"),
+                 **(plan.get("summary") or [{}])[0]},
+        "repeat": settings.repeat, "runtime_enforces_plans": supported,
+        "warnings": warnings,
+    })
+    _write(rows, summary, settings.output, command)
+    return CompareResult(rows, summary, warnings)
+
+
+def _prepare_output(output: Path, force: bool) -> None:
+    """DIR must be new or empty, or an earlier comparison's (replaced with --force)."""
+    if output.exists():
+        if output.is_dir() and not any(output.iterdir()):
+            return
+        if not force:
+            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
+        if not (output / "summary.json").exists() and not (output / "plan.json").exists():
+            raise UsageError(f"{output} is not a comparison directory; refusing to replace it")
+        shutil.rmtree(output)
+    output.mkdir(parents=True)
+
+
+def _write(rows: list[RunRow], summary: dict[str, Any], output: Path,
+           command: list[str]) -> None:
+    import csv
+
+    from objtier.harness.chart import plot_comparison
+
+    write_csv(rows, output / "compare.csv")
+    write_summary(summary, output / "summary.json")
+    with open(output / "compare.csv") as f:
+        dict_rows = list(csv.DictReader(f))
+    title = (f"{Path(command[0]).name}: local {summary['local']['given']} of "
+             f"{summary['unlimited']['footprint_bytes'] >> 20} MiB, {summary['repeat']} runs each")
+    plot_comparison([(Path(command[0]).name, summary, dict_rows)], output / "compare.png", title)

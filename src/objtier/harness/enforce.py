@@ -1,0 +1,211 @@
+"""Running a program with a plan enforced by the runtime: its environment, the mlock budget,
+and the checks before and after (wrong binary, a plan that matches nothing).
+
+The runtime applies a plan when started with OBJTIER_PLAN=<text form> and OBJTIER_SAMPLER=none:
+it mlocks the planned-fast part of each matching object at allocation, never more in total than
+OBJTIER_MLOCK_LIMIT bytes, and MADV_COLDs the planned-slow ones. With OBJTIER_OUTPUT set it
+writes one PLACEMENT record per action to the trace. This module only prepares and checks; the
+enforcement itself is the runtime's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from objtier.errors import UsageError
+from objtier.native import runtime_library
+
+MIB = 1 << 20
+#: Smallest mlock safety margin: the cgroup's memory that is not locked must still hold the
+#: program's text, stack, libraries, runtime tables and page cache it touches [bytes].
+MIN_MARGIN_BYTES = 32 * MIB
+MARGIN_FRACTION = 0.10          # default margin = max(10% of local, 32 MiB)
+DEFAULT_MIN_SIZE = 128 << 10    # the recorder's default --min-size [bytes]
+DEFAULT_STACK_DEPTH = 8         # must equal the recording's: context keys hash the frames
+
+_PCT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
+_NODES = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def runtime_supports_plans(library: Path | None = None) -> bool:
+    """True when the built runtime reads OBJTIER_PLAN (it names the variable in its binary)."""
+    path = library or runtime_library()
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    return b"OBJTIER_PLAN" in data
+
+
+def default_margin(local_bytes: int) -> int:
+    """The mlock safety margin for a cgroup limit of local_bytes: max(10%, 32 MiB) [bytes]."""
+    return max(int(local_bytes * MARGIN_FRACTION), MIN_MARGIN_BYTES)
+
+
+def parse_local(text: str, footprint_bytes: int | None) -> int:
+    """--local: a size ("512M") or a percentage of footprint_bytes ("70%") -> bytes (> 0)."""
+    from objtier.plan import parse_size
+
+    match = _PCT.match(str(text))
+    if match:
+        percent = float(match.group(1))
+        if not 0 < percent <= 100:
+            raise UsageError(f"bad --local {text!r}: a percentage must be in (0, 100]")
+        if not footprint_bytes:
+            raise UsageError(f"--local {text} is relative but the footprint is unknown; "
+                             f"give a size such as 512M")
+        return int(footprint_bytes * percent / 100.0)
+    try:
+        size = parse_size(str(text))
+    except UsageError:
+        raise UsageError(f"bad --local {text!r}: expected a size (512M, 8G) or a percentage "
+                         f"(70%)") from None
+    if size <= 0:
+        raise UsageError(f"bad --local {text!r}: must be at least one byte")
+    return size
+
+
+def mlock_limit(local_bytes: int, margin_text: str | None) -> tuple[int, int]:
+    """(mlock limit, margin) in bytes for a cgroup limit; UsageError when nothing is left."""
+    from objtier.plan import parse_size
+
+    margin = default_margin(local_bytes) if margin_text is None else parse_size(margin_text)
+    limit = local_bytes - margin
+    if limit <= 0:
+        raise UsageError(f"local memory {local_bytes >> 20} MiB leaves nothing to lock after the "
+                         f"{margin >> 20} MiB safety margin; raise --local or lower "
+                         f"--mlock-margin")
+    return limit, margin
+
+
+def check_nodes(text: str | None, what: str) -> str | None:
+    """A node list such as "0", "0-1,3" (the kernel's cpulist syntax), or None."""
+    if text is None:
+        return None
+    compact = text.replace(" ", "")
+    if not _NODES.match(compact):
+        raise UsageError(f"bad {what} {text!r}: expected node numbers such as 0 or 0-1,3")
+    return compact
+
+
+def plan_min_size(plan: dict[str, Any]) -> int:
+    """Allocation size from which the runtime must track objects to see every planned one."""
+    sizes = [int(e["size_min"]) for e in plan.get("entries", [])]
+    return max(1, min(sizes)) if sizes else DEFAULT_MIN_SIZE
+
+
+@dataclass
+class PlanRun:
+    """The runtime settings of one enforced run (values are strings, as in the environment)."""
+
+    plan_text: Path                  # the plan's text form
+    mlock_limit: int                 # most bytes the runtime may mlock
+    min_size: int = DEFAULT_MIN_SIZE
+    stack_depth: int = DEFAULT_STACK_DEPTH
+    output: Path | None = None       # trace directory for PLACEMENT records, or None
+    tier: str = "swap"               # swap | numa
+    fast_nodes: str | None = None
+    slow_nodes: str | None = None
+
+    def settings(self) -> dict[str, str]:
+        out = {
+            "OBJTIER_PLAN": str(self.plan_text.resolve()),
+            "OBJTIER_SAMPLER": "none",
+            "OBJTIER_MLOCK_LIMIT": str(self.mlock_limit),
+            "OBJTIER_MIN_SIZE": str(self.min_size),
+            "OBJTIER_STACK_DEPTH": str(self.stack_depth),
+            "OBJTIER_TIER": self.tier,
+        }
+        if self.output is not None:
+            out["OBJTIER_OUTPUT"] = str(self.output.resolve())
+        if self.fast_nodes:
+            out["OBJTIER_FAST_NODES"] = self.fast_nodes
+        if self.slow_nodes:
+            out["OBJTIER_SLOW_NODES"] = self.slow_nodes
+        return out
+
+
+def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike) -> list[str]:
+    """Warnings before the run: another or rebuilt binary; a plan with nothing fast."""
+    from objtier.plan import check_plan_binary
+
+    warnings = list(check_plan_binary(plan, exe))
+    entries = plan.get("entries", [])
+    if not entries:
+        warnings.append("the plan has no entries: it matches no object, the program runs as "
+                        "without objtier")
+    elif not any(e["tier"] in ("fast", "split") for e in entries):
+        warnings.append("the plan places no object in fast memory: nothing will be locked")
+    return warnings
+
+
+@dataclass
+class Enforcement:
+    """What a run's trace says the runtime did with the plan."""
+
+    objects: int            # objects recorded in the run
+    matched: int            # of those, objects whose context key is in the plan
+    actions: int            # PLACEMENT records
+    failed_actions: int     # PLACEMENT records with result < 0
+    locked_bytes: int       # sum of successful MLOCK lengths minus MUNLOCK lengths
+    cold_bytes: int         # sum of successful COLD + PAGEOUT lengths
+
+
+MLOCK, MUNLOCK, COLD, PAGEOUT = 1, 2, 3, 4   # enum ot_placement_action (trace_format.h)
+
+
+def read_enforcement(plan: dict[str, Any], trace_dir: Path) -> Enforcement | None:
+    """Read a run's trace back; None when it holds no readable trace."""
+    import numpy as np
+
+    from objtier.errors import TraceError
+    from objtier.trace import open_trace
+
+    try:
+        trace = open_trace(trace_dir)
+        allocations = trace.allocations
+        placements = trace.placements
+    except (TraceError, OSError):
+        return None
+    keys = {e["context_key"] for e in plan.get("entries", [])}
+    matched = 0
+    if allocations.num_rows and keys:
+        from objtier.analysis.objects import object_table
+
+        table = object_table(trace, labels=False)
+        found = table.column("context_key").to_numpy(zero_copy_only=False).astype(str)
+        matched = int(np.isin(found, list(keys)).sum())
+    actions = placements.num_rows
+    if actions:
+        action = placements.column("action").to_numpy()
+        result = placements.column("result").to_numpy()
+        length = placements.column("length").to_numpy().astype(np.int64)
+        ok = result >= 0
+        locked = int(length[ok & (action == MLOCK)].sum() - length[ok & (action == MUNLOCK)].sum())
+        cold = int(length[ok & ((action == COLD) | (action == PAGEOUT))].sum())
+        failed = int((~ok).sum())
+    else:
+        locked = cold = failed = 0
+    return Enforcement(allocations.num_rows, matched, actions, failed, locked, cold)
+
+
+def enforcement_warnings(plan: dict[str, Any], found: Enforcement | None,
+                         supported: bool) -> list[str]:
+    """Warnings after the run, from what its trace shows."""
+    warnings = []
+    if not supported:
+        warnings.append("this objtier runtime does not enforce plans yet (it does not read "
+                        "OBJTIER_PLAN): the program ran without placement")
+    if found is None or not plan.get("entries"):
+        return warnings
+    if found.matched == 0:
+        warnings.append(f"the plan matched none of the program's {found.objects} recorded "
+                        f"objects (another binary, other inputs, or another --stack-depth?)")
+    if found.failed_actions:
+        warnings.append(f"{found.failed_actions} of {found.actions} placement actions failed "
+                        f"(see the PLACEMENT records of the trace)")
+    return warnings

@@ -1,0 +1,154 @@
+"""`objtier compare` on the real swap tier: a program with one hot and one cold array under a
+tight memory cgroup with zram behind it; results on disk, and nothing left on the machine —
+also when SIGINT arrives mid-run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .harness_helpers import (leftovers, machine_state, needs_enforcement, objtier,
+                             one_line_error)
+from objtier.harness.compare import CompareSettings, run_compare
+
+pytestmark = pytest.mark.root
+
+# hot 24 MiB, cold 72 MiB: footprint ~97 MiB; local 60% ~58 MiB; plan budget = local - 8 MiB.
+# The profile samples at a high rate so that a run of a second sees both arrays.
+
+
+def compare(exe: Path, out: Path, repeat: int = 2, rounds: str = "3"):
+    """run_compare in this process, with a machine snapshot taken after the first run."""
+    snapshots = []
+    settings = CompareSettings(local="60%", repeat=repeat, margin="8M", algo="rank",
+                               rate=200_000, output=out)
+    result = run_compare([str(exe), "24", "72", rounds], settings,
+                         on_row=lambda row: snapshots.append(machine_state()))
+    return result, snapshots[0]
+
+
+def test_compare_writes_one_row_per_run_and_restores_the_machine(hotcold, tmp_path):
+    before = machine_state()
+    result, during = compare(hotcold, tmp_path / "out")
+    after = machine_state()
+    assert f"objtier-{os.getpid()}" in during[1]      # the cgroup existed while running
+    assert leftovers(before, during, after) == []
+    assert f"objtier-{os.getpid()}" not in after[1]
+
+    out = tmp_path / "out"
+    with open(out / "compare.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["config"] for r in rows] == ["baseline", "objtier", "baseline", "objtier"]
+    assert [int(r["order"]) for r in rows] == [1, 2, 3, 4]
+    # The plan never makes the program fail: every run exits 0, none is OOM-killed.
+    assert all(r["returncode"] == "0" and r["memcg_oom_kills"] == "0" for r in rows)
+    # The cgroup limit held the program below its footprint, so it went through swap.
+    local = result.summary["local"]["bytes"]
+    assert all(int(r["memcg_peak_bytes"]) <= local for r in rows)
+    assert all(int(r["major_faults"]) > 0 for r in rows)
+    assert all(r["fom_name"] == "hotcold" for r in rows)
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["medians"]["baseline"]["runs"] == 2
+    assert summary["medians"]["objtier"]["runs"] == 2
+    assert summary["unlimited"]["footprint_bytes"] > 90 << 20
+    assert summary["local"]["mlock_limit_bytes"] == local - (8 << 20)
+    assert summary["ratios"]["speedup"] > 0
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # The plan put the hot array (and not the cold one) in fast memory.
+    plan = json.loads((out / "plan.json").read_text())
+    fast = [e for e in plan["entries"] if e["tier"] == "fast"]
+    assert [e["size_min"] for e in fast] == [24 << 20]
+    # The objtier runs used the runtime: it recorded both arrays and matched them to the plan.
+    assert all(r["objects_matched"] == "2" for r in rows if r["config"] == "objtier")
+
+
+def _wait_for_processes(cgroup: Path, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if (cgroup / "cgroup.procs").read_text().strip():
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{cgroup} never held a process")
+
+
+def test_sigint_mid_run_restores_the_machine(hotcold, tmp_path):
+    before = machine_state()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "objtier", "compare", "--local", "60%", "--repeat", "3",
+         "--mlock-margin", "8M", "-o", str(tmp_path / "out"), "--", str(hotcold), "8", "40",
+         "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cgroup = Path(f"/sys/fs/cgroup/memory/objtier-{process.pid}")
+    try:
+        _wait_for_processes(cgroup)
+        during = machine_state()
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    after = machine_state()
+    assert process.returncode == 130
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert not cgroup.exists()
+    assert leftovers(before, during, after) == []
+
+
+def test_errors_are_one_line(tmp_path, compile_c):
+    small = compile_c("int main(void) { return 0; }", "small")
+    run = objtier("compare", "-q", "-o", str(tmp_path / "a"), "--", str(small))
+    assert run.returncode != 0 and one_line_error(run.stderr)
+    assert "footprint too small" in run.stderr
+
+    failing = compile_c('#include <stdio.h>\nint main(void) { fputs("bad input\\n", stderr); '
+                        'return 3; }', "failing")
+    run = objtier("compare", "-q", "-o", str(tmp_path / "b"), "--", str(failing))
+    assert run.returncode != 0 and one_line_error(run.stderr)
+    assert re.search(r"failed in the unlimited run \(exit status 3\): bad input", run.stderr)
+
+    run = objtier("compare", "-q", "--swap", "/dev/no-such-swap", "-o", str(tmp_path / "c"), "--",
+                  str(small))
+    assert run.returncode != 0 and one_line_error(run.stderr)
+    assert "no swap possible" in run.stderr
+
+
+def test_not_root_is_a_clear_error(monkeypatch, tmp_path):
+    from objtier.errors import EnvironmentProblem
+    from objtier.tiers import swap
+
+    monkeypatch.setattr(swap.os, "geteuid", lambda: 1000)
+    with pytest.raises(EnvironmentProblem, match="needs root"):
+        run_compare(["/bin/true"], CompareSettings(output=tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+@needs_enforcement
+def test_plan_keeps_the_hot_array_resident_and_cuts_swap_outs(hotcold, tmp_path):
+    result, _ = compare(hotcold, tmp_path / "out", repeat=3, rounds="4")
+    out = tmp_path / "out"
+    assert all(r.ok for r in result.rows)          # the plan never makes the program fail
+    for r in result.rows:
+        text = next((out / "runs").glob(f"{r.order:02d}-{r.config}-*.out")).read_text()
+        resident = float(re.search(r"hot_resident=([\d.]+)", text).group(1))
+        locked_kb = int(re.search(r"hot_locked_kb=(-?\d+)", text).group(1))
+        if r.config == "objtier":
+            assert resident == 1.0                 # mincore: every hot page in memory
+            assert locked_kb >= (24 << 10) - 8     # the hot array is mlocked (VmLck, KiB)
+            assert r.locked_bytes >= 24 << 20
+    medians = result.summary["medians"]
+    assert medians["objtier"]["pswpout"] < medians["baseline"]["pswpout"]

@@ -1,0 +1,78 @@
+"""Medians and ratios of the comparison, and the chart, on synthetic rows (no root needed)."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from objtier.errors import UsageError
+from objtier.harness import enforce
+from objtier.harness.chart import normalized_times, plot_comparison
+from objtier.harness.results import RunRow, summarize, write_csv
+
+
+def row(config, repeat, wall, pswpout, returncode=0, fom=None):
+    return RunRow(config=config, repeat=repeat, order=0, returncode=returncode, timed_out=False,
+                  wall_s=wall, fom_name="x" if fom else None, fom_value=fom,
+                  fom_unit="MB/s" if fom else None, fom_seconds=wall - 0.5 if fom else None,
+                  pswpin=pswpout // 2, pswpout=pswpout, major_faults=pswpout // 2,
+                  max_rss_bytes=100 << 20, memcg_peak_bytes=None, memcg_pgmajfault=None,
+                  memcg_refault_anon=None, memcg_pswpout=None, memcg_oom_kills=0,
+                  objects_matched=None, placement_actions=None, locked_bytes=None)
+
+
+def test_medians_skip_failed_runs_and_ratios_are_baseline_over_objtier():
+    rows = [row("baseline", 1, 10.0, 900, fom=1.0), row("objtier", 1, 4.0, 300, fom=2.5),
+            row("baseline", 2, 12.0, 1000, fom=0.8), row("objtier", 2, 5.0, 200, fom=2.0),
+            row("baseline", 3, 11.0, 1100, fom=0.9), row("objtier", 3, 99.0, 0, returncode=-9)]
+    summary = summarize(rows)
+    base, obj = summary["medians"]["baseline"], summary["medians"]["objtier"]
+    assert base["wall_s"] == 11.0 and base["failed"] == 0 and base["runs"] == 3
+    assert obj["wall_s"] == 4.5 and obj["failed"] == 1 and obj["runs"] == 3
+    assert summary["ratios"]["speedup"] == pytest.approx(11.0 / 4.5)
+    assert summary["ratios"]["swapout_reduction"] == pytest.approx(1000 / 250)
+    assert summary["ratios"]["fom_ratio"] == pytest.approx(2.25 / 0.9)
+    assert summary["ratios"]["timed_speedup"] == pytest.approx(10.5 / 4.0)
+
+
+def test_no_swap_outs_with_objtier_is_an_infinite_cut():
+    summary = summarize([row("baseline", 1, 2.0, 10), row("objtier", 1, 1.0, 0)])
+    assert math.isinf(summary["ratios"]["swapout_reduction"])
+    assert summarize([row("baseline", 1, 2.0, 0), row("objtier", 1, 1.0, 0)])[
+        "ratios"]["swapout_reduction"] == 1.0
+
+
+def test_chart_and_csv(tmp_path):
+    rows = [row("baseline", 1, 10.0, 900), row("objtier", 1, 5.0, 300),
+            row("baseline", 2, 12.0, 900), row("objtier", 2, 6.0, 300)]
+    write_csv(rows, tmp_path / "c.csv")
+    with open(tmp_path / "c.csv") as f:
+        dict_rows = list(csv.DictReader(f))
+    assert len(dict_rows) == 4
+    summary = summarize(rows)
+    summary["unlimited"] = {"wall_s": 2.2}
+    times = normalized_times(summary, dict_rows)
+    assert times["baseline"][0] == 1.0
+    assert times["objtier"] == pytest.approx((5.5 / 11, 5 / 11, 6 / 11))
+    assert times["all local"][0] == pytest.approx(0.2)
+    plot_comparison([("w", summary, dict_rows)], tmp_path / "c.png", "title")
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_local_and_margin():
+    assert enforce.parse_local("50%", 200 << 20) == 100 << 20
+    assert enforce.parse_local("64M", None) == 64 << 20
+    assert enforce.default_margin(100 << 20) == 32 << 20       # 10% < 32 MiB
+    assert enforce.default_margin(1 << 30) == (1 << 30) // 10
+    assert enforce.mlock_limit(100 << 20, None) == (68 << 20, 32 << 20)
+    assert enforce.mlock_limit(100 << 20, "8M") == (92 << 20, 8 << 20)
+    for bad in ("0%", "150%", "abc", "0"):
+        with pytest.raises(UsageError):
+            enforce.parse_local(bad, 100 << 20)
+    with pytest.raises(UsageError, match="leaves nothing to lock"):
+        enforce.mlock_limit(16 << 20, None)
+    assert enforce.check_nodes("0-1, 3", "--fast-nodes") == "0-1,3"
+    with pytest.raises(UsageError):
+        enforce.check_nodes("a", "--slow-nodes")

@@ -1,0 +1,81 @@
+"""`objtier run --plan`: bad plans are one-line errors; a plan for another binary warns and the
+program still runs with its own exit status."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .harness_helpers import machine_state, objtier, one_line_error
+
+
+@pytest.fixture
+def plan_for_hotcold(hotcold, tmp_path) -> Path:
+    """A plan made from a recording of hotcold (hot 8 MiB, cold 24 MiB)."""
+    trace = tmp_path / "hc.otr"
+    run = objtier("record", "-q", "-o", str(trace), "--", str(hotcold), "8", "24", "2")
+    assert run.returncode == 0, run.stderr
+    plan = tmp_path / "plan.json"
+    run = objtier("plan", str(trace), "--fast", "16M", "--algo", "rank", "-o", str(plan))
+    assert run.returncode == 0, run.stderr
+    return plan
+
+
+def test_plan_for_another_binary_warns_and_keeps_the_exit_status(plan_for_hotcold, compile_c):
+    other = compile_c('#include <stdio.h>\nint main(void) { puts("other ran"); return 7; }',
+                      "other")
+    run = objtier("run", "--plan", str(plan_for_hotcold), "--", str(other))
+    assert run.returncode == 7
+    assert "other ran" in run.stdout
+    assert "warning: the plan was made for another binary" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_plan_for_its_own_binary_matches_its_objects(plan_for_hotcold, hotcold, tmp_path):
+    out = tmp_path / "run.otr"
+    run = objtier("run", "--plan", str(plan_for_hotcold), "-o", str(out), "--", str(hotcold),
+                  "8", "24", "1")
+    assert run.returncode == 0, run.stderr
+    assert "another binary" not in run.stderr
+    assert "2 of 2 objects matched the plan" in run.stderr
+    assert "FOM hotcold=" in run.stdout
+    assert list(out.glob("proc-*.otr"))
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"format": "objtier-plan", "version": 9}',
+                                     '{"format": "something-else"}'])
+def test_bad_plan_file_is_a_one_line_error(tmp_path, content):
+    plan = tmp_path / "bad.json"
+    plan.write_text(content)
+    run = objtier("run", "--plan", str(plan), "--", "/bin/true")
+    assert run.returncode == 2
+    assert one_line_error(run.stderr) and run.stderr.startswith("objtier run: ")
+
+
+def test_missing_plan_and_wrong_options_are_one_line_errors(plan_for_hotcold, tmp_path):
+    run = objtier("run", "--plan", str(tmp_path / "none.json"), "--", "/bin/true")
+    assert run.returncode == 2 and one_line_error(run.stderr)
+    run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--local", "50%",
+                  "--", "/bin/true")
+    assert run.returncode == 2 and one_line_error(run.stderr) and "--local" in run.stderr
+    run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--fast-nodes",
+                  "zero", "--", "/bin/true")
+    assert run.returncode == 2 and one_line_error(run.stderr) and "--fast-nodes" in run.stderr
+
+
+@pytest.mark.root
+def test_run_with_local_limit_restores_the_machine(plan_for_hotcold, hotcold):
+    before = machine_state()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "objtier", "run", "--plan", str(plan_for_hotcold), "--local",
+         "70%", "--mlock-margin", "4M", "--", str(hotcold), "8", "24", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, stderr = process.communicate(timeout=300)
+    after = machine_state()
+    assert process.returncode == 0, stderr
+    assert "local memory" in stderr and "at most" in stderr
+    assert not Path(f"/sys/fs/cgroup/memory/objtier-{process.pid}").exists()
+    assert set(after[0]) <= set(before[0])          # no swap device left on
