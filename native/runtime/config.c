@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef enum { T_PATH, T_SAMPLER, T_U64, T_BOOL } rt_type;
+typedef enum { T_PATH, T_SAMPLER, T_U64, T_BOOL, T_TIER } rt_type;
 
 typedef struct {
     const char *name;
@@ -14,13 +14,13 @@ typedef struct {
     const char *def;     /* default as text */
     uint64_t min, max;   /* inclusive bounds for T_U64 */
     size_t off;          /* offset in rt_config */
-    int width;           /* bytes of the integer field (4 or 8) */
+    int width;           /* bytes of the field: integers 4 or 8, T_PATH the array with its NUL */
 } rt_setting;
 
 #define F(field) offsetof(rt_config, field), (int)sizeof(((rt_config *)0)->field)
 static const rt_setting settings[] = {
     {"OBJTIER_OUTPUT", T_PATH, "", 0, 0, F(output)},
-    {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 2, F(sampler)},
+    {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 3, F(sampler)},
     {"OBJTIER_RATE", T_U64, "2000", 1, 10000000, F(rate)},
     {"OBJTIER_MIN_SIZE", T_U64, "131072", 1, UINT64_MAX / 2, F(min_size)},
     {"OBJTIER_STACK_DEPTH", T_U64, "8", 1, RT_MAX_STACK_DEPTH, F(stack_depth)},
@@ -28,11 +28,25 @@ static const rt_setting settings[] = {
     {"OBJTIER_WINDOW_PAGES", T_U64, "1024", 1, RT_MAX_WINDOW_PAGES, F(window_pages)},
     {"OBJTIER_FLUSH_MS", T_U64, "200", 1, 60000, F(flush_ms)},
     {"OBJTIER_LOG", T_BOOL, "0", 0, 1, F(log)},
+    {"OBJTIER_LLC_BYTES", T_U64, "0", 0, 1ULL << 40, F(llc_bytes)},
+    {"OBJTIER_LLC_WAYS", T_U64, "0", 0, 64, F(llc_ways)},
+    {"OBJTIER_LLC_LINE", T_U64, "0", 0, 4096, F(llc_line)},
+    {"OBJTIER_TRACE_LIMIT", T_U64, "0", 0, UINT64_MAX / 2, F(trace_limit)},
+    {"OBJTIER_PLAN", T_PATH, "", 0, 0, F(plan)},
+    {"OBJTIER_TIER", T_TIER, "swap", 0, 1, F(tier)},
+    {"OBJTIER_MLOCK_LIMIT", T_U64, "0", 0, UINT64_MAX / 2, F(mlock_limit)},
+    {"OBJTIER_PAGEOUT", T_BOOL, "0", 0, 1, F(pageout)},
+    {"OBJTIER_ADVISE_MS", T_U64, "1000", 0, 3600000, F(advise_ms)},
+    {"OBJTIER_FAST_NODES", T_PATH, "", 0, 0, F(fast_nodes)},
+    {"OBJTIER_SLOW_NODES", T_PATH, "", 0, 0, F(slow_nodes)},
+    {"OBJTIER_NUMA_STRICT", T_BOOL, "1", 0, 1, F(numa_strict)},
+    {"OBJTIER_RESIDENCY_MS", T_U64, "500", 0, 3600000, F(residency_ms)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 
-static const char *const sampler_names[] = {"none", "fault", "perf"};
+static const char *const sampler_names[] = {"none", "fault", "perf", "trace"};
+static const char *const tier_names[] = {"swap", "numa"};
 
 /* Decimal integer with an optional K/M/G suffix (powers of 1024). */
 static int parse_u64(const char *s, uint64_t *out)
@@ -105,23 +119,36 @@ int rt_config_load(rt_config *cfg, const char *(*getter)(const char *), char *er
             text = s->def;
         uint64_t v = 0;
         switch (s->type) {
-        case T_PATH:
-            if (strlen(text) >= sizeof cfg->output) {
+        case T_PATH: /* a char array field: s->width bytes with the NUL */
+            if (strlen(text) >= (size_t)s->width) {
                 if (!bad)
-                    snprintf(err, err_len, "%s is too long (max %zu bytes)", s->name,
-                             sizeof cfg->output - 1);
+                    snprintf(err, err_len, "%s is too long (max %d bytes)", s->name,
+                             s->width - 1);
                 bad = 1;
             } else
-                strcpy(cfg->output, text);
+                strcpy((char *)cfg + s->off, text);
             continue;
+        case T_TIER:
+            if (strcmp(text, tier_names[0]) == 0)
+                v = 0;
+            else if (strcmp(text, tier_names[1]) == 0)
+                v = 1;
+            else {
+                if (!bad)
+                    snprintf(err, err_len, "%s=%s is not swap or numa", s->name, text);
+                bad = 1;
+                continue;
+            }
+            break;
         case T_SAMPLER: {
             int found = -1;
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 4; k++)
                 if (strcmp(text, sampler_names[k]) == 0)
                     found = k;
             if (found < 0) {
                 if (!bad)
-                    snprintf(err, err_len, "%s=%s is not one of none, fault, perf", s->name, text);
+                    snprintf(err, err_len, "%s=%s is not one of none, fault, perf, trace",
+                             s->name, text);
                 bad = 1;
                 continue;
             }
@@ -162,7 +189,9 @@ size_t rt_config_text(const rt_config *cfg, char *out, size_t cap)
         const rt_setting *s = &settings[i];
         int w;
         if (s->type == T_PATH)
-            w = snprintf(out + n, cap - n, "%s=%s\n", s->name, cfg->output);
+            w = snprintf(out + n, cap - n, "%s=%s\n", s->name, (const char *)cfg + s->off);
+        else if (s->type == T_TIER)
+            w = snprintf(out + n, cap - n, "%s=%s\n", s->name, tier_names[cfg->tier ? 1 : 0]);
         else if (s->type == T_SAMPLER)
             w = snprintf(out + n, cap - n, "%s=%s\n", s->name, sampler_names[cfg->sampler]);
         else

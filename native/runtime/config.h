@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum rt_sampler_kind { RT_SAMPLER_NONE = 0, RT_SAMPLER_FAULT = 1, RT_SAMPLER_PERF = 2 };
+enum rt_sampler_kind {
+    RT_SAMPLER_NONE = 0, RT_SAMPLER_FAULT = 1, RT_SAMPLER_PERF = 2, RT_SAMPLER_TRACE = 3
+};
+enum rt_tier_kind { RT_TIER_SWAP = 0, RT_TIER_NUMA = 1 };
 
 typedef struct rt_config {
     char output[1024];       /* OBJTIER_OUTPUT: directory; empty = passive */
@@ -17,6 +20,21 @@ typedef struct rt_config {
     uint32_t window_pages;   /* OBJTIER_WINDOW_PAGES: fault scan window, pages */
     uint32_t flush_ms;       /* OBJTIER_FLUSH_MS: background flush period, ms */
     int log;                 /* OBJTIER_LOG: 0 quiet, 1 warnings */
+    /* exact tracing (sampler_trace.c); 0 = the machine's LLC geometry from sysfs */
+    uint64_t llc_bytes;      /* OBJTIER_LLC_BYTES: cache model size, bytes */
+    uint32_t llc_ways;       /* OBJTIER_LLC_WAYS: cache model associativity */
+    uint32_t llc_line;       /* OBJTIER_LLC_LINE: cache model line size, bytes (power of two) */
+    uint64_t trace_limit;    /* OBJTIER_TRACE_LIMIT: SAMPLE records of the address trace; 0 = none */
+    /* plan enforcement (placement.c) */
+    char plan[1024];         /* OBJTIER_PLAN: text-form plan file; empty = no plan */
+    int tier;                /* OBJTIER_TIER: enum rt_tier_kind */
+    uint64_t mlock_limit;    /* OBJTIER_MLOCK_LIMIT: bytes the plan may mlock; 0 = no own cap */
+    int pageout;             /* OBJTIER_PAGEOUT: 1 = MADV_PAGEOUT planned-slow ranges too */
+    uint32_t advise_ms;      /* OBJTIER_ADVISE_MS: period of slow-range advice; 0 = never */
+    char fast_nodes[64];     /* OBJTIER_FAST_NODES: node list such as "0" or "0-1,3" */
+    char slow_nodes[64];     /* OBJTIER_SLOW_NODES */
+    int numa_strict;         /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */
+    uint32_t residency_ms;   /* OBJTIER_RESIDENCY_MS: numa tier residency period; 0 = at exit */
 } rt_config;
 
 #define RT_MAX_STACK_DEPTH 32

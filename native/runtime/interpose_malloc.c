@@ -4,6 +4,7 @@
  * only when objects are tracked, malloc_usable_size() < min size.
  */
 #define _GNU_SOURCE
+#include "placement.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
@@ -106,8 +107,10 @@ static void *realloc_common(void *p, size_t n, int array, size_t k)
         /* take it out (and disarm) before the real realloc reads or moves it */
         rt_guard++;
         tracked = rt_reg_remove((uint64_t)(uintptr_t)p, &old);
-        if (tracked)
+        if (tracked) {
             rt_fault_disarm(old.addr, old.size);
+            rt_place_release(old.addr); /* munlock before the real realloc moves it */
+        }
         rt_guard--;
     }
     void *q = array ? rt_real.reallocarray(p, k, n) : rt_real.realloc(p, n);

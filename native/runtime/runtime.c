@@ -11,6 +11,8 @@
 #include "runtime.h"
 #include "context.h"
 #include "maps.h"
+#include "phase.h"
+#include "placement.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
@@ -104,6 +106,7 @@ void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is
                 .seq = atomic_fetch_add(&seq_counter, 1) + 1,
                 .prot = prot,
                 .kind = kind};
+    rt_place_on_alloc(&o, ctx); /* plan: mlock/mbind before the sampler can arm it */
     if (is_map)
         rt_maps_add(&o);
     else
@@ -128,6 +131,7 @@ int rt_on_free(void *addr, uint16_t kind)
     int tracked = rt_reg_remove((uint64_t)(uintptr_t)addr, &o);
     if (tracked) {
         rt_fault_disarm(o.addr, o.size);
+        rt_place_release(o.addr);
         if (rt_active())
             put_free(o.addr, 0, kind);
     }
@@ -158,6 +162,7 @@ static void on_piece(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, 
     struct unmap_ctx *c = arg;
     if (c->first)
         c->prot = prot;
+    rt_place_unmap(start, len);
     if (rt_active())
         put_free(start, len, c->kind);
     c->first = 0;
@@ -341,7 +346,8 @@ static void write_process_record(void)
 
 static int begin_file(void)
 {
-    int fd = open_trace_file();
+    /* a plan without OBJTIER_OUTPUT: enforcement runs, records go to /dev/null */
+    int fd = rt_cfg.output[0] ? open_trace_file() : open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
         rt_log(1, "cannot create a trace file in %s: %s; not recording", rt_cfg.output,
                strerror(-fd));
@@ -373,12 +379,14 @@ static void fork_prepare(void)
     rt_maps_lock();
     rt_reg_lock_all();
     pthread_mutex_lock(&rt_w.var_lock);
+    rt_place_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     if (!rt_active())
         return;
+    rt_place_fork_parent();
     pthread_mutex_unlock(&rt_w.var_lock);
     rt_reg_unlock_all();
     rt_maps_unlock();
@@ -425,6 +433,8 @@ static void fork_child(void)
         start_threads();
         sampler = keep;
     }
+    rt_phase_fork_child();
+    rt_place_fork_child(follow);
     rt_guard--;
 }
 
@@ -438,6 +448,7 @@ static void finish(int status, int have_status)
     if (sampler)
         sampler->stop();
     stop_flusher();
+    rt_place_finish();
     atomic_store(&rt_min_size, UINT64_MAX);
     atomic_store(&rt_state, RT_CLOSED);
     rt_flush_all(&rt_w, 1);
@@ -502,10 +513,12 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     }
     rt_log_level = rt_cfg.log;
-    if (!rt_cfg.output[0])
+    if (!rt_cfg.output[0] && !rt_cfg.plan[0])
         goto out;
     if (!is_root_process() && !rt_cfg.follow_forks)
         goto out;
+    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0])
+        goto out; /* no usable plan and no trace: nothing to do */
     if (rt_reg_init() != 0 || rt_context_init(rt_cfg.stack_depth) != 0) {
         rt_log(1, "out of memory at start-up; not recording");
         goto out;
@@ -514,13 +527,14 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     pthread_key_create(&thread_key, thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
-    sampler = rt_sampler_for(rt_cfg.sampler);
+    sampler = rt_cfg.output[0] ? rt_sampler_for(rt_cfg.sampler) : NULL; /* no trace, no samples */
     if (sampler && sampler->init(&rt_cfg) != 0)
         sampler = NULL;
     atomic_store(&rt_min_size, rt_cfg.min_size);
     state = RT_ACTIVE;
     atomic_store(&rt_state, state);
     start_threads();
+    rt_place_start();
 out:
     atomic_store(&rt_state, state);
     rt_guard--;

@@ -10,6 +10,8 @@ const rt_sampler_ops *rt_sampler_for(int kind)
         return &rt_sampler_fault_ops;
     case RT_SAMPLER_PERF:
         return &rt_sampler_perf_ops;
+    case RT_SAMPLER_TRACE:
+        return &rt_sampler_trace_ops;
     default:
         return NULL;
     }

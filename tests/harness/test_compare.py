@@ -149,6 +149,6 @@ def test_plan_keeps_the_hot_array_resident_and_cuts_swap_outs(hotcold, tmp_path)
         if r.config == "objtier":
             assert resident == 1.0                 # mincore: every hot page in memory
             assert locked_kb >= (24 << 10) - 8     # the hot array is mlocked (VmLck, KiB)
-            assert r.locked_bytes >= 24 << 20
+            assert r.locked_bytes >= (24 << 20) - 2 * 4096  # whole pages inside the object
     medians = result.summary["medians"]
     assert medians["objtier"]["pswpout"] < medians["baseline"]["pswpout"]

@@ -1,0 +1,708 @@
+/*
+ * Plan enforcement; see placement.h.
+ *
+ * Granularity: an object's plan acts on its inner pages [lo, hi) — the whole pages inside
+ * [addr, addr + size), so that no action touches a page shared with another heap block. A
+ * split at fast_bytes f puts [lo, split) fast with split = round_down(addr + f) clamped to
+ * [lo, hi) (split = hi when f >= size); [split, hi) is the planned-slow part.
+ *
+ * Invariants (all under `lock`)
+ *   - objs is an open-addressing table of planned objects keyed by addr (0 empty, 1 deleted),
+ *     load (live + deleted) below 1/2. An object is in it from its allocation until its
+ *     release; only objects matching an entry of some phase are kept.
+ *   - Swap tier: [lo, locked_end) of each object is mlocked by us and locked_total is the
+ *     sum of those lengths [bytes]; locked_total <= lock_limit.
+ *   - NUMA tier: bound_split is the split last applied with mbind (NOT_APPLIED before).
+ *   - Every action leaves one PLACEMENT record (offset/length relative to the object).
+ */
+#define _GNU_SOURCE
+#include "placement.h"
+#include "plan.h"
+#include "plankey.h"
+#include "rt.h"
+#include "runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mempolicy.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define EMPTY 0
+#define DELETED 1
+#define NOT_APPLIED UINT64_MAX
+#define MIN_MARGIN (32ull << 20) /* mlock safety margin: max(10% of the cgroup limit, 32 MiB) */
+#define BATCH 1024               /* PLACEMENT records per block */
+
+typedef struct pobj {
+    uint64_t addr, size, seq; /* as rt_obj; addr 0/1 = empty/deleted slot */
+    uint64_t key, occurrence; /* stable context key; 0-based count among the key's objects */
+    uint64_t lo, hi;          /* inner pages, page-aligned addresses */
+    uint64_t split;           /* planned split for the phase in force (lo..hi) */
+    uint64_t locked_end;      /* swap: [lo, locked_end) mlocked by us */
+    uint64_t bound_split;     /* numa: split applied by mbind, or NOT_APPLIED */
+    uint32_t planned;         /* an entry of the phase in force (or of "*") matches */
+    uint32_t is_map;          /* a mapping (released by rt_place_unmap) */
+} pobj;
+
+typedef struct { uint64_t key, count; } occ_slot; /* count 0 = empty */
+
+_Atomic int rt_place_on;
+static rt_plan plan;
+static int tier;              /* enum rt_tier_kind */
+static int pageout;
+static uint32_t advise_ms, residency_ms;
+static int residency_on;
+static int numa_strict;
+static uint64_t fast_mask, slow_mask; /* NUMA node bit masks (nodes < 64) */
+static uint32_t depth;
+static uint64_t lock_limit = UINT64_MAX; /* bytes we may mlock in all */
+static uint64_t locked_total;
+static uint32_t phase_now;   /* index of the phase whose entries are in force */
+static uint64_t matched;     /* objects that matched an entry at allocation */
+static int warned_limit;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pobj *objs;
+static uint64_t objs_cap, objs_used, objs_live, maps_live;
+static occ_slot *occ;
+static uint64_t occ_cap, occ_used;
+static unsigned char batch[sizeof(ot_block_header) + BATCH * sizeof(ot_placement_record)];
+static uint32_t batch_n;
+
+static pthread_t thread;
+static int thread_started;
+static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tcond;
+static int tstop;
+
+/* ---- records ------------------------------------------------------------------- */
+
+static void flush_records(void)
+{
+    if (batch_n && rt_active())
+        rt_write_block(&rt_w, batch, OT_TAG_PLACEMENT, sizeof(ot_placement_record),
+                       batch_n * (uint32_t)sizeof(ot_placement_record), batch_n);
+    batch_n = 0;
+}
+
+static void record(const pobj *o, uint64_t start, uint64_t end, uint16_t action, int result,
+                   uint64_t nodemask)
+{
+    ot_placement_record r = {.time_ns = rt_now_ns(),
+                             .alloc_seq = o->seq,
+                             .offset = start - o->addr,
+                             .length = end - start,
+                             .action = action,
+                             .result = result,
+                             .nodemask = nodemask};
+    memcpy(batch + sizeof(ot_block_header) + batch_n * sizeof r, &r, sizeof r);
+    if (++batch_n == BATCH)
+        flush_records();
+}
+
+static int sys_result(long r)
+{
+    return r == 0 ? 0 : -errno;
+}
+
+/* ---- settings -------------------------------------------------------------------- */
+
+/* "0", "0-1,3" -> bit mask; -1 when malformed or a node >= 64. */
+static int parse_nodes(const char *s, uint64_t *mask)
+{
+    uint64_t m = 0;
+    if (!*s)
+        return -1;
+    while (*s) {
+        unsigned a = 0, b;
+        if (*s < '0' || *s > '9')
+            return -1;
+        for (; *s >= '0' && *s <= '9'; s++)
+            if ((a = a * 10 + (unsigned)(*s - '0')) >= 64)
+                return -1;
+        b = a;
+        if (*s == '-') {
+            s++;
+            if (*s < '0' || *s > '9')
+                return -1;
+            for (b = 0; *s >= '0' && *s <= '9'; s++)
+                if ((b = b * 10 + (unsigned)(*s - '0')) >= 64)
+                    return -1;
+        }
+        if (b < a)
+            return -1;
+        for (unsigned n = a; n <= b; n++)
+            m |= 1ull << n;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    *mask = m;
+    return 0;
+}
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    long n = syscall(SYS_read, fd, buf, cap - 1);
+    syscall(SYS_close, fd);
+    if (n < 0)
+        return -1;
+    buf[n] = 0;
+    return (int)n;
+}
+
+static uint64_t dec_at(const char *s)
+{
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        v = v * 10 + (uint64_t)(*s - '0');
+    return v;
+}
+
+/* The memory cgroup limit of this process [bytes], UINT64_MAX when none: v1 through
+ * memory.stat's hierarchical_memory_limit (ancestors included), v2 the smallest memory.max
+ * of the cgroup and its ancestors. Standard mount points (/sys/fs/cgroup[/memory]). */
+static uint64_t cgroup_limit(void)
+{
+    char text[4096], path[1400], buf[8192];
+    if (read_small("/proc/self/cgroup", text, sizeof text) <= 0)
+        return UINT64_MAX;
+    char v1[1024] = "", v2[1024] = "";
+    int have_v1 = 0, have_v2 = 0;
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c2) {
+            *c2 = 0;
+            const char *ctl = c1 + 1;
+            if (!*ctl && strlen(c2 + 1) < sizeof v2) {
+                strcpy(v2, c2 + 1);
+                have_v2 = 1;
+            }
+            for (const char *w = ctl; *w;) {
+                const char *comma = strchr(w, ',');
+                size_t n = comma ? (size_t)(comma - w) : strlen(w);
+                if (n == 6 && memcmp(w, "memory", 6) == 0 && strlen(c2 + 1) < sizeof v1) {
+                    strcpy(v1, c2 + 1);
+                    have_v1 = 1;
+                }
+                w += n + (comma ? 1 : 0);
+            }
+        }
+        if (!end)
+            break;
+        line = end + 1;
+    }
+    uint64_t limit = UINT64_MAX;
+    if (have_v1) {
+        snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.stat", v1);
+        if (read_small(path, buf, sizeof buf) > 0) {
+            char *h = strstr(buf, "hierarchical_memory_limit ");
+            if (h)
+                limit = dec_at(h + 26);
+        }
+    } else if (have_v2) {
+        for (;;) {
+            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(v2, "/") ? v2 : "");
+            if (read_small(path, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
+                uint64_t v = dec_at(buf);
+                limit = v < limit ? v : limit;
+            }
+            char *slash = strrchr(v2, '/');
+            if (!slash || slash == v2)
+                break;
+            *slash = 0;
+        }
+    }
+    return limit >= (1ull << 62) ? UINT64_MAX : limit; /* v1 "unlimited" is ~2^63 */
+}
+
+int rt_place_init(const rt_config *cfg, int tracing)
+{
+    tier = cfg->tier;
+    residency_on = tracing && tier == RT_TIER_NUMA;
+    residency_ms = cfg->residency_ms;
+    if (residency_on && rt_residency_init() != 0)
+        residency_on = 0;
+    if (!cfg->plan[0])
+        return 0;
+    char err[400];
+    if (rt_plan_load(&plan, cfg->plan, err, sizeof err) != 0) {
+        rt_log(1, "%s; running without a plan", err);
+        return 0;
+    }
+    if (tier == RT_TIER_NUMA && (parse_nodes(cfg->fast_nodes, &fast_mask) != 0 ||
+                                 parse_nodes(cfg->slow_nodes, &slow_mask) != 0)) {
+        rt_log(1, "OBJTIER_TIER=numa needs OBJTIER_FAST_NODES and OBJTIER_SLOW_NODES as node "
+                  "lists such as 0 or 0-1,3 (nodes below 64); running without a plan");
+        rt_plan_free(&plan);
+        return 0;
+    }
+    pageout = cfg->pageout;
+    advise_ms = cfg->advise_ms;
+    numa_strict = cfg->numa_strict;
+    depth = cfg->stack_depth;
+    if (tier == RT_TIER_SWAP) {
+        uint64_t cg = cgroup_limit();
+        if (cfg->mlock_limit)
+            lock_limit = cfg->mlock_limit;
+        if (cg != UINT64_MAX) {
+            uint64_t margin = cg / 10 > MIN_MARGIN ? cg / 10 : MIN_MARGIN;
+            uint64_t room = cg > margin ? cg - margin : 0;
+            lock_limit = room < lock_limit ? room : lock_limit;
+        }
+    }
+    objs_cap = 1024;
+    occ_cap = 1024;
+    objs = rt_sys_mmap(objs_cap * sizeof *objs);
+    occ = rt_sys_mmap(occ_cap * sizeof *occ);
+    if (!objs || !occ) {
+        rt_log(1, "out of memory loading the plan; running without a plan");
+        rt_plan_free(&plan);
+        return 0;
+    }
+    rt_plankey_init();
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&tcond, &ca);
+    phase_now = 0;
+    rt_log(0, "plan %s: %llu entries, %u phases, tier %s", cfg->plan,
+           (unsigned long long)plan.n_entries, plan.n_phases, tier ? "numa" : "swap");
+    atomic_store(&rt_place_on, 1);
+    return 1;
+}
+
+/* ---- tables ---------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t a)
+{
+    a ^= a >> 33;
+    a *= 0xff51afd7ed558ccdULL;
+    a ^= a >> 33;
+    return a;
+}
+
+static pobj *find_obj(uint64_t addr, int for_insert)
+{
+    uint64_t mask = objs_cap - 1, i = mix(addr >> 4) & mask;
+    pobj *tomb = NULL;
+    for (;;) {
+        pobj *o = &objs[i];
+        if (o->addr == addr)
+            return o;
+        if (o->addr == EMPTY)
+            return for_insert ? (tomb ? tomb : o) : NULL;
+        if (o->addr == DELETED && !tomb)
+            tomb = o;
+        i = (i + 1) & mask;
+    }
+}
+
+static int grow_objs(void)
+{
+    uint64_t cap = objs_live * 4 < objs_cap ? objs_cap : objs_cap * 2;
+    pobj *old = objs, *n = rt_sys_mmap(cap * sizeof *n);
+    if (!n)
+        return -1;
+    uint64_t old_cap = objs_cap;
+    objs = n;
+    objs_cap = cap;
+    objs_used = 0;
+    for (uint64_t i = 0; i < old_cap; i++)
+        if (old[i].addr > DELETED) {
+            *find_obj(old[i].addr, 1) = old[i];
+            objs_used++;
+        }
+    rt_sys_munmap(old, old_cap * sizeof *old);
+    return 0;
+}
+
+/* Occurrence of key: how many tracked objects of this key came before (0-based). */
+static uint64_t next_occurrence(uint64_t key)
+{
+    if ((occ_used + 1) * 2 > occ_cap) {
+        uint64_t cap = occ_cap * 2;
+        occ_slot *n = rt_sys_mmap(cap * sizeof *n);
+        if (!n)
+            return RT_PLAN_ANY;
+        for (uint64_t i = 0; i < occ_cap; i++) {
+            if (!occ[i].count)
+                continue;
+            uint64_t j = mix(occ[i].key) & (cap - 1);
+            while (n[j].count)
+                j = (j + 1) & (cap - 1);
+            n[j] = occ[i];
+        }
+        rt_sys_munmap(occ, occ_cap * sizeof *occ);
+        occ = n;
+        occ_cap = cap;
+    }
+    uint64_t j = mix(key) & (occ_cap - 1);
+    while (occ[j].count && occ[j].key != key)
+        j = (j + 1) & (occ_cap - 1);
+    if (!occ[j].count) {
+        occ[j].key = key;
+        occ_used++;
+    }
+    return occ[j].count++;
+}
+
+/* ---- applying a plan ------------------------------------------------------------- */
+
+/* Sets o->split and o->planned for the phase in force (its entries, else the root's). */
+static void plan_for_phase(pobj *o)
+{
+    uint32_t ph = plan.phases[phase_now].target;
+    uint64_t e = rt_plan_match(&plan, o->key, o->occurrence, o->size, ph);
+    if (e == RT_PLAN_NONE && ph != 0)
+        e = rt_plan_match(&plan, o->key, o->occurrence, o->size, 0);
+    o->planned = e != RT_PLAN_NONE;
+    if (!o->planned) {
+        o->split = o->lo;
+        return;
+    }
+    uint64_t f = plan.entries[e].fast_bytes, pg = rt_page_bytes;
+    if (f >= o->size)
+        o->split = o->hi;
+    else {
+        uint64_t s = (o->addr + f) & ~(pg - 1);
+        o->split = s < o->lo ? o->lo : (s > o->hi ? o->hi : s);
+    }
+}
+
+static void swap_unlock(pobj *o)
+{
+    if (o->locked_end <= o->lo)
+        return;
+    long r = syscall(SYS_munlock, (void *)(uintptr_t)o->lo, o->locked_end - o->lo);
+    record(o, o->lo, o->locked_end, OT_PLACE_MUNLOCK, sys_result(r), 0);
+    locked_total -= o->locked_end - o->lo;
+    o->locked_end = o->lo;
+}
+
+static void swap_lock(pobj *o)
+{
+    uint64_t want = o->planned ? o->split : o->lo;
+    if (want <= o->lo || o->locked_end == want)
+        return;
+    uint64_t room = lock_limit > locked_total ? lock_limit - locked_total : 0;
+    if (want - o->lo > room) {
+        if (!warned_limit) {
+            warned_limit = 1;
+            rt_log(1, "the plan asks to mlock more than the limit of %llu MiB "
+                      "(OBJTIER_MLOCK_LIMIT, memory cgroup limit minus margin); locking less",
+                   (unsigned long long)(lock_limit >> 20));
+        }
+        want = o->lo + (room & ~(uint64_t)(rt_page_bytes - 1));
+        if (want <= o->lo)
+            return;
+    }
+    long r = syscall(SYS_mlock, (void *)(uintptr_t)o->lo, want - o->lo);
+    int res = sys_result(r);
+    record(o, o->lo, want, OT_PLACE_MLOCK, res, 0);
+    if (res == 0) {
+        o->locked_end = want;
+        locked_total += want - o->lo;
+    }
+}
+
+static long sys_mbind(uint64_t start, uint64_t len, int mode, uint64_t mask, unsigned flags)
+{
+    unsigned long m[1] = {(unsigned long)mask};
+    return syscall(SYS_mbind, (void *)(uintptr_t)start, len, mode, mask ? m : NULL,
+                   mask ? 65 : 0, flags);
+}
+
+static void numa_bind(pobj *o)
+{
+    if (!o->planned || o->bound_split == o->split)
+        return;
+    /* MPOL_MF_MOVE: pages already touched (reused heap memory, realloc, a phase change)
+     * migrate; untouched ones are placed at first touch. */
+    if (o->split > o->lo) {
+        int mode = MPOL_BIND;
+        uint64_t mask = fast_mask;
+        if (!numa_strict) {
+            mode = (mask & (mask - 1)) ? MPOL_PREFERRED_MANY : MPOL_PREFERRED;
+        }
+        long r = sys_mbind(o->lo, o->split - o->lo, mode, mask, MPOL_MF_MOVE);
+        if (r != 0 && mode == MPOL_PREFERRED_MANY) /* kernels before 5.15 */
+            r = sys_mbind(o->lo, o->split - o->lo, MPOL_PREFERRED, mask & -mask, MPOL_MF_MOVE);
+        record(o, o->lo, o->split, OT_PLACE_MBIND, sys_result(r), mask);
+    }
+    if (o->split < o->hi) {
+        long r = sys_mbind(o->split, o->hi - o->split, MPOL_BIND, slow_mask, MPOL_MF_MOVE);
+        record(o, o->split, o->hi, OT_PLACE_MBIND, sys_result(r), slow_mask);
+    }
+    o->bound_split = o->split;
+}
+
+static void forget(pobj *o)
+{
+    if (tier == RT_TIER_SWAP)
+        swap_unlock(o);
+    if (o->is_map)
+        maps_live--;
+    o->addr = DELETED;
+    objs_live--;
+}
+
+/* ---- hooks ----------------------------------------------------------------------- */
+
+void rt_place_on_alloc(const rt_obj *ob, uint32_t ctx)
+{
+    if (!atomic_load_explicit(&rt_place_on, memory_order_acquire) || ctx == 0)
+        return;
+    pthread_mutex_lock(&lock);
+    uint64_t key = rt_plankey_of(ctx, depth);
+    if (!rt_plan_has_key(&plan, key)) {
+        next_occurrence(key);
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    pobj o = {.addr = ob->addr, .size = ob->size, .seq = ob->seq, .key = key,
+              .occurrence = next_occurrence(key), .bound_split = NOT_APPLIED,
+              .is_map = ob->kind == OT_ALLOC_MMAP || ob->kind == OT_ALLOC_MREMAP};
+    uint64_t pg = rt_page_bytes;
+    o.lo = (o.addr + pg - 1) & ~(pg - 1);
+    o.hi = (o.addr + o.size) & ~(pg - 1);
+    if (o.hi < o.lo)
+        o.hi = o.lo;
+    o.locked_end = o.lo;
+    int any = 0;
+    for (uint32_t ph = 0; ph < plan.n_phases && !any; ph++)
+        any = rt_plan_match(&plan, key, o.occurrence, o.size, ph) != RT_PLAN_NONE;
+    if (!any || o.hi == o.lo || ((objs_used + 1) * 2 > objs_cap && grow_objs() != 0)) {
+        matched += any;
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    matched++;
+    pobj *d = find_obj(o.addr, 1);
+    if (d->addr == EMPTY)
+        objs_used++;
+    if (d->addr > DELETED) /* a stale entry at this address: its memory was reused */
+        forget(d);
+    *d = o;
+    objs_live++;
+    maps_live += o.is_map;
+    plan_for_phase(d);
+    if (tier == RT_TIER_SWAP)
+        swap_lock(d);
+    else
+        numa_bind(d);
+    flush_records();
+    pthread_mutex_unlock(&lock);
+}
+
+void rt_place_release(uint64_t addr)
+{
+    if (!atomic_load_explicit(&rt_place_on, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&lock);
+    pobj *o = objs_live ? find_obj(addr, 0) : NULL;
+    if (o) {
+        forget(o);
+        flush_records();
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void rt_place_unmap(uint64_t addr, uint64_t len)
+{
+    if (!atomic_load_explicit(&rt_place_on, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&lock);
+    for (uint64_t i = 0; maps_live && i < objs_cap; i++) {
+        pobj *o = &objs[i];
+        if (o->addr > DELETED && o->is_map && o->addr < addr + len && addr < o->addr + o->size)
+            forget(o);
+    }
+    flush_records();
+    pthread_mutex_unlock(&lock);
+}
+
+void rt_place_phase(const char *name, size_t len)
+{
+    if (!atomic_load_explicit(&rt_place_on, memory_order_acquire))
+        return;
+    uint32_t ph = name ? rt_plan_phase_index(&plan, name, len) : 0;
+    if (ph == RT_PLAN_NONE)
+        ph = 0; /* a phase the plan does not know: the whole-program entries apply */
+    pthread_mutex_lock(&lock);
+    if (plan.phases[ph].target != plan.phases[phase_now].target) {
+        phase_now = ph;
+        /* unlock what is no longer fast first, so that the new fast set has the room */
+        for (int step = 0; step < 2; step++)
+            for (uint64_t i = 0; i < objs_cap; i++) {
+                pobj *o = &objs[i];
+                if (o->addr <= DELETED)
+                    continue;
+                if (step == 0)
+                    plan_for_phase(o);
+                if (tier == RT_TIER_NUMA) {
+                    if (step == 0)
+                        numa_bind(o);
+                } else if (step == 0 && o->locked_end != (o->planned ? o->split : o->lo))
+                    swap_unlock(o);
+                else if (step == 1)
+                    swap_lock(o);
+            }
+        flush_records();
+    } else
+        phase_now = ph;
+    pthread_mutex_unlock(&lock);
+}
+
+/* MADV_COLD (and MADV_PAGEOUT) on the planned-slow part of every planned object. The lock
+ * is held per object only, so a free() waits for at most one madvise. */
+static void advise_pass(void)
+{
+    for (uint64_t i = 0;; i++) {
+        pthread_mutex_lock(&lock);
+        if (i >= objs_cap) {
+            pthread_mutex_unlock(&lock);
+            break;
+        }
+        pobj *o = &objs[i];
+        if (o->addr > DELETED && o->planned && o->split < o->hi) {
+            void *a = (void *)(uintptr_t)o->split;
+            uint64_t n = o->hi - o->split;
+            record(o, o->split, o->hi, OT_PLACE_COLD,
+                   sys_result(syscall(SYS_madvise, a, n, MADV_COLD)), 0);
+            if (pageout)
+                record(o, o->split, o->hi, OT_PLACE_PAGEOUT,
+                       sys_result(syscall(SYS_madvise, a, n, MADV_PAGEOUT)), 0);
+        }
+        if (batch_n > BATCH / 2 || i + 1 >= objs_cap)
+            flush_records();
+        pthread_mutex_unlock(&lock);
+    }
+}
+
+/* ---- the background thread ------------------------------------------------------- */
+
+static void *place_loop(void *arg)
+{
+    (void)arg;
+    rt_guard = 1;
+    int advise = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP && advise_ms > 0;
+    int resid = residency_on && residency_ms > 0;
+    uint64_t next_advise = rt_now_ns() + (uint64_t)advise_ms * 1000000ull;
+    uint64_t next_resid = rt_now_ns() + (uint64_t)residency_ms * 1000000ull;
+    pthread_mutex_lock(&tlock);
+    while (!tstop) {
+        uint64_t wake = UINT64_MAX;
+        if (advise)
+            wake = next_advise;
+        if (resid && next_resid < wake)
+            wake = next_resid;
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ull),
+                              .tv_nsec = (long)(wake % 1000000000ull)};
+        pthread_cond_timedwait(&tcond, &tlock, &ts);
+        if (tstop)
+            break;
+        pthread_mutex_unlock(&tlock);
+        uint64_t now = rt_now_ns();
+        if (advise && now >= next_advise) {
+            advise_pass();
+            next_advise = now + (uint64_t)advise_ms * 1000000ull;
+        }
+        if (resid && now >= next_resid) {
+            rt_residency_pass(now);
+            next_resid = rt_now_ns() + (uint64_t)residency_ms * 1000000ull;
+        }
+        pthread_mutex_lock(&tlock);
+    }
+    pthread_mutex_unlock(&tlock);
+    return NULL;
+}
+
+void rt_place_start(void)
+{
+    int advise = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP && advise_ms > 0;
+    int resid = residency_on && residency_ms > 0;
+    if (!advise && !resid)
+        return;
+    if (!atomic_load(&rt_place_on)) { /* residency only: the plan set-up did not run */
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&tcond, &ca);
+    }
+    tstop = 0;
+    thread_started = pthread_create(&thread, NULL, place_loop, NULL) == 0;
+    if (!thread_started)
+        rt_log(1, "cannot start the placement thread; no periodic advice or residency");
+}
+
+static void stop_thread(void)
+{
+    if (!thread_started)
+        return;
+    pthread_mutex_lock(&tlock);
+    tstop = 1;
+    pthread_cond_signal(&tcond);
+    pthread_mutex_unlock(&tlock);
+    pthread_join(thread, NULL);
+    thread_started = 0;
+}
+
+void rt_place_finish(void)
+{
+    stop_thread();
+    if (residency_on)
+        rt_residency_pass(rt_now_ns());
+    if (!atomic_load(&rt_place_on))
+        return;
+    pthread_mutex_lock(&lock);
+    flush_records();
+    if (matched == 0)
+        rt_log(1, "plan matched no allocation (another binary, other inputs, another "
+                  "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");
+    pthread_mutex_unlock(&lock);
+}
+
+void rt_place_fork_prepare(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void rt_place_fork_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+void rt_place_fork_child(int follow)
+{
+    pthread_mutex_init(&lock, NULL);
+    pthread_mutex_init(&tlock, NULL);
+    thread_started = 0;
+    batch_n = 0;
+    if (atomic_load(&rt_place_on)) {
+        /* mlocks are not inherited: the child starts with no locked or planned object */
+        memset(objs, 0, objs_cap * sizeof *objs);
+        memset(occ, 0, occ_cap * sizeof *occ);
+        objs_used = objs_live = maps_live = occ_used = locked_total = 0;
+        matched = 0;
+        rt_plankey_reset();
+    }
+    if (follow)
+        rt_place_start();
+    else { /* a passive child: nothing is tracked or written */
+        atomic_store(&rt_place_on, 0);
+        residency_on = 0;
+    }
+}

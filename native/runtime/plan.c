@@ -1,0 +1,418 @@
+/* Text-form plan parser; see plan.h. Runs at start-up inside the runtime's constructor:
+ * raw system calls for the file, rt_sys_mmap for memory, no stdio streams, no malloc. */
+#define _GNU_SOURCE
+#include "plan.h"
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_PLAN_BYTES (256u << 20) /* a larger file is refused */
+#define MAX_FIELDS 8
+
+/* ---- small helpers ------------------------------------------------------------- */
+
+static int parse_dec(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > 20)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* KEY: exactly 16 lowercase hex digits. */
+static int parse_key(const char *s, size_t n, uint64_t *out)
+{
+    if (n != 16)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < 16; i++) {
+        int h = hexval(s[i]);
+        if (h < 0 || (s[i] >= 'A' && s[i] <= 'F'))
+            return -1;
+        v = (v << 4) | (uint64_t)h;
+    }
+    *out = v;
+    return 0;
+}
+
+/* %XX-decodes a name field into the string arena ("%" alone is the empty name). */
+static const char *keep_name(rt_plan *p, const char *s, size_t n, uint32_t *len)
+{
+    if (n == 1 && s[0] == '%')
+        n = 0;
+    if (p->strings_used + n + 1 > p->strings_cap)
+        return NULL;
+    char *d = p->strings + p->strings_used;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n) { /* as objtier.plan.unescape: a '%' too near the end is literal */
+            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+            if (hi < 0 || lo < 0)
+                return NULL;
+            d[k++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else
+            d[k++] = s[i];
+    }
+    if (k > RT_PLAN_MAX_NAME)
+        return NULL;
+    d[k] = 0;
+    p->strings_used += k + 1;
+    *len = (uint32_t)k;
+    return d;
+}
+
+uint32_t rt_plan_phase_index(const rt_plan *p, const char *name, size_t len)
+{
+    for (uint32_t i = 0; i < p->n_phases; i++)
+        if (p->phases[i].len == len && memcmp(p->phases[i].name, name, len) == 0)
+            return i;
+    return RT_PLAN_NONE;
+}
+
+static uint32_t add_phase(rt_plan *p, const char *name, uint32_t len)
+{
+    uint32_t i = rt_plan_phase_index(p, name, len);
+    if (i != RT_PLAN_NONE)
+        return i;
+    if (p->n_phases == RT_PLAN_MAX_PHASES)
+        return RT_PLAN_NONE;
+    i = p->n_phases++;
+    p->phases[i].name = name;
+    p->phases[i].len = len;
+    p->phases[i].target = i; /* until a `phase` record says otherwise */
+    return i;
+}
+
+/* Heap sort of entries by (key, line): no allocation, O(n log n). */
+static int entry_less(const rt_plan_entry *a, const rt_plan_entry *b)
+{
+    return a->key < b->key || (a->key == b->key && a->line < b->line);
+}
+
+static void sift(rt_plan_entry *e, uint64_t root, uint64_t n)
+{
+    for (;;) {
+        uint64_t child = 2 * root + 1;
+        if (child >= n)
+            return;
+        if (child + 1 < n && entry_less(&e[child], &e[child + 1]))
+            child++;
+        if (!entry_less(&e[root], &e[child]))
+            return;
+        rt_plan_entry t = e[root];
+        e[root] = e[child];
+        e[child] = t;
+        root = child;
+    }
+}
+
+static void sort_entries(rt_plan_entry *e, uint64_t n)
+{
+    for (uint64_t i = n / 2; i-- > 0;)
+        sift(e, i, n);
+    for (uint64_t end = n; end-- > 1;) {
+        rt_plan_entry t = e[0];
+        e[0] = e[end];
+        e[end] = t;
+        sift(e, 0, end);
+    }
+}
+
+/* ---- parsing ------------------------------------------------------------------- */
+
+typedef struct {
+    const char *s[MAX_FIELDS];
+    size_t n[MAX_FIELDS];
+    int count; /* fields; MAX_FIELDS + 1 when there are too many */
+} fields;
+
+static void split(const char *line, size_t len, fields *f)
+{
+    f->count = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || line[i] == ' ') {
+            if (f->count == MAX_FIELDS) {
+                f->count = MAX_FIELDS + 1;
+                return;
+            }
+            f->s[f->count] = line + start;
+            f->n[f->count] = i - start;
+            f->count++;
+            start = i + 1;
+        }
+    }
+}
+
+static int is_word(const fields *f, int i, const char *w)
+{
+    size_t n = strlen(w);
+    return f->n[i] == n && memcmp(f->s[i], w, n) == 0;
+}
+
+static void fail_line(char *err, size_t err_len, uint32_t number, const char *line, size_t len)
+{
+    char shown[64];
+    size_t k = 0;
+    for (size_t i = 0; i < len && k < 60; i++)
+        shown[k++] = (line[i] >= 0x20 && line[i] < 0x7f) ? line[i] : '?';
+    shown[k] = 0;
+    snprintf(err, err_len, "line %u: cannot parse '%s%s'", number, shown, len > 60 ? "..." : "");
+}
+
+/* Pass 1 (phases == 1): header, binary, budget, phase records. Pass 2: entries. */
+static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const char **targets,
+                      uint32_t *target_lens, char *err, size_t err_len)
+{
+    uint32_t number = 0;
+    for (size_t at = 0; at < len || number == 0;) {
+        size_t end = at;
+        while (end < len && text[end] != '\n')
+            end++;
+        const char *line = text + at;
+        size_t n = end - at;
+        if (n && line[n - 1] == '\r')
+            n--;
+        at = end + 1;
+        number++;
+        if (number == 1) {
+            if (n != 14 || memcmp(line, "objtier-plan 1", 14) != 0) {
+                snprintf(err, err_len, "not an objtier text plan (first line is not 'objtier-plan 1')");
+                return -1;
+            }
+            continue;
+        }
+        if (n == 0 || line[0] == '#')
+            continue;
+        fields f;
+        split(line, n, &f);
+        int ok = 1;
+        if (f.count >= 1 && is_word(&f, 0, "binary")) {
+            ok = f.count == 4;
+            if (ok && pass == 1) {
+                uint32_t l = 0;
+                size_t used = p->strings_used;
+                const char *path = keep_name(p, f.s[3], f.n[3], &l);
+                ok = path != NULL;
+                if (ok) {
+                    size_t c = l < sizeof p->binary_path - 1 ? l : sizeof p->binary_path - 1;
+                    memcpy(p->binary_path, path, c);
+                    p->binary_path[c] = 0;
+                    p->strings_used = used;
+                }
+            }
+        } else if (f.count >= 1 && is_word(&f, 0, "budget")) {
+            ok = f.count == 3 && parse_dec(f.s[1], f.n[1], &p->budget_bytes) == 0 &&
+                 parse_dec(f.s[2], f.n[2], &p->page_bytes) == 0;
+        } else if (f.count >= 1 && is_word(&f, 0, "phase")) {
+            ok = f.count == 4;
+            if (ok && pass == 1) {
+                uint32_t l = 0, tl = 0, pl = 0;
+                const char *name = keep_name(p, f.s[1], f.n[1], &l);
+                const char *target = keep_name(p, f.s[3], f.n[3], &tl);
+                ok = name && target &&
+                     (is_word(&f, 2, "-") || keep_name(p, f.s[2], f.n[2], &pl) != NULL);
+                uint32_t i = ok ? add_phase(p, name, l) : RT_PLAN_NONE;
+                ok = ok && i != RT_PLAN_NONE;
+                if (ok) {
+                    targets[i] = target;
+                    target_lens[i] = tl;
+                }
+            }
+        } else if (f.count == 7) {
+            rt_plan_entry e;
+            memset(&e, 0, sizeof e);
+            ok = parse_key(f.s[0], f.n[0], &e.key) == 0;
+            if (ok && is_word(&f, 1, "*"))
+                e.occurrence = RT_PLAN_ANY;
+            else
+                ok = ok && parse_dec(f.s[1], f.n[1], &e.occurrence) == 0 &&
+                     e.occurrence != RT_PLAN_ANY;
+            ok = ok && parse_dec(f.s[2], f.n[2], &e.size_min) == 0 &&
+                 parse_dec(f.s[3], f.n[3], &e.size_max) == 0 && e.size_min <= e.size_max &&
+                 parse_dec(f.s[5], f.n[5], &e.fast_bytes) == 0;
+            if (ok && is_word(&f, 4, "fast"))
+                e.tier = RT_PLAN_FAST;
+            else if (ok && is_word(&f, 4, "slow"))
+                e.tier = RT_PLAN_SLOW;
+            else if (ok && is_word(&f, 4, "split"))
+                e.tier = RT_PLAN_SPLIT;
+            else
+                ok = 0;
+            if (ok && pass == 2) {
+                uint32_t l = 0;
+                size_t used = p->strings_used;
+                const char *name = keep_name(p, f.s[6], f.n[6], &l);
+                e.phase = RT_PLAN_NONE;
+                if (name) {
+                    e.phase = rt_plan_phase_index(p, name, l);
+                    if (e.phase == RT_PLAN_NONE)
+                        e.phase = add_phase(p, name, l); /* a phase with no `phase` record */
+                    else
+                        p->strings_used = used;
+                }
+                ok = e.phase != RT_PLAN_NONE;
+                e.line = number;
+                if (ok)
+                    p->entries[p->n_entries++] = e;
+            }
+        } else
+            ok = 0;
+        if (!ok) {
+            fail_line(err, err_len, number, line, n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int rt_plan_parse(rt_plan *p, const char *text, size_t len, char *err, size_t err_len)
+{
+    memset(p, 0, sizeof *p);
+    uint64_t lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    p->map_entries_bytes = (size_t)lines * sizeof(rt_plan_entry);
+    p->map_entries = rt_sys_mmap(p->map_entries_bytes);
+    p->strings_cap = len + 16;
+    p->strings = rt_sys_mmap(p->strings_cap);
+    if (!p->map_entries || !p->strings) {
+        snprintf(err, err_len, "out of memory reading the plan");
+        rt_plan_free(p);
+        return -1;
+    }
+    p->entries = p->map_entries;
+    static const char root[] = "*";
+    add_phase(p, root, 1); /* phases[0] is the root */
+    const char *targets[RT_PLAN_MAX_PHASES] = {0};
+    uint32_t target_lens[RT_PLAN_MAX_PHASES] = {0};
+    if (parse_pass(p, text, len, 1, targets, target_lens, err, err_len) != 0 ||
+        parse_pass(p, text, len, 2, targets, target_lens, err, err_len) != 0) {
+        rt_plan_free(p);
+        return -1;
+    }
+    for (uint32_t i = 0; i < p->n_phases; i++) {
+        if (!targets[i])
+            continue;
+        uint32_t t = rt_plan_phase_index(p, targets[i], target_lens[i]);
+        if (t == RT_PLAN_NONE) {
+            snprintf(err, err_len, "phase '%s' has target '%s', which is not a phase",
+                     p->phases[i].name, targets[i]);
+            rt_plan_free(p);
+            return -1;
+        }
+        p->phases[i].target = t;
+    }
+    sort_entries(p->entries, p->n_entries);
+    return 0;
+}
+
+int rt_plan_load(rt_plan *p, const char *path, char *err, size_t err_len)
+{
+    char why[200];
+    memset(p, 0, sizeof *p);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, err_len, "cannot read plan %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size > MAX_PLAN_BYTES) {
+        snprintf(err, err_len, "cannot read plan %s: not a regular file of at most %u MiB", path,
+                 MAX_PLAN_BYTES >> 20);
+        syscall(SYS_close, fd);
+        return -1;
+    }
+    size_t cap = (size_t)st.st_size + 1;
+    char *buf = rt_sys_mmap(cap);
+    size_t got = 0;
+    while (buf && got < cap - 1) {
+        long r = syscall(SYS_read, fd, buf + got, cap - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    syscall(SYS_close, fd);
+    if (!buf) {
+        snprintf(err, err_len, "cannot read plan %s: out of memory", path);
+        return -1;
+    }
+    int rc = rt_plan_parse(p, buf, got, why, sizeof why);
+    rt_sys_munmap(buf, cap);
+    if (rc != 0)
+        snprintf(err, err_len, "plan %s: %s", path, why);
+    return rc;
+}
+
+void rt_plan_free(rt_plan *p)
+{
+    rt_sys_munmap(p->map_entries, p->map_entries_bytes);
+    rt_sys_munmap(p->strings, p->strings_cap);
+    memset(p, 0, sizeof *p);
+}
+
+/* First entry with this key (entries sorted by key), or n_entries. */
+static uint64_t lower_bound(const rt_plan *p, uint64_t key)
+{
+    uint64_t lo = 0, hi = p->n_entries;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (p->entries[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t rt_plan_match(const rt_plan *p, uint64_t key, uint64_t occurrence, uint64_t size,
+                       uint32_t phase)
+{
+    uint64_t any = RT_PLAN_NONE;
+    for (uint64_t i = lower_bound(p, key); i < p->n_entries && p->entries[i].key == key; i++) {
+        const rt_plan_entry *e = &p->entries[i];
+        if (e->phase != phase || size < e->size_min || size > e->size_max)
+            continue;
+        if (e->occurrence == occurrence)
+            return i;
+        if (e->occurrence == RT_PLAN_ANY && any == RT_PLAN_NONE)
+            any = i;
+    }
+    return any;
+}
+
+int rt_plan_has_key(const rt_plan *p, uint64_t key)
+{
+    uint64_t i = lower_bound(p, key);
+    return i < p->n_entries && p->entries[i].key == key;
+}

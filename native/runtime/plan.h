@@ -1,0 +1,77 @@
+/*
+ * The text form of a placement plan (docs/planning.md, "The text form"), parsed with no
+ * JSON library and no malloc: the file is read with raw system calls into runtime-owned
+ * mappings (rt_sys_mmap). Reference parser: objtier.plan.parse_text.
+ *
+ * Invariants
+ *   - entries are sorted by key (then file order), so all entries of one context key are
+ *     adjacent and found by binary search.
+ *   - phases[0] is the root phase "*" (added when the file names no phase); every entry's
+ *     phase and every phase's target is an index into phases.
+ *   - occurrence RT_PLAN_ANY matches every occurrence; sizes and fast_bytes are bytes.
+ */
+#ifndef OBJTIER_PLAN_H
+#define OBJTIER_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_PLAN_ANY UINT64_MAX   /* rt_plan_entry.occurrence for "*" */
+#define RT_PLAN_MAX_PHASES 256
+#define RT_PLAN_MAX_NAME 255     /* bytes of a decoded phase name */
+#define RT_PLAN_NONE UINT32_MAX  /* no entry / no phase */
+
+enum rt_plan_tier { RT_PLAN_FAST = 0, RT_PLAN_SLOW = 1, RT_PLAN_SPLIT = 2 };
+
+typedef struct rt_plan_entry {
+    uint64_t key;         /* stable context key (trace_format.h) */
+    uint64_t occurrence;  /* 0-based count among this key's tracked objects, or RT_PLAN_ANY */
+    uint64_t size_min;    /* inclusive, bytes */
+    uint64_t size_max;    /* inclusive, bytes */
+    uint64_t fast_bytes;  /* [0, fast_bytes) of the object is fast, the rest slow */
+    uint32_t phase;       /* index into rt_plan.phases: the entry applies while it is in force */
+    uint32_t line;        /* line number in the file: among equal matches the first wins */
+    uint32_t tier;        /* enum rt_plan_tier (informative: fast_bytes says it all) */
+} rt_plan_entry;
+
+typedef struct rt_plan_phase {
+    const char *name;     /* decoded, NUL-terminated, in the plan's string arena */
+    uint32_t len;         /* bytes of name */
+    uint32_t target;      /* index of the phase whose entries apply while this one runs */
+} rt_plan_phase;
+
+typedef struct rt_plan {
+    rt_plan_entry *entries;
+    uint64_t n_entries;
+    rt_plan_phase phases[RT_PLAN_MAX_PHASES];
+    uint32_t n_phases;
+    uint64_t budget_bytes;  /* `budget` record, 0 when absent */
+    uint64_t page_bytes;    /* planning page size, 0 when absent */
+    char binary_path[256];  /* `binary` record's path (truncated), "" when absent */
+    /* private: mappings to release */
+    void *map_entries;
+    size_t map_entries_bytes;
+    char *strings;
+    size_t strings_used, strings_cap;
+} rt_plan;
+
+/* Reads and checks the file. 0, or -1 with a one-line reason in err (nothing kept). */
+int rt_plan_load(rt_plan *p, const char *path, char *err, size_t err_len);
+
+/* Parses text[0..len) (the file's bytes); same contract as rt_plan_load. */
+int rt_plan_parse(rt_plan *p, const char *text, size_t len, char *err, size_t err_len);
+
+void rt_plan_free(rt_plan *p);
+
+/* Index of the phase named name[0..len), or RT_PLAN_NONE. */
+uint32_t rt_plan_phase_index(const rt_plan *p, const char *name, size_t len);
+
+/* Index of the entry of `phase` matching (key, occurrence, size), or RT_PLAN_NONE. An entry
+ * with an explicit occurrence wins over a "*" one. */
+uint64_t rt_plan_match(const rt_plan *p, uint64_t key, uint64_t occurrence, uint64_t size,
+                       uint32_t phase);
+
+/* 1 if any entry has this key (any phase, any size). */
+int rt_plan_has_key(const rt_plan *p, uint64_t key);
+
+#endif

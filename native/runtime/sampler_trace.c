@@ -1,0 +1,634 @@
+/*
+ * The `trace` sampler: exact access counts from compiler instrumentation.
+ *
+ * A program built with `objtier cc` / `objtier c++` (clang -fsanitize-coverage=func,
+ * trace-loads,trace-stores -finstrument-functions) calls __sanitizer_cov_load{1,2,4,8,16} /
+ * __sanitizer_cov_store{...} before every load and store, and __cyg_profile_func_enter/exit
+ * around every function. This file defines those callbacks. They are cheap no-ops (one
+ * relaxed load and a branch) unless this sampler was chosen and the runtime is recording.
+ *
+ * Per access (the hot path, per thread, no locks):
+ *   1. the thread's last-level-cache model (cache_model.h) sees the line(s) touched;
+ *   2. the object holding the address is found in a 4-entry per-thread cache of recent
+ *      objects, else in a per-thread cache of pages known to hold no object, else (slow
+ *      path) in the shared object index under a read lock;
+ *   3. the (object, calling-context node) counter is bumped: loads or stores, and misses
+ *      when the model missed. Optionally one SAMPLE record (source TRACE) is written, until
+ *      OBJTIER_TRACE_LIMIT records were written.
+ * At exit the sampler writes CONTEXT records naming each node's (function, call site),
+ * CCT_NODE records and ACCESS_COUNT records (trace_format.h).
+ *
+ * The object index is fed by link-time wrappers (-Wl,--wrap, see CMakeLists.txt) around
+ * the registry's insert/remove and the map list's add/remove, so it sees exactly the
+ * objects the runtime records, with their ALLOC seq, without a hook in the interposers.
+ *
+ * Invariants
+ *   - idx[0 .. idx_n) is sorted by start and non-overlapping; idx_gen changes (under the
+ *     write lock) whenever idx changes. A thread's caches are valid only while its gen
+ *     equals idx_gen; it drops them when it sees a new value.
+ *   - Function-context ids (ot_cct_node_record.function) are RT_FN_CTX_BASE + n, above the
+ *     allocation contexts' ids (1, 2, ... from context.c), so the two never collide.
+ *   - Thread states are never freed while the process records (their trees are written at
+ *     exit); a finished thread's cache model is released by its key destructor.
+ */
+#define _GNU_SOURCE
+#include "cache_model.h"
+#include "cct.h"
+#include "context.h"
+#include "maps.h"
+#include "modules.h"
+#include "registry.h"
+#include "rt.h"
+#include "runtime.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#define RT_FN_CTX_BASE 0x80000000U
+#define OBJ_SLOTS 4     /* per-thread cache of recent objects */
+#define NEG_PAGES 64    /* per-thread direct-mapped cache of object-free pages */
+#define NEG_SHIFT 12    /* 4 KiB pages for the negative cache (any page size is correct) */
+/* Never instrument the callbacks themselves (should this file be built by an instrumenting
+ * compiler): they would call themselves. */
+#if defined(__clang__)
+#define NOINST __attribute__((no_instrument_function, no_sanitize("coverage")))
+#else
+#define NOINST __attribute__((no_instrument_function))
+#endif
+
+typedef struct tr_obj {
+    uint64_t start, end; /* [start, end) */
+    uint64_t seq;        /* ot_alloc_record.seq */
+} tr_obj;
+
+typedef struct tr_slot {
+    uint64_t start, len; /* hit when addr - start < len (len 0 = empty slot) */
+    uint64_t seq;
+    uint32_t node;       /* cct node index the counter belongs to */
+    uint32_t reserved;
+    rt_cct_counter *ctr; /* counter of (node, seq) */
+} tr_slot;
+
+typedef struct tr_thread {
+    struct tr_thread *next; /* list of all states, written once before publication */
+    uint64_t gen;           /* idx_gen the caches below belong to */
+    uint32_t node;          /* current cct node (index) */
+    uint32_t next_slot;     /* round-robin victim in slots[] */
+    int busy;               /* in a slow path: a nested call (signal handler) skips */
+    int exited;
+    tr_slot slots[OBJ_SLOTS];
+    uint64_t neg[NEG_PAGES];/* page numbers that hold no tracked byte; UINT64_MAX = empty */
+    rt_llc llc;
+    rt_cct cct;
+} tr_thread;
+
+/* ---- shared state ------------------------------------------------------------------ */
+
+static _Atomic int tr_on;        /* 1 while callbacks count (start .. stop) */
+static _Atomic int idx_on;       /* 1 while the index follows the registry (init .. stop) */
+static _Atomic uint64_t idx_gen;
+static pthread_rwlock_t idx_lock = PTHREAD_RWLOCK_INITIALIZER;
+static tr_obj *idx;
+static uint64_t idx_n, idx_cap;
+
+static _Atomic(tr_thread *) threads;
+static RT_TLS tr_thread *tls_tr;
+static RT_TLS int tls_done;      /* this thread's state was released: count nothing more */
+static pthread_key_t tr_key;
+
+static uint64_t llc_bytes;
+static uint32_t llc_ways, llc_line;
+static _Atomic int64_t trace_left; /* address-trace records still allowed */
+static int trace_on;
+static _Atomic uint64_t trace_written, trace_lost;
+
+/* ---- the object index ---------------------------------------------------------------- */
+
+static int idx_reserve(uint64_t n)
+{
+    if (n <= idx_cap)
+        return 0;
+    uint64_t cap = idx_cap ? idx_cap * 2 : 1024;
+    while (cap < n)
+        cap *= 2;
+    tr_obj *p = rt_sys_mmap(cap * sizeof(tr_obj));
+    if (!p)
+        return -ENOMEM;
+    if (idx) {
+        memcpy(p, idx, idx_n * sizeof(tr_obj));
+        rt_sys_munmap(idx, idx_cap * sizeof(tr_obj));
+    }
+    idx = p;
+    idx_cap = cap;
+    return 0;
+}
+
+/* First index whose end > addr (entries before it lie wholly below addr). */
+static uint64_t idx_first_after(uint64_t addr)
+{
+    uint64_t lo = 0, hi = idx_n;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (idx[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Removes [start, end) from every entry (trimming or splitting). Write lock held. */
+static void idx_cut(uint64_t start, uint64_t end)
+{
+    uint64_t i = idx_first_after(start);
+    while (i < idx_n && idx[i].start < end) {
+        tr_obj *o = &idx[i];
+        if (o->start < start && o->end > end) { /* split: keep both sides */
+            if (idx_reserve(idx_n + 1) != 0)
+                return;
+            o = &idx[i];
+            memmove(o + 1, o, (idx_n - i) * sizeof *o);
+            idx_n++;
+            o[0].end = start;
+            o[1].start = end;
+            return;
+        }
+        if (o->start < start) {
+            o->end = start;
+            i++;
+        } else if (o->end > end) {
+            o->start = end;
+            i++;
+        } else {
+            memmove(o, o + 1, (idx_n - i - 1) * sizeof *o);
+            idx_n--;
+        }
+    }
+}
+
+static void idx_update(uint64_t start, uint64_t len, uint64_t seq, int add)
+{
+    if (!atomic_load_explicit(&idx_on, memory_order_relaxed) || len == 0)
+        return;
+    uint64_t end = start + len < start ? UINT64_MAX : start + len;
+    pthread_rwlock_wrlock(&idx_lock);
+    idx_cut(start, end);
+    if (add && idx_reserve(idx_n + 1) == 0) {
+        uint64_t i = idx_first_after(start);
+        memmove(idx + i + 1, idx + i, (idx_n - i) * sizeof *idx);
+        idx[i] = (tr_obj){start, end, seq};
+        idx_n++;
+    }
+    atomic_fetch_add_explicit(&idx_gen, 1, memory_order_release);
+    pthread_rwlock_unlock(&idx_lock);
+}
+
+/* Link-time wrappers (-Wl,--wrap=...): every caller in the runtime reaches these. */
+int __real_rt_reg_insert(const rt_obj *o);
+int __real_rt_reg_remove(uint64_t addr, rt_obj *out);
+int __real_rt_maps_add(const rt_obj *o);
+int __real_rt_maps_remove(uint64_t addr, uint64_t len,
+                          void (*fn)(uint64_t, uint64_t, uint64_t, uint32_t, void *), void *ctx);
+
+RT_HIDDEN NOINST int __wrap_rt_reg_insert(const rt_obj *o)
+{
+    int r = __real_rt_reg_insert(o);
+    if (r == 0)
+        idx_update(o->addr, o->size ? o->size : 1, o->seq, 1);
+    return r;
+}
+
+RT_HIDDEN NOINST int __wrap_rt_reg_remove(uint64_t addr, rt_obj *out)
+{
+    rt_obj o;
+    int r = __real_rt_reg_remove(addr, &o);
+    if (r) {
+        idx_update(o.addr, o.size ? o.size : 1, o.seq, 0);
+        if (out)
+            *out = o;
+    }
+    return r;
+}
+
+RT_HIDDEN NOINST int __wrap_rt_maps_add(const rt_obj *o)
+{
+    int r = __real_rt_maps_add(o);
+    if (r == 0)
+        idx_update(o->addr, o->size, o->seq, 1);
+    return r;
+}
+
+RT_HIDDEN NOINST int __wrap_rt_maps_remove(uint64_t addr, uint64_t len,
+                                 void (*fn)(uint64_t, uint64_t, uint64_t, uint32_t, void *),
+                                 void *ctx)
+{
+    int n = __real_rt_maps_remove(addr, len, fn, ctx);
+    if (n)
+        idx_update(addr, len, 0, 0);
+    return n;
+}
+
+/* ---- per-thread state ---------------------------------------------------------------- */
+
+static NOINST void thread_release(void *arg)
+{
+    tr_thread *t = arg;
+    if (t && t == tls_tr) {
+        tls_tr = NULL;
+        tls_done = 1;
+        t->exited = 1;
+        rt_llc_destroy(&t->llc);
+    }
+}
+
+static NOINST void drop_caches(tr_thread *t, uint64_t gen)
+{
+    memset(t->slots, 0, sizeof t->slots);
+    memset(t->neg, 0xff, sizeof t->neg);
+    t->gen = gen;
+}
+
+static NOINST __attribute__((noinline)) tr_thread *thread_state(void)
+{
+    if (tls_done || rt_guard || !atomic_load(&tr_on))
+        return NULL;
+    tls_done = 1; /* until set up: a nested callback (signal handler) counts nothing */
+    tr_thread *t = rt_sys_mmap(sizeof *t);
+    if (!t)
+        return NULL;
+    if (rt_llc_init(&t->llc, llc_bytes, llc_ways, llc_line) != 0 || rt_cct_init(&t->cct) != 0) {
+        rt_llc_destroy(&t->llc);
+        rt_sys_munmap(t, sizeof *t);
+        return NULL;
+    }
+    drop_caches(t, atomic_load(&idx_gen));
+    t->next = atomic_load(&threads);
+    while (!atomic_compare_exchange_weak(&threads, &t->next, t))
+        ;
+    rt_guard++;
+    pthread_setspecific(tr_key, t);
+    rt_guard--;
+    tls_tr = t;
+    tls_done = 0;
+    return t;
+}
+
+/* ---- the hot path -------------------------------------------------------------------- */
+
+/* The object holding addr, or NULL; fills a slot. Takes the index's read lock. */
+static NOINST __attribute__((noinline)) tr_slot *lookup(tr_thread *t, uint64_t addr)
+{
+    uint64_t page = addr >> NEG_SHIFT;
+    if (t->neg[page % NEG_PAGES] == page || t->busy || rt_guard)
+        return NULL;
+    t->busy = 1;
+    tr_slot *s = NULL;
+    pthread_rwlock_rdlock(&idx_lock);
+    uint64_t i = idx_first_after(addr);
+    if (i < idx_n && idx[i].start <= addr) {
+        s = &t->slots[t->next_slot++ % OBJ_SLOTS];
+        *s = (tr_slot){.start = idx[i].start, .len = idx[i].end - idx[i].start,
+                       .seq = idx[i].seq, .node = UINT32_MAX};
+    } else {
+        uint64_t page_end = (page + 1) << NEG_SHIFT;
+        int clean = i == idx_n || idx[i].start >= page_end;
+        if (clean && i > 0 && idx[i - 1].end > (page << NEG_SHIFT))
+            clean = 0;
+        if (clean)
+            t->neg[page % NEG_PAGES] = page;
+    }
+    uint64_t gen = atomic_load_explicit(&idx_gen, memory_order_relaxed);
+    pthread_rwlock_unlock(&idx_lock);
+    if (gen != t->gen) { /* the index moved on since the caches were checked */
+        drop_caches(t, gen);
+        s = NULL;
+    }
+    t->busy = 0;
+    return s;
+}
+
+static NOINST __attribute__((noinline)) void trace_record(tr_thread *t, uint64_t addr,
+                                                          int store, uint32_t miss)
+{
+    (void)t;
+    if (atomic_fetch_sub_explicit(&trace_left, 1, memory_order_relaxed) <= 0) {
+        trace_on = 0;
+        return;
+    }
+    ot_sample_record r = {.time_ns = rt_now_ns(),
+                          .addr = addr,
+                          .tid = rt_tid(),
+                          .source = OT_SRC_TRACE,
+                          .level = miss ? OT_LVL_DRAM_LOCAL : OT_LVL_L3,
+                          .flags = (uint16_t)(OT_SAMPLE_RW_KNOWN | (store ? OT_SAMPLE_WRITE : 0)),
+                          .node = 0xFFFF,
+                          .weight = 1};
+    if (rt_sample_emit(&r, 0))
+        atomic_fetch_add_explicit(&trace_written, 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
+}
+
+static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t size, int store)
+{
+    if (RT_LIKELY(!atomic_load_explicit(&tr_on, memory_order_relaxed)))
+        return;
+    tr_thread *t = tls_tr;
+    if (RT_UNLIKELY(!t) && !(t = thread_state()))
+        return;
+    /* 1. cache model: the line, and the next one when the access straddles both */
+    uint32_t shift = t->llc.line_shift;
+    uint64_t line = a >> shift;
+    uint32_t miss = (uint32_t)rt_llc_access(&t->llc, line);
+    if (RT_UNLIKELY(((a + size - 1) >> shift) != line))
+        miss |= (uint32_t)rt_llc_access(&t->llc, line + 1);
+    /* 2. object */
+    uint64_t gen = atomic_load_explicit(&idx_gen, memory_order_relaxed);
+    if (RT_UNLIKELY(gen != t->gen))
+        drop_caches(t, gen);
+    tr_slot *s = t->slots;
+    if (a - s[0].start < s[0].len)
+        s = &s[0];
+    else if (a - s[1].start < s[1].len)
+        s = &s[1];
+    else if (a - s[2].start < s[2].len)
+        s = &s[2];
+    else if (a - s[3].start < s[3].len)
+        s = &s[3];
+    else if (!(s = lookup(t, a)))
+        return;
+    /* 3. counter of (current node, object) */
+    if (RT_UNLIKELY(s->node != t->node)) {
+        s->ctr = rt_cct_counter_get(&t->cct, t->node, s->seq);
+        s->node = t->node;
+    }
+    rt_cct_counter *c = s->ctr;
+    if (RT_UNLIKELY(!c))
+        return;
+    c->stores += (uint64_t)store;
+    c->loads += (uint64_t)!store;
+    c->misses += miss;
+    if (RT_UNLIKELY(trace_on))
+        trace_record(t, a, store, miss);
+}
+
+#define LOAD_STORE(n, type)                                                                   \
+    NOINST void __sanitizer_cov_load##n(type *p) { on_access((uint64_t)(uintptr_t)p, n, 0); } \
+    NOINST void __sanitizer_cov_store##n(type *p) { on_access((uint64_t)(uintptr_t)p, n, 1); }
+LOAD_STORE(1, uint8_t)
+LOAD_STORE(2, uint16_t)
+LOAD_STORE(4, uint32_t)
+LOAD_STORE(8, uint64_t)
+LOAD_STORE(16, __int128)
+#undef LOAD_STORE
+
+NOINST void __cyg_profile_func_enter(void *fn, void *site)
+{
+    if (RT_LIKELY(!atomic_load_explicit(&tr_on, memory_order_relaxed)))
+        return;
+    tr_thread *t = tls_tr;
+    if (RT_UNLIKELY(!t) && !(t = thread_state()))
+        return;
+    if (RT_UNLIKELY(t->busy))
+        return;
+    t->busy = 1;
+    t->node = rt_cct_enter(&t->cct, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site,
+                           rt_now_ns());
+    t->busy = 0;
+}
+
+NOINST void __cyg_profile_func_exit(void *fn, void *site)
+{
+    if (RT_LIKELY(!atomic_load_explicit(&tr_on, memory_order_relaxed)))
+        return;
+    tr_thread *t = tls_tr;
+    if (RT_UNLIKELY(!t) || RT_UNLIKELY(t->busy))
+        return;
+    t->busy = 1;
+    t->node = rt_cct_exit(&t->cct, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site,
+                          rt_now_ns());
+    t->busy = 0;
+}
+
+/* ---- exit: CONTEXT, CCT_NODE and ACCESS_COUNT records ---------------------------------- */
+
+/* Function contexts: (fn, site) -> id, open addressing over an mmap'd table. */
+typedef struct fn_ctx {
+    uint64_t fn, site;
+    uint32_t id;       /* 0 = empty */
+    uint32_t reserved;
+} fn_ctx;
+
+typedef struct emitter {
+    fn_ctx *tab;
+    uint64_t cap, used;
+    unsigned char *blk; /* one block: header + OT_BLOCK_TARGET_BYTES of payload */
+    uint32_t bytes, count;
+    uint16_t tag, record_size;
+} emitter;
+
+static void em_flush(emitter *e)
+{
+    uint32_t bytes = (e->bytes + 7) & ~7U; /* payloads are multiples of 8 */
+    memset(e->blk + sizeof(ot_block_header) + e->bytes, 0, bytes - e->bytes);
+    if (e->count)
+        rt_write_block(&rt_w, e->blk, e->tag, e->record_size, bytes, e->count);
+    e->bytes = e->count = 0;
+}
+
+/* Appends one record (record_size 0: u32 length prefix, then the body padded to 8, as the
+ * readers expect within a block of several variable records). */
+static void em_put(emitter *e, uint16_t tag, uint16_t record_size, const void *rec, uint32_t len)
+{
+    uint32_t need = record_size ? len : 4 + (len + 7) / 8 * 8;
+    if (e->tag != tag || e->bytes + need + 8 > OT_BLOCK_TARGET_BYTES)
+        em_flush(e);
+    e->tag = tag;
+    e->record_size = record_size;
+    unsigned char *p = e->blk + sizeof(ot_block_header) + e->bytes;
+    if (record_size)
+        memcpy(p, rec, len);
+    else {
+        memset(p, 0, need);
+        memcpy(p, &len, 4);
+        memcpy(p + 4, rec, len);
+    }
+    e->bytes += need;
+    e->count++;
+}
+
+static void frame_of(uint64_t ip, ot_frame *f)
+{
+    uint64_t base = 0;
+    rt_context_lock();
+    uint32_t module = rt_modules_map(&rt_w, ip, &base);
+    rt_context_unlock();
+    f->module = module;
+    f->reserved = 0;
+    f->offset = module ? ip - base : ip;
+}
+
+/* The function-context id of (fn, site), writing its CONTEXT record the first time. The
+ * record's frames are (fn + 1, site): symbolizers look up offset - 1 of every frame (a
+ * return address), which for frame 0 is then the function's first byte. */
+static uint32_t fn_context(emitter *e, uint64_t fn, uint64_t site)
+{
+    if ((e->used + 1) * 2 > e->cap)
+        return 0;
+    uint64_t i = (fn * 0x9E3779B97F4A7C15ULL ^ site * 0xC2B2AE3D27D4EB4FULL) & (e->cap - 1);
+    while (e->tab[i].id && (e->tab[i].fn != fn || e->tab[i].site != site))
+        i = (i + 1) & (e->cap - 1);
+    if (e->tab[i].id)
+        return e->tab[i].id;
+    e->tab[i] = (fn_ctx){fn, site, RT_FN_CTX_BASE + (uint32_t)++e->used, 0};
+    struct {
+        ot_context_record h;
+        ot_frame f[2];
+    } rec = {{e->tab[i].id, 2}, {{0}, {0}}};
+    frame_of(fn + 1, &rec.f[0]); /* MODULE records go out here, before the CONTEXT block */
+    frame_of(site, &rec.f[1]);
+    em_put(e, OT_TAG_CONTEXT, 0, &rec, sizeof rec);
+    return e->tab[i].id;
+}
+
+static void emit_all(void)
+{
+    emitter e = {0};
+    uint64_t nodes = 0;
+    for (tr_thread *t = atomic_load(&threads); t; t = t->next)
+        nodes += t->cct.count;
+    for (e.cap = 1024; e.cap < nodes * 2 + 2; e.cap *= 2)
+        ;
+    e.tab = rt_sys_mmap(e.cap * sizeof(fn_ctx));
+    e.blk = rt_sys_mmap(sizeof(ot_block_header) + OT_BLOCK_TARGET_BYTES);
+    uint32_t *fn_ids = rt_sys_mmap((nodes + 1) * sizeof(uint32_t));
+    if (!e.tab || !e.blk || !fn_ids) {
+        rt_log(1, "trace sampler: out of memory at exit; context tree not written");
+        return;
+    }
+    uint64_t now = rt_now_ns();
+    /* CONTEXT records of every node's function first, so node records can name them */
+    uint64_t k = 0;
+    for (tr_thread *t = atomic_load(&threads); t; t = t->next) {
+        rt_cct_close_open(&t->cct, now);
+        for (uint32_t i = 1; i < t->cct.count; i++)
+            fn_ids[k++] = fn_context(&e, t->cct.nodes[i].fn, t->cct.nodes[i].site);
+    }
+    em_flush(&e);
+    k = 0;
+    for (tr_thread *t = atomic_load(&threads); t; t = t->next) {
+        const rt_cct_node *n = t->cct.nodes;
+        for (uint32_t i = 1; i < t->cct.count; i++) {
+            ot_cct_node_record r = {.id = n[i].id,
+                                    .parent = n[n[i].parent].id,
+                                    .function = fn_ids[k++],
+                                    .calls = n[i].calls,
+                                    .inclusive_ns = n[i].incl_ns};
+            em_put(&e, OT_TAG_CCT_NODE, sizeof r, &r, sizeof r);
+        }
+    }
+    em_flush(&e);
+    for (tr_thread *t = atomic_load(&threads); t; t = t->next) {
+        for (uint64_t i = 0; i < t->cct.counters; i++) {
+            const rt_cct_counter *c = rt_cct_counter_at(&t->cct, i);
+            if (!c->loads && !c->stores)
+                continue;
+            ot_access_count_record r = {.alloc_seq = c->seq,
+                                        .cct_node = t->cct.nodes[c->node].id,
+                                        .loads = c->loads,
+                                        .stores = c->stores,
+                                        .llc_misses = c->misses};
+            em_put(&e, OT_TAG_ACCESS_COUNT, sizeof r, &r, sizeof r);
+        }
+    }
+    em_flush(&e);
+    rt_sys_munmap(e.tab, e.cap * sizeof(fn_ctx));
+    rt_sys_munmap(e.blk, sizeof(ot_block_header) + OT_BLOCK_TARGET_BYTES);
+    rt_sys_munmap(fn_ids, (nodes + 1) * sizeof(uint32_t));
+}
+
+/* ---- ops ----------------------------------------------------------------------------- */
+
+static int trace_init(const rt_config *cfg)
+{
+    uint64_t size;
+    uint32_t ways, line;
+    rt_llc_machine(&size, &ways, &line);
+    llc_bytes = cfg->llc_bytes ? cfg->llc_bytes : size;
+    llc_ways = cfg->llc_ways ? cfg->llc_ways : ways;
+    llc_line = cfg->llc_line ? cfg->llc_line : line;
+    rt_llc probe;
+    int r = rt_llc_init(&probe, llc_bytes, llc_ways, llc_line);
+    if (r != 0) {
+        rt_log(1, "trace sampler: cache model of %llu bytes, %u ways, %u-byte lines is not "
+               "usable (the line must be a power of two, ways 1..64); no access counts",
+               (unsigned long long)llc_bytes, llc_ways, llc_line);
+        return r;
+    }
+    rt_llc_destroy(&probe);
+    if (pthread_key_create(&tr_key, thread_release) != 0)
+        return -EAGAIN;
+    atomic_store(&trace_left, (int64_t)cfg->trace_limit);
+    trace_on = cfg->trace_limit > 0;
+    /* follow the registry from here on: objects allocated before start() are known */
+    atomic_store(&idx_on, 1);
+    return 0;
+}
+
+static int trace_start(void)
+{
+    atomic_store(&tr_on, 1);
+    return 0;
+}
+
+static void trace_stop(void)
+{
+    if (!atomic_exchange(&tr_on, 0))
+        return;
+    atomic_store(&idx_on, 0);
+    emit_all();
+}
+
+static void trace_stats(ot_sampler_stats_record *out)
+{
+    memset(out, 0, sizeof *out);
+    out->source = OT_SRC_TRACE;
+    out->samples = atomic_load(&trace_written);
+    out->lost = atomic_load(&trace_lost);
+    for (tr_thread *t = atomic_load(&threads); t; t = t->next)
+        out->lost += t->cct.dropped;
+}
+
+static void trace_fork_prepare(void)
+{
+    pthread_rwlock_wrlock(&idx_lock);
+}
+
+static void trace_fork_parent(void)
+{
+    pthread_rwlock_unlock(&idx_lock);
+}
+
+static void trace_fork_child(int restart)
+{
+    pthread_rwlock_init(&idx_lock, NULL);
+    /* the parent's counts stay in the parent's trace; the child counts nothing */
+    atomic_store(&tr_on, 0);
+    atomic_store(&idx_on, 0);
+    if (restart)
+        rt_log(0, "trace sampler: forked children are not traced");
+}
+
+const rt_sampler_ops rt_sampler_trace_ops = {
+    .name = "trace",
+    .source = OT_SRC_TRACE,
+    .init = trace_init,
+    .start = trace_start,
+    .stop = trace_stop,
+    .stats = trace_stats,
+    .fork_prepare = trace_fork_prepare,
+    .fork_parent = trace_fork_parent,
+    .fork_child = trace_fork_child,
+};
