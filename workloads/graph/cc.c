@@ -155,20 +155,8 @@ int main(int argc, char **argv)
     wl_init(argv[0]);
     graph_opts o;
     graph_opts_init(&o, 16);
-    int verify_all = 0, c;
-    opterr = 0;
-    while ((c = getopt(argc, argv, ":" GRAPH_OPTSTRING "vh")) != -1) {
-        if (c == 'h') {
-            usage();
-            return 0;
-        }
-        if (c == 'v')
-            verify_all = 1;
-        else if (c == '?' || c == ':' || !graph_opts_handle(&o, c, optarg))
-            wl_bad_option(optopt, NULL);
-    }
-    if (optind < argc)
-        wl_die(WL_EXIT_USAGE, "unexpected argument '%s' (try -h)", argv[optind]);
+    int verify_all = 0;
+    graph_parse_kernel_args(argc, argv, &o, &verify_all, usage);
     graph *g = graph_from_opts(&o, 18);
     int32_t *comp = wl_malloc(g->n * sizeof(int32_t), "comp");
 

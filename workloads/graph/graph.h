@@ -91,6 +91,11 @@ void graph_opts_init(graph_opts *o, uint64_t trials);
 /* Handle one getopt result of GRAPH_OPTSTRING; returns 0 when `c` is not a graph option. */
 int graph_opts_handle(graph_opts *o, int c, const char *arg);
 
+/* Parse a graph kernel's command line: the graph options, -v (sets *verify_all) and -h
+ * (prints usage, exits 0). Anything else dies with a one-line error (exit WL_EXIT_USAGE). */
+void graph_parse_kernel_args(int argc, char **argv, graph_opts *o, int *verify_all,
+                             void (*usage)(void));
+
 /* Load o->file, or generate (default: Kronecker scale `default_scale`); prints one
  * "graph: ..." line describing the result. Not timed by the kernels. */
 graph *graph_from_opts(const graph_opts *o, unsigned default_scale);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -188,6 +189,25 @@ int graph_opts_handle(graph_opts *o, int c, const char *arg)
     default:
         return 0;
     }
+}
+
+void graph_parse_kernel_args(int argc, char **argv, graph_opts *o, int *verify_all,
+                             void (*usage)(void))
+{
+    int c;
+    opterr = 0;
+    while ((c = getopt(argc, argv, ":" GRAPH_OPTSTRING "vh")) != -1) {
+        if (c == 'h') {
+            usage();
+            exit(0);
+        }
+        if (c == 'v')
+            *verify_all = 1;
+        else if (c == '?' || c == ':' || !graph_opts_handle(o, c, optarg))
+            wl_bad_option(optopt, NULL);
+    }
+    if (optind < argc)
+        wl_die(WL_EXIT_USAGE, "unexpected argument '%s' (try -h)", argv[optind]);
 }
 
 graph *graph_from_opts(const graph_opts *o, unsigned default_scale)
