@@ -109,15 +109,21 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int]:
                                  "objtier.analysis.objects missing); pass an object table "
                                  "(.parquet or .csv) instead") from None
     trace = open_trace(path)
-    table = object_table(trace)
     phases = accesses = None
-    if args.phases:
-        try:
+    if trace.access_counts.num_rows:  # an exact recording (--sampler trace)
+        from objtier.exact.phases import phase_tables
+        from objtier.exact.tree import exact_object_table
+
+        table = exact_object_table(trace)
+        if args.phases:
+            phases, accesses = phase_tables(trace, min_ns=int(args.min_phase_ms * 1e6),
+                                            similarity=args.similarity)
+    else:
+        table = object_table(trace)
+        if args.phases:
             from objtier.analysis.phases import phase_accesses, phase_table
-        except ImportError:
-            raise EnvironmentProblem("this objtier cannot derive phases from recordings yet "
-                                     "(objtier.analysis.phases missing)") from None
-        phases, accesses = phase_table(trace), phase_accesses(trace)
+
+            phases, accesses = phase_table(trace), phase_accesses(trace)
     pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
     page = min(pages) if pages else DEFAULT_PAGE_BYTES
     return table, phases, accesses, args.exe or _trace_exe(trace, table), page

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from objtier.errors import UsageError
 from objtier.record.launch import exit_code, resolve_command
 from objtier.record.sampler_choice import SAMPLERS, choose_sampler
 from objtier.record.session import RecordSettings, record_program
@@ -32,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="counters timeline period in milliseconds (default 100; 0 = off)")
     parser.add_argument("--follow-forks", action="store_true",
                         help="also record child processes (fork and exec)")
+    parser.add_argument("--trace-limit", type=int, default=0, metavar="N",
+                        help="--sampler trace: also write the first N accesses as a full "
+                        "address trace (default 0)")
+    parser.add_argument("--llc", default=None, metavar="SIZE,WAYS,LINE",
+                        help="--sampler trace: last-level-cache model, e.g. 32M,16,64 "
+                        "(default: this machine's LLC)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to record")
@@ -45,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
                               min_size=parse_size(args.min_size, "--min-size"),
                               stack_depth=args.stack_depth,
                               counters_interval_ms=args.counters_interval,
-                              follow_forks=args.follow_forks)
+                              follow_forks=args.follow_forks,
+                              trace_limit=args.trace_limit, llc=_parse_llc(args.llc))
     settings.validate()
     output = Path(args.output)
     say = (lambda text: None) if args.quiet else (
@@ -54,6 +62,15 @@ def run(args: argparse.Namespace) -> int:
     returncode, elapsed = record_program(command, output, settings, force=args.force)
     summarize(output, elapsed, returncode, say)
     return exit_code(returncode)
+
+
+def _parse_llc(text: str | None) -> tuple[int, int, int] | None:
+    if text is None:
+        return None
+    parts = text.split(",")
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        raise UsageError(f"--llc takes SIZE,WAYS,LINE (e.g. 32M,16,64), got '{text}'")
+    return parse_size(parts[0], "--llc size"), int(parts[1]), int(parts[2])
 
 
 def summarize(output: Path, elapsed: float, returncode: int, say) -> None:
@@ -73,6 +90,12 @@ def summarize(output: Path, elapsed: float, returncode: int, say) -> None:
     size = sum(f.stat().st_size for f in output.glob("*.otr"))
     say(f"{len(trace.processes)} process(es), {objects} objects, {samples.num_rows} samples, "
         f"{trace.counters.num_rows} counter values in {elapsed:.2f}s")
+    if trace.access_counts.num_rows:
+        counts = trace.access_counts
+        loads = sum(counts.column("loads").to_pylist())
+        stores = sum(counts.column("stores").to_pylist())
+        say(f"exact counts: {loads} loads, {stores} stores over "
+            f"{counts.num_rows} (object, context) pairs")
     for warning in trace.warnings:
         say(f"warning: {warning}")
     if not trace.processes:

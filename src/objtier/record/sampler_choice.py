@@ -5,6 +5,8 @@ perf  — PEBS (Intel) or IBS (AMD) through perf_event_open when the CPU exposes
         events (minor and major faults with their data addresses), which needs only
         perf_event_open to be permitted.
 fault — user-space hint faults (PROT_NONE scan windows), works anywhere.
+trace — exact load/store counts from compiler instrumentation: the program must be built with
+        `objtier cc` / `objtier c++` (docs/exact.md).
 none  — allocations only.
 """
 
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from objtier.errors import EnvironmentProblem, UsageError
 
-SAMPLERS = ("auto", "perf", "fault", "none")
+SAMPLERS = ("auto", "perf", "fault", "trace", "none")
 EVENT_SOURCES = Path("/sys/bus/event_source/devices")
 
 
@@ -44,6 +46,8 @@ def choose_sampler(requested: str, root: Path = EVENT_SOURCES) -> tuple[str, str
         raise UsageError(f"unknown sampler '{requested}'; choose from {', '.join(SAMPLERS)}")
     hardware = hardware_memory_sampling(root)
     permitted, why_not = perf_permitted()
+    if requested == "trace":
+        return "trace", "exact counts from objtier cc instrumentation (--sampler trace)"
     if requested == "none":
         return "none", "allocations only, no access sampling (--sampler none)"
     if requested == "fault":

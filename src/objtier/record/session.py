@@ -21,6 +21,8 @@ class RecordSettings:
     stack_depth: int = 8
     counters_interval_ms: int = 100  # 0 = no counters timeline
     follow_forks: bool = False
+    trace_limit: int = 0            # trace sampler: full address trace records (0 = none)
+    llc: tuple[int, int, int] | None = None  # trace sampler: cache model (bytes, ways, line)
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -41,6 +43,9 @@ class RecordSettings:
             "OBJTIER_MIN_SIZE": str(self.min_size),
             "OBJTIER_STACK_DEPTH": str(self.stack_depth),
             "OBJTIER_FOLLOW_FORKS": "1" if self.follow_forks else "0",
+            **({"OBJTIER_TRACE_LIMIT": str(self.trace_limit)} if self.trace_limit else {}),
+            **({"OBJTIER_LLC_BYTES": str(self.llc[0]), "OBJTIER_LLC_WAYS": str(self.llc[1]),
+                "OBJTIER_LLC_LINE": str(self.llc[2])} if self.llc else {}),
             **self.extra_env,
         }
 
