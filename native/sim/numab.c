@@ -1,8 +1,8 @@
 /*
  * NUMA-balancing tiering mechanics (see numab.h). Model simplifications, stated once:
- *  - the scanner walks live pages in pool order (about allocation order) instead of VMAs in
- *    address order; fast-tier pages are skipped (toptier, no hint faults in mode 2) but cost
- *    virtual-scan budget (8x the PTE budget, as in task_numa_work);
+ *  - the scanner walks the pages of live objects in address order, each object standing for
+ *    a VMA (no gaps, no other mappings); fast-tier pages are skipped (toptier, no hint faults
+ *    in mode 2) but cost virtual-scan budget (8x the PTE budget, as in task_numa_work);
  *  - the scan period stays at its minimum (mode 2 alone never feeds the period adaptation);
  *  - a hint fault happens at the first sampled access after marking, so its latency is an
  *    upper bound of the real one (the real first touch may precede the sample);
@@ -167,33 +167,70 @@ void numab_access(sim_t *s, sim_page *pg, uint64_t now, uint64_t weight, bool st
         try_promote(s, st, pg);
 }
 
-/* task_numa_work: mark up to scan_pages slow-tier pages PROT_NONE, stamping their scan time. */
+/* task_numa_work over the live objects in address order, from a cursor (the page key where the
+ * last scan stopped). Each object is a VMA, walked in ranges of at most the remaining page
+ * budget: every range costs its length in virtual budget (8 x scan_pages); a range in which a
+ * PTE was made PROT_NONE also costs its length in page budget (scan_pages). Fast-tier pages
+ * (toptier in mode 2) and pages already PROT_NONE are passed without an update. A scan ends
+ * when either budget is used up, or at the end of the address space (the cursor returns to 0,
+ * as numa_scan_offset does). */
 static void scan(sim_t *s, numab_state *st, uint64_t now)
 {
-    uint64_t budget = st->scan_pages, virt = 8 * st->scan_pages;
-    uint32_t n = s->pool_used, idx = st->scan_offset;
+    size_t n;
+    const uint32_t *order = sim_sorted_objects(s, &n);
     uint32_t now_ms = (uint32_t)sim_ms(s, now);
-    if (idx >= n)
-        idx = 0;
-    for (uint32_t seen = 0; seen < n && budget && virt; seen++, idx = idx + 1 < n ? idx + 1 : 0) {
-        sim_page *pg = sim_page_at(s, idx);
-        if (!pg)
-            continue;
-        virt--;
-        if (pg->tier == SIM_FAST || (pg->flags & SIM_PG_PROTNONE))
-            continue;
-        if (st->tpp) {
-            /* LRU aging: an active page not referenced since the last pass turns inactive */
-            if (!(pg->flags & SIM_PG_REFERENCED))
-                pg->flags &= (uint8_t)~SIM_PG_ACTIVE;
-            pg->flags &= (uint8_t)~SIM_PG_REFERENCED;
-        }
-        pg->flags |= SIM_PG_PROTNONE;
-        pg->stamp = now_ms;
-        s->counter[SIM_C_NUMA_PTE_UPDATES]++;
-        budget--;
+    int64_t pages = (int64_t)st->scan_pages, virt = 8 * (int64_t)st->scan_pages;
+    /* first object starting at or after the cursor, or the one before it if it spans it */
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const sim_object *o = &s->objects[order[mid]];
+        if (sim_page_key(o->space, o->first_vpn) < st->cursor)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    st->scan_offset = idx;
+    if (lo > 0) {
+        const sim_object *o = &s->objects[order[lo - 1]];
+        if (sim_page_key(o->space, o->first_vpn + o->npages) > st->cursor)
+            lo--;
+    }
+    for (size_t i = lo; i < n; i++) {
+        const sim_object *o = &s->objects[order[i]];
+        uint64_t base = sim_page_key(o->space, o->first_vpn);
+        uint64_t k = st->cursor > base ? st->cursor - base : 0;
+        while (k < o->npages) {
+            uint64_t end = k + (uint64_t)pages < o->npages ? k + (uint64_t)pages : o->npages;
+            int64_t len = (int64_t)(end - k);
+            bool updated = false;
+            for (; k < end; k++) {
+                uint32_t idx = o->pages[k];
+                if (idx == SIM_NIL)
+                    continue;
+                sim_page *pg = &s->pool[idx];
+                if (pg->tier == SIM_FAST || (pg->flags & SIM_PG_PROTNONE))
+                    continue;
+                if (st->tpp) {
+                    /* LRU aging: an active page not referenced since the last pass turns
+                     * inactive */
+                    if (!(pg->flags & SIM_PG_REFERENCED))
+                        pg->flags &= (uint8_t)~SIM_PG_ACTIVE;
+                    pg->flags &= (uint8_t)~SIM_PG_REFERENCED;
+                }
+                pg->flags |= SIM_PG_PROTNONE;
+                pg->stamp = now_ms;
+                s->counter[SIM_C_NUMA_PTE_UPDATES]++;
+                updated = true;
+            }
+            st->cursor = base + k;
+            virt -= len;
+            if (updated)
+                pages -= len;
+            if (pages <= 0 || virt <= 0)
+                return;
+        }
+    }
+    st->cursor = 0;
 }
 
 static uint64_t scan_period_ms(const sim_t *s, const numab_state *st)

@@ -21,7 +21,7 @@ typedef struct numab_state {
     bool demotion, adjust;
     /* scanner */
     uint64_t next_scan_ns;
-    uint32_t scan_offset;     /* pool index where the next scan starts */
+    uint64_t cursor;          /* sim_page_key of the page where the next scan starts */
     /* dynamic threshold (numa_promotion_adjust_threshold) */
     uint64_t th_ms;           /* 0 = use def_th_ms */
     uint64_t th_start_ms, th_cand;

@@ -79,7 +79,7 @@ static void hemem_access(sim_t *s, sim_page *pg, uint64_t now, uint64_t weight, 
         catch_up(st, pg);
     }
     if (pg->tier == SIM_SLOW && is_hot(st, pg) && !(pg->flags & SIM_PG_QUEUED)) {
-        if (sim_queue_push(&st->queue, (uint32_t)(pg - s->pool), pg->key) == 0)
+        if (sim_queue_push(&st->queue, sim_page_index(s, pg), sim_page_key_of(s, pg)) == 0)
             pg->flags |= SIM_PG_QUEUED;
     }
 }

@@ -108,7 +108,7 @@ static void memtis_access(sim_t *s, sim_page *pg, uint64_t now, uint64_t weight,
         st->hist[nb]++;
     }
     if (pg->tier == SIM_SLOW && nb >= st->hot && !(pg->flags & SIM_PG_QUEUED)) {
-        if (sim_queue_push(&st->queue, (uint32_t)(pg - s->pool), pg->key) == 0)
+        if (sim_queue_push(&st->queue, sim_page_index(s, pg), sim_page_key_of(s, pg)) == 0)
             pg->flags |= SIM_PG_QUEUED;
     }
     st->samples++;

@@ -21,5 +21,6 @@ const sim_policy_ops sim_policy_tpp = {
     .init = tpp_init,
     .on_alloc = numab_alloc,
     .on_access = numab_access,
+    .access_flags = SIM_PG_PROTNONE, /* only hint faults matter */
     .on_tick = numab_tick,
 };

@@ -2,7 +2,7 @@
  * objtier tiered-memory simulator: public interface of libobjtier_sim.so.
  *
  * The Python driver (objtier.sim.engine) mirrors sim_event, sim_config and sim_bin with
- * ctypes/numpy; keep the three in sync with it (tests/sim/test_layout.py checks the sizes).
+ * ctypes/numpy; keep the three in sync with it (engine.py asserts the sizes of its copies).
  *
  * Model in one paragraph: memory is a set of pages (4 KiB or 2 MiB) of live objects, each in
  * the fast or the slow tier. A page exists from the allocation of the first object that
@@ -23,6 +23,8 @@ enum sim_event_type {
     SIM_EV_ALLOC = 1,  /* object `obj` = [addr, addr+size) becomes live */
     SIM_EV_ACCESS = 2, /* a sample at addr standing for `size` accesses (its weight) */
     SIM_EV_FREE = 3,   /* obj != SIM_NO_OBJ: the whole object; else the range [addr, addr+size) */
+    SIM_EV_PHASE = 4,  /* the program enters phase `obj` (an index of sim_set_phase_placement);
+                        * policies without phases ignore it */
 };
 
 #define SIM_NO_OBJ 0xFFFFFFFFu
@@ -32,7 +34,9 @@ typedef struct sim_event {
     uint64_t time_ns; /* CLOCK_MONOTONIC ns, as in the trace */
     uint64_t addr;    /* virtual address in address space `space` */
     uint64_t size;    /* ALLOC/FREE: bytes; ACCESS: accesses this sample stands for (>= 1) */
-    uint32_t obj;     /* ALLOC/FREE: object index < sim_config.objects; ACCESS: ignored */
+    uint32_t obj;     /* ALLOC/FREE: object index < sim_config.objects; ACCESS: the object
+                       * the address falls in (a hint for a direct page lookup; an address
+                       * outside it falls back to a search) or SIM_NO_OBJ */
     uint32_t space;   /* address space (process) index, < 2^23 */
     uint16_t type;    /* enum sim_event_type */
     uint16_t flags;   /* ACCESS: ot_sample_record.flags (bit0 write when bit1 set) */
@@ -46,8 +50,26 @@ typedef struct sim_config {
     uint64_t bin_ns;     /* width of one statistics bin, ns (> 0) */
     uint32_t page_shift; /* 12 (4 KiB) or 21 (2 MiB) */
     uint32_t objects;    /* object indices are < objects */
+    uint32_t swap;       /* 1: the slow tier is swap (see "Swap mode" below); 0: a NUMA node */
+    uint32_t reserved;   /* 0 */
 } sim_config;
-_Static_assert(sizeof(sim_config) == 32, "sim_config is 32 bytes");
+_Static_assert(sizeof(sim_config) == 40, "sim_config is 40 bytes");
+
+/*
+ * Swap mode (sim_config.swap = 1; the zram, nvme and rdma presets). The slow tier is swap under
+ * a memory cgroup whose limit is the fast capacity:
+ *   - an access to a page in swap is a major fault: the page is swapped in (pswpin) and the
+ *     access is charged once at the slow tier's cost, the rest of the sample's weight at the
+ *     fast tier's; when fast memory is full, the coldest unpinned fast page (second-chance LRU)
+ *     is swapped out first (pswpout). Pinned pages (mlock of a plan's fast objects) are never
+ *     swapped out. When every fast page is pinned the page stays in swap (the whole sample is
+ *     charged slow and pgmigrate_fail counts it): the cgroup thrashes.
+ *   - a page placed in the slow tier at allocation has never been written: it is in neither
+ *     tier, and its first access is a zero-fill fault into fast memory (pgfault_first_touch,
+ *     charged fast; it may swap another page out), not a swap-in.
+ *   - every fast->slow move, by a fault or by a policy (kswapd), counts as pswpout, never as a
+ *     demotion; a policy's promotion of a swapped page counts as pswpin and pgpromote_success.
+ */
 
 /* Per-bin statistics. Access counts are weighted (sum of sample weights); pages are counts of
  * pages of (1 << page_shift) bytes. */
@@ -55,11 +77,14 @@ typedef struct sim_bin {
     uint64_t fast_loads, fast_stores;  /* accesses served by the fast tier */
     uint64_t slow_loads, slow_stores;  /* accesses served by the slow tier */
     uint64_t other;                    /* accesses to no live object (stack, globals): fast */
-    uint64_t promoted, demoted;        /* pages moved slow->fast, fast->slow in this bin */
+    uint64_t promoted, demoted;        /* pages moved slow->fast, fast->slow by the policy
+                                        * (NUMA migrations; in swap mode demoted stays 0 and
+                                        * promoted counts policy swap-ins) */
     uint64_t hint_faults;              /* NUMA hint faults taken in this bin */
     uint64_t fast_pages, slow_pages;   /* resident pages at the end of the bin */
+    uint64_t swap_in, swap_out;        /* swap mode: pages swapped in by faults / out (any cause) */
 } sim_bin;
-_Static_assert(sizeof(sim_bin) == 80, "sim_bin is 80 bytes");
+_Static_assert(sizeof(sim_bin) == 96, "sim_bin is 96 bytes");
 
 typedef struct sim sim_t;
 
@@ -81,6 +106,14 @@ int sim_set_param(sim_t *sim, const char *name, double value);
  * must outlive the simulator. Either may be NULL. */
 void sim_set_placement(sim_t *sim, const uint64_t *fast_bytes, const uint8_t *page_bits,
                        const uint64_t *page_base);
+
+/* Per-phase placements for the "phases" policy, in CSR form: while phase p is in force
+ * (phase 0 from the start, then the last SIM_EV_PHASE), object objs[i] for i in
+ * [offsets[p], offsets[p + 1]) has its first fast_bytes[i] bytes fast (pinned) and every other
+ * object is slow. A switch migrates live pages to the new placement at once. Arrays (offsets:
+ * nphases + 1 entries) are borrowed and must outlive the simulator. */
+void sim_set_phase_placement(sim_t *sim, uint32_t nphases, const uint64_t *offsets,
+                             const uint32_t *objs, const uint64_t *fast_bytes);
 
 /* Feed n events (time ordered, continuing the previous chunk). 0 on success, -1 on error
  * (sim_error tells which). */

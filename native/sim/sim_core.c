@@ -4,7 +4,8 @@
  *
  * Invariants
  *   - fast_pages + slow_pages == live pages == hash entries; fast_pages <= fast_cap.
- *   - A page is on the fast LRU iff its tier is SIM_FAST.
+ *   - A page is on the fast LRU iff its tier is SIM_FAST and it is not pinned (pinned pages
+ *     are mlocked: off the LRU, never reclaimed).
  *   - Every tick with time <= an event's time runs before that event; ticks are 1 ms apart and
  *     aligned to cfg.start_ns.
  *   - Bin b covers [start_ns + b*bin_ns, start_ns + (b+1)*bin_ns); page gauges of a bin are
@@ -17,11 +18,11 @@
 #include <string.h>
 
 #define TICK_NS 1000000ull
-#define KEY_SPACE_SHIFT 40
 
 static const sim_policy_ops *const POLICIES[] = {
     &sim_policy_first_touch, &sim_policy_numab2, &sim_policy_tpp,
     &sim_policy_memtis,      &sim_policy_hemem,  &sim_policy_static,
+    &sim_policy_phases,
 };
 #define NPOLICIES (sizeof POLICIES / sizeof POLICIES[0])
 
@@ -33,6 +34,8 @@ static const char *const COUNTER_NAMES[SIM_C_COUNT_] = {
     "numa_hint_faults", "numa_pte_updates", "numa_pages_migrated",
     "pgmigrate_fail", "kswapd_wake", "peak_pages", "peak_fast_pages",
     "hot_threshold_ms",
+    "pswpin", "pswpout", "pgmajfault", "pgfault_first_touch",
+    "phase_switches", "pgmigrate_phase",
 };
 
 static const sim_policy_ops *find_policy(const char *name)
@@ -92,6 +95,7 @@ sim_t *sim_create(const sim_config *config, const char *policy)
     }
     s->nbins = 1;
     s->bin = &s->bins[0];
+    s->bin_end = config->start_ns + config->bin_ns;
     s->now = config->start_ns;
     s->next_tick = config->start_ns + TICK_NS;
     return s;
@@ -103,6 +107,7 @@ void sim_destroy(sim_t *s)
         return;
     if (s->started && s->ops->fini)
         s->ops->fini(s);
+    sim_objects_fini(s);
     sim_pages_fini(s);
     free(s->objects);
     free(s->state);
@@ -134,6 +139,15 @@ void sim_set_placement(sim_t *s, const uint64_t *fast_bytes, const uint8_t *page
     s->place_fast_bytes = fast_bytes;
     s->place_bits = page_bits;
     s->place_base = page_base;
+}
+
+void sim_set_phase_placement(sim_t *s, uint32_t nphases, const uint64_t *offsets,
+                             const uint32_t *objs, const uint64_t *fast_bytes)
+{
+    s->phase_count = nphases;
+    s->phase_offsets = offsets;
+    s->phase_objs = objs;
+    s->phase_fast_bytes = fast_bytes;
 }
 
 const char *sim_error(const sim_t *s) { return s->error; }
@@ -180,6 +194,7 @@ static int set_bin(sim_t *s, uint64_t t)
     }
     s->nbins = (size_t)b + 1;
     s->bin = &s->bins[b];
+    s->bin_end = s->cfg.start_ns + (b + 1) * s->cfg.bin_ns;
     return 0;
 }
 
@@ -221,6 +236,9 @@ bool sim_promote(sim_t *s, sim_page *pg)
     s->slow_pages--;
     s->fast_pages++;
     sim_lru_push_head(s, pg);
+    if (s->cfg.swap && !(pg->flags & SIM_PG_UNTOUCHED))
+        s->counter[SIM_C_PSWPIN]++;
+    pg->flags &= (uint8_t)~SIM_PG_UNTOUCHED;
     s->counter[SIM_C_PGPROMOTE_SUCCESS]++;
     s->counter[SIM_C_NUMA_PAGES_MIGRATED]++;
     s->bin->promoted++;
@@ -238,8 +256,13 @@ void sim_demote(sim_t *s, sim_page *pg)
     pg->flags &= (uint8_t) ~(SIM_PG_REFERENCED | SIM_PG_ACTIVE);
     s->fast_pages--;
     s->slow_pages++;
-    s->counter[SIM_C_PGDEMOTE_KSWAPD]++;
-    s->bin->demoted++;
+    if (s->cfg.swap) {
+        s->counter[SIM_C_PSWPOUT]++;
+        s->bin->swap_out++;
+    } else {
+        s->counter[SIM_C_PGDEMOTE_KSWAPD]++;
+        s->bin->demoted++;
+    }
 }
 
 uint64_t sim_reclaim(sim_t *s, uint64_t target_free, sim_keep_fn keep)
@@ -249,7 +272,12 @@ uint64_t sim_reclaim(sim_t *s, uint64_t target_free, sim_keep_fn keep)
         target_free = s->fast_cap;
     while (sim_fast_free(s) < target_free && s->lru_tail != SIM_NIL && scanned++ < limit) {
         sim_page *pg = &s->pool[s->lru_tail];
-        bool rotate = (pg->flags & (SIM_PG_REFERENCED | SIM_PG_PINNED)) || (keep && keep(s, pg));
+        uint32_t next = s->links[s->lru_tail].prev; /* the next victim: fetch it meanwhile */
+        if (next != SIM_NIL) {
+            __builtin_prefetch(&s->pool[next]);
+            __builtin_prefetch(&s->links[next]);
+        }
+        bool rotate = (pg->flags & SIM_PG_REFERENCED) || (keep && keep(s, pg));
         if (rotate) {
             pg->flags &= (uint8_t)~SIM_PG_REFERENCED;
             sim_lru_unlink(s, pg);
@@ -262,132 +290,81 @@ uint64_t sim_reclaim(sim_t *s, uint64_t target_free, sim_keep_fn keep)
     return demoted;
 }
 
+void sim_pin(sim_t *s, sim_page *pg)
+{
+    if (pg->flags & SIM_PG_PINNED)
+        return;
+    if (pg->tier == SIM_FAST)
+        sim_lru_unlink(s, pg);
+    pg->flags |= SIM_PG_PINNED;
+}
+
+void sim_unpin(sim_t *s, sim_page *pg)
+{
+    if (!(pg->flags & SIM_PG_PINNED))
+        return;
+    pg->flags &= (uint8_t)~SIM_PG_PINNED;
+    if (pg->tier == SIM_FAST)
+        sim_lru_push_head(s, pg);
+}
+
 /* --- events ----------------------------------------------------------------------------- */
 
-static inline uint64_t page_key(uint32_t space, uint64_t vpn)
-{
-    return ((uint64_t)(space + 1) << KEY_SPACE_SHIFT) | vpn;
-}
+/* --- accesses -------------------------------------------------------------------------- */
 
-static void drop_page(sim_t *s, sim_page *pg)
+/* Swap mode: an access of weight w to a page in the slow tier. Makes room by swapping out the
+ * coldest unpinned fast page (the memcg charge path reclaims before it can fault a page in),
+ * then brings the page in: a swap-in (one access charged at slow cost, the w - 1 others left to
+ * the caller as fast), or a zero-fill for a page never resident (all w left to the caller).
+ * Returns the weight still to charge to pg's tier (0 = all charged here); pg stays slow, with
+ * w returned unchanged, when every fast page is pinned. */
+static uint64_t swap_fault(sim_t *s, sim_page *pg, bool store, uint64_t w)
 {
-    if (s->ops->on_free)
-        s->ops->on_free(s, pg);
-    if (pg->tier == SIM_FAST) {
-        sim_lru_unlink(s, pg);
-        s->fast_pages--;
-    } else {
-        s->slow_pages--;
+    bool fresh = (pg->flags & SIM_PG_UNTOUCHED) != 0;
+    if (s->fast_pages >= s->fast_cap && sim_reclaim(s, 1, NULL) == 0) {
+        s->counter[SIM_C_PGMIGRATE_FAIL]++;
+        return w;
     }
-    sim_page_remove(s, pg);
-}
-
-static int do_alloc(sim_t *s, const sim_event *e)
-{
-    if (e->obj >= s->cfg.objects) {
-        snprintf(s->error, sizeof s->error, "object index %u out of range (%u objects)", e->obj,
-                 s->cfg.objects);
-        return -1;
+    if (s->fast_pages >= s->fast_cap) { /* fast_cap == 0 */
+        s->counter[SIM_C_PGMIGRATE_FAIL]++;
+        return w;
     }
-    sim_object *o = &s->objects[e->obj];
-    o->addr = e->addr;
-    o->size = e->size;
-    o->space = e->space;
-    if (e->size == 0)
-        return 0;
-    unsigned sh = s->cfg.page_shift;
-    uint64_t first = e->addr >> sh, last = (e->addr + e->size - 1) >> sh;
-    for (uint64_t vpn = first; vpn <= last; vpn++) {
-        uint64_t key = page_key(e->space, vpn);
-        sim_page *pg = sim_page_lookup(s, key);
-        if (pg) {
-            pg->refs++;
-            continue;
-        }
-        pg = sim_page_insert(s, key);
-        if (!pg) {
-            snprintf(s->error, sizeof s->error, "out of memory for %llu live pages",
-                     (unsigned long long)(s->fast_pages + s->slow_pages));
-            return -1;
-        }
-        pg->refs = 1;
-        uint64_t start = vpn << sh;
-        uint64_t offset = start > e->addr ? start - e->addr : 0;
-        int tier = s->ops->on_alloc(s, pg, e->obj, offset);
-        if (tier == SIM_FAST && s->fast_pages < s->fast_cap) {
-            pg->tier = SIM_FAST;
-            s->fast_pages++;
-            sim_lru_push_head(s, pg);
-            s->counter[SIM_C_ALLOC_FAST]++;
-        } else {
-            pg->tier = SIM_SLOW;
-            s->slow_pages++;
-            s->counter[SIM_C_ALLOC_SLOW]++;
-        }
-    }
-    uint64_t live = s->fast_pages + s->slow_pages;
-    if (live > s->counter[SIM_C_PEAK_PAGES])
-        s->counter[SIM_C_PEAK_PAGES] = live;
+    pg->tier = SIM_FAST;
+    pg->flags &= (uint8_t) ~(SIM_PG_UNTOUCHED | SIM_PG_PROTNONE);
+    s->slow_pages--;
+    s->fast_pages++;
+    sim_lru_push_head(s, pg);
     if (s->fast_pages > s->counter[SIM_C_PEAK_FAST_PAGES])
         s->counter[SIM_C_PEAK_FAST_PAGES] = s->fast_pages;
-    return 0;
+    if (fresh) {
+        s->counter[SIM_C_PGFAULT_FIRST_TOUCH]++;
+        return w;
+    }
+    s->counter[SIM_C_PSWPIN]++;
+    s->counter[SIM_C_PGMAJFAULT]++;
+    s->bin->swap_in++;
+    if (store) {
+        s->counter[SIM_C_SLOW_STORES]++;
+        s->bin->slow_stores++;
+    } else {
+        s->counter[SIM_C_SLOW_LOADS]++;
+        s->bin->slow_loads++;
+    }
+    return w - 1;
 }
 
-/* Whole object: drop one reference from every page it overlaps. */
-static void free_object(sim_t *s, sim_object *o)
+/* The page an access falls in: through its object's page array when the event names the
+ * object and the address is inside it (one load, no hash), else by hash lookup. */
+static inline sim_page *find_page(sim_t *s, const sim_event *e)
 {
-    unsigned sh = s->cfg.page_shift;
-    if (o->size) {
-        uint64_t first = o->addr >> sh, last = (o->addr + o->size - 1) >> sh;
-        for (uint64_t vpn = first; vpn <= last; vpn++) {
-            sim_page *pg = sim_page_lookup(s, page_key(o->space, vpn));
-            if (pg && --pg->refs == 0)
-                drop_page(s, pg);
-        }
+    uint64_t vpn = e->addr >> s->cfg.page_shift;
+    if (e->obj < s->cfg.objects) {
+        const sim_object *o = &s->objects[e->obj];
+        uint64_t k = vpn - o->first_vpn;
+        if (k < o->npages && o->space == e->space && o->pages[k] != SIM_NIL)
+            return &s->pool[o->pages[k]];
     }
-    o->size = 0;
-}
-
-/* Range [addr, addr+size) unmapped: drop every page lying fully inside it. */
-static void free_range(sim_t *s, uint32_t space, uint64_t addr, uint64_t size)
-{
-    unsigned sh = s->cfg.page_shift;
-    uint64_t psz = 1ull << sh;
-    uint64_t first = (addr + psz - 1) >> sh, end = (addr + size) >> sh;
-    for (uint64_t vpn = first; vpn < end; vpn++) {
-        sim_page *pg = sim_page_lookup(s, page_key(space, vpn));
-        if (pg)
-            drop_page(s, pg);
-    }
-}
-
-static int do_free(sim_t *s, const sim_event *e)
-{
-    if (e->obj == SIM_NO_OBJ) {
-        free_range(s, e->space, e->addr, e->size);
-        return 0;
-    }
-    if (e->obj >= s->cfg.objects) {
-        snprintf(s->error, sizeof s->error, "object index %u out of range (%u objects)", e->obj,
-                 s->cfg.objects);
-        return -1;
-    }
-    sim_object *o = &s->objects[e->obj];
-    if (e->size == 0 || (e->addr <= o->addr && e->addr + e->size >= o->addr + o->size)) {
-        free_object(s, o);
-        return 0;
-    }
-    /* a part of a mapping: drop its pages, keep the object's remaining prefix or suffix */
-    free_range(s, e->space, e->addr, e->size);
-    uint64_t end = o->addr + o->size;
-    if (e->addr <= o->addr) {
-        uint64_t cut = e->addr + e->size - o->addr;
-        o->addr += cut;
-        o->size = end - o->addr;
-    } else if (e->addr < end) {
-        o->size = e->addr - o->addr; /* the tail past the hole, if any, is forgotten */
-    }
-    return 0;
+    return sim_page_lookup(s, sim_page_key(e->space, vpn));
 }
 
 static inline void do_access(sim_t *s, const sim_event *e)
@@ -395,12 +372,14 @@ static inline void do_access(sim_t *s, const sim_event *e)
     uint64_t w = e->size ? e->size : 1;
     bool store = (e->flags & 0x3) == 0x3; /* OT_SAMPLE_RW_KNOWN | OT_SAMPLE_WRITE */
     s->counter[SIM_C_SAMPLES]++;
-    sim_page *pg = sim_page_lookup(s, page_key(e->space, e->addr >> s->cfg.page_shift));
+    sim_page *pg = find_page(s, e);
     if (!pg) {
         s->counter[SIM_C_OTHER] += w;
         s->bin->other += w;
         return;
     }
+    if (s->cfg.swap && pg->tier == SIM_SLOW && (w = swap_fault(s, pg, store, w)) == 0)
+        goto touched;
     if (pg->tier == SIM_FAST) {
         if (store) {
             s->counter[SIM_C_FAST_STORES] += w;
@@ -416,34 +395,47 @@ static inline void do_access(sim_t *s, const sim_event *e)
         s->counter[SIM_C_SLOW_LOADS] += w;
         s->bin->slow_loads += w;
     }
+touched:
     pg->flags |= SIM_PG_REFERENCED;
-    if (s->ops->on_access)
+    if (s->ops->on_access && (!s->ops->access_flags || (pg->flags & s->ops->access_flags)))
         s->ops->on_access(s, pg, e->time_ns, w, store);
 }
 
-/* Software prefetch for the access path: the hash slot of the access PREFETCH_FAR events
- * ahead, and the page of the one PREFETCH_NEAR ahead (when its slot is the first probe). Only a
+/* Software prefetch for the access path, in three stages so that each load finds its line in
+ * cache: the object record PREFETCH_OBJ events ahead, the page-array entry PREFETCH_ENTRY ahead,
+ * the page PREFETCH_PAGE ahead (accesses without an object: the hash slot instead). Only a
  * hint: correctness does not depend on it. */
-#define PREFETCH_FAR 16
-#define PREFETCH_NEAR 8
+#ifndef PREFETCH_OBJ
+#define PREFETCH_OBJ 32
+#define PREFETCH_ENTRY 16
+#define PREFETCH_PAGE 8
+#endif
 
-static inline void prefetch_slot(const sim_t *s, const sim_event *e)
+static inline void prefetch_stage(const sim_t *s, const sim_event *e, int stage)
 {
     if (e->type != SIM_EV_ACCESS)
         return;
-    uint64_t i = sim_hash_key(page_key(e->space, e->addr >> s->cfg.page_shift)) & s->hmask;
-    __builtin_prefetch(&s->hkeys[i]);
-    __builtin_prefetch(&s->hvals[i]);
-}
-
-static inline void prefetch_page(const sim_t *s, const sim_event *e)
-{
-    if (e->type != SIM_EV_ACCESS)
+    if (e->obj >= s->cfg.objects) {
+        if (stage == 1) {
+            uint64_t key = sim_page_key(e->space, e->addr >> s->cfg.page_shift);
+            uint64_t i = sim_hash_key(key) & s->hmask;
+            __builtin_prefetch(&s->hkeys[i]);
+            __builtin_prefetch(&s->hvals[i]);
+        }
         return;
-    uint64_t key = page_key(e->space, e->addr >> s->cfg.page_shift);
-    uint64_t i = sim_hash_key(key) & s->hmask;
-    if (s->hkeys[i] == key)
-        __builtin_prefetch(&s->pool[s->hvals[i]]);
+    }
+    const sim_object *o = &s->objects[e->obj];
+    if (stage == 0) {
+        __builtin_prefetch(o);
+        return;
+    }
+    uint64_t k = (e->addr >> s->cfg.page_shift) - o->first_vpn;
+    if (k >= o->npages)
+        return;
+    if (stage == 1)
+        __builtin_prefetch(&o->pages[k]);
+    else if (o->pages[k] != SIM_NIL)
+        __builtin_prefetch(&s->pool[o->pages[k]]);
 }
 
 int sim_feed(sim_t *s, const sim_event *ev, size_t n)
@@ -452,17 +444,21 @@ int sim_feed(sim_t *s, const sim_event *ev, size_t n)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const sim_event *e = &ev[i];
-        if (i + PREFETCH_FAR < n)
-            prefetch_slot(s, &ev[i + PREFETCH_FAR]);
-        if (i + PREFETCH_NEAR < n)
-            prefetch_page(s, &ev[i + PREFETCH_NEAR]);
-        if (e->time_ns >= s->next_tick || e->time_ns > s->now) {
+        if (i + PREFETCH_OBJ < n)
+            prefetch_stage(s, &ev[i + PREFETCH_OBJ], 0);
+        if (i + PREFETCH_ENTRY < n)
+            prefetch_stage(s, &ev[i + PREFETCH_ENTRY], 1);
+        if (i + PREFETCH_PAGE < n)
+            prefetch_stage(s, &ev[i + PREFETCH_PAGE], 2);
+        if (e->time_ns >= s->next_tick || e->time_ns >= s->bin_end || e->time_ns < s->now) {
             if (e->time_ns < s->now) {
                 snprintf(s->error, sizeof s->error, "events out of time order at event %zu", i);
                 return -1;
             }
             if (advance(s, e->time_ns) < 0)
                 return -1;
+        } else {
+            s->now = e->time_ns; /* no tick due, same bin */
         }
         s->counter[SIM_C_EVENTS]++;
         switch (e->type) {
@@ -470,12 +466,23 @@ int sim_feed(sim_t *s, const sim_event *ev, size_t n)
             do_access(s, e);
             break;
         case SIM_EV_ALLOC:
-            if (do_alloc(s, e) < 0)
+            if (sim_do_alloc(s, e) < 0)
                 return -1;
             break;
         case SIM_EV_FREE:
-            if (do_free(s, e) < 0)
+            if (sim_do_free(s, e) < 0)
                 return -1;
+            break;
+        case SIM_EV_PHASE:
+            if (!s->ops->on_phase)
+                break;
+            if (e->obj >= s->phase_count) {
+                snprintf(s->error, sizeof s->error, "phase %u out of range (%u phases)", e->obj,
+                         s->phase_count);
+                return -1;
+            }
+            s->counter[SIM_C_PHASE_SWITCHES]++;
+            s->ops->on_phase(s, e->obj);
             break;
         default:
             snprintf(s->error, sizeof s->error, "unknown event type %u", e->type);

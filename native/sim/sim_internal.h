@@ -17,21 +17,30 @@ enum sim_tier { SIM_FAST = 0, SIM_SLOW = 1 };
 #define SIM_PG_ACTIVE 0x04     /* tpp: on the active LRU (one hint fault seen) */
 #define SIM_PG_QUEUED 0x08     /* memtis/hemem: in the policy's promotion queue */
 #define SIM_PG_PINNED 0x10     /* static: never demoted */
+#define SIM_PG_UNTOUCHED 0x20  /* swap mode: placed slow at allocation, never resident yet */
 
 #define SIM_NIL 0xFFFFFFFFu
 
-/* One resident page. key == 0 marks a free pool slot. Indices into the pool are stable for
- * the page's lifetime (the hash table maps key -> index). */
+/* One live page: the 16 bytes the access path touches. Its key and fast-LRU links live in a
+ * parallel array (sim_page_link, same pool index), so that the pool an access walks is 16
+ * bytes per page. Indices into the pool are stable for the page's lifetime (the hash table maps
+ * key -> index, objects' page arrays hold indices). */
 typedef struct sim_page {
-    uint64_t key;         /* ((space + 1) << 40) | page number; never 0 for a live page */
-    uint32_t prev, next;  /* fast-tier LRU links (pool indices, SIM_NIL at the ends) */
-    uint32_t refs;        /* live objects overlapping the page (>= 1) */
     uint32_t stamp;       /* policy-defined: numab scan time (ms since start), hemem epoch */
     uint32_t count;       /* policy-defined: access count (memtis), reads (hemem) */
+    uint32_t refs;        /* live objects overlapping the page (>= 1) */
     uint16_t count2;      /* policy-defined: writes (hemem) */
     uint8_t tier;         /* enum sim_tier */
     uint8_t flags;        /* SIM_PG_* */
 } sim_page;
+_Static_assert(sizeof(sim_page) == 16, "sim_page is 16 bytes");
+
+/* The cold half of a pool slot. key == 0 marks a free slot. */
+typedef struct sim_page_link {
+    uint64_t key;         /* ((space + 1) << 40) | page number; never 0 for a live page */
+    uint32_t prev, next;  /* fast-tier LRU links (pool indices, SIM_NIL at the ends); free
+                           * slots are chained through next */
+} sim_page_link;
 
 /* Counter indices; names in sim_core.c (keep in the same order). Access counters are
  * weighted; page counters count pages. */
@@ -43,6 +52,9 @@ enum sim_counter {
     SIM_C_NUMA_HINT_FAULTS, SIM_C_NUMA_PTE_UPDATES, SIM_C_NUMA_PAGES_MIGRATED,
     SIM_C_PGMIGRATE_FAIL, SIM_C_KSWAPD_WAKE, SIM_C_PEAK_PAGES, SIM_C_PEAK_FAST_PAGES,
     SIM_C_HOT_THRESHOLD_MS, /* numab2: hot threshold at the end (gauge) */
+    SIM_C_PSWPIN, SIM_C_PSWPOUT, SIM_C_PGMAJFAULT, /* swap mode; pgmajfault = faulting swap-ins */
+    SIM_C_PGFAULT_FIRST_TOUCH,                      /* swap mode: zero-fill faults */
+    SIM_C_PHASE_SWITCHES, SIM_C_PGMIGRATE_PHASE,    /* phases: switches, pages moved by them */
     SIM_C_COUNT_
 };
 
@@ -64,14 +76,26 @@ typedef struct sim_policy_ops {
      * clamped at 0). The core falls back to slow when fast has no free page. */
     int (*on_alloc)(sim_t *s, sim_page *pg, uint32_t obj, uint64_t offset);
     void (*on_free)(sim_t *s, sim_page *pg);
-    /* An access of `weight` accesses; the core has already charged it to pg's tier. */
+    /* An access of `weight` accesses; the core has already charged it to pg's tier. Called
+     * only when pg->flags has a bit of access_flags, or always when access_flags is 0. */
     void (*on_access)(sim_t *s, sim_page *pg, uint64_t now, uint64_t weight, bool store);
+    uint8_t access_flags;
     void (*on_tick)(sim_t *s, uint64_t now); /* every 1 ms of trace time */
+    void (*on_phase)(sim_t *s, uint32_t phase); /* SIM_EV_PHASE; phase < phase_count */
     void (*fini)(sim_t *s);
 } sim_policy_ops;
 
+/* A live object and its direct page array: pages[k] is the pool index of the page holding
+ * virtual page first_vpn + k of address space `space`, or SIM_NIL once that page was dropped
+ * by an unmapped range. The array never holds a stale index (sim_objects.c invalidates entries
+ * whenever a page it names is dropped while the object lives), so an access that knows its
+ * object finds its page without the hash. first_vpn/npages keep the range of the allocation
+ * even after a partial unmap shrinks addr/size. */
 typedef struct sim_object {
     uint64_t addr, size; /* current range; size 0 = not live */
+    uint64_t first_vpn;  /* page number of the allocation's first byte */
+    uint32_t *pages;     /* npages pool indices (NULL when not live) */
+    uint32_t npages;
     uint32_t space;
 } sim_object;
 
@@ -83,9 +107,11 @@ struct sim {
     bool started;
     char error[160];
 
-    /* pages: pool with free list, open-addressing hash key -> pool index */
+    /* pages: pool (hot halves) and links (cold halves) with a free list, open-addressing
+     * hash key -> pool index */
     sim_page *pool;
-    uint32_t pool_used, pool_cap, free_head; /* free slots chained through .next */
+    sim_page_link *links;
+    uint32_t pool_used, pool_cap, free_head; /* free slots chained through links[].next */
     uint64_t *hkeys;
     uint32_t *hvals;
     uint64_t hmask; /* capacity - 1, capacity a power of two, load <= 1/2 */
@@ -93,12 +119,16 @@ struct sim {
     uint64_t last_key;  /* one-entry lookup cache */
     uint32_t last_idx;
 
-    /* tiers: fast LRU (head = most recent), page counts */
+    /* tiers: fast LRU of the unpinned fast pages (head = most recent), page counts */
     uint32_t lru_head, lru_tail;
     uint64_t fast_cap, fast_pages, slow_pages; /* in pages */
     uint64_t wm_min, wm_low, wm_high, wm_promo; /* fast-tier free-page watermarks */
 
     sim_object *objects;
+    /* live objects with pages, sorted by (space, first_vpn), rebuilt lazily (scanners) */
+    uint32_t *sorted;
+    size_t nsorted, sorted_cap;
+    bool sorted_dirty;
 
     /* time */
     uint64_t now, next_tick;
@@ -107,12 +137,20 @@ struct sim {
     uint64_t counter[SIM_C_COUNT_];
     sim_bin *bins;
     size_t nbins, bins_cap;
-    sim_bin *bin; /* current bin */
+    sim_bin *bin;     /* current bin */
+    uint64_t bin_end; /* end of the current bin, ns: an event before it and before next_tick
+                       * needs no clock work */
 
     /* static placement (policy_static.c) */
     const uint64_t *place_fast_bytes;
     const uint8_t *place_bits;
     const uint64_t *place_base;
+
+    /* per-phase placements (policy_phases.c), see sim_set_phase_placement */
+    uint32_t phase_count;
+    const uint64_t *phase_offsets;
+    const uint32_t *phase_objs;
+    const uint64_t *phase_fast_bytes;
 };
 
 /* Parameter value by name (must exist in ops->params). */
@@ -136,17 +174,47 @@ void sim_demote(sim_t *s, sim_page *pg);
 typedef bool (*sim_keep_fn)(sim_t *s, sim_page *pg);
 uint64_t sim_reclaim(sim_t *s, uint64_t target_free, sim_keep_fn keep);
 
+/* mlock/munlock of a page: a pinned fast page leaves the LRU and is never reclaimed; unpinning
+ * puts it back at the LRU head. Pinning a slow page only sets the flag. */
+void sim_pin(sim_t *s, sim_page *pg);
+void sim_unpin(sim_t *s, sim_page *pg);
+
 /* Pool iteration (scanners): pages live at indices [0, pool_used) with key != 0. */
 static inline sim_page *sim_page_at(sim_t *s, uint32_t idx)
 {
-    return s->pool[idx].key ? &s->pool[idx] : NULL;
+    return s->links[idx].key ? &s->pool[idx] : NULL;
 }
 
 /* Look a page up by pool index recorded together with its key (queues): NULL if gone. */
 static inline sim_page *sim_page_check(sim_t *s, uint32_t idx, uint64_t key)
 {
-    return (idx < s->pool_used && s->pool[idx].key == key) ? &s->pool[idx] : NULL;
+    return (idx < s->pool_used && s->links[idx].key == key) ? &s->pool[idx] : NULL;
 }
+
+static inline uint32_t sim_page_index(const sim_t *s, const sim_page *pg)
+{
+    return (uint32_t)(pg - s->pool);
+}
+
+/* The key of a live page. */
+static inline uint64_t sim_page_key_of(const sim_t *s, const sim_page *pg)
+{
+    return s->links[pg - s->pool].key;
+}
+
+#define SIM_KEY_SPACE_SHIFT 40
+static inline uint64_t sim_page_key(uint32_t space, uint64_t vpn)
+{
+    return ((uint64_t)(space + 1) << SIM_KEY_SPACE_SHIFT) | vpn;
+}
+
+/* Objects (sim_objects.c): allocation and free events, the live objects in address order. */
+int sim_do_alloc(sim_t *s, const sim_event *e);
+int sim_do_free(sim_t *s, const sim_event *e);
+void sim_objects_fini(sim_t *s);
+/* Live objects with pages sorted by (space, first_vpn); valid until the next event. NULL with
+ * *n = 0 when there is none or memory is short. */
+const uint32_t *sim_sorted_objects(sim_t *s, size_t *n);
 
 /* Page helpers (sim_pages.c). */
 uint64_t sim_hash_key(uint64_t key);
@@ -176,5 +244,6 @@ extern const sim_policy_ops sim_policy_tpp;
 extern const sim_policy_ops sim_policy_memtis;
 extern const sim_policy_ops sim_policy_hemem;
 extern const sim_policy_ops sim_policy_static;
+extern const sim_policy_ops sim_policy_phases;
 
 #endif /* OBJTIER_SIM_INTERNAL_H */

@@ -3,8 +3,9 @@
  * key to pool index (linear probing, backward-shift deletion, load factor <= 1/2), the fast-tier
  * LRU list and the promotion-queue ring used by policies.
  *
- * Memory: 40 bytes per pool slot + 24 bytes per hash slot (two per live page at most), so
- * about 90 bytes per live page; freed slots are reused before the pool grows.
+ * Memory: 16 + 16 bytes per pool slot (page, link) + 12 bytes per hash slot (two to four per
+ * live page), so about 60-80 bytes per live page, plus 4 bytes per page in its objects' page
+ * arrays; freed slots are reused before the pool grows.
  */
 #include "sim_internal.h"
 
@@ -33,10 +34,11 @@ int sim_pages_init(sim_t *s)
 {
     s->pool_cap = 1024;
     s->pool = calloc(s->pool_cap, sizeof *s->pool);
+    s->links = calloc(s->pool_cap, sizeof *s->links);
     s->free_head = SIM_NIL;
     s->lru_head = s->lru_tail = SIM_NIL;
     s->last_key = 0;
-    if (!s->pool)
+    if (!s->pool || !s->links)
         return -1;
     return hash_alloc(s, 2048);
 }
@@ -44,9 +46,11 @@ int sim_pages_init(sim_t *s)
 void sim_pages_fini(sim_t *s)
 {
     free(s->pool);
+    free(s->links);
     free(s->hkeys);
     free(s->hvals);
     s->pool = NULL;
+    s->links = NULL;
     s->hkeys = NULL;
     s->hvals = NULL;
 }
@@ -104,7 +108,7 @@ sim_page *sim_page_insert(sim_t *s, uint64_t key)
     uint32_t idx;
     if (s->free_head != SIM_NIL) {
         idx = s->free_head;
-        s->free_head = s->pool[idx].next;
+        s->free_head = s->links[idx].next;
     } else {
         if (s->pool_used == s->pool_cap) {
             if (s->pool_cap >= 0x7FFFFFFFu)
@@ -114,14 +118,17 @@ sim_page *sim_page_insert(sim_t *s, uint64_t key)
             if (!pool)
                 return NULL;
             s->pool = pool;
+            sim_page_link *links = realloc(s->links, cap * sizeof *links);
+            if (!links)
+                return NULL; /* the larger pool is kept; pool_cap still fits both */
+            s->links = links;
             s->pool_cap = (uint32_t)cap;
         }
         idx = s->pool_used++;
     }
     sim_page *pg = &s->pool[idx];
     memset(pg, 0, sizeof *pg);
-    pg->key = key;
-    pg->prev = pg->next = SIM_NIL;
+    s->links[idx] = (sim_page_link){.key = key, .prev = SIM_NIL, .next = SIM_NIL};
     hash_put(s, key, idx);
     s->hcount++;
     return pg;
@@ -129,8 +136,8 @@ sim_page *sim_page_insert(sim_t *s, uint64_t key)
 
 void sim_page_remove(sim_t *s, sim_page *pg)
 {
-    uint64_t key = pg->key;
     uint32_t idx = (uint32_t)(pg - s->pool);
+    uint64_t key = s->links[idx].key;
     uint64_t i = sim_hash_key(key) & s->hmask;
     while (s->hkeys[i] != key)
         i = (i + 1) & s->hmask;
@@ -149,18 +156,23 @@ void sim_page_remove(sim_t *s, sim_page *pg)
     s->hcount--;
     if (s->last_key == key)
         s->last_key = 0;
-    pg->key = 0;
-    pg->next = s->free_head;
+    s->links[idx].key = 0;
+    s->links[idx].next = s->free_head;
     s->free_head = idx;
 }
 
+/* Pinned pages (mlock) live off the LRU, as on the kernel's unevictable list: pushing or
+ * unlinking one is a no-op, so pin a page only while it is off the LRU (sim_pin). */
 void sim_lru_push_head(sim_t *s, sim_page *pg)
 {
+    if (pg->flags & SIM_PG_PINNED)
+        return;
     uint32_t idx = (uint32_t)(pg - s->pool);
-    pg->prev = SIM_NIL;
-    pg->next = s->lru_head;
+    sim_page_link *l = &s->links[idx];
+    l->prev = SIM_NIL;
+    l->next = s->lru_head;
     if (s->lru_head != SIM_NIL)
-        s->pool[s->lru_head].prev = idx;
+        s->links[s->lru_head].prev = idx;
     else
         s->lru_tail = idx;
     s->lru_head = idx;
@@ -168,15 +180,18 @@ void sim_lru_push_head(sim_t *s, sim_page *pg)
 
 void sim_lru_unlink(sim_t *s, sim_page *pg)
 {
-    if (pg->prev != SIM_NIL)
-        s->pool[pg->prev].next = pg->next;
+    if (pg->flags & SIM_PG_PINNED)
+        return;
+    sim_page_link *l = &s->links[pg - s->pool];
+    if (l->prev != SIM_NIL)
+        s->links[l->prev].next = l->next;
     else
-        s->lru_head = pg->next;
-    if (pg->next != SIM_NIL)
-        s->pool[pg->next].prev = pg->prev;
+        s->lru_head = l->next;
+    if (l->next != SIM_NIL)
+        s->links[l->next].prev = l->prev;
     else
-        s->lru_tail = pg->prev;
-    pg->prev = pg->next = SIM_NIL;
+        s->lru_tail = l->prev;
+    l->prev = l->next = SIM_NIL;
 }
 
 /* Queue: ring of cap (power of two) slots; head and tail count pushes/pops monotonically. */

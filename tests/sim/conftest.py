@@ -12,10 +12,16 @@ MIB = 1 << 20
 MS = 1_000_000
 
 
-def write_trace(path, allocs, samples, frees=(), pid=100, start_ns=1_000_000_000):
+def write_trace(path, allocs, samples, frees=(), pid=100, start_ns=1_000_000_000, phases=(),
+                names=None):
     """allocs: [(time_ns, addr, size, context)], frees: [(time_ns, addr, size)],
-    samples: dict of arrays time_ns, addr, weight (optional), flags (optional)."""
+    samples: dict of arrays time_ns, addr, weight (optional), flags (optional),
+    phases: [(time_ns, name id, event 1 enter / 2 exit)], names: {name id: text}."""
     with TraceWriter(path, pid=pid, start_mono_ns=start_ns) as w:
+        for name_id, text in (names or {}).items():
+            w.name(name_id, text)
+        for t, name_id, event in phases:
+            w.phase(t, name_id, event)
         contexts = sorted({a[3] for a in allocs})
         for c in contexts:
             w.context(c, [(0, 0x1000 + c)])

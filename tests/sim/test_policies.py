@@ -119,3 +119,12 @@ def test_frees_release_fast_pages(tmp_path):
                        frees=[(start + 1 * MS, a, 0)], start_ns=start)
     c, _ = run_policy(from_trace(open_trace(path)), "first-touch", 64 * 1024, 12, 100 * MS)
     assert c["alloc_fast_pages"] == 32 and c["fast_loads"] == 1
+
+
+def test_scale_multiplies_every_weight(hot_cold_trace):
+    trace = open_trace(hot_cold_trace)
+    one = simulate(trace, ["first-touch"], FAST, load_preset("cxl")).results[0]
+    ten = simulate(trace, ["first-touch"], FAST, load_preset("cxl"), {"scale": "10"}).results[0]
+    for key in ("fast_loads", "slow_loads"):
+        assert ten.counters[key] == 10 * one.counters[key]
+    assert ten.counters["samples"] == one.counters["samples"]

@@ -251,6 +251,115 @@ static void test_bins(void)
     sim_destroy(s);
 }
 
+static sim_t *make_swap(const char *policy, uint64_t fast_pages, uint32_t objects)
+{
+    sim_config c = {.fast_bytes = fast_pages * PAGE, .start_ns = 0, .bin_ns = 100 * MS,
+                    .page_shift = 12, .objects = objects, .swap = 1};
+    sim_t *s = sim_create(&c, policy);
+    if (!s)
+        exit(1);
+    return s;
+}
+
+static sim_page *page_of(sim_t *s, uint64_t addr)
+{
+    return sim_page_lookup(s, (1ull << 40) | (addr >> 12));
+}
+
+static void test_swap_in_on_access(void)
+{
+    puts("swap: an access swaps the page in and the LRU tail out");
+    sim_t *s = make_swap("first-touch", 4, 2);
+    uint64_t b = BASE + 0x100000;
+    feed1(s, ev(SIM_EV_ALLOC, 1, BASE, 4 * PAGE, 0)); /* fast: LRU head p3 ... tail p0 */
+    feed1(s, ev(SIM_EV_ALLOC, 2, b, 4 * PAGE, 1));    /* never touched: in neither tier */
+    CHECK(s->fast_pages == 4 && s->slow_pages == 4);
+    /* first touch of b0: zero-fill, no swap-in; the tail p0 is swapped out */
+    feed1(s, ev(SIM_EV_ACCESS, 3, b, 3, 0));
+    CHECK(counter(s, "pgfault_first_touch") == 1 && counter(s, "pswpin") == 0);
+    CHECK(counter(s, "pswpout") == 1 && counter(s, "fast_loads") == 3);
+    CHECK(page_of(s, BASE)->tier == SIM_SLOW && page_of(s, b)->tier == SIM_FAST);
+    /* p0 is in swap now: a sample of weight 5 is one swap-in (slow) and 4 fast accesses;
+     * p1 is the LRU tail and goes out */
+    feed1(s, ev(SIM_EV_ACCESS, 4, BASE, 5, 0));
+    CHECK(counter(s, "pswpin") == 1 && counter(s, "pgmajfault") == 1);
+    CHECK(counter(s, "slow_loads") == 1 && counter(s, "fast_loads") == 3 + 4);
+    CHECK(counter(s, "pswpout") == 2 && page_of(s, BASE + PAGE)->tier == SIM_SLOW);
+    /* second chance: p2 was referenced, so the next victim is p3 */
+    feed1(s, ev(SIM_EV_ACCESS, 5, BASE + 2 * PAGE, 1, 0));
+    feed1(s, ev(SIM_EV_ACCESS, 6, BASE + PAGE, 1, 0));
+    CHECK(page_of(s, BASE + 2 * PAGE)->tier == SIM_FAST);
+    CHECK(page_of(s, BASE + 3 * PAGE)->tier == SIM_SLOW);
+    CHECK(counter(s, "pswpin") == 2 && counter(s, "pswpout") == 3);
+    CHECK(counter(s, "pgdemote_kswapd") == 0 && counter(s, "pgpromote_success") == 0);
+    const sim_bin *bins;
+    sim_bins(s, &bins);
+    CHECK(bins[0].swap_in == 2 && bins[0].swap_out == 3 && bins[0].demoted == 0);
+    sim_destroy(s);
+}
+
+static void test_swap_pinned_pages_stay(void)
+{
+    puts("swap: pinned (mlocked) pages are never swapped out; all pinned = thrash");
+    sim_t *s = make_swap("static", 6, 2);
+    uint64_t fast_bytes[2] = {4 * PAGE, 0};
+    sim_set_placement(s, fast_bytes, NULL, NULL);
+    uint64_t b = BASE + 0x100000;
+    feed1(s, ev(SIM_EV_ALLOC, 1, BASE, 4 * PAGE, 0)); /* pinned */
+    feed1(s, ev(SIM_EV_ALLOC, 2, b, 8 * PAGE, 1));    /* unplanned: untouched */
+    CHECK(s->fast_pages == 4 && s->lru_head == SIM_NIL);
+    /* cycle through the 8 unplanned pages three times: only 2 frames are evictable */
+    uint64_t t = 10;
+    for (int round = 0; round < 3; round++)
+        for (uint64_t p = 0; p < 8; p++)
+            feed1(s, ev(SIM_EV_ACCESS, t++, b + p * PAGE, 1, 0));
+    for (uint64_t p = 0; p < 4; p++)
+        CHECK(page_of(s, BASE + p * PAGE)->tier == SIM_FAST);
+    CHECK(counter(s, "pgfault_first_touch") == 8);
+    CHECK(counter(s, "pswpin") == 16 && counter(s, "pswpout") == 22);
+    sim_destroy(s);
+
+    s = make_swap("static", 4, 2);
+    sim_set_placement(s, fast_bytes, NULL, NULL);
+    feed1(s, ev(SIM_EV_ALLOC, 1, BASE, 4 * PAGE, 0));
+    feed1(s, ev(SIM_EV_ALLOC, 2, b, 2 * PAGE, 1));
+    feed1(s, ev(SIM_EV_ACCESS, 3, b, 7, 0));
+    CHECK(page_of(s, b)->tier == SIM_SLOW && counter(s, "slow_loads") == 7);
+    CHECK(counter(s, "pgmigrate_fail") == 1 && counter(s, "pswpout") == 0);
+    sim_destroy(s);
+}
+
+static void test_phases_switch(void)
+{
+    puts("phases: a switch demotes the old phase's objects and promotes the new one's");
+    sim_t *s = make("phases", 4, 2);
+    /* phase 0: object 0 fast; phase 1: object 1 fast; phase 2: nothing */
+    uint64_t offsets[4] = {0, 1, 2, 2};
+    uint32_t objs[2] = {0, 1};
+    uint64_t fast[2] = {1ull << 40, 1ull << 40};
+    sim_set_phase_placement(s, 3, offsets, objs, fast);
+    uint64_t b = BASE + 0x100000;
+    feed1(s, ev(SIM_EV_ALLOC, 1, BASE, 4 * PAGE, 0));
+    feed1(s, ev(SIM_EV_ALLOC, 2, b, 4 * PAGE, 1));
+    CHECK(page_of(s, BASE)->tier == SIM_FAST && page_of(s, b)->tier == SIM_SLOW);
+    CHECK(page_of(s, BASE)->flags & SIM_PG_PINNED);
+    feed1(s, ev(SIM_EV_ACCESS, 3, b, 2, 1));
+    feed1(s, ev(SIM_EV_PHASE, 4, 0, 0, 1));
+    CHECK(page_of(s, BASE)->tier == SIM_SLOW && page_of(s, b)->tier == SIM_FAST);
+    CHECK(!(page_of(s, BASE)->flags & SIM_PG_PINNED) && (page_of(s, b)->flags & SIM_PG_PINNED));
+    feed1(s, ev(SIM_EV_ACCESS, 5, b + 3 * PAGE, 5, 1));
+    CHECK(counter(s, "slow_loads") == 2 && counter(s, "fast_loads") == 5);
+    CHECK(counter(s, "phase_switches") == 1 && counter(s, "pgmigrate_phase") == 8);
+    CHECK(counter(s, "pgpromote_success") == 4 && counter(s, "pgdemote_kswapd") == 4);
+    /* phase 2 plans nothing: object 1 is unpinned and demoted */
+    feed1(s, ev(SIM_EV_PHASE, 6, 0, 0, 2));
+    CHECK(s->fast_pages == 0 && counter(s, "pgmigrate_phase") == 12);
+    /* an unknown phase is an error */
+    sim_event bad = ev(SIM_EV_PHASE, 7, 0, 0, 3);
+    CHECK(sim_feed(s, &bad, 1) == -1 && strstr(sim_error(s), "phase 3"));
+    sim_destroy(s);
+}
+
 int main(void)
 {
     CHECK(sim_create(&(sim_config){.bin_ns = 1, .page_shift = 12}, "nope") == NULL);
@@ -266,6 +375,9 @@ int main(void)
     test_hemem_promotes_hot();
     test_memtis_promotes_hot();
     test_bins();
+    test_swap_in_on_access();
+    test_swap_pinned_pages_stay();
+    test_phases_switch();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;

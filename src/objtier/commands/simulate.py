@@ -26,11 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "oracle", metavar="LIST",
                         help=f"comma-separated policies among {', '.join(POLICIES)}")
     parser.add_argument("--plan", metavar="plan.json",
-                        help="objtier plan for the object policy (default: plan from this trace)")
+                        help="objtier plan for the object and phases policies (default: "
+                             "planned from this trace)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="policy parameter (numab2.hot_threshold_ms=500, or bare to apply "
                              "to every policy that has it) or driver setting: page=4K|2M, "
-                             "bin_ms=100, period=N (weight of samples without one), chunk=N")
+                             "bin_ms=100, period=N (weight of samples without one), scale=N "
+                             "(multiply every weight), chunk=N, swap=0|1 (slow tier is swap; "
+                             "default from the preset), swap_reserve=0.1")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write simulate*.csv and simulate-*.png into DIR")
 

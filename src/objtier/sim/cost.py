@@ -9,6 +9,7 @@ Per bin (width bin_ns of trace time) and tier t:
               82 ns idle -> ~130 ns near the 135 GB/s peak, rho ~ 0.95)
   stall     = sum_t loads_t * load_latency_t + stores_t * store_latency_t
             + migrated_pages * (page_bytes / min(slow bandwidths) + migrate_page_ns)
+              (migrated pages include swap-outs; a swap-in by fault is one slow access)
             + hint_faults * hint_fault_ns
 Accesses are the sample-weighted counts (see docs/simulator.md for the scaling and its error);
 stall time is summed over threads, not divided by memory-level parallelism, so speedups compare
@@ -49,6 +50,7 @@ class CostModel:
     rho_max: float = 0.95
     description: str = ""
     sources: dict = field(default_factory=dict)
+    swap: bool = False     # the slow tier is swap: swap-in on access ([tier] kind = "swap")
 
 
 def _tier(doc: dict, where: str) -> Tier:
@@ -71,6 +73,9 @@ def parse_preset(doc: dict, name: str) -> CostModel:
     other = doc.get("migration", {})
     kernel = doc.get("kernel", {})
     queue = doc.get("queue", {})
+    kind = str(doc.get("tier", {}).get("kind", "numa"))
+    if kind not in ("numa", "swap"):
+        raise UsageError(f"preset {name}: [tier] kind must be \"numa\" or \"swap\"")
     try:
         return CostModel(
             name=str(doc.get("name", name)), fast=_tier(doc["fast"], f"{name} [fast]"),
@@ -79,7 +84,7 @@ def parse_preset(doc: dict, name: str) -> CostModel:
             hint_fault_ns=float(kernel.get("hint_fault_ns", 1000.0)),
             access_bytes=float(queue.get("access_bytes", 64.0)),
             queue_k=float(queue.get("k", 0.03)), rho_max=float(queue.get("rho_max", 0.95)),
-            description=str(doc.get("description", "")),
+            description=str(doc.get("description", "")), swap=kind == "swap",
             sources={k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict)})
     except (TypeError, ValueError) as error:
         raise UsageError(f"preset {name}: {error}") from None
@@ -111,7 +116,9 @@ def stall_ns(bins: np.ndarray, model: CostModel, bin_ns: int, page_bytes: int) -
     """Stall time (ns) and its parts from the simulator's bins (engine.BIN)."""
     f = {name: bins[name].astype(np.float64) for name in bins.dtype.names}
     seconds = bin_ns / 1e9
-    migrated = f["promoted"] + f["demoted"]
+    # swap-outs cost a page copy (compression, device write) like a demotion; swap-ins by fault
+    # are already charged as one slow access each (bins count them in slow_loads/stores)
+    migrated = f["promoted"] + f["demoted"] + f.get("swap_out", 0.0)
     mig_bytes = migrated * page_bytes
     parts = {}
     total = 0.0

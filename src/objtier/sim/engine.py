@@ -12,21 +12,22 @@ from objtier.errors import EnvironmentProblem, UsageError
 from objtier.native import NATIVE_DIR
 
 # sim_event.type
-EV_ALLOC, EV_ACCESS, EV_FREE = 1, 2, 3
+EV_ALLOC, EV_ACCESS, EV_FREE, EV_PHASE = 1, 2, 3, 4
 NO_OBJ = 0xFFFFFFFF
 
 EVENT = np.dtype([("time_ns", "<u8"), ("addr", "<u8"), ("size", "<u8"), ("obj", "<u4"),
                   ("space", "<u4"), ("type", "<u2"), ("flags", "<u2"), ("reserved", "<u4")])
 BIN_FIELDS = ("fast_loads", "fast_stores", "slow_loads", "slow_stores", "other", "promoted",
-              "demoted", "hint_faults", "fast_pages", "slow_pages")
+              "demoted", "hint_faults", "fast_pages", "slow_pages", "swap_in", "swap_out")
 BIN = np.dtype([(name, "<u8") for name in BIN_FIELDS])
-assert EVENT.itemsize == 40 and BIN.itemsize == 80
+assert EVENT.itemsize == 40 and BIN.itemsize == 96
 
 
 class _Config(ctypes.Structure):
     _fields_ = [("fast_bytes", ctypes.c_uint64), ("start_ns", ctypes.c_uint64),
                 ("bin_ns", ctypes.c_uint64), ("page_shift", ctypes.c_uint32),
-                ("objects", ctypes.c_uint32)]
+                ("objects", ctypes.c_uint32), ("swap", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32)]
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +46,7 @@ def library() -> ctypes.CDLL:
     lib.sim_policy_params.argtypes = [ctypes.c_char_p]
     lib.sim_set_param.argtypes = [vp, ctypes.c_char_p, ctypes.c_double]
     lib.sim_set_placement.argtypes = [vp, vp, vp, vp]
+    lib.sim_set_phase_placement.argtypes = [vp, ctypes.c_uint32, vp, vp, vp]
     lib.sim_feed.argtypes = [vp, vp, ctypes.c_size_t]
     lib.sim_finish.argtypes = [vp, ctypes.c_uint64]
     lib.sim_error.restype = ctypes.c_char_p
@@ -77,9 +79,11 @@ class Simulator:
     """One simulation of one policy. Feed EVENT arrays in time order, then finish()."""
 
     def __init__(self, policy: str, fast_bytes: int, start_ns: int, bin_ns: int,
-                 page_shift: int, objects: int, params: dict[str, float] | None = None):
+                 page_shift: int, objects: int, params: dict[str, float] | None = None,
+                 swap: bool = False):
+        """swap: the slow tier is swap (swap-in on access, sim.h "Swap mode")."""
         self._lib = library()
-        config = _Config(fast_bytes, start_ns, bin_ns, page_shift, objects)
+        config = _Config(fast_bytes, start_ns, bin_ns, page_shift, objects, int(bool(swap)), 0)
         self._sim = self._lib.sim_create(ctypes.byref(config), policy.encode())
         if not self._sim:
             raise UsageError(f"cannot create a simulator for policy {policy!r} "
@@ -100,6 +104,17 @@ class Simulator:
         self._keep = [a for a in arrays if a is not None]  # the C side borrows them
         ptr = [None if a is None else a.ctypes.data for a in arrays]
         self._lib.sim_set_placement(self._sim, *ptr)
+
+    def set_phase_placement(self, offsets: np.ndarray, objs: np.ndarray,
+                            fast_bytes: np.ndarray) -> None:
+        """Per-phase placements (sim.h sim_set_phase_placement): phase p's entries are
+        objs/fast_bytes[offsets[p]:offsets[p + 1]]."""
+        arrays = [np.ascontiguousarray(offsets, dtype=np.uint64),
+                  np.ascontiguousarray(objs, dtype=np.uint32),
+                  np.ascontiguousarray(fast_bytes, dtype=np.uint64)]
+        self._keep_phases = arrays  # the C side borrows them
+        self._lib.sim_set_phase_placement(self._sim, len(arrays[0]) - 1,
+                                          *[a.ctypes.data for a in arrays])
 
     def feed(self, events: np.ndarray) -> None:
         events = np.ascontiguousarray(events, dtype=EVENT)

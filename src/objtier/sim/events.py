@@ -7,13 +7,14 @@ spaces are the distinct pids. Events:
          address following it in (pid, addr, seq) order), or a range [addr, addr+size) for a
          partial munmap/mremap (the core drops the pages inside it);
   ACCESS one per sample, standing for `weight` accesses (`default_weight` when the sampler
-         wrote 0 = unknown).
-At equal times allocations come before accesses and accesses before frees.
+         wrote 0 = unknown), naming the object it falls in (NO_OBJ for none).
+  PHASE  at each switch of the phase in force (phases policy only; see objtier.sim.phases).
+At equal times allocations and phase switches come before accesses and accesses before frees.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
@@ -42,33 +43,39 @@ class EventSource:
     free_ns: np.ndarray    # per object, -1 = never freed
     pid: np.ndarray        # per object
     addr: np.ndarray       # per object
+    sample_obj: np.ndarray | None = None  # object per sample in trace order (-1 = none)
+    phase_ev: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=EVENT))
+    # PHASE events, time sorted (set by the driver for the phases policy; others ignore them)
 
     @property
     def events(self) -> int:
-        return len(self.alloc_ev) + len(self.free_ev) + len(self.sample_ev)
+        return len(self.alloc_ev) + len(self.free_ev) + len(self.sample_ev) + len(self.phase_ev)
 
     def chunks(self, chunk: int = CHUNK_SAMPLES) -> Iterator[np.ndarray]:
         """Time-ordered EVENT arrays of about `chunk` samples plus the allocations and frees
         up to the last sample's time (the last chunk takes everything left)."""
-        a = f = 0
+        a = f = p = 0
         n = len(self.sample_ev)
         s = 0
         a_time, f_time = self.alloc_ev["time_ns"], self.free_ev["time_ns"]
+        p_time = self.phase_ev["time_ns"]
         while True:
             e = min(s + chunk, n)
             last = e >= n
             if last:
-                a_end, f_end = len(a_time), len(f_time)
+                a_end, f_end, p_end = len(a_time), len(f_time), len(p_time)
             else:
                 t_hi = self.sample_ev["time_ns"][e - 1]
                 a_end = int(np.searchsorted(a_time, t_hi, side="right"))
                 f_end = int(np.searchsorted(f_time, t_hi, side="right"))
+                p_end = int(np.searchsorted(p_time, t_hi, side="right"))
             samples = self.sample_ev[s:e]
-            other = np.concatenate([self.alloc_ev[a:a_end], self.free_ev[f:f_end]])
+            other = np.concatenate([self.alloc_ev[a:a_end], self.phase_ev[p:p_end],
+                                    self.free_ev[f:f_end]])
             if len(other):
                 # allocations and frees are few: insert them into the sorted samples (O(n))
-                # rather than sorting the chunk; allocations go before samples of equal time,
-                # frees after them, and both keep their time order among themselves
+                # rather than sorting the chunk; allocations and phase switches go before
+                # samples of equal time, frees after them, all keep their time order
                 other = other[np.argsort(other["time_ns"], kind="stable")]
                 st = samples["time_ns"]
                 is_free = other["type"] == EV_FREE
@@ -77,7 +84,7 @@ class EventSource:
                 pos = np.maximum.accumulate(pos) if len(pos) else pos
                 samples = np.insert(samples, pos, other)
             yield samples
-            a, f, s = a_end, f_end, e
+            a, f, p, s = a_end, f_end, p_end, e
             if last:
                 return
 
@@ -146,6 +153,14 @@ def from_tables(allocations, frees, samples, start_ns: int | None = None,
     sample_ev["size"] = np.where(weight == 0, np.uint64(max(default_weight, 1)), weight)
     sample_ev["space"] = space(s_pid)
     sample_ev["flags"] = _col(samples, "flags", np.uint16)
+    obj = np.full(len(s_pid), -1, dtype=np.int64)
+    if len(s_pid) and n:
+        # the object each sample falls in: lets the core find the page in the object's page
+        # array instead of a hash (a hint only; the core checks the address against it)
+        from objtier.analysis.mapping import map_samples
+
+        obj = np.asarray(map_samples(allocations, frees, samples)).astype(np.int64)
+    sample_ev["obj"] = np.where(obj >= 0, obj, NO_OBJ).astype(np.uint32)
     sample_ev["type"] = EV_ACCESS
     if len(s_time) > 1 and np.any(s_time[1:] < s_time[:-1]):
         sample_ev = _sorted(sample_ev)
@@ -156,7 +171,8 @@ def from_tables(allocations, frees, samples, start_ns: int | None = None,
     start = lo if start_ns is None else min(int(start_ns), lo)
     return EventSource(objects=n, start_ns=start, end_ns=hi, alloc_ev=_sorted(alloc_ev),
                        free_ev=_sorted(free_ev), sample_ev=sample_ev, size=a_size.astype(np.int64),
-                       alloc_ns=a_time.astype(np.int64), free_ns=free_ns, pid=a_pid, addr=a_addr)
+                       alloc_ns=a_time.astype(np.int64), free_ns=free_ns, pid=a_pid, addr=a_addr,
+                       sample_obj=obj)
 
 
 def from_trace(trace, default_weight: int = 1) -> EventSource:

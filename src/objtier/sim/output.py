@@ -10,7 +10,8 @@ import numpy as np
 from objtier.sim.run import Simulation
 
 COLUMNS = ("policy", "fast_accesses", "slow_accesses", "other_accesses", "fast_share",
-           "promotions", "demotions", "migrated_bytes", "hint_faults", "stall_s", "speedup")
+           "promotions", "demotions", "migrated_bytes", "hint_faults", "swap_ins", "swap_outs",
+           "stall_s", "speedup")
 
 
 def _human(n: float) -> str:
@@ -29,14 +30,18 @@ def print_table(sim: Simulation, console=None) -> None:
     title = (f"fast tier {_human(sim.fast_bytes)} of {_human(sim.footprint_bytes)} peak live, "
              f"preset {sim.model.name}, {sim.page_bytes // 1024} KiB pages")
     table = Table(title=title)
-    heads = ("policy", "fast acc", "slow acc", "fast %", "promoted", "demoted", "migrated",
-             "hint faults", "stall (s)", "speedup")
+    heads = ["policy", "fast acc", "slow acc", "fast %", "promoted", "demoted", "migrated",
+             "hint faults", "stall (s)", "speedup"]
+    if sim.swap:
+        table.title += ", slow tier = swap"
+        heads[4:4] = ["swap-in", "swap-out"]
     for i, head in enumerate(heads):
         table.add_column(head, justify="left" if i == 0 else "right")
     for row in sim.rows():
         share = row["fast_share"]
+        swap = [f"{row['swap_ins']:,}", f"{row['swap_outs']:,}"] if sim.swap else []
         table.add_row(row["policy"], f"{row['fast_accesses']:,}", f"{row['slow_accesses']:,}",
-                      "-" if share != share else f"{100 * share:.1f}",
+                      "-" if share != share else f"{100 * share:.1f}", *swap,
                       f"{row['promotions']:,}", f"{row['demotions']:,}",
                       _human(row["migrated_bytes"]), f"{row['hint_faults']:,}",
                       f"{row['stall_s']:.4g}",
@@ -64,7 +69,7 @@ def write_csv(sim: Simulation, out: Path) -> list[Path]:
     with open(timeline, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "t_s", "fast_accesses", "slow_accesses", "promoted", "demoted",
-                    "hint_faults", "fast_pages", "slow_pages"])
+                    "hint_faults", "fast_pages", "slow_pages", "swap_in", "swap_out"])
         for r in sim.results:
             b = r.bins
             t = np.arange(len(b)) * sim.bin_ns / 1e9
@@ -73,7 +78,8 @@ def write_csv(sim: Simulation, out: Path) -> list[Path]:
                             int(b["fast_loads"][i] + b["fast_stores"][i]),
                             int(b["slow_loads"][i] + b["slow_stores"][i]), int(b["promoted"][i]),
                             int(b["demoted"][i]), int(b["hint_faults"][i]),
-                            int(b["fast_pages"][i]), int(b["slow_pages"][i])])
+                            int(b["fast_pages"][i]), int(b["slow_pages"][i]),
+                            int(b["swap_in"][i]), int(b["swap_out"][i])])
     return [summary, counters, timeline]
 
 
@@ -109,13 +115,14 @@ def write_plots(sim: Simulation, out: Path) -> list[Path]:
     scale = sim.page_bytes / 2**20 / (sim.bin_ns / 1e9)
     for r in sim.results:
         b = r.bins
-        if not (b["promoted"].any() or b["demoted"].any()):
+        up, down = ("swap_in", "swap_out") if sim.swap else ("promoted", "demoted")
+        if not (b[up].any() or b[down].any()):
             continue
         t = np.arange(len(b)) * sim.bin_ns / 1e9
-        line, = ax.plot(t, b["promoted"] * scale, label=f"{r.policy} promoted", lw=1.2)
-        ax.plot(t, b["demoted"] * scale, ls="--", color=line.get_color(),
-                label=f"{r.policy} demoted", lw=1.2)
-    ax.set_title("Page migrations over time")
+        line, = ax.plot(t, b[up] * scale, label=f"{r.policy} {up.replace('_', '-')}", lw=1.2)
+        ax.plot(t, b[down] * scale, ls="--", color=line.get_color(),
+                label=f"{r.policy} {down.replace('_', '-')}", lw=1.2)
+    ax.set_title("Swap traffic over time" if sim.swap else "Page migrations over time")
     ax.set_xlabel("trace time (s)")
     ax.set_ylabel("migration rate (MiB/s)")
     if ax.lines:

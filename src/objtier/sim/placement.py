@@ -21,9 +21,11 @@ from objtier.sim.events import EventSource
 def object_accesses(trace, source: EventSource, default_weight: int = 1
                     ) -> tuple[np.ndarray, np.ndarray]:
     """(object index per sample (-1 = none), accesses per object) with sample weights applied."""
-    from objtier.analysis.mapping import map_samples
+    obj = source.sample_obj  # mapped once by events.from_tables
+    if obj is None:
+        from objtier.analysis.mapping import map_samples
 
-    obj = map_samples(trace.allocations, trace.frees, trace.samples)
+        obj = map_samples(trace.allocations, trace.frees, trace.samples)
     weight = trace.samples.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
     weight[weight == 0] = max(default_weight, 1)
     hit = obj >= 0
@@ -84,14 +86,27 @@ def planned_fast_bytes(trace, source: EventSource, accesses: np.ndarray, capacit
     return np.asarray(placement.fast_bytes, dtype=np.uint64)
 
 
-def plan_file_fast_bytes(trace, source: EventSource, plan_doc: dict) -> np.ndarray:
-    """fast_bytes per object from a plan document's whole-program ("*") entries."""
+def plan_file_fast_bytes(trace, source: EventSource, plan_doc: dict,
+                         phase: str = "*") -> np.ndarray:
+    """fast_bytes per object from a plan document's entries for `phase` (default the whole
+    program, "*"). In another phase, an object with no entry of its own keeps its "*" entry,
+    as the runtime does."""
+    out, matched = _plan_phase_fast_bytes(trace, source, plan_doc, phase)
+    if phase != "*":
+        root, _ = _plan_phase_fast_bytes(trace, source, plan_doc, "*")
+        out[~matched] = root[~matched]
+    return out
+
+
+def _plan_phase_fast_bytes(trace, source: EventSource, plan_doc: dict,
+                           phase: str) -> tuple[np.ndarray, np.ndarray]:
     keys = context_keys(trace, source)
     occ = occurrences(keys, source.pid)
     out = np.zeros(source.objects, dtype=np.uint64)
+    matched = np.zeros(source.objects, dtype=bool)
     size = source.size
     for entry in plan_doc.get("entries", []):
-        if entry.get("phase", "*") != "*":
+        if entry.get("phase", "*") != phase:
             continue
         try:
             sel = keys == entry["context_key"]
@@ -106,7 +121,8 @@ def plan_file_fast_bytes(trace, source: EventSource, plan_doc: dict) -> np.ndarr
         except (KeyError, TypeError, ValueError):
             raise UsageError("plan entry without context_key/fast_bytes") from None
         out[sel] = np.minimum(size[sel], fast).astype(np.uint64)
-    return out
+        matched |= sel
+    return out, matched
 
 
 def oracle_pages(source: EventSource, sample_obj: np.ndarray, sample_addr: np.ndarray,

@@ -12,9 +12,14 @@ from objtier.sim.cost import CostModel, stall_ns
 from objtier.sim.engine import Simulator, policy_params
 from objtier.sim.events import CHUNK_SAMPLES, EventSource
 
-POLICIES = ("first-touch", "numab2", "tpp", "memtis", "hemem", "object", "spill", "oracle")
+POLICIES = ("first-touch", "numab2", "tpp", "memtis", "hemem", "object", "spill", "phases",
+            "oracle")
 STATIC = {"object", "spill", "oracle"}  # run on the core's "static" policy
-DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk"}
+DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk", "swap", "swap_reserve", "scale"}
+# Swap mode: share of the fast tier that plans made here leave unpinned, so that the pages
+# they do not pin can be faulted in (mlocking all of memory.max makes the cgroup thrash;
+# kernel-tiering.md §3: keep mlocked bytes < memory.max - the evictable working set).
+DEFAULT_SWAP_RESERVE = 0.1
 
 
 @dataclass
@@ -36,6 +41,7 @@ class PolicyResult:
             "fast_share": fast / (fast + slow) if fast + slow else float("nan"),
             "promotions": c["pgpromote_success"], "demotions": c["pgdemote_kswapd"],
             "migrated_bytes": moved * page_bytes, "hint_faults": c["numa_hint_faults"],
+            "swap_ins": c["pswpin"], "swap_outs": c["pswpout"],
             "stall_s": self.stall["total_ns"] / 1e9, "speedup": self.speedup,
         }
 
@@ -49,9 +55,15 @@ class Simulation:
     start_ns: int
     model: CostModel
     results: list[PolicyResult] = field(default_factory=list)
+    swap: bool = False  # the slow tier was simulated as swap (swap-in on access)
 
     def rows(self) -> list[dict]:
         return [r.row(self.page_bytes) for r in self.results]
+
+
+def native_policy(policy: str) -> str:
+    """The core policy that runs `policy`."""
+    return "static" if policy in STATIC else policy
 
 
 def split_params(params: dict[str, str], policies: list[str]) -> tuple[dict, dict[str, dict]]:
@@ -59,7 +71,7 @@ def split_params(params: dict[str, str], policies: list[str]) -> tuple[dict, dic
     qualified (numab2.hot_threshold_ms) or bare (applies to every policy that knows it)."""
     driver: dict[str, str] = {}
     per: dict[str, dict[str, float]] = {p: {} for p in policies}
-    known = {p: policy_params("static" if p in STATIC else p) for p in policies}
+    known = {p: policy_params(native_policy(p)) for p in policies}
     for key, value in params.items():
         if key in DRIVER_PARAMS:
             driver[key] = value
@@ -106,6 +118,27 @@ def static_placement(policy: str, trace, source: EventSource, fast_bytes: int, p
         None, None
 
 
+def phase_placement(trace, source: EventSource, fast_bytes: int, page_shift: int,
+                    plan_doc: dict | None, default_weight: int, cache: dict):
+    """The phases policy's PhasePlan, and the PHASE events it needs put into source."""
+    from objtier.sim import phases as PH
+
+    if "acc" not in cache:
+        cache["obj"], cache["acc"] = P.object_accesses(trace, source, default_weight)
+    if plan_doc is not None:
+        plan, tl = PH.plan_from_file(trace, source, plan_doc,
+                                     lambda doc, ph: P.plan_file_fast_bytes(trace, source, doc,
+                                                                            ph))
+    else:
+        w = trace.samples.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
+        w[w == 0] = max(default_weight, 1)
+        plan, tl = PH.plan_from_trace(trace, source, cache["obj"], w,
+                                      P.planner_table(trace, source, cache["acc"]), fast_bytes,
+                                      1 << page_shift)
+    source.phase_ev = plan.events(tl)
+    return plan
+
+
 def footprint_bytes(source: EventSource) -> int:
     from objtier.plan import peak_live_bytes
 
@@ -114,12 +147,18 @@ def footprint_bytes(source: EventSource) -> int:
 
 def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: int, bin_ns: int,
                params: dict[str, float] | None = None, placement: tuple | None = None,
-               chunk: int = CHUNK_SAMPLES) -> tuple[dict[str, int], np.ndarray]:
-    """One policy over the event source: (counters, bins)."""
-    native = "static" if policy in STATIC else policy
-    with Simulator(native, fast_bytes, source.start_ns, bin_ns, page_shift,
-                   max(source.objects, 1), params) as s:
-        if placement is not None:
+               chunk: int = CHUNK_SAMPLES, swap: bool = False
+               ) -> tuple[dict[str, int], np.ndarray]:
+    """One policy over the event source: (counters, bins). swap: the slow tier is swap.
+    placement: set_placement's arrays, or for phases a PhasePlan (its events must be in
+    source.phase_ev)."""
+    from objtier.sim.phases import PhasePlan
+
+    with Simulator(native_policy(policy), fast_bytes, source.start_ns, bin_ns, page_shift,
+                   max(source.objects, 1), params, swap) as s:
+        if isinstance(placement, PhasePlan):
+            s.set_phase_placement(placement.offsets, placement.objs, placement.fast_bytes)
+        elif placement is not None:
             s.set_placement(*placement)
         for events in source.chunks(chunk):
             s.feed(events)
@@ -148,18 +187,46 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         raise UsageError("--param bin_ms, period and chunk need numbers") from None
     if bin_ns <= 0 or chunk <= 0 or default_weight <= 0:
         raise UsageError("--param bin_ms, period and chunk must be positive")
+    swap = model.swap
+    if "swap" in driver:
+        if driver["swap"] not in ("0", "1"):
+            raise UsageError("--param swap: use 0 (NUMA tier) or 1 (swap tier)")
+        swap = driver["swap"] == "1"
+    try:
+        reserve = float(driver.get("swap_reserve", DEFAULT_SWAP_RESERVE))
+    except ValueError:
+        raise UsageError("--param swap_reserve needs a number") from None
+    if not 0.0 <= reserve < 1.0:
+        raise UsageError("--param swap_reserve must be in [0, 1)")
+    if not swap:
+        reserve = 0.0
+    try:
+        scale = int(float(driver.get("scale", 1)))
+    except ValueError:
+        raise UsageError("--param scale needs a number") from None
+    if scale <= 0:
+        raise UsageError("--param scale must be positive")
     source = from_trace(trace, default_weight)
+    if scale != 1:
+        # every sample stands for `scale` times its weight (accesses per sample when the
+        # sampler's weights are relative, e.g. the fault sampler's 1 per first touch)
+        source.sample_ev["size"] *= np.uint64(scale)
     footprint = footprint_bytes(source)
     fast_bytes = int(fast) if isinstance(fast, int) else parse_budget(str(fast), footprint).bytes
-    sim = Simulation(fast_bytes, footprint, 1 << page_shift, bin_ns, source.start_ns, model)
+    sim = Simulation(fast_bytes, footprint, 1 << page_shift, bin_ns, source.start_ns, model,
+                     swap=swap)
     cache: dict = {}
     for policy in policies:
         placement = None
+        plan_bytes = int(fast_bytes * (1.0 - reserve)) >> page_shift << page_shift
         if policy in STATIC:
-            placement = static_placement(policy, trace, source, fast_bytes, page_shift, plan_doc,
+            placement = static_placement(policy, trace, source, plan_bytes, page_shift, plan_doc,
                                          default_weight, cache)
+        elif policy == "phases":
+            placement = phase_placement(trace, source, plan_bytes, page_shift, plan_doc,
+                                        default_weight, cache)
         counters, bins = run_policy(source, policy, fast_bytes, page_shift, bin_ns, per[policy],
-                                    placement, chunk)
+                                    placement, chunk, swap)
         sim.results.append(PolicyResult(policy, counters, bins,
                                         stall_ns(bins, model, bin_ns, 1 << page_shift)))
         if progress:
