@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
 
 
 def machine_state():
-    swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    swaps = [line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]]
     cgroups = sorted(p.name for p in Path("/sys/fs/cgroup/memory").glob("objtier-*"))
     zram = sorted(p.name for p in Path("/sys/block").glob("zram*"))
     return swaps, cgroups, zram
@@ -51,12 +51,15 @@ def test_limited_program_swaps_and_everything_is_undone(compile_c):
         assert tier.cgroup.limit_bytes == 64 << 20
         swaps = Path("/proc/swaps").read_text()
         assert str(tier.swap_device.device) in swaps
+        tier.cgroup.reset_peak()
         result = run_measured("limited", [str(exe), "160", "3"], preexec=tier.preexec)
         assert result.ok, result.stderr
-        # 160 MiB touched three times under a 64 MiB limit must go through swap.
+        # 160 MiB touched three times under a 64 MiB limit must go through swap: the program's
+        # own major faults are the swap-ins (vmstat's pswpout is system-wide, so only a floor).
+        assert result.major_faults > (96 << 20) // 4096
         assert result.pswpout > (96 << 20) // 4096 // 2
-        assert result.major_faults > 0
-        assert result.max_rss_bytes <= (64 << 20) + (8 << 20)
+        # the cgroup's peak charge (RSS from wait4 would include the forked parent image)
+        assert tier.cgroup.peak_bytes() <= 64 << 20
         assert result.fom_value is not None
     assert machine_state() == before
 
