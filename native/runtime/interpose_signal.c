@@ -1,5 +1,12 @@
 /*
- * sigaction/signal interposition for SIGSEGV while the fault sampler owns the signal.
+ * sigaction/signal interposition for SIGSEGV while the fault sampler owns the signal, and
+ * the trace flush on terminating signals.
+ *
+ * Terminating signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGPIPE, SIGALRM,
+ * SIGUSR1, SIGUSR2) whose disposition is SIG_DFL when recording starts get a handler that
+ * flushes the trace, restores SIG_DFL and re-raises, so Ctrl-C or kill loses no record
+ * and the program still dies by the same signal. Inherited SIG_IGN stays ignored. A program
+ * that installs its own handler replaces ours; sigaction reports ours as SIG_DFL.
  *
  * The kernel-side handler is always ours. The program's view (what it installs and
  * what sigaction reports back) is kept in app_segv; faults that are not the sampler's
@@ -13,6 +20,7 @@
 #include "runtime.h"
 #include "sampler.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -68,11 +76,56 @@ void rt_signal_chain(int sig, siginfo_t *info, void *uctx)
     /* returning re-executes the faulting instruction under SIG_DFL */
 }
 
+static const int terminating[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT,
+                                  SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
+
+static void on_terminating(int sig)
+{
+    int saved = errno;
+    rt_flush_before_death();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    rt_real.sigaction(sig, &dfl, NULL);
+    raise(sig); /* blocked while this handler runs: delivered, by SIG_DFL, on return */
+    errno = saved;
+}
+
+void rt_signal_install_flush(void)
+{
+    rt_real_init();
+    for (size_t i = 0; i < sizeof terminating / sizeof terminating[0]; i++) {
+        struct sigaction old, ours;
+        if (rt_real.sigaction(terminating[i], NULL, &old) != 0)
+            continue;
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+            continue; /* ignored or handled by the program: leave it alone */
+        memset(&ours, 0, sizeof ours);
+        ours.sa_handler = on_terminating;
+        ours.sa_flags = SA_RESTART;
+        sigemptyset(&ours.sa_mask);
+        rt_real.sigaction(terminating[i], &ours, NULL);
+    }
+}
+
+/* The program sees SIG_DFL where the flush handler stands in for it. */
+static void hide_flush_handler(struct sigaction *oldact)
+{
+    if (oldact && !(oldact->sa_flags & SA_SIGINFO) && oldact->sa_handler == on_terminating) {
+        oldact->sa_handler = SIG_DFL;
+        oldact->sa_flags = 0;
+    }
+}
+
 int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
     rt_real_init();
-    if (sig != SIGSEGV || !atomic_load(&installed))
-        return rt_real.sigaction(sig, act, oldact);
+    if (sig != SIGSEGV || !atomic_load(&installed)) {
+        int r = rt_real.sigaction(sig, act, oldact);
+        hide_flush_handler(oldact);
+        return r;
+    }
     pthread_mutex_lock(&app_lock);
     if (oldact)
         *oldact = app_segv;
@@ -85,8 +138,10 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 sighandler_t signal(int sig, sighandler_t handler)
 {
     rt_real_init();
-    if (sig != SIGSEGV || !atomic_load(&installed))
-        return rt_real.signal(sig, handler);
+    if (sig != SIGSEGV || !atomic_load(&installed)) {
+        sighandler_t old = rt_real.signal(sig, handler);
+        return old == on_terminating ? SIG_DFL : old;
+    }
     pthread_mutex_lock(&app_lock);
     sighandler_t old = (app_segv.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)app_segv.sa_sigaction
                                                         : app_segv.sa_handler;

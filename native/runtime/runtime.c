@@ -232,6 +232,7 @@ static void start_threads(void)
         rt_log(1, "cannot start the flush thread; records are written when buffers fill");
     if (sampler && sampler->start() != 0)
         sampler = NULL;
+    rt_signal_install_flush();
 }
 
 static void stop_flusher(void)

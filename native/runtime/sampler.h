@@ -54,5 +54,7 @@ void rt_fault_io_end(int slot);
 #include <signal.h>
 int rt_signal_install(void (*handler)(int, siginfo_t *, void *));
 void rt_signal_chain(int sig, siginfo_t *info, void *uctx);
+/* Flush the trace on terminating signals left at SIG_DFL (interpose_signal.c). */
+void rt_signal_install_flush(void);
 
 #endif

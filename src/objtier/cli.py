@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line (exit code 2), without the usage dump."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"objtier {self.prog.split(' ', 1)[-1]}: {message}\n".replace("objtier objtier", "objtier"))
+        sys.stderr.write(f"{self.prog}: {message}\n")  # prog: "objtier" or "objtier <command>"
         raise SystemExit(2)
 
 
