@@ -120,8 +120,44 @@ def test_plan_from_a_recording_with_the_real_reader(tmp_path, capsys):
     # objects 1 and 3 come from one context and are both fast: one entry, any occurrence
     assert got == [(8, 16, None, "fast"), (32, 32, 0, "fast"), (64, 64, 0, "slow")]
     assert plan["binary"]["path"]  # the recorded program's path
-    # spill gives object 0 the 12 pages left after object 3
+    # spill gives object 0 the 12 pages left after object 3 (both live to the end), then
+    # object 1 (live 0.2-1.0 s, before object 3 exists) the 14 - 12 = 2 pages left over its
+    # lifetime; object 2 (never freed) finds no room
     rc = run_cli(TRACES / "basic.otr", "--fast", "56K", "--algo", "spill", "-o", out)
+    assert rc == 0
+    plan = load_plan(out)
+    split = [e for e in plan["entries"] if e["tier"] == "split"]
+    assert sorted((e["size_min"], e["fast_bytes"]) for e in split) == [(16384, 2 * PAGE),
+                                                                       (65536, 12 * PAGE)]
+    assert plan["summary"][0]["peak_fast_bytes"] == 14 * PAGE
+    assert plan["summary"][0]["fast_bytes"] == 16 * PAGE
+    # --no-lifetimes: every object counted as live at once, only object 0 is split
+    rc = run_cli(TRACES / "basic.otr", "--fast", "56K", "--algo", "spill", "--no-lifetimes",
+                 "-o", out)
     assert rc == 0
     split = [e for e in load_plan(out)["entries"] if e["tier"] == "split"]
     assert [(e["size_min"], e["fast_bytes"]) for e in split] == [(65536, 12 * PAGE)]
+
+
+def test_lifetimes_in_explain_summary_and_no_lifetimes(tmp_path, capsys):
+    # two 8-page objects with disjoint lifetimes and an 8-page budget: both fast over time
+    t = table([8, 8], [80, 40])
+    t["alloc_ns"] = [0, 100]
+    t["free_ns"] = [100, 200]
+    path = tmp_path / "objects.parquet"
+    pq.write_table(pa.table(t), path)
+    out = tmp_path / "p.json"
+    assert run_cli(path, "--fast", str(8 * PAGE), "--algo", "rank", "--explain", "-o", out) == 0
+    text = capsys.readouterr().out
+    assert "peak live fast bytes: 32.0 KiB of 32.0 KiB" in text
+    assert "rank: 2 of 2 objects fast (0 split), peak live 32.0 KiB of 32.0 KiB" in text
+    plan = load_plan(out)
+    assert [e["tier"] for e in plan["entries"]] == ["fast", "fast"]
+    assert plan["summary"][0]["peak_fast_bytes"] == 8 * PAGE
+    # the percentage refers to the peak of live bytes (8 pages) with or without --no-lifetimes
+    assert run_cli(path, "--fast", "100%", "--algo", "rank", "--no-lifetimes", "-o", out) == 0
+    text = capsys.readouterr().out
+    assert "rank: 1 of 2 objects fast (0 split), 32.0 KiB of 32.0 KiB" in text
+    plan = load_plan(out)
+    assert [e["tier"] for e in plan["entries"]] == ["fast", "slow"]
+    assert plan["budget"]["footprint_bytes"] == 8 * PAGE

@@ -15,7 +15,7 @@ HELP = "measure a program under limited local memory: kernel reclaim vs an objti
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tier", default="swap", choices=["swap"],
+    parser.add_argument("--tier", default="swap", choices=["swap", "numa"],
                         help="the slow tier (swap: memory cgroup + swap; needs root)")
     parser.add_argument("--local", default="70%", metavar="SIZE|PCT",
                         help="local (fast) memory: PCT of the measured footprint or a SIZE "
@@ -40,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--force", action="store_true",
                         help="replace an earlier comparison in the output directory")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the table")
+    from objtier.harness.numa_compare import add_numa_arguments
+    add_numa_arguments(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to compare")
 
@@ -66,7 +68,8 @@ def print_table(result) -> None:
                  "swap-ins", "majflt", "memcg refaults", "peak RSS", "locked"):
         table.add_column(name, justify="right" if name not in ("config", "status") else "left")
     for r in result.rows:
-        status = "ok" if r.ok else ("timeout" if r.timed_out else f"exit {r.returncode}")
+        status = "ok" if r.ok else ("timeout" if r.timed_out else
+                                    "OOM-killed" if r.oom_killed else f"exit {r.returncode}")
         table.add_row(str(r.order), r.config, status, _fmt(r.wall_s), _fmt(r.fom_value),
                       _fmt(r.fom_seconds), str(r.pswpout), str(r.pswpin), str(r.major_faults),
                       _fmt(r.memcg_refault_anon), format_bytes(r.max_rss_bytes),
@@ -107,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     if args.mlock_margin is not None:
         parse_size(args.mlock_margin, "--mlock-margin")
+    if args.tier == "numa":
+        from objtier.harness.numa_compare import run_from_args
+        return run_from_args(args, command)
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
                                algo=args.algo, sampler=args.sampler, margin=args.mlock_margin,
                                rate=args.rate, timeout_s=args.timeout,
@@ -124,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
     failed = sum(not r.ok for r in result.rows)
     if failed:
-        sys.stderr.write(f"objtier compare: warning: {failed} run(s) failed; their rows are in "
-                         f"the CSV and they are left out of the medians\n")
+        oom = {c: sum(r.oom_killed for r in result.rows if r.config == c)
+               for c in ("baseline", "objtier")}
+        detail = "" if not any(oom.values()) else (
+            f" ({oom['baseline']} baseline and {oom['objtier']} objtier run(s) killed by the "
+            f"memory cgroup's OOM killer)")
+        sys.stderr.write(f"objtier compare: warning: {failed} run(s) failed{detail}; their rows "
+                         f"are in the CSV and they are left out of the medians\n")
     return 0

@@ -31,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--footprint", default=None, metavar="SIZE",
                         help="footprint a percentage refers to (default: peak live bytes, "
                         "else the sum of object sizes)")
+    parser.add_argument("--no-lifetimes", action="store_true",
+                        help="count every object against the budget as if all were live at "
+                        "once (default: when the table has alloc_ns/free_ns, the budget bounds "
+                        "the fast bytes live at the same moment)")
     parser.add_argument("--phases", action="store_true", help="one hot set per program phase")
     parser.add_argument("--min-phase-ms", type=float, default=10.0,
                         help="phases: merge phases shorter than this per execution (10)")
@@ -155,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     peak = planner.parse_size(args.footprint) if args.footprint else None
     foot = planner.footprint(objects.size, objects.alloc_ns, objects.free_ns, peak)
     budget = planner.parse_budget(args.fast, foot)
+    if args.no_lifetimes:
+        # lifetimes still set the footprint of a percentage budget (above), as before
+        from dataclasses import replace
+        objects = replace(objects, alloc_ns=None, free_ns=None)
     algo = planner.algorithm(args.algo)
     if args.phases:
         if phases is None:

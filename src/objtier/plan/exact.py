@@ -10,6 +10,15 @@ Objects with no sampled accesses add nothing and are never placed fast. Objects 
 the fast tier are dropped before the DP; when everything else fits, no DP is needed.
 Explanation rows list objects in accesses-per-byte order, so cumulative fill is comparable
 with the greedy algorithms.
+
+With lifetimes (objtier.plan.lifetime) the constraint is per moment: the fast pages live at
+once stay within the budget. Objects whose lifetimes never overlap, even through others, fall
+into independent groups (connected components of the interval graph). A group whose objects
+are all live at one common moment has exactly the plain knapsack constraint and is solved by
+the DP with the whole budget. A group where lifetimes overlap only partially is a knapsack
+with one constraint per moment, which this DP does not solve: its objects get the
+lifetime-aware greedy rank decisions, and the plan carries a warning saying how many objects
+that concerns. Groups are independent, so this mix is exact wherever it says so.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import numpy as np
 
 from objtier.errors import UsageError
 from objtier.plan.greedy import density, rank, scan_order
+from objtier.plan.lifetime import cliques, has_lifetimes, segments
 from objtier.plan.placement import UNKNOWN_CONTEXT, Placement, finish, pages, prepare
 
 DEFAULT_MAX_CELLS = 50_000_000  # decision-table cells (bytes of memory)
@@ -70,7 +80,47 @@ def exact(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     cells = len(items) * (dp_cap + 1)
     params = {"max_cells": int(max_cells)}
 
-    if dp_cap == int(weight[items].sum()):
+    greedy_rows = np.zeros(0, dtype=np.int64)
+    warnings: tuple[str, ...] = ()
+    if has_lifetimes(objects) and len(items):
+        lo, hi, _ = segments(objects.alloc_ns, objects.free_ns)
+        group, _ = cliques(lo[items], hi[items])
+        take_items = np.zeros(len(items), dtype=bool)
+        groups = []
+        for g in np.unique(group).tolist():
+            members = np.flatnonzero(group == g)          # in accesses-per-byte order
+            shared = lo[items[members]].max() < hi[items[members]].min()
+            g_cap = int(min(cap, weight[items[members]].sum()))
+            groups.append((members, shared, g_cap))
+        cells = sum(len(m) * (c + 1) for m, shared, c in groups
+                    if shared and c < weight[items[m]].sum())
+        if cells > max_cells:
+            greedy = rank(objects, capacity_bytes, page_bytes)
+            warning = (f"exact: instance too large ({cells} cells over groups of objects live "
+                       f"at once > {max_cells}); used greedy rank over lifetimes instead")
+            return finish("exact", {**params, "fallback": "rank"}, objects, capacity_bytes,
+                          page_bytes, greedy.fast_bytes, greedy.priority, greedy.order,
+                          greedy.cumulative_fill, greedy.reason, warnings=(warning,),
+                          chosen=greedy.selected())
+        partial = [m for m, shared, c in groups if not shared]
+        if partial:
+            greedy = rank(objects, capacity_bytes, page_bytes)
+            members = np.concatenate(partial)
+            greedy_rows = items[members]
+            take_items[members] = greedy.selected()[greedy_rows]
+            warnings = (f"exact: lifetimes of {len(greedy_rows)} object(s) in {len(partial)} "
+                        f"group(s) overlap only partially, which the knapsack does not solve; "
+                        f"used greedy rank over lifetimes for them (the other groups are "
+                        f"optimal)",)
+        for members, shared, g_cap in groups:
+            if not shared:
+                continue
+            if g_cap == int(weight[items[members]].sum()):
+                take_items[members] = True
+            else:
+                take_items[members] = knapsack(weight[items[members]],
+                                               objects.accesses[items[members]], g_cap)
+    elif dp_cap == int(weight[items].sum()):
         take_items = np.ones(len(items), dtype=bool)   # everything that can fit does
     elif cells > max_cells:
         greedy = rank(objects, capacity_bytes, page_bytes)
@@ -96,7 +146,12 @@ def exact(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     reason = np.full(n, "no sampled accesses", dtype=object)
     reason[candidate] = "left out of the optimal set"
     reason[chosen] = "in the optimal set"
+    reason[greedy_rows] = np.where(chosen[greedy_rows],
+                                   "placed by greedy rank (lifetimes overlap partially)",
+                                   "left slow by greedy rank (lifetimes overlap partially)")
     reason[too_large] = f"larger than the fast tier ({cap} pages)"
     reason[~objects.plannable] = UNKNOWN_CONTEXT
+    if len(greedy_rows):
+        params = {**params, "partial_overlap": "rank"}
     return finish("exact", params, objects, capacity_bytes, page_bytes, fast, prio, order, fill,
-                  reason, chosen=chosen)
+                  reason, warnings=warnings, chosen=chosen)

@@ -25,9 +25,15 @@ def summary_line(placement: Placement, phase: str | None = None) -> str:
     split = int((placement.tier == "split").sum())
     share = placement.fast_accesses / total if total > 0 else 0.0
     where = f" phase {phase}:" if phase else ""
+    if placement.lifetimes:
+        used = (f"peak live {human_bytes(placement.peak_bytes)} of "
+                f"{human_bytes(placement.capacity_bytes)} (sum over lifetimes "
+                f"{human_bytes(placement.used_bytes)})")
+    else:
+        used = (f"{human_bytes(placement.used_bytes)} of "
+                f"{human_bytes(placement.capacity_bytes)}")
     return (f"{placement.algorithm}:{where} {fast + split} of {len(placement)} objects fast "
-            f"({split} split), {human_bytes(placement.used_bytes)} of "
-            f"{human_bytes(placement.capacity_bytes)}, {share:.1%} of sampled accesses")
+            f"({split} split), {used}, {share:.1%} of sampled accesses")
 
 
 def _console() -> Console:
@@ -41,6 +47,8 @@ def explain(objects: ObjectTable, placement: Placement, phase: str | None = None
     """Print placement decisions in decision order: priority, size, cumulative fill, reason."""
     console = console or _console()
     title = f"{placement.algorithm}" + (f" — phase {phase}" if phase else "")
+    if placement.lifetimes:
+        title += " (fill: most fast bytes live at once during the object's lifetime)"
     table = Table(title=title, show_lines=False)
     for name, justify in (("#", "right"), ("object", "right"), ("allocated at", "left"),
                           ("priority", "right"), ("size", "right"), ("accesses", "right"),
@@ -66,6 +74,14 @@ def explain(objects: ObjectTable, placement: Placement, phase: str | None = None
     console.print(table)
     if shown < ex.num_rows:
         console.print(f"... {ex.num_rows - shown} more objects (--explain-rows 0 shows all)")
+    if placement.lifetimes:
+        console.print(f"peak live fast bytes: {human_bytes(placement.peak_bytes)} of "
+                      f"{human_bytes(placement.capacity_bytes)} ({placement.peak_bytes} bytes; "
+                      f"fast bytes summed over all lifetimes {placement.used_bytes})")
+    else:
+        console.print(f"peak live fast bytes: {human_bytes(placement.peak_bytes)} of "
+                      f"{human_bytes(placement.capacity_bytes)} (lifetimes not used: every "
+                      f"object counted as live at once)")
     for warning in placement.warnings:
         console.print(f"[bold]warning:[/] {warning}")
 

@@ -7,6 +7,14 @@ object id, and walk that list once:
   spill  the same, except the first object that does not fit is split at the boundary: its
          first floor(left / page) pages go fast, the rest slow. The fast tier is then full.
 Objects with no sampled accesses stay slow unless include_cold is set.
+
+With lifetimes (objtier.plan.lifetime) "what is left" is the room over the object's lifetime:
+the budget minus the most fast pages live at one moment while it is live. rank takes an object
+when its pages fit in that room; spill gives every object min(its pages, that room), so an
+object that does not fit is split at the room left over its lifetime, and objects whose
+lifetimes are disjoint from the split one still get fast pages (several objects may be split).
+When all objects are live at once this is exactly the lifetime-blind walk: after the first
+split the room is 0 everywhere.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from objtier.plan.lifetime import Timeline, has_lifetimes
 from objtier.plan.placement import UNKNOWN_CONTEXT, Placement, finish, pages, prepare
 from objtier.plan.table import ObjectTable
 
@@ -56,6 +65,14 @@ def greedy_fill(objects: ObjectTable, capacity_bytes: int, page_bytes: int,
     fill[taken] = cum[:head]
     reason[taken] = "fits"
     used = int(cum[head - 1]) if head else 0
+    if has_lifetimes(objects):
+        # the prefix fits whatever the lifetimes (live pages <= summed pages <= budget)
+        # (finish() recomputes cumulative fill over lifetimes)
+        timeline = Timeline(objects, left)
+        timeline.add_many(taken, weight[taken])
+        lifetime_walk(objects, rows[head:], weight, timeline, page_bytes, split_first,
+                      fast, chosen, reason)
+        return fast, chosen, order, fill, reason
     left -= used
 
     split_done = not split_first
@@ -83,6 +100,32 @@ def greedy_fill(objects: ObjectTable, capacity_bytes: int, page_bytes: int,
         fill[row] = used
     fill[~candidate] = used
     return fast, chosen, order, fill * page_bytes, reason
+
+
+def lifetime_walk(objects: ObjectTable, rows: np.ndarray, weight: np.ndarray,
+                  timeline: Timeline, page_bytes: int, split: bool, fast: np.ndarray,
+                  chosen: np.ndarray, reason: np.ndarray) -> None:
+    """The walk after the prefix when capacity is checked over lifetimes (in place)."""
+    skipped = False
+    for row in rows.tolist():
+        w = int(weight[row])
+        if timeline.fits(row, w):
+            fast[row] = objects.size[row]
+            chosen[row] = True
+            reason[row] = ("fits in a gap left by a skipped larger object" if skipped
+                           else "fits over its lifetime")
+            timeline.add(row, w)
+            continue
+        skipped = True
+        room = timeline.room(row)
+        if split and room > 0:
+            fast[row] = room * page_bytes
+            chosen[row] = True
+            reason[row] = f"split at the room left over its lifetime: {room} of {w} pages fast"
+            timeline.add(row, room)
+        else:
+            reason[row] = (f"does not fit: needs {w} pages, {room} left over its lifetime"
+                           if room else "does not fit: fast tier full over its lifetime")
 
 
 def rank(table: Any, capacity_bytes: int, page_bytes: int = 4096,

@@ -17,6 +17,11 @@ priority accesses per byte, the IISWC ranking. With alpha = beta a half keeps it
 priority; with beta > alpha halves rise, with alpha > beta they sink.
 The fast pieces of one object are reported as one fast prefix of the same length (under the
 even-spread assumption above the two are equivalent).
+
+With lifetimes (objtier.plan.lifetime) "the pages left" and "the fast tier is 90% full" are
+taken over the piece's object's lifetime: a piece fits when the most fast pages live at one
+moment of that lifetime plus its own stay within the budget, and it is split while that most
+is below fill_threshold of the budget. All objects live at once gives the lifetime-blind walk.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 
 from objtier.errors import UsageError
 from objtier.plan.greedy import scan_order
+from objtier.plan.lifetime import Timeline, has_lifetimes
 from objtier.plan.placement import UNKNOWN_CONTEXT, Placement, finish, pages, prepare
 
 DEFAULT_ALPHA = 1.0
@@ -75,11 +81,20 @@ def halving(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     skip_reason = np.full(n, "", dtype=object)
     used = 0
     step = 0
+    timeline = Timeline(objects, cap) if has_lifetimes(objects) else None
     while heap:
         neg, oid, first, count, row = heapq.heappop(heap)
         if order[row] < 0:
             order[row] = step
             step += 1
+        if timeline is not None:
+            # capacity over the object's lifetime; fill is recomputed by finish()
+            if timeline.fits(row, count):
+                timeline.add(row, count)
+                fast_pages[row] += count
+                chosen[row] = True
+                continue
+            used = timeline.level(row)
         if count <= cap - used:
             used += count
             fast_pages[row] += count
@@ -93,8 +108,9 @@ def halving(table: Any, capacity_bytes: int, page_bytes: int = 4096,
                 heapq.heappush(heap, (-float(priority(piece_acc, piece_bytes, alpha, beta)),
                                       oid, start, length, row))
         elif used >= split_below:
-            skip_reason[row] = (f"does not fit ({count} pages, {cap - used} left) and the fast "
-                                f"tier is >= {fill_threshold:.0%} full")
+            over = " over its lifetime" if timeline is not None else ""
+            skip_reason[row] = (f"does not fit ({count} pages, {cap - used} left{over}) and the "
+                                f"fast tier is >= {fill_threshold:.0%} full{over}")
         else:
             skip_reason[row] = "does not fit (one page, none left)"
         fill[row] = used

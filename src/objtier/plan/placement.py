@@ -8,6 +8,10 @@ Units and encodings
     ceil(fast_bytes / page_bytes) pages, because every enforcement (mbind, mlock, madvise)
     acts on whole pages. page_bytes = 1 gives byte granularity.
   - tier is "fast", "slow" or "split".
+  - Lifetimes (objtier.plan.lifetime): when the object table has alloc_ns/free_ns, the
+    capacity bounds the fast pages live at the same moment (peak_fast_bytes), not their sum
+    (used_bytes, which may then exceed the capacity), and cumulative_fill is, in the final
+    placement, the most fast bytes live at one moment of the object's lifetime.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from objtier.errors import UsageError
+from objtier.plan.lifetime import Timeline, has_lifetimes
 from objtier.plan.table import ObjectTable, object_table
 
 TIERS = ("fast", "slow", "split")
@@ -48,6 +53,8 @@ class Placement:
     cumulative_fill: np.ndarray  # int64 fast bytes charged after this object's decision
     reason: np.ndarray           # object (str): why the object went where it went
     warnings: tuple[str, ...] = field(default=())
+    lifetimes: bool = False      # the capacity was checked over time (table had lifetimes)
+    peak_fast_bytes: int | None = None  # most fast bytes live at once; None = used_bytes
 
     def __len__(self) -> int:
         return len(self.object)
@@ -60,6 +67,12 @@ class Placement:
     @property
     def used_bytes(self) -> int:
         return int(self.charged_bytes.sum())
+
+    @property
+    def peak_bytes(self) -> int:
+        """Most fast bytes live at one moment: the quantity the capacity bounds. Without
+        lifetimes every object counts as live at once, so it equals used_bytes."""
+        return self.used_bytes if self.peak_fast_bytes is None else int(self.peak_fast_bytes)
 
     @property
     def fast_accesses(self) -> float:
@@ -103,19 +116,27 @@ def finish(algorithm: str, params: dict[str, Any], objects: ObjectTable, capacit
 
     chosen marks objects the algorithm selected (default: fast_bytes > 0); it only matters
     for zero-size objects, which are "fast" when chosen although they have no fast bytes.
+    When the table has lifetimes the invariant is on the peak of live fast bytes.
     """
     fast_bytes = np.asarray(fast_bytes, dtype=np.int64)
     size = objects.size
     chosen = fast_bytes > 0 if chosen is None else np.asarray(chosen, dtype=bool)
     tier = np.where(~chosen, "slow", np.where(fast_bytes >= size, "fast", "split")).astype(object)
+    lifetimes = has_lifetimes(objects)
+    peak = None
+    if lifetimes:
+        timeline = Timeline(objects, 0)
+        timeline.add_many(np.arange(len(objects)), pages(fast_bytes, page_bytes))
+        peak = timeline.peak * int(page_bytes)
+        fill = timeline.levels(np.arange(len(objects))) * int(page_bytes)
     placement = Placement(
         algorithm=algorithm, params=dict(params), capacity_bytes=int(capacity_bytes),
         page_bytes=int(page_bytes), object=objects.object, size=size,
         accesses=objects.accesses, tier=tier, fast_bytes=fast_bytes,
         priority=np.asarray(priority, dtype=np.float64), order=np.asarray(order, dtype=np.int64),
         cumulative_fill=np.asarray(fill, dtype=np.int64), reason=np.asarray(reason, dtype=object),
-        warnings=tuple(warnings),
+        warnings=tuple(warnings), lifetimes=lifetimes, peak_fast_bytes=peak,
     )
-    assert placement.used_bytes <= (capacity_bytes // page_bytes) * page_bytes, \
+    assert placement.peak_bytes <= (capacity_bytes // page_bytes) * page_bytes, \
         "placement exceeds the fast-tier capacity"
     return placement

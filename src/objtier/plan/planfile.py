@@ -86,6 +86,7 @@ def _summary(phase: str, placement: Placement) -> dict[str, Any]:
         "fast_objects": int((placement.tier == "fast").sum()),
         "split_objects": int((placement.tier == "split").sum()),
         "fast_bytes": placement.used_bytes,
+        "peak_fast_bytes": placement.peak_bytes,
         "fast_access_share": placement.fast_accesses / total if total > 0 else 0.0,
     }
 

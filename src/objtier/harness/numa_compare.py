@@ -1,0 +1,583 @@
+"""`objtier compare --tier numa`: the kernel's NUMA-balancing tiering vs an objtier plan, in the
+two-node guest (objtier.testbed). Runs on the host and drives the guest.
+
+    1. guest:    attach to the guest started by `objtier testbed up`, else boot one for the
+                 duration (it dies with this process); save kernel.numa_balancing,
+                 /sys/kernel/mm/numa/demotion_enabled and the fast nodes' hugetlb pools
+    2. tiers:    the guest's node sysfs files are copied to DIR/guest-sysfs/ and classified on
+                 the host (objtier.tiers.numa_topology); --fast-nodes/--slow-nodes win
+    3. shrink:   optionally (--fast-reserve SIZE) hugetlb pages are reserved on the fast nodes
+                 so that a small program overflows them (fast capacity is what is left free)
+    4. profile:  one recording in the guest (runtime preloaded, fault sampler, balancing off);
+                 the plan is made on the host for budget = --local PCT of the fast nodes' free
+                 memory (or a SIZE)
+    5. A/B:      kernel and objtier alternately, `repeat` times each:
+                   kernel:  numa_balancing=2, demotion on, program unbound; the runtime runs with
+                            no plan (OBJTIER_SAMPLER=none) only to write RESIDENCY records
+                   objtier: numa_balancing=0, demotion off; the plan enforced with
+                            OBJTIER_TIER=numa (mbind at allocation), RESIDENCY records
+                 per run: wall time, FoM, vmstat deltas (hint faults, promotions, demotions,
+                 migrations), and per object the share of its present pages on the slow nodes
+                 from the last residency pass (at exit)
+    6. results:  DIR/compare.csv (one row per run), DIR/objects.csv (one row per object per
+                 run), DIR/summary.json, DIR/plan.json + plan.txt, DIR/profile.otr/,
+                 DIR/runs/ (each run's output, vmstat before/after and trace)
+
+DIR must lie inside the project tree: the guest writes there (the only read-write share).
+Guest state (the two knobs, hugetlb pools) is restored on exit, error and Ctrl-C.
+
+In the emulated guest both nodes have the same speed: wall time and FoM say nothing about tiers
+there; the guest shows mechanics (placement, promotions, demotions). On a real tiered machine
+the same measurements mean what they say (see docs/numa.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import shlex
+import shutil
+import signal
+import statistics
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from objtier.errors import ObjtierError, UsageError
+
+BALANCING = "/proc/sys/kernel/numa_balancing"
+DEMOTION = "/sys/kernel/mm/numa/demotion_enabled"
+HUGEPAGES = "/sys/devices/system/node/node{n}/hugepages/hugepages-2048kB/nr_hugepages"
+HUGEPAGE_BYTES = 2 << 20
+NOT_PRESENT = 0xFFFFFFFF
+VMSTAT_KEYS = ("numa_hint_faults", "numa_hint_faults_local", "numa_pages_migrated",
+               "pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd", "pgdemote_direct",
+               "pgdemote_khugepaged", "pgmigrate_success", "pgmigrate_fail")
+CONFIGS = ("kernel", "objtier")
+#: kernel knobs per arm: (kernel.numa_balancing, demotion_enabled)
+KNOBS = {"kernel": ("2", "1"), "objtier": ("0", "0"), "profile": ("0", "0")}
+
+
+@dataclass
+class NumaCompareSettings:
+    local: str = "50%"              # fast budget: PCT of the fast nodes' free memory, or SIZE
+    repeat: int = 3                 # runs per configuration
+    algo: str = "rank"
+    sampler: str = "fault"          # profile sampler in the guest (fault; perf has no PMU there)
+    rate: int = 2000
+    min_size: int = 128 << 10
+    stack_depth: int = 8
+    fast_nodes: str | None = None   # explicit node lists win over detection
+    slow_nodes: str | None = None
+    fast_reserve: int = 0           # bytes of hugetlb pages held on the fast nodes meanwhile
+    timeout_s: float = 900.0        # per guest run
+    output: Path = Path("compare-numa")
+    force: bool = False
+
+
+@dataclass
+class NumaRunRow:
+    config: str
+    repeat: int
+    order: int
+    returncode: int
+    wall_s: float | None
+    fom_name: str | None = None
+    fom_value: float | None = None
+    fom_unit: str | None = None
+    fom_seconds: float | None = None
+    numa_hint_faults: int | None = None
+    numa_hint_faults_local: int | None = None
+    numa_pages_migrated: int | None = None
+    pgpromote_success: int | None = None
+    pgpromote_candidate: int | None = None
+    pgdemote: int | None = None               # pgdemote_kswapd + _direct + _khugepaged
+    pgdemote_kswapd: int | None = None
+    pgdemote_direct: int | None = None
+    pgmigrate_success: int | None = None
+    objects: int | None = None                # objects with residency at exit
+    slow_share: float | None = None           # slow-node pages / present pages, all objects
+    placement_actions: int | None = None
+    failed_actions: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+@dataclass
+class NumaCompareResult:
+    rows: list[NumaRunRow]
+    objects: list[dict[str, Any]]
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+# ---- pure parts ---------------------------------------------------------------------------
+
+
+def parse_vmstat(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if value.strip().lstrip("-").isdigit():
+            out[name] = int(value)
+    return out
+
+
+def vmstat_deltas(before: dict[str, int], after: dict[str, int]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {k: (after[k] - before[k]) if k in before and k in after
+                                  else None for k in VMSTAT_KEYS}
+    parts = [out[k] for k in ("pgdemote_kswapd", "pgdemote_direct", "pgdemote_khugepaged")
+             if out[k] is not None]
+    out["pgdemote"] = sum(parts) if parts else None
+    return out
+
+
+def last_residency(residency: list[dict[str, Any]]) -> dict[int, dict[int, int]]:
+    """RESIDENCY rows -> {alloc_seq: {node: pages}} from each object's latest pass."""
+    latest: dict[int, int] = {}
+    for r in residency:
+        seq = r["alloc_seq"]
+        latest[seq] = max(latest.get(seq, 0), r["time_ns"])
+    out: dict[int, dict[int, int]] = {}
+    for r in residency:
+        if r["time_ns"] == latest[r["alloc_seq"]]:
+            out.setdefault(r["alloc_seq"], {})[r["node"]] = r["pages"]
+    return out
+
+
+def object_shares(by_object: dict[int, dict[int, int]], slow: frozenset[int] | set[int]
+                  ) -> dict[int, dict[str, Any]]:
+    """{alloc_seq: {node: pages}} -> pages on fast/slow nodes, absent, slow share of present."""
+    out = {}
+    for seq, nodes in by_object.items():
+        absent = nodes.get(NOT_PRESENT, 0)
+        slow_pages = sum(p for n, p in nodes.items() if n != NOT_PRESENT and n in slow)
+        fast_pages = sum(p for n, p in nodes.items() if n != NOT_PRESENT and n not in slow)
+        present = slow_pages + fast_pages
+        out[seq] = {"pages_fast": fast_pages, "pages_slow": slow_pages, "pages_absent": absent,
+                    "slow_share": round(slow_pages / present, 6) if present else None}
+    return out
+
+
+def fast_budget(text: str, capacity: int) -> int:
+    """--local: PCT of the fast nodes' free memory or a SIZE -> bytes (> 0)."""
+    from objtier.harness.enforce import parse_local
+
+    return parse_local(text, capacity)
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize_rows(rows: list[NumaRunRow], objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians per configuration over successful runs, and per object (by context key)."""
+    medians: dict[str, Any] = {}
+    numeric = [f.name for f in fields(NumaRunRow)
+               if f.name not in ("config", "repeat", "order", "returncode", "fom_name",
+                                 "fom_unit")]
+    for config in CONFIGS:
+        runs = [r for r in rows if r.config == config]
+        ok = [r for r in runs if r.ok]
+        medians[config] = {"runs": len(runs), "failed": len(runs) - len(ok),
+                           **{k: _median([getattr(r, k) for r in ok]) for k in numeric}}
+    per_object: dict[str, dict[str, Any]] = {}
+    for o in objects:
+        entry = per_object.setdefault(o["context_key"], {
+            "label": o["label"], "size": o["size"], "planned": o["planned"]})
+        entry.setdefault(o["config"], []).append(o["slow_share"])
+    for entry in per_object.values():
+        for config in CONFIGS:
+            if config in entry:
+                entry[f"{config}_slow_share"] = _median(entry.pop(config))
+    kernel, objtier = medians["kernel"], medians["objtier"]
+    ratios = {"speedup": (kernel["wall_s"] / objtier["wall_s"]
+                          if kernel["wall_s"] and objtier["wall_s"] else None),
+              "fom_ratio": (objtier["fom_value"] / kernel["fom_value"]
+                            if kernel["fom_value"] and objtier["fom_value"] else None)}
+    return {"medians": medians, "objects": per_object, "ratios": ratios}
+
+
+# ---- the guest ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def guest(testbed=None, say: Callable[[str], None] = lambda text: None) -> Iterator[Any]:
+    """The given Testbed; else the running one (left running); else a new one (stopped)."""
+    from objtier.testbed import Testbed
+
+    if testbed is not None:
+        yield testbed
+        return
+    tb = Testbed(log=say)
+    if tb.is_running():
+        say("using the running guest (objtier testbed up)")
+        yield tb.attach()
+        return
+    tb.start()
+    try:
+        yield tb
+    finally:
+        tb.stop()
+
+
+def _sh(tb, script: str, timeout: float = 120.0) -> str:
+    rc, out, err = tb.run(script, timeout=timeout)
+    if rc != 0:
+        raise ObjtierError(f"guest command failed ({rc}): {script[:80]}: "
+                           f"{(err or out).strip()[-200:]}")
+    return out
+
+
+class GuestState:
+    """Saves and restores the guest's tiering knobs and the fast nodes' hugetlb pools."""
+
+    def __init__(self, tb, fast_nodes: list[int]):
+        self.tb = tb
+        self.saved: dict[str, str] = {}
+        for path in (BALANCING, DEMOTION, *(HUGEPAGES.format(n=n) for n in fast_nodes)):
+            rc, out, _ = tb.run(["cat", path])
+            if rc == 0:
+                self.saved[path] = out.strip()
+
+    def knobs(self, balancing: str, demotion: str) -> None:
+        _sh(self.tb, f"echo {balancing} > {BALANCING} && echo {demotion} > {DEMOTION}")
+
+    def reserve(self, nodes: list[int], nbytes: int) -> int:
+        """Hold about nbytes of 2 MiB hugetlb pages on `nodes` (split evenly); bytes held."""
+        if nbytes <= 0 or not nodes:
+            return 0
+        each = -(-nbytes // HUGEPAGE_BYTES // len(nodes))
+        held = 0
+        for n in nodes:
+            path = HUGEPAGES.format(n=n)
+            base = int(self.saved.get(path, "0") or 0)
+            out = _sh(self.tb, f"echo {base + each} > {path}; cat {path}")
+            held += (int(out.split()[-1]) - base) * HUGEPAGE_BYTES
+        return held
+
+    def restore(self) -> None:
+        script = "; ".join(f"echo {shlex.quote(v)} > {p}" for p, v in self.saved.items()
+                           if v in ("0", "1", "2", "3", "true", "false") or v.isdigit())
+        if script:
+            self.tb.run(script, timeout=120)
+
+
+def guest_sysfs(tb, dest: Path) -> Path:
+    """Copy the guest's node and memory-tier sysfs files to dest (a sysfs-shaped tree)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    d = shlex.quote(str(dest))
+    _sh(tb, f"""cd /sys && for f in devices/system/node/node*/cpulist \
+devices/system/node/node*/distance devices/system/node/node*/meminfo \
+devices/system/node/node*/access0/initiators/* \
+devices/virtual/memory_tiering/memory_tier*/nodelist; do
+  [ -f "$f" ] || continue; mkdir -p {d}/$(dirname "$f"); cat "$f" > {d}/"$f" 2>/dev/null
+done; true""")
+    return dest
+
+
+def node_free_bytes(tb, nodes: list[int]) -> int:
+    out = _sh(tb, " ".join(["cat"] + [f"/sys/devices/system/node/node{n}/meminfo"
+                                      for n in nodes]))
+    return sum(int(line.split()[-2]) * 1024 for line in out.splitlines() if " MemFree:" in line)
+
+
+def run_in_guest(tb, command: list[str], env: dict[str, str], stem: Path,
+                 timeout: float) -> tuple[int, float | None, dict[str, int], dict[str, int]]:
+    """Run command in the guest with env set for it alone; its output goes to stem.out/.err.
+    Returns (exit status, wall seconds, vmstat before, vmstat after)."""
+    q = {k: shlex.quote(str(stem.with_suffix(s))) for k, s in
+         (("out", ".out"), ("err", ".err"), ("v0", ".vmstat0"), ("v1", ".vmstat1"))}
+    program = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), *command])
+    script = (f"cat /proc/vmstat > {q['v0']}; t0=$(date +%s%N); "
+              f"{program} > {q['out']} 2> {q['err']}; rc=$?; t1=$(date +%s%N); "
+              f"cat /proc/vmstat > {q['v1']}; echo \"rc=$rc ns=$((t1 - t0))\"")
+    out = _sh(tb, script, timeout=timeout)
+    words = dict(w.split("=", 1) for w in out.split() if "=" in w)
+    rc = int(words.get("rc", 255))
+    rc = -(rc - 128) if rc > 128 else rc
+    wall = int(words["ns"]) / 1e9 if "ns" in words else None
+
+    def vm(path: Path) -> dict[str, int]:
+        try:
+            return parse_vmstat(path.read_text())
+        except OSError:
+            return {}
+    return rc, wall, vm(stem.with_suffix(".vmstat0")), vm(stem.with_suffix(".vmstat1"))
+
+
+# ---- the experiment -------------------------------------------------------------------------
+
+
+def _prepare_output(output: Path, force: bool) -> Path:
+    from objtier.testbed.paths import repo_root
+
+    output = output.resolve()
+    root = repo_root()
+    if root != output and root not in output.parents:
+        raise UsageError(f"{output} is outside the project tree {root}: the guest can only "
+                         f"write there; choose -o inside it")
+    if output.exists() and any(output.iterdir()):
+        if not force:
+            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
+        if not (output / "summary.json").exists() and not (output / "plan.json").exists():
+            raise UsageError(f"{output} is not a comparison directory; refusing to replace it")
+        shutil.rmtree(output)
+    output.mkdir(parents=True, exist_ok=True)
+    return output
+
+
+def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capacity: int,
+          command: list[str], output: Path) -> dict[str, Any]:
+    from objtier import plan as planner
+    from objtier.analysis.objects import object_table
+    from objtier.trace import open_trace
+
+    trace = open_trace(profile)
+    objects = planner.object_table(object_table(trace))
+    pages = [p.page_bytes for p in trace.processes if p.page_bytes]
+    budget = planner.Budget(budget_bytes, settings.local,
+                            round(100.0 * budget_bytes / capacity, 2), capacity)
+    placement = planner.algorithm(settings.algo)(objects, budget_bytes, min(pages) if pages else 4096)
+    plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
+                              source=str(profile))
+    planner.write_plan(plan, output / "plan.json")
+    (output / "plan.txt").write_text(planner.to_text(plan))
+    return plan
+
+
+def _objects_of_run(trace_dir: Path, slow: frozenset[int], planned: dict[str, str]
+                    ) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+    """Per-object residency at exit, and (placement actions, failed actions)."""
+    from objtier.analysis.objects import object_table
+    from objtier.errors import TraceError
+    from objtier.trace import open_trace
+
+    try:
+        trace = open_trace(trace_dir)
+        table = object_table(trace).to_pylist()
+        seqs = trace.allocations.column("seq").to_pylist()
+        residency = trace.residency.to_pylist()
+        placements = trace.placements.to_pylist()
+    except (TraceError, OSError):
+        return [], (0, 0)
+    shares = object_shares(last_residency(residency), slow)
+    rows = []
+    for obj in table:
+        seq = seqs[obj["object"]]
+        share = shares.get(seq)
+        if share is None:
+            continue
+        rows.append({"alloc_seq": seq, "context_key": obj["context_key"],
+                     "label": obj.get("label") or "", "size": obj["size"],
+                     "planned": planned.get(obj["context_key"], "unplanned"), **share})
+    return rows, (len(placements), sum(p["result"] < 0 for p in placements))
+
+
+def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=None,
+                     say: Callable[[str], None] = lambda text: None,
+                     on_row: Callable[[NumaRunRow], None] = lambda row: None
+                     ) -> NumaCompareResult:
+    """The whole experiment; see the module docstring. Writes into settings.output."""
+    from objtier.harness.compare import _last_line
+    from objtier.harness.enforce import check_nodes, plan_min_size, plan_warnings
+    from objtier.harness.measure import Measurement, _attach_fom
+    from objtier.native import runtime_library
+    from objtier.tiers.numa_topology import detect_tiers, tier_map_from_sets
+
+    if settings.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
+    fast_text = check_nodes(settings.fast_nodes, "--fast-nodes")
+    slow_text = check_nodes(settings.slow_nodes, "--slow-nodes")
+    output = _prepare_output(settings.output, settings.force)
+    lib = str(runtime_library())
+    warnings = ["emulated guest: both nodes have the same speed, so wall time and FoM do not "
+                "measure tiering; promotions, demotions and slow shares do"]
+    rows: list[NumaRunRow] = []
+    objects: list[dict[str, Any]] = []
+    with guest(testbed, say) as tb:
+        overrides = tier_map_from_sets(fast_text, slow_text) if (fast_text or slow_text) else None
+        decision = detect_tiers(guest_sysfs(tb, output / "guest-sysfs"), overrides)
+        if not decision.has_slow_tier:
+            raise ObjtierError(f"the guest has no slow memory tier: {decision.message}")
+        fast, slow = sorted(decision.fast), sorted(decision.slow)
+        fast_list = ",".join(map(str, fast))
+        slow_list = ",".join(map(str, slow))
+        say(f"tiers: fast nodes {fast_list}, slow nodes {slow_list} ({decision.source})")
+        kernel = _sh(tb, "uname -r").strip()
+        state = GuestState(tb, fast)
+        try:
+            held = state.reserve(fast, settings.fast_reserve)
+            if held:
+                say(f"holding {held >> 20} MiB of hugetlb pages on node(s) {fast_list}")
+            capacity = node_free_bytes(tb, fast)
+            budget = fast_budget(settings.local, capacity)
+            say(f"fast nodes free: {capacity >> 20} MiB; plan budget {budget >> 20} MiB")
+
+            state.knobs(*KNOBS["profile"])
+            say(f"recording a profile in the guest (sampler {settings.sampler})")
+            profile = output / "profile.otr"
+            profile.mkdir()
+            rc, _, _, _ = run_in_guest(tb, command, {
+                "LD_PRELOAD": lib, "OBJTIER_OUTPUT": str(profile),
+                "OBJTIER_SAMPLER": settings.sampler, "OBJTIER_RATE": str(settings.rate),
+                "OBJTIER_MIN_SIZE": str(settings.min_size),
+                "OBJTIER_STACK_DEPTH": str(settings.stack_depth)},
+                output / "profile", settings.timeout_s)
+            if rc != 0:
+                err = (output / "profile.err").read_text(errors="replace")
+                raise ObjtierError(f"the program failed while being recorded in the guest "
+                                   f"(exit status {rc}): {_last_line(err)}")
+            plan = _plan(profile, settings, budget, capacity, command, output)
+            warnings += plan.get("warnings", []) + plan_warnings(plan, command[0])
+            planned = {e["context_key"]: e["tier"] for e in plan.get("entries", [])}
+            min_size = min(plan_min_size(plan), settings.min_size)
+
+            runs_dir = output / "runs"
+            runs_dir.mkdir()
+            for i in range(1, settings.repeat + 1):
+                for config in CONFIGS:
+                    order = len(rows) + 1
+                    say(f"run {order}/{2 * settings.repeat}: {config} #{i}")
+                    stem = runs_dir / f"{order:02d}-{config}-{i}"
+                    trace_dir = stem.with_suffix(".otr")
+                    trace_dir.mkdir()
+                    env = {"LD_PRELOAD": lib, "OBJTIER_OUTPUT": str(trace_dir),
+                           "OBJTIER_SAMPLER": "none", "OBJTIER_TIER": "numa",
+                           "OBJTIER_FAST_NODES": fast_list, "OBJTIER_SLOW_NODES": slow_list,
+                           "OBJTIER_MIN_SIZE": str(min_size),
+                           "OBJTIER_STACK_DEPTH": str(settings.stack_depth)}
+                    if config == "objtier":
+                        env["OBJTIER_PLAN"] = str(output / "plan.txt")
+                    state.knobs(*KNOBS[config])
+                    rc, wall, v0, v1 = run_in_guest(tb, command, env, stem, settings.timeout_s)
+                    if rc == -signal.SIGINT:
+                        raise KeyboardInterrupt
+                    m = Measurement(config, rc, wall or 0.0, 0, 0, 0, 0,
+                                    stem.with_suffix(".out").read_text(errors="replace"), "")
+                    _attach_fom(m)
+                    found, (actions, failed) = _objects_of_run(trace_dir, decision.slow, planned)
+                    present = sum(o["pages_fast"] + o["pages_slow"] for o in found)
+                    deltas = vmstat_deltas(v0, v1)
+                    row = NumaRunRow(
+                        config=config, repeat=i, order=order, returncode=rc,
+                        wall_s=round(wall, 6) if wall is not None else None,
+                        fom_name=m.fom_name, fom_value=m.fom_value, fom_unit=m.fom_unit,
+                        fom_seconds=m.fom_seconds,
+                        **{k: deltas[k] for k in ("numa_hint_faults", "numa_hint_faults_local",
+                                                  "numa_pages_migrated", "pgpromote_success",
+                                                  "pgpromote_candidate", "pgdemote",
+                                                  "pgdemote_kswapd", "pgdemote_direct",
+                                                  "pgmigrate_success")},
+                        objects=len(found),
+                        slow_share=(round(sum(o["pages_slow"] for o in found) / present, 6)
+                                    if present else None),
+                        placement_actions=actions, failed_actions=failed)
+                    for o in found:
+                        objects.append({"config": config, "repeat": i, "order": order, **o})
+                    rows.append(row)
+                    on_row(row)
+        finally:
+            state.restore()
+    summary = summarize_rows(rows, objects)
+    summary.update({
+        "command": command, "tier": "numa",
+        "guest": {"kernel": kernel, "emulated": True,
+                  "fast_reserve_bytes": settings.fast_reserve},
+        "tiers": {"fast": fast, "slow": slow, "source": decision.source,
+                  "message": decision.message},
+        "fast_capacity_bytes": capacity, "budget": {"given": settings.local, "bytes": budget},
+        "knobs": {c: {"numa_balancing": KNOBS[c][0], "demotion_enabled": KNOBS[c][1]}
+                  for c in CONFIGS},
+        "plan": {"algorithm": settings.algo, "path": str(output / "plan.json"),
+                 **(plan.get("summary") or [{}])[0]},
+        "repeat": settings.repeat, "warnings": warnings,
+    })
+    write_outputs(rows, objects, summary, output)
+    return NumaCompareResult(rows, objects, summary, warnings)
+
+
+OBJECT_COLUMNS = ("config", "repeat", "order", "alloc_seq", "context_key", "label", "size",
+                  "planned", "pages_fast", "pages_slow", "pages_absent", "slow_share")
+
+
+def write_outputs(rows: list[NumaRunRow], objects: list[dict[str, Any]],
+                  summary: dict[str, Any], output: Path) -> None:
+    with open(output / "compare.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[x.name for x in fields(NumaRunRow)])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in asdict(row).items()})
+    with open(output / "objects.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=OBJECT_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for o in objects:
+            writer.writerow({k: ("" if o.get(k) is None else o.get(k)) for k in OBJECT_COLUMNS})
+    (output / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+
+
+# ---- command line (`objtier compare --tier numa`) -------------------------------------------
+
+
+def add_numa_arguments(parser) -> None:
+    """Options of `objtier compare` that only the NUMA tier reads."""
+    group = parser.add_argument_group("--tier numa (in the two-node guest)")
+    group.add_argument("--fast-nodes", default=None, metavar="LIST",
+                       help="fast NUMA nodes (default: detected from memory tiers, HMAT, CPUs)")
+    group.add_argument("--slow-nodes", default=None, metavar="LIST",
+                       help="slow NUMA nodes (default: detected)")
+    group.add_argument("--fast-reserve", default=None, metavar="SIZE",
+                       help="hold SIZE of hugetlb pages on the fast nodes during the experiment, "
+                       "so that a small program overflows them")
+
+
+def run_from_args(args, command: list[str]) -> int:
+    """`objtier compare --tier numa`: --local is PCT of the fast nodes' free memory or SIZE."""
+    import sys
+
+    from objtier.units import parse_size
+
+    local = args.local
+    settings = NumaCompareSettings(
+        local=local, repeat=args.repeat, algo=args.algo,
+        sampler="fault" if args.sampler == "auto" else args.sampler, rate=args.rate,
+        fast_nodes=getattr(args, "fast_nodes", None), slow_nodes=getattr(args, "slow_nodes", None),
+        fast_reserve=(parse_size(args.fast_reserve, "--fast-reserve")
+                      if getattr(args, "fast_reserve", None) else 0),
+        timeout_s=args.timeout or 900.0, output=Path(args.output), force=args.force)
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(f"objtier compare: {text}\n")
+
+    result = run_numa_compare(command, settings, say=say)
+    for warning in result.warnings:
+        sys.stderr.write(f"objtier compare: warning: {warning}\n")
+    print_summary(result)
+    out = settings.output
+    print(f"wrote {out / 'compare.csv'}, {out / 'objects.csv'} and {out / 'summary.json'}")
+    return 0
+
+
+def print_summary(result: NumaCompareResult) -> None:
+    def fmt(v: Any) -> str:
+        return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
+
+    print(f"{'run':>4} {'config':8} {'rc':>3} {'wall s':>8} {'FoM':>9} {'hint flt':>9} "
+          f"{'promoted':>9} {'demoted':>9} {'slow share':>10}")
+    for r in result.rows:
+        print(f"{r.order:>4} {r.config:8} {r.returncode:>3} {fmt(r.wall_s):>8} "
+              f"{fmt(r.fom_value):>9} {fmt(r.numa_hint_faults):>9} "
+              f"{fmt(r.pgpromote_success):>9} {fmt(r.pgdemote):>9} {fmt(r.slow_share):>10}")
+    print("slow-node share per object (median over runs):")
+    for key, o in result.summary["objects"].items():
+        print(f"  {o['label'][:48] or key:48} {o['size'] >> 20:>6} MiB  planned {o['planned']:9}"
+              f" kernel {fmt(o.get('kernel_slow_share'))}  objtier "
+              f"{fmt(o.get('objtier_slow_share'))}")
