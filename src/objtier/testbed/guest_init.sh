@@ -45,7 +45,6 @@ done </etc/objtier/modules.order
 OPTS=trans=virtio,version=9p2000.L,msize=262144
 mkdir -p /host /spool
 mount -t 9p -o "$OPTS,ro,cache=loose" hostroot /host || fail "cannot mount the host root (9p)"
-mount -t 9p -o "$OPTS,cache=mmap" repo "/host$REPO" || fail "cannot mount $REPO (9p)"
 mount -t 9p -o "$OPTS,cache=mmap" spool /spool || fail "cannot mount the spool (9p)"
 mount -t proc proc /host/proc
 mount -t sysfs sysfs /host/sys
@@ -57,6 +56,9 @@ mount -t devpts devpts /host/dev/pts
 mount -t tmpfs tmpfs /host/dev/shm
 mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
+# the project tree last, so a tree under /tmp or /run is not hidden by the tmpfs mounts
+mkdir -p "/host$REPO" 2>/dev/null
+mount -t 9p -o "$OPTS,cache=mmap" repo "/host$REPO" || fail "cannot mount $REPO (9p)"
 mkdir -p /host/run/objtier/spool
 mount --bind /spool /host/run/objtier/spool
 
