@@ -1,24 +1,29 @@
 """`objtier compare --tier swap` over the workload suite: kernel reclaim vs objtier plan.
 
-    .venv/bin/python bench/compare_swap.py [--local 70%,50%] [--repeat 3] [--scale 18]
+    .venv/bin/python bench/compare_swap.py [--local 70%,50%] [--repeat 3] [--scale 20]
         [--workloads bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,stream,gups,kmeans]
-        [--size-factor 1.0] [-o bench-out/compare] [--append-docs]
+        [--size-factor 1.0] [-o bench-out/compare] [--append-docs] [--table-only]
 
 Graphs are generated once (graphgen -o, outside the measurement) and loaded with -f. Sizes are
 parameters: --scale for the graphs, --size-factor scales STREAM, GUPS and K-means (1.0 = about
 100 MiB each, a few seconds per unlimited run here). Needs root. Prints a Markdown table (one row
 per workload and local size) and, with --append-docs, appends it under its own heading to
 docs/benchmarks.md (re-read right before writing), plus a combined chart per local size.
+--table-only runs nothing and prints the table of the comparisons already in -o. Swap figures
+in the table are the cgroup's own swap-ins (workingset_refault_anon): the vmstat counters are
+system-wide. Failed runs are counted per configuration, with OOM kills and timeouts named.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime as _dt
 import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -31,12 +36,12 @@ def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path) -> dict[st
     b = lambda name: str(bin_dir / name)  # noqa: E731
     kron, urand = str(graphs / f"kron{scale}.csr"), str(graphs / f"urand{scale}.csr")
     return {
-        "bfs_kron": [b("bfs"), "-f", kron, "-n", "8"],
+        "bfs_kron": [b("bfs"), "-f", kron, "-n", "16"],
         "bc_kron": [b("bc"), "-f", kron, "-i", "2"],
-        "cc_kron": [b("cc"), "-f", kron, "-n", "2"],
-        "bfs_urand": [b("bfs"), "-f", urand, "-n", "8"],
+        "cc_kron": [b("cc"), "-f", kron, "-n", "8"],
+        "bfs_urand": [b("bfs"), "-f", urand, "-n", "16"],
         "bc_urand": [b("bc"), "-f", urand, "-i", "2"],
-        "cc_urand": [b("cc"), "-f", urand, "-n", "2"],
+        "cc_urand": [b("cc"), "-f", urand, "-n", "8"],
         "stream": [b("stream"), "-s", str(int(4_000_000 * factor)), "-n", "10"],
         "gups": [b("gups"), "-l", str(24 + max(0, round(math.log2(max(factor, 1e-9)))))],
         "kmeans": [b("kmeans"), "-n", str(int(700_000 * factor)), "-i", "5"],
@@ -60,37 +65,98 @@ def fmt(value, digits=3) -> str:
     return f"{float(value):.{digits}g}"
 
 
-def row_for(name: str, local: str, summary: dict) -> str:
+def failures(rows: list[dict], config: str) -> str:
+    """'failed/runs' of one configuration, with how many of the failures were OOM kills."""
+    mine = [r for r in rows if r["config"] == config]
+    bad = [r for r in mine if r["returncode"] != "0"]
+    oom = sum(1 for r in bad if (r.get("memcg_oom_kills") or "0") not in ("", "0"))
+    late = sum(1 for r in bad if r.get("timed_out") == "True")
+    why = ", ".join(x for x in (f"{oom} OOM" if oom else "", f"{late} timeout" if late else "") if x)
+    return f"{len(bad)}/{len(mine)}" + (f" ({why})" if why else "")
+
+
+def _median(rows: list[dict], config: str, key: str) -> float | None:
+    values = [float(r[key]) for r in rows
+              if r["config"] == config and r["returncode"] == "0" and r.get(key) not in ("", None)]
+    return statistics.median(values) if values else None
+
+
+def _cut(base: float | None, obj: float | None):
+    if base is None or obj is None:
+        return None
+    return "inf" if obj == 0 and base > 0 else (1.0 if obj == 0 else base / obj)
+
+
+def peak_locked(target: Path) -> int:
+    """Most bytes the runtime held mlocked at once in any objtier run (from the traces)."""
+    from objtier.harness import enforce
+
+    plan = json.loads((target / "plan.json").read_text())
+    found = [enforce.read_enforcement(plan, d) for d in sorted((target / "runs").glob("*.otr"))]
+    return max((f.locked_bytes for f in found if f), default=0)
+
+
+def row_for(name: str, local: str, summary: dict, rows: list[dict], target: Path) -> str:
+    """Swap-ins are the cgroup's own (memory.stat workingset_refault_anon): the vmstat swap
+    counters are system-wide and count every other program swapping at the same time."""
     m, r = summary["medians"], summary["ratios"]
     base, obj = m["baseline"], m["objtier"]
-    failed = base["failed"] + obj["failed"]
+    failed = f"{failures(rows, 'baseline')} · {failures(rows, 'objtier')}"
+    swapin = [_median(rows, c, "memcg_refault_anon") for c in ("baseline", "objtier")]
     unlimited = summary["unlimited"]["wall_s"]
+    plan = summary["plan"]
     return (f"| {name} | {local} | {summary['unlimited']['footprint_bytes'] >> 20} | "
             f"{fmt(unlimited)} | {fmt(base['wall_s'])} | {fmt(obj['wall_s'])} | "
-            f"{fmt(r['speedup'])} | {fmt(r['timed_speedup'])} | {fmt(r['fom_ratio'])} | "
-            f"{fmt(base['pswpout'])} | {fmt(obj['pswpout'])} | {fmt(r['swapout_reduction'])} | "
-            f"{summary['plan'].get('fast_objects', '–')} / {summary['plan'].get('objects', '–')} | "
-            f"{failed} |")
+            f"{fmt(r['speedup'])} | {fmt(r['timed_speedup'])} | "
+            f"{fmt(swapin[0])} | {fmt(swapin[1])} | {fmt(_cut(*swapin))} | "
+            f"{fmt(r['swapout_reduction'])} | "
+            f"{plan.get('fast_objects', '–')} + {plan.get('split_objects', 0)} split / "
+            f"{plan.get('objects', '–')}, {fmt(plan.get('fast_access_share'), 2)} of samples, "
+            f"{peak_locked(target) >> 20} MiB locked | {failed} |")
 
 
 HEADER = ("| workload | local | footprint MiB | unlimited s | baseline s | objtier s | speedup | "
-          "timed-region speedup | FoM ratio | baseline swap-outs | objtier swap-outs | "
-          "swap-out cut | plan fast / objects | failed runs |\n"
+          "timed-region speedup | baseline swap-ins | objtier swap-ins | swap-in cut | "
+          "swap-out cut (system-wide) | plan: fast + split / objects, sampled share, peak locked "
+          "| failed: baseline · objtier |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def table_from(out: Path, names: list[str], locals_: list[str]) -> list[str]:
+    """Rows for earlier comparisons found under out (NAME-PCT directories)."""
+    lines = []
+    for local in locals_:
+        for name in names:
+            target = out / f"{name}-{local.rstrip('%')}"
+            if not (target / "summary.json").exists():
+                continue
+            summary = json.loads((target / "summary.json").read_text())
+            with open(target / "compare.csv") as f:
+                rows = list(csv.DictReader(f))
+            lines.append(row_for(name, local, summary, rows, target))
+    return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--local", default="70%,50%")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--scale", type=int, default=18)
+    parser.add_argument("--scale", type=int, default=20)
     parser.add_argument("--size-factor", type=float, default=1.0)
     parser.add_argument("--workloads", default=None, help="comma-separated subset")
     parser.add_argument("--algo", default="rank")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "compare"))
     parser.add_argument("--append-docs", action="store_true")
+    parser.add_argument("--table-only", action="store_true",
+                        help="run nothing: print the table of the comparisons already in -o")
     args = parser.parse_args()
+    if args.table_only:
+        names = args.workloads.split(",") if args.workloads else list(
+            workloads(args.scale, args.size_factor, Path("."), Path(".")))
+        print(HEADER + "\n" + "\n".join(table_from(Path(args.output), names,
+                                                     args.local.split(","))))
+        return 0
 
     from objtier.harness.chart import plot_comparison
     from objtier.native import NATIVE_DIR
@@ -119,11 +185,11 @@ def main() -> int:
                 continue
             summary = json.loads((target / "summary.json").read_text())
             enforced = summary["runtime_enforces_plans"]
-            lines.append(row_for(name, local, summary))
-            print(lines[-1], flush=True)
-            import csv
             with open(target / "compare.csv") as f:
-                groups.append((name, summary, list(csv.DictReader(f))))
+                rows = list(csv.DictReader(f))
+            lines.append(row_for(name, local, summary, rows, target))
+            print(lines[-1], flush=True)
+            groups.append((name, summary, rows))
         if groups:
             plot_comparison(groups, out / f"compare-{local.rstrip('%')}.png",
                             f"swap tier, local {local} of the footprint: time / kernel baseline")

@@ -1,11 +1,15 @@
 """Overhead of `objtier record` (default sampler and rate) on the workloads.
 
-For each workload: --repeat interleaved pairs (plain, recorded). Reports the median wall time of
-each, their ratio, the median of the workload's own timed region (FOM time) and its ratio, the
-samples the recording captured, samples per second and trace bytes per sample. Graph workloads
-load a graph file written beforehand, so generation is not in the measurement.
+For each workload: --repeat interleaved rounds (plain, preloaded, recorded). "preloaded" runs the
+program with the runtime preloaded and the settings `objtier record` gives it (the runtime's own
+cost); "recorded" is the whole `objtier record` command (adds the Python front end's start-up,
+its counters thread and the trace's finishing). Reports the median wall time of each, the ratios
+to plain, the median of the workload's own timed region (FOM time) and its ratio, the samples the
+recording captured, samples per second and trace bytes per sample. Graph workloads load a graph
+file written beforehand, so generation is not in the measurement.
 
     .venv/bin/python bench/record_overhead.py [--repeat 5] [--scale 18] [--only bfs,cc]
+        [--rate HZ]   (the sampler's rate: most samples per second; default the recorder's)
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from objtier.native import binary  # noqa: E402
+from objtier.record.launch import runtime_env  # noqa: E402
+from objtier.record.session import RecordSettings  # noqa: E402
 from objtier.trace import open_trace  # noqa: E402
 from objtier.workloads import parse_fom  # noqa: E402
 
@@ -41,9 +47,9 @@ def workloads(graph: Path) -> dict[str, list[str]]:
     }
 
 
-def timed(command: list[str]) -> tuple[float, float]:
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     started = time.monotonic()
-    run = subprocess.run(command, capture_output=True, text=True)
+    run = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.monotonic() - started
     if run.returncode != 0:
         raise SystemExit(f"failed: {' '.join(command)}\n{run.stderr}")
@@ -55,6 +61,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--scale", type=int, default=18)
     parser.add_argument("--only", default="")
+    parser.add_argument("--rate", type=int, default=None)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="objtier-bench-"))
     graph = work / f"kron{args.scale}.graph"
@@ -65,12 +72,20 @@ def main() -> None:
         if args.only and name not in args.only.split(","):
             continue
         plain, traced, plain_fom, traced_fom, samples, size = [], [], [], [], [], []
+        pre, pre_fom = [], []
         for i in range(args.repeat):
             wall, fom = timed(command)
             plain.append(wall)
             plain_fom.append(fom)
+            settings = RecordSettings() if args.rate is None else RecordSettings(rate=args.rate)
+            env = runtime_env(settings.runtime_settings(work / f"{name}-{i}-pre.otr"))
+            wall, fom = timed(command, env)
+            pre.append(wall)
+            pre_fom.append(fom)
             out = work / f"{name}-{i}.otr"
-            wall, fom = timed([str(OBJTIER), "record", "-q", "-o", str(out), "--", *command])
+            rate = [] if args.rate is None else ["--rate", str(args.rate)]
+            wall, fom = timed([str(OBJTIER), "record", "-q", *rate, "-o", str(out), "--",
+                               *command])
             traced.append(wall)
             traced_fom.append(fom)
             trace = open_trace(out)
@@ -78,18 +93,23 @@ def main() -> None:
             size.append(sum(f.stat().st_size for f in out.glob("proc-*.otr")))
         p, t = statistics.median(plain), statistics.median(traced)
         pf, tf = statistics.median(plain_fom), statistics.median(traced_fom)
+        q, qf = statistics.median(pre), statistics.median(pre_fom)
         s = statistics.median(samples)
-        rows.append((name, p, t, t / p, pf, tf, tf / pf, s, s / t, statistics.median(size) / max(s, 1)))
-        print(f"{name}: wall {p:.3f}s -> {t:.3f}s ({t / p:.3f}x), timed region {pf:.3f}s -> "
-              f"{tf:.3f}s ({tf / pf:.3f}x), {s:.0f} samples", flush=True)
+        rows.append((name, p, q, t, q / p, t / p, qf / pf, tf / pf, s, s / t,
+                     statistics.median(size) / max(s, 1)))
+        print(f"{name}: wall {p:.3f}s -> preloaded {q:.3f}s ({q / p:.3f}x), recorded {t:.3f}s "
+              f"({t / p:.3f}x); timed region {pf:.3f}s -> {qf:.3f}s ({qf / pf:.3f}x), {tf:.3f}s "
+              f"({tf / pf:.3f}x); {s:.0f} samples", flush=True)
     today = datetime.date.today().isoformat()
-    print(f"\n{platform.node()}, {today}, {args.repeat} interleaved pairs, medians\n")
-    print("| workload | plain wall (s) | recorded wall (s) | ratio | timed region ratio | "
-          "samples | samples/s | bytes/sample |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, p, t, r, pf, tf, rf, s, rate, bps in rows:
-        print(f"| {name} | {p:.3f} | {t:.3f} | {r:.3f} | {rf:.3f} | {s:.0f} | {rate:.0f} | "
-              f"{bps:.1f} |")
+    print(f"\n{platform.node()}, {today}, {args.repeat} interleaved rounds, medians, rate "
+          f"{args.rate or 'default'}\n")
+    print("| workload | plain wall (s) | preloaded wall (s) | recorded wall (s) | preloaded / plain "
+          "| recorded / plain | timed region: preloaded / plain | timed region: recorded / plain "
+          "| samples | samples/s | bytes/sample |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, p, q, t, rq, rt, rqf, rtf, s, rate, bps in rows:
+        print(f"| {name} | {p:.3f} | {q:.3f} | {t:.3f} | {rq:.3f} | {rt:.3f} | {rqf:.3f} | "
+              f"{rtf:.3f} | {s:.0f} | {rate:.0f} | {bps:.1f} |")
 
 
 if __name__ == "__main__":

@@ -8,12 +8,16 @@
  * window with one mprotect, so at most one window's worth of split VMAs exists.
  *
  * Sparse arming: a touched armed page costs one fault, so faults per second bound how
- * much memory a contiguous scan can cover. Instead, each pass over the tracked memory
- * arms only the pages whose page number is congruent to a random phase modulo a stride
- * S = max(1, tracked pages / OBJTIER_RATE): about OBJTIER_RATE pages per pass, spread
- * evenly over every object, so a pass takes about a second of the fault budget however
- * large the footprint is, and every object (small ones in proportion to their size) is
- * sampled in every pass. The phase changes each pass.
+ * much memory a contiguous scan can cover, and an armed window dwells up to DWELL_NS. Instead,
+ * each pass over the tracked memory arms one 1/S of it, S = max(1, tracked pages /
+ * min(OBJTIER_RATE, PASS_WINDOWS * window pages)): clusters of CLUSTER_PAGES
+ * consecutive pages, one every period P = S * CLUSTER_PAGES pages, at a random phase that
+ * changes each pass (a page p is armed when (p - phase) mod P < CLUSTER_PAGES). About
+ * OBJTIER_RATE pages per pass, spread evenly over every object, so a pass takes about a
+ * second of the fault budget however large the footprint is, and every object (small
+ * ones in proportion to their size) is sampled in every pass. Clusters keep mprotect
+ * calls — and the TLB shootdowns each one sends to the program's other CPUs — to one per
+ * CLUSTER_PAGES armed pages. With S = 1 a window is one contiguous range.
  *
  * Invariants
  *   - At most one window is armed. Its description (win_*) is written only under
@@ -56,7 +60,8 @@ static pthread_t scanner;
 static int scanner_started;
 
 static _Atomic uint64_t win_start, win_end; /* armed window [start, end), page aligned */
-static _Atomic uint64_t win_stride = 1;      /* armed pages are start + k * stride pages */
+static _Atomic uint64_t win_period = 1;      /* armed: (page - start) / pg mod period < cluster */
+static _Atomic uint64_t win_cluster = 1;
 static _Atomic uint64_t win_arm_ns;
 static _Atomic uint32_t win_prot;
 static _Atomic uint64_t win_touched[RT_MAX_WINDOW_PAGES / 64]; /* bit per page: touched */
@@ -102,13 +107,16 @@ static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
 /* 1 if `page` (inside the armed window starting at `start`) is one of its armed pages. */
 static int armed_page(uint64_t start, uint64_t page)
 {
-    return ((page - start) / rt_page_bytes) % atomic_load(&win_stride) == 0;
+    return ((page - start) / rt_page_bytes) % atomic_load(&win_period) <
+           atomic_load(&win_cluster);
 }
 
-/* Marks armed page `page` of the window touched; 1 if this call was the first. */
+/* Marks armed page `page` of the window touched; 1 if this call was the first. The bit
+ * index counts armed pages only: cluster k, page j -> k * cluster + j. */
 static int claim_page(uint64_t start, uint64_t page)
 {
-    uint64_t i = (page - start) / rt_page_bytes / atomic_load(&win_stride);
+    uint64_t off = (page - start) / rt_page_bytes, period = atomic_load(&win_period);
+    uint64_t i = off / period * atomic_load(&win_cluster) + off % period;
     uint64_t bit = 1ULL << (i & 63);
     return !(atomic_fetch_or(&win_touched[i / 64], bit) & bit);
 }
@@ -272,7 +280,9 @@ int rt_fault_recently_armed(const void *buf, uint64_t len)
 static rt_obj *snap;
 static size_t snap_cap, snap_n, snap_heap_n, snap_i;
 static uint64_t cursor; /* next page to arm in snap[snap_i]; 0 = start of object */
-static uint64_t stride = 1, phase; /* this pass's sparse-arming stride and phase (pages) */
+#define CLUSTER_PAGES 16 /* armed pages per mprotect call when arming sparsely */
+#define PASS_WINDOWS 5   /* windows per pass at most: a pass lasts <= 5 dwells (250 ms) */
+static uint64_t period = 1, cluster = 1, phase; /* this pass's arming pattern (pages) */
 static uint64_t pass_count;
 
 static void take_snapshot(void)
@@ -297,16 +307,27 @@ static void take_snapshot(void)
         if (last > first)
             pages += (last - first) / rt_page_bytes;
     }
-    stride = pages / (cfg->rate ? cfg->rate : 1);
-    if (stride < 1)
-        stride = 1;
-    if (stride > 65536)
-        stride = 65536;
+    /* S: arm 1 page in S, so that a pass arms at most OBJTIER_RATE pages (about a second
+     * of the fault budget) and at most PASS_WINDOWS windows (a pass of untouched pages
+     * lasts PASS_WINDOWS dwell times): every object is revisited within ~250 ms. */
+    uint64_t by_rate = cfg->rate ? cfg->rate : 1;
+    uint64_t by_time = (uint64_t)PASS_WINDOWS * cfg->window_pages;
+    uint64_t per_pass = by_rate < by_time ? by_rate : by_time;
+    uint64_t fraction = (pages + per_pass - 1) / per_pass;
+    if (fraction <= 1) {
+        period = cluster = 1;
+        phase = 0;
+        return;
+    }
+    if (fraction > 65536)
+        fraction = 65536;
+    cluster = CLUSTER_PAGES;
+    period = fraction * CLUSTER_PAGES;
     /* a new phase each pass (splitmix64 of the pass count and the clock) */
     uint64_t z = (++pass_count * 0x9E3779B97F4A7C15ULL) ^ rt_now_ns();
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    phase = (z ^ (z >> 31)) % stride;
+    phase = (z ^ (z >> 31)) % period;
 }
 
 static int still_live(size_t i, uint64_t start, uint64_t len)
@@ -324,16 +345,18 @@ static void sleep_ns(uint64_t ns)
         ;
 }
 
-/* Makes the n armed pages of a window starting at `start` PROT_NONE (stride apart).
- * On failure restores what was armed and returns -1. Caller holds arm_lock. */
-static int arm_pages(uint64_t start, uint64_t n)
+/* Makes the m clusters of a window starting at `start` PROT_NONE: full clusters one
+ * period apart, the last one `last_pages` long. On failure restores what was armed and
+ * returns -1. Caller holds arm_lock. */
+static int arm_pages(uint64_t start, uint64_t m, uint64_t last_pages)
 {
-    if (stride == 1)
-        return rt_sys_mprotect((void *)(uintptr_t)start, n * rt_page_bytes, PROT_NONE);
-    for (uint64_t k = 0; k < n; k++) {
-        uint64_t page = start + k * stride * rt_page_bytes;
-        if (rt_sys_mprotect((void *)(uintptr_t)page, rt_page_bytes, PROT_NONE) != 0) {
-            rt_sys_mprotect((void *)(uintptr_t)start, k * stride * rt_page_bytes + 1,
+    if (period == 1)
+        return rt_sys_mprotect((void *)(uintptr_t)start, last_pages * rt_page_bytes, PROT_NONE);
+    for (uint64_t k = 0; k < m; k++) {
+        uint64_t at = start + k * period * rt_page_bytes;
+        uint64_t len = (k + 1 < m ? cluster : last_pages) * rt_page_bytes;
+        if (rt_sys_mprotect((void *)(uintptr_t)at, len, PROT_NONE) != 0) {
+            rt_sys_mprotect((void *)(uintptr_t)start, k * period * rt_page_bytes + 1,
                             (int)atomic_load(&win_prot));
             return -1;
         }
@@ -349,22 +372,28 @@ static int arm_next(void)
         uint64_t first = page_up(o->addr), last = page_down(o->addr + o->size);
         if (cursor < first)
             cursor = first;
-        /* first armed page at or after cursor: page number == phase (mod stride) */
-        uint64_t number = cursor / rt_page_bytes;
-        cursor += ((phase + stride - number % stride) % stride) * rt_page_bytes;
+        /* start of the next cluster at or after cursor: (page - phase) mod period == 0 */
+        uint64_t r = (cursor / rt_page_bytes + period - phase % period) % period;
+        if (r != 0)
+            cursor += (period - r) * rt_page_bytes;
         if (cursor >= last) {
             snap_i++;
             cursor = 0;
             continue;
         }
-        uint64_t n = ((last - cursor) / rt_page_bytes + stride - 1) / stride;
-        if (n > cfg->window_pages)
-            n = cfg->window_pages;
-        if ((double)n > tokens)
-            n = (uint64_t)tokens;
-        if (n == 0)
+        uint64_t avail = (last - cursor) / rt_page_bytes;    /* pages to the object's end */
+        uint64_t budget = cfg->window_pages < tokens ? cfg->window_pages : (uint64_t)tokens;
+        uint64_t m = period == 1 ? 1 : budget / cluster;   /* clusters in this window */
+        uint64_t clusters = (avail + period - 1) / period;  /* clusters starting before last */
+        if (m > clusters)
+            m = clusters;
+        uint64_t tail = avail - (m ? m - 1 : 0) * period;   /* room for the last cluster */
+        uint64_t last_pages = period == 1 ? (avail < budget ? avail : budget)
+                                          : (tail < cluster ? tail : cluster);
+        if (m == 0 || last_pages == 0)
             return 0;
-        uint64_t len = ((n - 1) * stride + 1) * rt_page_bytes; /* first to last armed page */
+        uint64_t n = (m - 1) * cluster + last_pages;                       /* armed pages */
+        uint64_t len = ((m - 1) * period + last_pages) * rt_page_bytes; /* to the last one */
         pthread_mutex_lock(&arm_lock);
         if (!still_live(snap_i, cursor, len)) {
             pthread_mutex_unlock(&arm_lock);
@@ -378,9 +407,10 @@ static int arm_next(void)
         atomic_store(&win_end, cursor + len);
         atomic_store(&win_prot, o->prot);
         atomic_store(&win_arm_ns, rt_now_ns());
-        atomic_store(&win_stride, stride);
+        atomic_store(&win_period, period);
+        atomic_store(&win_cluster, cluster);
         atomic_store(&win_start, cursor);
-        if (io_in_flight(cursor, cursor + len) || arm_pages(cursor, n) != 0) {
+        if (io_in_flight(cursor, cursor + len) || arm_pages(cursor, m, last_pages) != 0) {
             /* a system call is using this range (or mprotect failed): move on */
             atomic_store(&win_start, 0);
             pthread_mutex_unlock(&arm_lock);

@@ -37,6 +37,18 @@ def test_medians_skip_failed_runs_and_ratios_are_baseline_over_objtier():
     assert summary["ratios"]["timed_speedup"] == pytest.approx(10.5 / 4.0)
 
 
+def test_oom_kills_are_counted_as_failed_runs_of_their_configuration():
+    killed = row("baseline", 2, 3.0, 50, returncode=-9)
+    killed.memcg_oom_kills = 1
+    rows = [row("baseline", 1, 10.0, 900), row("objtier", 1, 4.0, 300), killed,
+            row("objtier", 2, 5.0, 200, returncode=-9)]
+    summary = summarize(rows)
+    base, obj = summary["medians"]["baseline"], summary["medians"]["objtier"]
+    assert killed.oom_killed and not rows[0].oom_killed and not rows[3].oom_killed
+    assert (base["failed"], base["oom_killed"], base["wall_s"]) == (1, 1, 10.0)
+    assert (obj["failed"], obj["oom_killed"]) == (1, 0)
+
+
 def test_no_swap_outs_with_objtier_is_an_infinite_cut():
     summary = summarize([row("baseline", 1, 2.0, 10), row("objtier", 1, 1.0, 0)])
     assert math.isinf(summary["ratios"]["swapout_reduction"])

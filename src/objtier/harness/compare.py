@@ -96,9 +96,13 @@ def _last_line(text: str) -> str:
 
 def measure_footprint(command: list[str], say: Callable[[str], None]):
     """The unlimited run, in a memory cgroup of its own with no limit: (Measurement, footprint
-    bytes). Footprint = the cgroup's peak charge: what a limit constrains. (The child's peak RSS
-    from wait4 is no measure of a small program: it includes the forked Python before exec.)
-    Errors when the program fails or its footprint is too small to limit."""
+    bytes, page cache bytes). Footprint = the cgroup's peak charge less the file page cache still
+    charged at the end: the program's own memory, which a limit constrains. Page cache is charged
+    only when the program is the first to read a file (an input another process read before is
+    charged to that one), so counting it would make "70%" mean another limit from one run to the
+    next; a file read once is also dropped at no swap cost. (The child's peak RSS from wait4 is
+    no measure of a small program: it includes the forked Python before exec.) Errors when the
+    program fails or its footprint is too small to limit."""
     from objtier.harness.measure import run_measured
     from objtier.harness.restore import Restorer
     from objtier.tiers.swap import MemoryCgroup
@@ -108,17 +112,20 @@ def measure_footprint(command: list[str], say: Callable[[str], None]):
         cgroup = MemoryCgroup.create(f"objtier-{os.getpid()}-footprint", 1 << 62, restorer)
         unlimited = run_measured("unlimited", command, preexec=cgroup.add_self)
         peak = cgroup.peak_bytes()
+        stat = cgroup.stat()
+        cache = stat.get("total_cache", stat.get("cache", stat.get("file", 0)))
     if unlimited.returncode == -signal.SIGINT:
         raise KeyboardInterrupt
     if not unlimited.ok:
         raise ObjtierError(f"the program failed in the unlimited run (exit status "
                            f"{unlimited.returncode}): {_last_line(unlimited.stderr)}")
-    footprint = peak if peak else unlimited.max_rss_bytes
+    cache = max(0, min(cache, peak or 0))
+    footprint = peak - cache if peak else unlimited.max_rss_bytes
     if footprint < MIN_FOOTPRINT_BYTES:
         raise UsageError(f"footprint too small to limit: {footprint >> 20} MiB < "
                          f"{MIN_FOOTPRINT_BYTES >> 20} MiB at its peak; give the program a "
                          f"larger input")
-    return unlimited, footprint
+    return unlimited, footprint, (cache if peak else 0)
 
 
 def profile_and_plan(command: list[str], settings: CompareSettings, footprint: int,
@@ -238,10 +245,11 @@ def run_compare(command: list[str], settings: CompareSettings,
     _prepare_output(settings.output, settings.force)
     supported = enforce.runtime_supports_plans()
     warnings: list[str] = []
-    unlimited, footprint = measure_footprint(command, say)
+    unlimited, footprint, page_cache = measure_footprint(command, say)
     local = enforce.parse_local(settings.local, footprint)
     limit, margin = enforce.mlock_limit(local, settings.margin)
-    say(f"footprint {footprint >> 20} MiB; local {local >> 20} MiB; plan budget "
+    say(f"footprint {footprint >> 20} MiB (+ {page_cache >> 20} MiB of file page cache, not "
+        f"counted); local {local >> 20} MiB; plan budget "
         f"{limit >> 20} MiB ({margin >> 20} MiB margin)")
     plan = profile_and_plan(command, settings, footprint, limit, say)
     warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
@@ -276,7 +284,8 @@ def run_compare(command: list[str], settings: CompareSettings,
         "command": command, "machine": machine_info(),
         "unlimited": {"wall_s": unlimited.wall_s, "fom_value": unlimited.fom_value,
                       "fom_unit": unlimited.fom_unit, "fom_seconds": unlimited.fom_seconds,
-                      "max_rss_bytes": unlimited.max_rss_bytes, "footprint_bytes": footprint},
+                      "max_rss_bytes": unlimited.max_rss_bytes, "footprint_bytes": footprint,
+                      "page_cache_bytes": page_cache},
         "local": {"given": settings.local, "bytes": local, "margin_bytes": margin,
                   "mlock_limit_bytes": limit, "swap": settings.swap},
         "plan": {"algorithm": settings.algo, "path": str(settings.output / "plan.json"),

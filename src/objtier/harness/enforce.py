@@ -151,7 +151,9 @@ class Enforcement:
     matched: int            # of those, objects whose context key is in the plan
     actions: int            # PLACEMENT records
     failed_actions: int     # PLACEMENT records with result < 0
-    locked_bytes: int       # sum of successful MLOCK lengths minus MUNLOCK lengths
+    locked_bytes: int       # peak of (successful MLOCK lengths - MUNLOCK lengths) over the run,
+                            # in time order: the program's frees munlock, so the total at exit
+                            # is usually 0 [bytes]
     cold_bytes: int         # sum of successful COLD + PAGEOUT lengths
 
 
@@ -185,7 +187,10 @@ def read_enforcement(plan: dict[str, Any], trace_dir: Path) -> Enforcement | Non
         result = placements.column("result").to_numpy()
         length = placements.column("length").to_numpy().astype(np.int64)
         ok = result >= 0
-        locked = int(length[ok & (action == MLOCK)].sum() - length[ok & (action == MUNLOCK)].sum())
+        order = np.argsort(placements.column("time_ns").to_numpy(), kind="stable")
+        change = np.where(ok & (action == MLOCK), length, 0) - \
+            np.where(ok & (action == MUNLOCK), length, 0)
+        locked = max(0, int(np.cumsum(change[order]).max()))
         cold = int(length[ok & ((action == COLD) | (action == PAGEOUT))].sum())
         failed = int((~ok).sum())
     else:

@@ -3,7 +3,8 @@
 Configurations: "baseline" (kernel reclaim alone) and "objtier" (plan enforced). Ratios are
 always baseline / objtier for costs (time, swap traffic, faults: > 1 means objtier is better)
 and objtier / baseline for the figure of merit (a rate: > 1 means objtier is better).
-Medians are over the successful runs (exit status 0) of a configuration only.
+Medians are over the successful runs (exit status 0) of a configuration only; failed runs
+(among them those the memory cgroup's OOM killer ended: `oom_killed`) are counted, never timed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class RunRow:
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
 
+    @property
+    def oom_killed(self) -> bool:
+        """Killed by the memory cgroup's OOM killer (a failed run, never a fast one)."""
+        return not self.ok and bool(self.memcg_oom_kills)
+
 
 COLUMNS = [f.name for f in fields(RunRow)]
 
@@ -78,6 +84,7 @@ def summarize(rows: list[RunRow]) -> dict[str, Any]:
     for config in CONFIGS:
         mine = [r for r in rows if r.config == config]
         per[config] = {"runs": len(mine), "failed": sum(not r.ok for r in mine),
+                       "oom_killed": sum(r.oom_killed for r in mine),
                        **{f: median_of(mine, f) for f in MEDIAN_FIELDS}}
     base, obj = per["baseline"], per["objtier"]
     ratios = {

@@ -7,7 +7,8 @@ one counter per record). Names and units:
   node<N>.memused_bytes   /sys/devices/system/node/node<N>/meminfo MemUsed (bytes)
   proc.rss_bytes, proc.swap_bytes    /proc/<pid>/status VmRSS, VmSwap (bytes)
   proc.cpu_percent        utime+stime over the interval, % of one CPU
-  proc.node<N>_bytes      the process's pages on node N from /proc/<pid>/numa_maps (bytes)
+  proc.node<N>_bytes      the process's pages on node N from /proc/<pid>/numa_maps (bytes;
+                          only on machines with more than one node)
   memcg.<field>           memory cgroup of the process when it has a limit: usage, swap usage,
                           memory.stat fields (cgroup v1 or v2), bytes or events
 """
@@ -52,7 +53,13 @@ def read_node_memory(root: Path = Path("/sys/devices/system/node")) -> dict[str,
     return out
 
 
-def read_process(pid: int) -> dict[str, int]:
+def numa_node_count(root: Path = Path("/sys/devices/system/node")) -> int:
+    return len(list(root.glob("node[0-9]*")))
+
+
+def read_process(pid: int, per_node: bool = True) -> dict[str, int]:
+    """RSS, swap and CPU ticks of pid; with per_node, its pages per NUMA node from numa_maps
+    (reading numa_maps walks the page tables, so it is skipped on one-node machines)."""
     out = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -64,7 +71,8 @@ def read_process(pid: int) -> dict[str, int]:
         fields = stat[stat.rindex(")") + 2:].split()
         out["proc.cpu_ticks"] = int(fields[11]) + int(fields[12])  # utime + stime
         node_bytes: dict[int, int] = {}
-        for line in Path(f"/proc/{pid}/numa_maps").read_text().splitlines():
+        numa_maps = Path(f"/proc/{pid}/numa_maps").read_text().splitlines() if per_node else []
+        for line in numa_maps:
             page_kb = _PAGE_KB.search(line)
             scale = int(page_kb.group(1)) * 1024 if page_kb else 4096
             for node, pages in _NODE_PAGES.findall(line):
@@ -136,6 +144,7 @@ class CountersCollector:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="objtier-counters", daemon=True)
         self._last_cpu: tuple[int, float] | None = None
+        self._per_node = numa_node_count() > 1
         self.samples = 0
 
     def start(self) -> None:
@@ -158,7 +167,7 @@ class CountersCollector:
         now_ns = time.monotonic_ns()
         values = read_vmstat()
         values.update(read_node_memory())
-        process = read_process(self.pid)
+        process = read_process(self.pid, self._per_node)
         ticks = process.pop("proc.cpu_ticks", None)
         if ticks is not None:
             if self._last_cpu is not None:
