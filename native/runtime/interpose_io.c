@@ -132,13 +132,14 @@ static int iov_recent(const struct iovec *iov, int n)
     return 0;
 }
 
-ssize_t readv(int fd, const struct iovec *iov, int n)
+/* readv/writev with the sampler's armed pages restored first, retried on a late EFAULT. */
+static ssize_t vector_io(ssize_t (*call)(int, const struct iovec *, int), int fd,
+                         const struct iovec *iov, int n)
 {
-    rt_real_init();
     ssize_t r;
     int slot = iov_begin(iov, n);
     for (int attempt = 0;; attempt++) {
-        r = rt_real.readv(fd, iov, n);
+        r = call(fd, iov, n);
         if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))
             break;
         touch_iov(iov, n);
@@ -149,19 +150,14 @@ ssize_t readv(int fd, const struct iovec *iov, int n)
     return r;
 }
 
+ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+    rt_real_init();
+    return vector_io(rt_real.readv, fd, iov, n);
+}
+
 ssize_t writev(int fd, const struct iovec *iov, int n)
 {
     rt_real_init();
-    ssize_t r;
-    int slot = iov_begin(iov, n);
-    for (int attempt = 0;; attempt++) {
-        r = rt_real.writev(fd, iov, n);
-        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))
-            break;
-        touch_iov(iov, n);
-    }
-    int saved = errno;
-    rt_fault_io_end(slot);
-    errno = saved;
-    return r;
+    return vector_io(rt_real.writev, fd, iov, n);
 }

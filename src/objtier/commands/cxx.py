@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import argparse
 
+from objtier.commands.cc import add_arguments  # noqa: F401  (the same pass-through options)
 from objtier.exact.compiler import run_compiler
 
 NAME = "c++"
 HELP = "compile C++ with exact-access instrumentation (clang++-16 wrapper; see docs/exact.md)"
 LANGUAGE = "c++"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # Every argument is the compiler's (-O2, -o, -c, ...): no option of our own, not even -h.
-    parser.prefix_chars = "\0"
-    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                        help="compiler arguments, passed through")
 
 
 def run(args: argparse.Namespace) -> int:
