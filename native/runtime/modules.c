@@ -72,17 +72,8 @@ static int on_module(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     (void)data;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uint64_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-        if (s < lo)
-            lo = s;
-        if (e > hi)
-            hi = e;
-    }
+    uint64_t lo, hi;
+    rt_load_span(info, &lo, &hi);
     if (hi == 0)
         return 0;
     for (uint32_t i = 0; i < n_mods; i++)

@@ -7,9 +7,28 @@
 #ifndef OBJTIER_MODULES_H
 #define OBJTIER_MODULES_H
 
+#include <link.h>
 #include <stdint.h>
 
 #include "writer.h"
+
+/* [*lo, *hi) spanned by a module's PT_LOAD segments (absolute addresses); *hi == 0 when it
+ * has none. Shared by every dl_iterate_phdr callback of the runtime. */
+static inline void rt_load_span(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi)
+{
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uint64_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+        if (s < *lo)
+            *lo = s;
+        if (e > *hi)
+            *hi = e;
+    }
+}
 
 /* Re-reads the module list (new modules get new ids). 0 or -ENOMEM. */
 int rt_modules_refresh(void);

@@ -14,6 +14,7 @@
  *   - Callers serialize (placement.c holds its lock); the cache grows by remapping.
  */
 #define _GNU_SOURCE
+#include "modules.h"
 #include "plankey.h"
 #include "rt.h"
 
@@ -37,6 +38,7 @@ static size_t exe_name_len;
 typedef struct {
     uint64_t ip;
     int found;
+    uint64_t span_lo, span_hi; /* PT_LOAD span of the module found */
     uint64_t base;
     const char *name;
     size_t name_len;
@@ -53,18 +55,13 @@ static int on_module(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     find_arg *a = data;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uint64_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-        lo = s < lo ? s : lo;
-        hi = e > hi ? e : hi;
-    }
+    uint64_t lo, hi;
+    rt_load_span(info, &lo, &hi);
     if (hi == 0 || a->ip < lo || a->ip >= hi)
         return 0;
     a->found = 1;
+    a->span_lo = lo;
+    a->span_hi = hi;
     a->base = info->dlpi_addr;
     if (!info->dlpi_name || !*info->dlpi_name) {
         a->name = exe_name;
@@ -79,17 +76,9 @@ static int find_span(struct dl_phdr_info *info, size_t size, void *data)
 {
     if (!on_module(info, size, data))
         return 0;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uint64_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-        lo = s < lo ? s : lo;
-        hi = e > hi ? e : hi;
-    }
-    self_start = lo;
-    self_end = hi;
+    const find_arg *a = data;
+    self_start = a->span_lo;
+    self_end = a->span_hi;
     return 1;
 }
 
