@@ -37,6 +37,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_MLOCK_LIMIT", T_U64, "0", 0, UINT64_MAX / 2, F(mlock_limit)},
     {"OBJTIER_PAGEOUT", T_BOOL, "0", 0, 1, F(pageout)},
     {"OBJTIER_ADVISE_MS", T_U64, "1000", 0, 3600000, F(advise_ms)},
+    {"OBJTIER_PRESSURE_MS", T_U64, "10", 0, 3600000, F(pressure_ms)},
     {"OBJTIER_FAST_NODES", T_PATH, "", 0, 0, F(fast_nodes)},
     {"OBJTIER_SLOW_NODES", T_PATH, "", 0, 0, F(slow_nodes)},
     {"OBJTIER_NUMA_STRICT", T_BOOL, "1", 0, 1, F(numa_strict)},

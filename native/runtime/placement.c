@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "placement.h"
+#include "memcg.h"
 #include "plan.h"
 #include "plankey.h"
 #include "rt.h"
@@ -37,6 +38,8 @@
 #define NOT_APPLIED UINT64_MAX
 #define MIN_MARGIN (32ull << 20) /* mlock safety margin: max(10% of the cgroup limit, 32 MiB) */
 #define BATCH 1024               /* PLACEMENT records per block */
+#define MIN_HEADROOM (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
+#define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
 
 typedef struct pobj {
     uint64_t addr, size, seq; /* as rt_obj; addr 0/1 = empty/deleted slot */
@@ -55,7 +58,8 @@ _Atomic int rt_place_on;
 static rt_plan plan;
 static int tier;              /* enum rt_tier_kind */
 static int pageout;
-static uint32_t advise_ms, residency_ms;
+static uint32_t advise_ms, pressure_ms, residency_ms;
+static rt_memcg memcg;        /* swap tier: the cgroup whose limit makes the fast tier */
 static int residency_on;
 static int numa_strict;
 static uint64_t fast_mask, slow_mask; /* NUMA node bit masks (nodes < 64) */
@@ -65,6 +69,7 @@ static uint64_t locked_total;
 static uint32_t phase_now;   /* index of the phase whose entries are in force */
 static uint64_t matched;     /* objects that matched an entry at allocation */
 static int warned_limit;
+static uint64_t pressure_passes; /* advice passes made because the cgroup was at its limit */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pobj *objs;
@@ -147,87 +152,6 @@ static int parse_nodes(const char *s, uint64_t *mask)
     return 0;
 }
 
-static int read_small(const char *path, char *buf, size_t cap)
-{
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    long n = syscall(SYS_read, fd, buf, cap - 1);
-    syscall(SYS_close, fd);
-    if (n < 0)
-        return -1;
-    buf[n] = 0;
-    return (int)n;
-}
-
-static uint64_t dec_at(const char *s)
-{
-    uint64_t v = 0;
-    for (; *s >= '0' && *s <= '9'; s++)
-        v = v * 10 + (uint64_t)(*s - '0');
-    return v;
-}
-
-/* The memory cgroup limit of this process [bytes], UINT64_MAX when none: v1 through
- * memory.stat's hierarchical_memory_limit (ancestors included), v2 the smallest memory.max
- * of the cgroup and its ancestors. Standard mount points (/sys/fs/cgroup[/memory]). */
-static uint64_t cgroup_limit(void)
-{
-    char text[4096], path[1400], buf[8192];
-    if (read_small("/proc/self/cgroup", text, sizeof text) <= 0)
-        return UINT64_MAX;
-    char v1[1024] = "", v2[1024] = "";
-    int have_v1 = 0, have_v2 = 0;
-    for (char *line = text; *line;) {
-        char *end = strchr(line, '\n');
-        if (end)
-            *end = 0;
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (c2) {
-            *c2 = 0;
-            const char *ctl = c1 + 1;
-            if (!*ctl && strlen(c2 + 1) < sizeof v2) {
-                strcpy(v2, c2 + 1);
-                have_v2 = 1;
-            }
-            for (const char *w = ctl; *w;) {
-                const char *comma = strchr(w, ',');
-                size_t n = comma ? (size_t)(comma - w) : strlen(w);
-                if (n == 6 && memcmp(w, "memory", 6) == 0 && strlen(c2 + 1) < sizeof v1) {
-                    strcpy(v1, c2 + 1);
-                    have_v1 = 1;
-                }
-                w += n + (comma ? 1 : 0);
-            }
-        }
-        if (!end)
-            break;
-        line = end + 1;
-    }
-    uint64_t limit = UINT64_MAX;
-    if (have_v1) {
-        snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.stat", v1);
-        if (read_small(path, buf, sizeof buf) > 0) {
-            char *h = strstr(buf, "hierarchical_memory_limit ");
-            if (h)
-                limit = dec_at(h + 26);
-        }
-    } else if (have_v2) {
-        for (;;) {
-            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(v2, "/") ? v2 : "");
-            if (read_small(path, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
-                uint64_t v = dec_at(buf);
-                limit = v < limit ? v : limit;
-            }
-            char *slash = strrchr(v2, '/');
-            if (!slash || slash == v2)
-                break;
-            *slash = 0;
-        }
-    }
-    return limit >= (1ull << 62) ? UINT64_MAX : limit; /* v1 "unlimited" is ~2^63 */
-}
-
 int rt_place_init(const rt_config *cfg, int tracing)
 {
     tier = cfg->tier;
@@ -251,10 +175,12 @@ int rt_place_init(const rt_config *cfg, int tracing)
     }
     pageout = cfg->pageout;
     advise_ms = cfg->advise_ms;
+    pressure_ms = cfg->pressure_ms;
     numa_strict = cfg->numa_strict;
     depth = cfg->stack_depth;
     if (tier == RT_TIER_SWAP) {
-        uint64_t cg = cgroup_limit();
+        rt_memcg_open(&memcg);
+        uint64_t cg = memcg.limit;
         if (cfg->mlock_limit)
             lock_limit = cfg->mlock_limit;
         if (cg != UINT64_MAX) {
@@ -566,9 +492,10 @@ void rt_place_phase(const char *name, size_t len)
     pthread_mutex_unlock(&lock);
 }
 
-/* MADV_COLD (and MADV_PAGEOUT) on the planned-slow part of every planned object. The lock
- * is held per object only, so a free() waits for at most one madvise. */
-static void advise_pass(void)
+/* MADV_COLD (and, when `deep`, MADV_PAGEOUT) on the planned-slow part of every planned
+ * object; PLACEMENT records only when `keep_records`. The lock is held per object only, so
+ * a free() waits for at most one madvise. */
+static void advise_pass(int deep, int keep_records)
 {
     for (uint64_t i = 0;; i++) {
         pthread_mutex_lock(&lock);
@@ -580,9 +507,10 @@ static void advise_pass(void)
         if (o->addr > DELETED && o->planned && o->split < o->hi) {
             void *a = (void *)(uintptr_t)o->split;
             uint64_t n = o->hi - o->split;
-            record(o, o->split, o->hi, OT_PLACE_COLD,
-                   sys_result(syscall(SYS_madvise, a, n, MADV_COLD)), 0);
-            if (pageout)
+            int r = sys_result(syscall(SYS_madvise, a, n, MADV_COLD));
+            if (keep_records || r != 0)
+                record(o, o->split, o->hi, OT_PLACE_COLD, r, 0);
+            if (deep && pageout)
                 record(o, o->split, o->hi, OT_PLACE_PAGEOUT,
                        sys_result(syscall(SYS_madvise, a, n, MADV_PAGEOUT)), 0);
         }
@@ -592,6 +520,21 @@ static void advise_pass(void)
     }
 }
 
+/* 1 when the cgroup's usage is within its headroom of the limit: the kernel then reclaims
+ * on (nearly) every charge. Under thrashing its active list absorbs every refaulted page and
+ * its inactive list runs dry; reclaim that finds nothing inactive sixteen times in a row
+ * ends in the cgroup's OOM killer, although swap has room (seen with v1 on 6.x kernels).
+ * Re-advising the planned-slow pages every OBJTIER_PRESSURE_MS keeps them on the inactive
+ * list, so reclaim finds them first and the program keeps running. */
+static int under_pressure(void)
+{
+    if (memcg.limit == UINT64_MAX)
+        return 0;
+    uint64_t use = rt_memcg_usage(&memcg);
+    uint64_t headroom = memcg.limit / 32 > MIN_HEADROOM ? memcg.limit / 32 : MIN_HEADROOM;
+    return use != UINT64_MAX && use + headroom >= memcg.limit;
+}
+
 /* ---- the background thread ------------------------------------------------------- */
 
 static void *place_loop(void *arg)
@@ -599,14 +542,19 @@ static void *place_loop(void *arg)
     (void)arg;
     rt_guard = 1;
     int advise = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP && advise_ms > 0;
+    int watch = advise && pressure_ms > 0 && memcg.limit != UINT64_MAX;
     int resid = residency_on && residency_ms > 0;
-    uint64_t next_advise = rt_now_ns() + (uint64_t)advise_ms * 1000000ull;
-    uint64_t next_resid = rt_now_ns() + (uint64_t)residency_ms * 1000000ull;
+    uint64_t now = rt_now_ns(), last_record = 0;
+    uint64_t next_advise = now + (uint64_t)advise_ms * 1000000ull;
+    uint64_t next_watch = now + (uint64_t)pressure_ms * 1000000ull;
+    uint64_t next_resid = now + (uint64_t)residency_ms * 1000000ull;
     pthread_mutex_lock(&tlock);
     while (!tstop) {
         uint64_t wake = UINT64_MAX;
         if (advise)
             wake = next_advise;
+        if (watch && next_watch < wake)
+            wake = next_watch;
         if (resid && next_resid < wake)
             wake = next_resid;
         struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ull),
@@ -615,11 +563,20 @@ static void *place_loop(void *arg)
         if (tstop)
             break;
         pthread_mutex_unlock(&tlock);
-        uint64_t now = rt_now_ns();
+        now = rt_now_ns();
         if (advise && now >= next_advise) {
-            advise_pass();
+            advise_pass(1, 1);
+            last_record = now;
             next_advise = now + (uint64_t)advise_ms * 1000000ull;
+        } else if (watch && now >= next_watch && under_pressure()) {
+            int keep = now - last_record >= RECORD_EVERY_NS;
+            advise_pass(0, keep);
+            if (keep)
+                last_record = now;
+            pressure_passes++;
         }
+        if (watch && now >= next_watch)
+            next_watch = rt_now_ns() + (uint64_t)pressure_ms * 1000000ull;
         if (resid && now >= next_resid) {
             rt_residency_pass(now);
             next_resid = rt_now_ns() + (uint64_t)residency_ms * 1000000ull;
@@ -669,6 +626,9 @@ void rt_place_finish(void)
         return;
     pthread_mutex_lock(&lock);
     flush_records();
+    if (pressure_passes)
+        rt_log(0, "memory cgroup at its limit: slow ranges re-advised %llu times",
+               (unsigned long long)pressure_passes);
     if (matched == 0)
         rt_log(1, "plan matched no allocation (another binary, other inputs, another "
                   "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");

@@ -3,6 +3,8 @@ program still runs with its own exit status."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +81,47 @@ def test_run_with_local_limit_restores_the_machine(plan_for_hotcold, hotcold):
     assert "local memory" in stderr and "at most" in stderr
     assert not Path(f"/sys/fs/cgroup/memory/objtier-{process.pid}").exists()
     assert set(after[0]) <= set(before[0])          # no swap device left on
+
+
+
+COLD = 3  # enum ot_placement_action: OT_PLACE_COLD
+
+
+def _cold_advice(trace: Path) -> list[dict]:
+    from objtier.trace import open_trace
+
+    return [r for r in open_trace(trace).placements.to_pylist() if r["action"] == COLD]
+
+
+@pytest.fixture
+def hot_fast_plan(plan_for_hotcold, tmp_path) -> Path:
+    """plan_for_hotcold with the hot array set fast and the cold one slow, whatever the short
+    recording sampled (the entries are found by their allocation site)."""
+    plan = json.loads(plan_for_hotcold.read_text())
+    for entry in plan["entries"]:
+        hot = entry["label"].startswith("alloc_hot")
+        entry["tier"] = "fast" if hot else "slow"
+        entry["fast_bytes"] = entry["size_max"] if hot else 0
+    path = tmp_path / "hot-fast.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+@pytest.mark.root
+def test_cold_advice_follows_cgroup_pressure(hot_fast_plan, hotcold, tmp_path):
+    """With the periodic advice pushed out of the run (OBJTIER_ADVISE_MS), MADV_COLD on the
+    planned-slow array only comes from the pressure watch: under a memory cgroup at its limit
+    the slow array is re-advised; with no limit it never is."""
+    env = {**os.environ, "OBJTIER_ADVISE_MS": "600000", "OBJTIER_PRESSURE_MS": "5"}
+    limited, free = tmp_path / "limited.otr", tmp_path / "free.otr"
+    run = objtier("run", "--plan", str(hot_fast_plan), "--local", "24M", "--mlock-margin",
+                  "4M", "-o", str(limited), "--", str(hotcold), "8", "24", "4", env=env)
+    assert run.returncode == 0, run.stderr
+    advised = _cold_advice(limited)
+    assert advised, "no MADV_COLD under a memory cgroup at its limit"
+    assert all(r["result"] == 0 for r in advised)
+    assert len({r["alloc_seq"] for r in advised}) == 1          # the cold array only
+    run = objtier("run", "--plan", str(hot_fast_plan), "-o", str(free), "--", str(hotcold),
+                  "8", "24", "4", env=env)
+    assert run.returncode == 0, run.stderr
+    assert _cold_advice(free) == []

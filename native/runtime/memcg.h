@@ -1,0 +1,25 @@
+/*
+ * The memory cgroup this process runs in: the limit that binds it and that cgroup's usage.
+ * cgroup v1: the memory controller's cgroup, limit = memory.stat's hierarchical_memory_limit
+ * (ancestors included), usage = its memory.usage_in_bytes. cgroup v2: the cgroup or ancestor
+ * with the smallest memory.max, usage = that cgroup's memory.current. Standard mount points
+ * (/sys/fs/cgroup/memory for v1, /sys/fs/cgroup for v2). Raw system calls only: callable
+ * from the runtime's own threads with rt_guard set.
+ */
+#ifndef OBJTIER_MEMCG_H
+#define OBJTIER_MEMCG_H
+
+#include <stdint.h>
+
+typedef struct rt_memcg {
+    uint64_t limit;         /* bytes; UINT64_MAX = no limit (or no memory cgroup) */
+    char usage_path[1400];  /* the usage file of the binding cgroup; "" when unknown */
+} rt_memcg;
+
+/* Fills *m from /proc/self/cgroup. Never fails: an unreadable set-up means no limit. */
+void rt_memcg_open(rt_memcg *m);
+
+/* Current usage of the binding cgroup [bytes], UINT64_MAX when it cannot be read. */
+uint64_t rt_memcg_usage(const rt_memcg *m);
+
+#endif
