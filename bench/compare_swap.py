@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/compare_swap.py [--local 70%,50%] [--repeat 3] [--scale 20]
         [--workloads bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,stream,gups,kmeans]
-        [--size-factor 1.0] [-o bench-out/compare] [--append-docs] [--table-only]
+        [--size-factor 1.0] [--trials 1.0] [-o bench-out/compare] [--append-docs] [--table-only]
 
 Graphs are generated once (graphgen -o, outside the measurement) and loaded with -f. Sizes are
 parameters: --scale for the graphs, --size-factor scales STREAM, GUPS and K-means (1.0 = about
@@ -32,16 +32,19 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
-def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path) -> dict[str, list[str]]:
+def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
+              trials: float = 1.0) -> dict[str, list[str]]:
+    """trials scales the graph kernels' repetitions (BFS 16, BC 2, CC 8 at 1.0; at least 1)."""
     b = lambda name: str(bin_dir / name)  # noqa: E731
     kron, urand = str(graphs / f"kron{scale}.csr"), str(graphs / f"urand{scale}.csr")
+    n = lambda base: str(max(1, round(base * trials)))  # noqa: E731
     return {
-        "bfs_kron": [b("bfs"), "-f", kron, "-n", "16"],
-        "bc_kron": [b("bc"), "-f", kron, "-i", "2"],
-        "cc_kron": [b("cc"), "-f", kron, "-n", "8"],
-        "bfs_urand": [b("bfs"), "-f", urand, "-n", "16"],
-        "bc_urand": [b("bc"), "-f", urand, "-i", "2"],
-        "cc_urand": [b("cc"), "-f", urand, "-n", "8"],
+        "bfs_kron": [b("bfs"), "-f", kron, "-n", n(16)],
+        "bc_kron": [b("bc"), "-f", kron, "-i", n(2)],
+        "cc_kron": [b("cc"), "-f", kron, "-n", n(8)],
+        "bfs_urand": [b("bfs"), "-f", urand, "-n", n(16)],
+        "bc_urand": [b("bc"), "-f", urand, "-i", n(2)],
+        "cc_urand": [b("cc"), "-f", urand, "-n", n(8)],
         "stream": [b("stream"), "-s", str(int(4_000_000 * factor)), "-n", "10"],
         "gups": [b("gups"), "-l", str(24 + max(0, round(math.log2(max(factor, 1e-9)))))],
         "kmeans": [b("kmeans"), "-n", str(int(700_000 * factor)), "-i", "5"],
@@ -143,6 +146,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scale", type=int, default=20)
     parser.add_argument("--size-factor", type=float, default=1.0)
+    parser.add_argument("--trials", type=float, default=1.0,
+                        help="scales the graph kernels' repetitions (1.0: BFS 16, BC 2, CC 8)")
     parser.add_argument("--workloads", default=None, help="comma-separated subset")
     parser.add_argument("--algo", default="rank")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
@@ -165,7 +170,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     bin_dir = NATIVE_DIR / "bin"
     make_graphs(args.scale, out / "graphs", bin_dir)
-    suite = workloads(args.scale, args.size_factor, out / "graphs", bin_dir)
+    suite = workloads(args.scale, args.size_factor, out / "graphs", bin_dir, args.trials)
     chosen = args.workloads.split(",") if args.workloads else list(suite)
     lines, enforced = [], None
     for local in args.local.split(","):
@@ -200,7 +205,8 @@ def main() -> int:
         section = (
             f"\n## Swap tier: kernel reclaim vs objtier plan (`bench/compare_swap.py`)\n\n"
             f"`.venv/bin/python bench/compare_swap.py --local {args.local} --repeat "
-            f"{args.repeat} --scale {args.scale} --size-factor {args.size_factor}` — "
+            f"{args.repeat} --scale {args.scale} --size-factor {args.size_factor} --trials "
+            f"{args.trials}` — "
             f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs, {date}. "
             f"Memory cgroup v1 limited to --local of the footprint (cgroup peak of an "
             f"unlimited run), zram (lz4) behind it; baseline and objtier runs interleaved, "

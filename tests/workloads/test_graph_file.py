@@ -124,3 +124,19 @@ def test_damaged_files_are_rejected(kron_file, tmp_path, wl, damage):
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bfs: ") and str(bad) in lines[0]
     assert "FOM" not in run.stdout
+
+
+def test_symmetry_is_checked_on_request(tmp_path, wl):
+    """A one-way edge 0 -> 1: the cheap checks pass; -c finds the missing 1 -> 0."""
+    path = tmp_path / "oneway.csr"
+    offsets = np.array([0, 1, 1, 1], dtype="<u8")
+    neighbors = np.array([1], dtype="<u4")
+    path.write_bytes(HEADER.pack(b"OTGRAPH\0", 1, 3, 3, 1) + offsets.tobytes() +
+                     neighbors.tobytes() + b"\0" * 4)
+    path.write_bytes(path.read_bytes()[:HEADER.size + 8 * 4 + 4])
+    checked = wl("cc", "-f", path, "-n", "1", "-c")
+    assert checked.returncode != 0
+    assert "not symmetric" in checked.stderr and len(checked.stderr.strip().splitlines()) == 1
+    unchecked = wl("cc", "-f", path, "-n", "1")
+    assert "not symmetric" not in unchecked.stderr
+    assert "graph: loaded" in unchecked.stdout

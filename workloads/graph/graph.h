@@ -51,13 +51,16 @@ static inline uint64_t graph_degree(const graph *g, uint64_t v)
 graph *graph_generate(unsigned scale, unsigned degree, int uniform, uint64_t seed);
 
 /* Write / read the file layout above; both exit with a one-line error on failure.
- * graph_load checks the header, the file size and the CSR invariants. */
+ * graph_load checks the header, the file size and the CSR invariants; symmetry only when
+ * check_symmetry is set (a random-access pass over every edge, several BFS trials long,
+ * which would otherwise dominate a run's memory profile and time). */
 void graph_save(const graph *g, const char *path);
-graph *graph_load(const char *path);
+graph *graph_load(const char *path, int check_symmetry);
 
-/* Check the CSR invariants (sorted, no duplicates, no self loops, symmetric, ids < n).
- * Returns NULL when valid, otherwise a static message naming the first problem. */
-const char *graph_check(const graph *g);
+/* Check the CSR invariants (sorted, no duplicates, no self loops, ids < n, and symmetric
+ * when check_symmetry). Sequential except for the symmetry check (one binary search per
+ * edge). Returns NULL when valid, otherwise a static message naming the first problem. */
+const char *graph_check(const graph *g, int check_symmetry);
 
 /* 1 when u -> v is an edge (binary search in adj(u)). */
 int graph_has_edge(const graph *g, vid_t u, vid_t v);
@@ -65,7 +68,7 @@ int graph_has_edge(const graph *g, vid_t u, vid_t v);
 void graph_free(graph *g);
 
 /* Command-line options shared by the kernels: -f FILE | -g SCALE | -u SCALE, -k DEGREE,
- * -s SEED, -n TRIALS, -t THREADS. */
+ * -s SEED, -n TRIALS, -t THREADS, -c. */
 typedef struct graph_opts {
     const char *file;
     unsigned scale;     /* 0 = not given */
@@ -74,11 +77,13 @@ typedef struct graph_opts {
     uint64_t seed;
     uint64_t trials;
     uint64_t threads;   /* 0 = OpenMP default */
+    int check_symmetry; /* -c: graph_load also checks that the file's graph is symmetric */
 } graph_opts;
 
-#define GRAPH_OPTSTRING "f:g:u:k:s:n:t:"
+#define GRAPH_OPTSTRING "f:g:u:k:s:n:t:c"
 #define GRAPH_USAGE                                                                    \
     "  -f FILE    load a graph written by graphgen (loading is not timed)\n"           \
+    "  -c         with -f: also check that the loaded graph is symmetric\n"            \
     "  -g SCALE   generate a Kronecker graph with 2^SCALE vertices (not timed)\n"      \
     "  -u SCALE   generate a uniform random graph with 2^SCALE vertices (not timed)\n" \
     "  -k DEGREE  edge factor: generated edges per vertex (default 16)\n"              \

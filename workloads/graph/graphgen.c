@@ -56,7 +56,7 @@ int main(int argc, char **argv)
     double t0 = wl_now();
     graph *g = graph_generate(o.scale, o.degree, o.uniform, o.seed);
     double secs = wl_now() - t0;
-    const char *problem = graph_check(g);
+    const char *problem = graph_check(g, 1);
     if (problem)
         wl_die(WL_EXIT_FAIL, "generated graph is invalid: %s", problem);
     graph_save(g, out);
