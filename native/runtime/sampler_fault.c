@@ -5,7 +5,9 @@
  * its armed pages PROT_NONE; the first touch of each raises SIGSEGV, the handler
  * records a SAMPLE (latency = touch - arm time, in microseconds), restores that page
  * and returns so the access is retried. Moving on, the scanner restores the whole
- * window with one mprotect, so at most one window's worth of split VMAs exists.
+ * window with one mprotect, so at most one window's worth of split VMAs exists, and
+ * writes a WINDOW record: the pages it watched, for how long, and how many were touched
+ * after how long in all — the exposure that turns first touches into a touch rate.
  *
  * Sparse arming: a touched armed page costs one fault, so faults per second bound how
  * much memory a contiguous scan can cover, and an armed window dwells up to DWELL_NS. Instead,
@@ -40,6 +42,7 @@
 #include "maps.h"
 #include "registry.h"
 #include "rt.h"
+#include "runtime.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -51,6 +54,7 @@
 #define DWELL_NS 50000000ULL  /* a window stays armed at most 50 ms */
 #define HISTORY 16            /* recently disarmed windows remembered for late faults */
 #define RETRY_LIMIT 3         /* same address faulting this often is not ours */
+#define WINDOW_BATCH 256      /* WINDOW records per block */
 
 static const rt_config *cfg;
 static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -66,6 +70,11 @@ static _Atomic uint64_t win_arm_ns;
 static _Atomic uint32_t win_prot;
 static _Atomic uint64_t win_touched[RT_MAX_WINDOW_PAGES / 64]; /* bit per page: touched */
 static _Atomic uint64_t win_faults;
+static _Atomic uint64_t win_touched_ns;      /* sum of (first touch - arm) of touched pages */
+static uint64_t win_seq;                     /* alloc seq of the object the window lies in */
+/* WINDOW records not yet written; under arm_lock */
+static unsigned char win_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
+static uint32_t win_batch_n;
 static _Atomic int handlers_active;
 static _Atomic uint64_t hist_start[HISTORY], hist_end[HISTORY];
 static _Atomic unsigned hist_next;
@@ -87,6 +96,7 @@ static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes 
 
 static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
 {
+    atomic_fetch_add_explicit(&win_touched_ns, now - arm_ns, memory_order_relaxed);
     uint64_t us = (now - arm_ns) / 1000;
     ot_sample_record s = {.time_ns = now,
                           .addr = addr,
@@ -169,6 +179,32 @@ static void on_segv(int sig, siginfo_t *info, void *uctx)
 }
 
 /* Caller holds arm_lock. */
+static void flush_windows_locked(void)
+{
+    if (win_batch_n && rt_active())
+        rt_write_block(&rt_w, win_batch, OT_TAG_WINDOW, sizeof(ot_window_record),
+                       win_batch_n * (uint32_t)sizeof(ot_window_record), win_batch_n);
+    win_batch_n = 0;
+}
+
+/* Caller holds arm_lock, the window was restored and no handler is inside it. */
+static void record_window_locked(uint64_t start, uint64_t now)
+{
+    uint64_t arm = atomic_load(&win_arm_ns), faults = atomic_load(&win_faults);
+    ot_window_record r = {.arm_ns = arm,
+                          .alloc_seq = win_seq,
+                          .start = start,
+                          .dwell_ns = now > arm ? now - arm : 0,
+                          .touched_ns = atomic_load(&win_touched_ns),
+                          .pages = (uint32_t)armed_pages_now,
+                          .touched = (uint32_t)(faults < armed_pages_now ? faults
+                                                                          : armed_pages_now)};
+    memcpy(win_batch + sizeof(ot_block_header) + win_batch_n * sizeof r, &r, sizeof r);
+    if (++win_batch_n == WINDOW_BATCH)
+        flush_windows_locked();
+}
+
+/* Caller holds arm_lock. */
 static void disarm_locked(void)
 {
     uint64_t s = atomic_load(&win_start);
@@ -183,8 +219,10 @@ static void disarm_locked(void)
      * window is accessible again, so its retry cannot fault on this window */
     rt_sys_mprotect((void *)(uintptr_t)s, e - s, (int)atomic_load(&win_prot));
     atomic_store(&win_start, 0);
+    uint64_t now = rt_now_ns();
     while (atomic_load(&handlers_active) != 0)
         sched_yield();
+    record_window_locked(s, now);
     uint64_t faults = atomic_load(&win_faults);
     if (faults < armed_pages_now)
         tokens += (double)(armed_pages_now - faults);
@@ -404,6 +442,8 @@ static int arm_next(void)
         for (uint64_t w = 0; w < (n + 63) / 64; w++)
             atomic_store(&win_touched[w], 0);
         atomic_store(&win_faults, 0);
+        atomic_store(&win_touched_ns, 0);
+        win_seq = o->seq;
         atomic_store(&win_end, cursor + len);
         atomic_store(&win_prot, o->prot);
         atomic_store(&win_arm_ns, rt_now_ns());
@@ -499,6 +539,7 @@ static void fault_stop(void)
     scanner_started = 0;
     pthread_mutex_lock(&arm_lock);
     disarm_locked();
+    flush_windows_locked();
     pthread_mutex_unlock(&arm_lock);
     /* the handler stays installed (it chains); `running` stays set so that late
      * faults on just-restored pages are still recognized through the history ring */
@@ -528,6 +569,7 @@ static void fault_fork_child(int restart)
     atomic_store(&handlers_active, 0);
     pthread_mutex_init(&arm_lock, NULL);
     scanner_started = 0;
+    win_batch_n = 0; /* the parent's windows, written by the parent */
     atomic_store(&n_samples, 0);
     atomic_store(&n_lost, 0);
     atomic_store(&n_pages_armed, 0);

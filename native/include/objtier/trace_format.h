@@ -39,7 +39,7 @@
 
 #define OT_MAGIC "OBJTIER\0"  /* 8 bytes, includes the NUL */
 #define OT_VERSION_MAJOR 1    /* readers reject a different major version */
-#define OT_VERSION_MINOR 0    /* additions only: new tags, new trailing fields */
+#define OT_VERSION_MINOR 1    /* additions only: new tags, new trailing fields */
 #define OT_BLOCK_MAGIC 0x4B42544FU /* "OTBK" read as a little-endian uint32 */
 #define OT_BLOCK_TARGET_BYTES (64 * 1024) /* writers flush a block at about this size */
 
@@ -99,6 +99,7 @@ enum ot_tag {
     OT_TAG_CCT_NODE = 14,      /* fixed: ot_cct_node_record (calling-context tree) */
     OT_TAG_RESIDENCY = 15,     /* fixed: ot_residency_record (pages per node) */
     OT_TAG_PLACEMENT = 16,     /* fixed: ot_placement_record (plan actions applied) */
+    OT_TAG_WINDOW = 17,        /* fixed: ot_window_record (fault sampler exposure), since 1.1 */
     OT_TAG_COUNT_              /* one past the last tag */
 };
 
@@ -344,6 +345,23 @@ typedef struct ot_placement_record {
     uint64_t nodemask;        /* MBIND: target nodes; else 0 */
 } ot_placement_record;
 _Static_assert(sizeof(ot_placement_record) == 48, "ot_placement_record is 48 bytes");
+
+/* Fault sampler: one scan window, the exposure behind its SAMPLE records. A window lies
+ * inside one object. Each armed page is watched from arm_ns until its first touch or the
+ * disarm; with accesses to a page as a Poisson process of rate r [1/s], the touches per
+ * second of watching, touched / (touched_ns + (pages - touched) * dwell_ns) * 1e9, estimate
+ * r (the maximum-likelihood estimate for a censored exponential), where first-touch counts
+ * alone saturate at one per armed page. Since version 1.1. */
+typedef struct ot_window_record {
+    uint64_t arm_ns;          /* when its pages became PROT_NONE */
+    uint64_t alloc_seq;       /* ot_alloc_record.seq of the object */
+    uint64_t start;           /* address of the first armed page */
+    uint64_t dwell_ns;        /* disarm - arm [ns] */
+    uint64_t touched_ns;      /* sum over touched pages of (first touch - arm) [ns] */
+    uint32_t pages;           /* armed pages */
+    uint32_t touched;         /* armed pages touched (each one SAMPLE, unless it was lost) */
+} ot_window_record;
+_Static_assert(sizeof(ot_window_record) == 48, "ot_window_record is 48 bytes");
 
 /* Stable context key --------------------------------------------------------
  * A calling context's identity across runs, PIE/ASLR and machines: FNV-1a 64 over,

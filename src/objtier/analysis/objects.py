@@ -10,7 +10,16 @@ This is the table the planner and the simulator read. Columns (units in brackets
   free_ns       uint64  when its last byte was freed/unmapped [ns]; null = never freed
   lifetime_s    float64 (free_ns or end of trace) - alloc_ns [s]
   samples       int64   samples mapped to the object
-  accesses      float64 sum of sample weights (weight 0 = unknown counts as 1)
+  accesses      float64 fault sampler with scan windows (format 1.1+): est_touches, 0 for an
+                        object never watched; otherwise the sum of sample weights (weight
+                        0 = unknown counts as 1)
+  watched_s     float64 fault sampler: page-seconds its pages were armed, each until its
+                        first touch or the window's end [page * s]; 0 = never watched
+  touch_rate    float64 first touches per page per second of watching: the rate of touch
+                        episodes of a page (censored-exponential estimate); null = unwatched
+  est_touches   float64 touch_rate * pages * lifetime_s: touch episodes over its lifetime;
+                        null = unwatched. Unlike sample counts it does not saturate when
+                        every armed page is touched within the window
   density       float64 accesses per MiB of size
   share         float64 samples / all samples of the trace (unmapped samples included)
   pages_touched int64   distinct pages (trace page size) with at least one sample
@@ -153,6 +162,30 @@ def _free_times(trace, n: int) -> np.ndarray:
     return free
 
 
+def window_exposure(trace, pid: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(watched page-seconds, first touches) per allocation row from the fault sampler's
+    WINDOW records; None when the trace has none. A window's pages are watched from arming
+    until their first touch (touched_ns in all) or the disarm (dwell_ns each)."""
+    windows = trace.windows
+    if windows.num_rows == 0 or not len(pid):
+        return None
+    row_key = (pid.astype(np.uint64) << np.uint64(40)) | seq
+    order = np.argsort(row_key, kind="stable")
+    w_key = (column(windows, "pid", np.uint64) << np.uint64(40)) | column(windows, "alloc_seq",
+                                                                            np.uint64)
+    at = np.searchsorted(row_key[order], w_key)
+    found = at < len(order)
+    found[found] = row_key[order][at[found]] == w_key[found]
+    rows = order[at[found]]
+    pages = column(windows, "pages", np.float64)[found]
+    touched = column(windows, "touched", np.float64)[found]
+    exposure_ns = (column(windows, "touched_ns", np.float64)[found]
+                   + (pages - touched) * column(windows, "dwell_ns", np.float64)[found])
+    n = len(pid)
+    return (np.bincount(rows, weights=exposure_ns, minlength=n) / 1e9,
+            np.bincount(rows, weights=touched, minlength=n))
+
+
 def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -> pa.Table:
     """The objects table (see module docstring). `mapped` = sample_objects(trace) if given."""
     allocs = trace.allocations
@@ -203,6 +236,15 @@ def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -
     lifetime = (np.where(never, np.uint64(max(end, 0)), free_ns).astype(np.float64)
                 - alloc_ns.astype(np.float64)) / 1e9
     keys, label = _context_columns(trace, pid, ctx, labels)
+    watched = window_exposure(trace, pid, seq)
+    watched_s, touches = watched if watched is not None else (np.zeros(n), np.zeros(n))
+    unwatched = watched_s <= 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        touch_rate = np.where(unwatched, 0.0, touches / watched_s)
+        est_touches = touch_rate * (size.astype(np.float64) / float(1 << shift)) * \
+            np.maximum(lifetime, 0.0)
+    if watched is not None:
+        accesses = np.where(unwatched, 0.0, est_touches)
     with np.errstate(invalid="ignore", divide="ignore"):
         density = np.where(size > 0, accesses / (size.astype(np.float64) / MIB), 0.0)
         mean_latency = lat_sum / lat_n
@@ -217,6 +259,9 @@ def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -
         "free_ns": pa.array(free_ns, mask=never),
         "lifetime_s": pa.array(np.maximum(lifetime, 0.0)),
         "samples": pa.array(counts), "accesses": pa.array(accesses),
+        "watched_s": pa.array(watched_s),
+        "touch_rate": pa.array(touch_rate, mask=unwatched),
+        "est_touches": pa.array(est_touches, mask=unwatched),
         "density": pa.array(density),
         "share": pa.array(counts / total if total else np.zeros(n)),
         "pages_touched": pa.array(pages_touched),

@@ -11,7 +11,7 @@ import numpy as np
 
 MAGIC = b"OBJTIER\0"
 VERSION_MAJOR = 1
-VERSION_MINOR = 0
+VERSION_MINOR = 1
 BLOCK_MAGIC = 0x4B42544F  # "OTBK"
 
 FILE_PROCESS = 1
@@ -34,6 +34,7 @@ TAG_ACCESS_COUNT = 13
 TAG_CCT_NODE = 14
 TAG_RESIDENCY = 15
 TAG_PLACEMENT = 16
+TAG_WINDOW = 17  # since 1.1
 
 TAG_NAMES = {
     TAG_PROCESS: "PROCESS", TAG_MODULE: "MODULE", TAG_CONTEXT: "CONTEXT", TAG_ALLOC: "ALLOC",
@@ -41,6 +42,7 @@ TAG_NAMES = {
     TAG_COUNTERS: "COUNTERS", TAG_PHASE: "PHASE", TAG_NAME: "NAME",
     TAG_SAMPLER_STATS: "SAMPLER_STATS", TAG_END: "END", TAG_ACCESS_COUNT: "ACCESS_COUNT",
     TAG_CCT_NODE: "CCT_NODE", TAG_RESIDENCY: "RESIDENCY", TAG_PLACEMENT: "PLACEMENT",
+    TAG_WINDOW: "WINDOW",
 }
 
 ALLOC_KINDS = {1: "malloc", 2: "calloc", 3: "realloc", 4: "posix_memalign", 5: "aligned_alloc",
@@ -120,6 +122,11 @@ PLACEMENT = np.dtype([
     ("action", "<u2"), ("reserved", "<u2"), ("result", "<i4"), ("nodemask", "<u8"),
 ])
 
+WINDOW = np.dtype([
+    ("arm_ns", "<u8"), ("alloc_seq", "<u8"), ("start", "<u8"), ("dwell_ns", "<u8"),
+    ("touched_ns", "<u8"), ("pages", "<u4"), ("touched", "<u4"),
+])
+
 # Variable-size record heads (followed by their strings/arrays).
 PROCESS_HEAD = np.dtype([("pid", "<u4"), ("ppid", "<u4"), ("time_ns", "<u8"), ("argc", "<u4"),
                          ("config_len", "<u4")])
@@ -135,7 +142,7 @@ FIXED = {
     TAG_ALLOC: ALLOC, TAG_FREE: FREE, TAG_SAMPLE: SAMPLE, TAG_COUNTERS: COUNTER,
     TAG_PHASE: PHASE, TAG_SAMPLER_STATS: SAMPLER_STATS, TAG_END: END,
     TAG_ACCESS_COUNT: ACCESS_COUNT, TAG_CCT_NODE: CCT_NODE, TAG_RESIDENCY: RESIDENCY,
-    TAG_PLACEMENT: PLACEMENT,
+    TAG_PLACEMENT: PLACEMENT, TAG_WINDOW: WINDOW,
 }
 VARIABLE = {TAG_PROCESS, TAG_MODULE, TAG_CONTEXT, TAG_COUNTER_DEF, TAG_NAME}
 
@@ -146,6 +153,7 @@ C_STRUCTS = {
     "ot_phase_record": PHASE, "ot_sampler_stats_record": SAMPLER_STATS, "ot_end_record": END,
     "ot_access_count_record": ACCESS_COUNT, "ot_cct_node_record": CCT_NODE,
     "ot_residency_record": RESIDENCY, "ot_placement_record": PLACEMENT,
+    "ot_window_record": WINDOW,
     "ot_process_record": PROCESS_HEAD, "ot_module_record": MODULE_HEAD, "ot_frame": FRAME,
     "ot_context_record": CONTEXT_HEAD, "ot_counter_def_record": COUNTER_DEF_HEAD,
     "ot_name_record": NAME_HEAD,

@@ -355,6 +355,11 @@ class Trace:
         return self._fixed_table(F.TAG_PLACEMENT)
 
     @cached_property
+    def windows(self) -> pa.Table:
+        """Fault-sampler scan windows (format 1.1+; empty for older traces)."""
+        return self._fixed_table(F.TAG_WINDOW)
+
+    @cached_property
     def ends(self) -> pa.Table:
         return self._fixed_table(F.TAG_END)
 
