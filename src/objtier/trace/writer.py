@@ -183,6 +183,13 @@ class TraceWriter:
         """Bulk samples: a structured array with F.SAMPLE's fields."""
         self.fixed(F.TAG_SAMPLE, records)
 
+    def window(self, arm_ns: int, alloc_seq: int, start: int, pages: int, dwell_ns: int,
+               touched: int = 0, touched_ns: int = 0) -> None:
+        """A fault-sampler scan window (format 1.1): `pages` armed for `dwell_ns`, `touched`
+        of them after `touched_ns` in all."""
+        self._one(F.TAG_WINDOW, arm_ns=arm_ns, alloc_seq=alloc_seq, start=start, pages=pages,
+                  dwell_ns=dwell_ns, touched=touched, touched_ns=touched_ns)
+
     def counter(self, time_ns: int, counter_id: int, value: int) -> None:
         self._one(F.TAG_COUNTERS, time_ns=time_ns, id=counter_id, value=value)
 
