@@ -30,9 +30,11 @@ typedef struct rt_config {
     int tier;                /* OBJTIER_TIER: enum rt_tier_kind */
     uint64_t mlock_limit;    /* OBJTIER_MLOCK_LIMIT: bytes the plan may mlock; 0 = no own cap */
     int pageout;             /* OBJTIER_PAGEOUT: 1 = MADV_PAGEOUT planned-slow ranges too */
-    uint32_t advise_ms;      /* OBJTIER_ADVISE_MS: period of slow-range advice; 0 = never */
+    uint32_t advise_ms;      /* OBJTIER_ADVISE_MS: period of whole slow-range advice; 0 = never */
     uint32_t pressure_ms;    /* OBJTIER_PRESSURE_MS: period of MADV_COLD while the memory
-                                cgroup is at its limit; 0 = only every OBJTIER_ADVISE_MS */
+                                cgroup is at its limit; 0 = never */
+    uint32_t inactive_pct;   /* OBJTIER_INACTIVE_PCT: under pressure, advise slow pages cold
+                                while inactive anonymous memory is below this % of the limit */
     char fast_nodes[64];     /* OBJTIER_FAST_NODES: node list such as "0" or "0-1,3" */
     char slow_nodes[64];     /* OBJTIER_SLOW_NODES */
     int numa_strict;         /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */

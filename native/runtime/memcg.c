@@ -73,7 +73,7 @@ void rt_memcg_open(rt_memcg *m)
     char text[4096], v1[1024] = "", v2[1024] = "", path[1400], buf[8192];
     int have_v1, have_v2;
     m->limit = UINT64_MAX;
-    m->usage_path[0] = 0;
+    m->usage_path[0] = m->stat_path[0] = 0;
     if (read_small("/proc/self/cgroup", text, sizeof text) <= 0)
         return;
     own_paths(text, v1, v2, sizeof v1, &have_v1, &have_v2);
@@ -86,6 +86,7 @@ void rt_memcg_open(rt_memcg *m)
                 m->limit = dec_at(h + strlen("hierarchical_memory_limit "));
         }
         snprintf(m->usage_path, sizeof m->usage_path, V1_ROOT "%s/memory.usage_in_bytes", dir);
+        snprintf(m->stat_path, sizeof m->stat_path, V1_ROOT "%s/memory.stat", dir);
     } else if (have_v2) {
         for (;;) { /* the cgroup and its ancestors: the smallest memory.max binds */
             const char *dir = strcmp(v2, "/") ? v2 : "";
@@ -96,6 +97,7 @@ void rt_memcg_open(rt_memcg *m)
                     m->limit = v;
                     snprintf(m->usage_path, sizeof m->usage_path, V2_ROOT "%s/memory.current",
                              dir);
+                    snprintf(m->stat_path, sizeof m->stat_path, V2_ROOT "%s/memory.stat", dir);
                 }
             }
             char *slash = strrchr(v2, '/');
@@ -106,7 +108,7 @@ void rt_memcg_open(rt_memcg *m)
     }
     if (m->limit >= UNLIMITED) {
         m->limit = UINT64_MAX;
-        m->usage_path[0] = 0;
+        m->usage_path[0] = m->stat_path[0] = 0;
     }
 }
 
@@ -117,4 +119,16 @@ uint64_t rt_memcg_usage(const rt_memcg *m)
         buf[0] < '0' || buf[0] > '9')
         return UINT64_MAX;
     return dec_at(buf);
+}
+
+uint64_t rt_memcg_inactive_anon(const rt_memcg *m)
+{
+    char buf[8192];
+    if (!m->stat_path[0] || read_small(m->stat_path, buf, sizeof buf) <= 0)
+        return UINT64_MAX;
+    /* the cgroup's own line, at the start of a line (v1 also has total_inactive_anon) */
+    for (const char *p = buf; (p = strstr(p, "inactive_anon ")) != NULL; p++)
+        if (p == buf || p[-1] == '\n')
+            return dec_at(p + strlen("inactive_anon "));
+    return UINT64_MAX;
 }

@@ -14,6 +14,7 @@
 typedef struct rt_memcg {
     uint64_t limit;         /* bytes; UINT64_MAX = no limit (or no memory cgroup) */
     char usage_path[1400];  /* the usage file of the binding cgroup; "" when unknown */
+    char stat_path[1400];   /* its memory.stat; "" when unknown */
 } rt_memcg;
 
 /* Fills *m from /proc/self/cgroup. Never fails: an unreadable set-up means no limit. */
@@ -21,5 +22,9 @@ void rt_memcg_open(rt_memcg *m);
 
 /* Current usage of the binding cgroup [bytes], UINT64_MAX when it cannot be read. */
 uint64_t rt_memcg_usage(const rt_memcg *m);
+
+/* Anonymous memory on the binding cgroup's inactive LRU list [bytes] (memory.stat
+ * "inactive_anon"), UINT64_MAX when it cannot be read. */
+uint64_t rt_memcg_inactive_anon(const rt_memcg *m);
 
 #endif

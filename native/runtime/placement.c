@@ -58,7 +58,7 @@ _Atomic int rt_place_on;
 static rt_plan plan;
 static int tier;              /* enum rt_tier_kind */
 static int pageout;
-static uint32_t advise_ms, pressure_ms, residency_ms;
+static uint32_t advise_ms, pressure_ms, inactive_pct, residency_ms;
 static rt_memcg memcg;        /* swap tier: the cgroup whose limit makes the fast tier */
 static int residency_on;
 static int numa_strict;
@@ -70,6 +70,7 @@ static uint32_t phase_now;   /* index of the phase whose entries are in force */
 static uint64_t matched;     /* objects that matched an entry at allocation */
 static int warned_limit;
 static uint64_t pressure_passes; /* advice passes made because the cgroup was at its limit */
+static uint64_t pressure_bytes;  /* bytes those passes advised */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pobj *objs;
@@ -176,6 +177,7 @@ int rt_place_init(const rt_config *cfg, int tracing)
     pageout = cfg->pageout;
     advise_ms = cfg->advise_ms;
     pressure_ms = cfg->pressure_ms;
+    inactive_pct = cfg->inactive_pct;
     numa_strict = cfg->numa_strict;
     depth = cfg->stack_depth;
     if (tier == RT_TIER_SWAP) {
@@ -520,19 +522,73 @@ static void advise_pass(int deep, int keep_records)
     }
 }
 
-/* 1 when the cgroup's usage is within its headroom of the limit: the kernel then reclaims
- * on (nearly) every charge. Under thrashing its active list absorbs every refaulted page and
- * its inactive list runs dry; reclaim that finds nothing inactive sixteen times in a row
- * ends in the cgroup's OOM killer, although swap has room (seen with v1 on 6.x kernels).
- * Re-advising the planned-slow pages every OBJTIER_PRESSURE_MS keeps them on the inactive
- * list, so reclaim finds them first and the program keeps running. */
-static int under_pressure(void)
+/* Where the next pressure advice starts: a slot of objs and a byte offset into that
+ * object's planned-slow range. Background thread only. */
+static uint64_t cold_slot, cold_off;
+
+/* MADV_COLD on about `bytes` of planned-slow ranges, continuing where the previous call
+ * stopped and wrapping around, so that successive calls age every slow page in turn (a clock
+ * hand over the slow ranges). Returns the bytes advised. */
+static uint64_t advise_some(uint64_t bytes, int keep_records)
+{
+    uint64_t done = 0, pg = rt_page_bytes;
+    for (uint64_t visited = 0; done < bytes && visited <= objs_cap;) {
+        pthread_mutex_lock(&lock);
+        if (cold_slot >= objs_cap)
+            cold_slot = cold_off = 0;
+        pobj *o = &objs[cold_slot];
+        uint64_t at = o->addr > DELETED && o->planned ? o->split + cold_off : UINT64_MAX;
+        if (at < o->hi) {
+            uint64_t n = o->hi - at, want = (bytes - done + pg - 1) & ~(pg - 1);
+            n = n < want ? n : want;
+            int r = sys_result(syscall(SYS_madvise, (void *)(uintptr_t)at, n, MADV_COLD));
+            if (keep_records || r != 0)
+                record(o, at, at + n, OT_PLACE_COLD, r, 0);
+            done += n;
+            cold_off += n;
+            if (at + n < o->hi) {
+                if (batch_n)
+                    flush_records();
+                pthread_mutex_unlock(&lock);
+                continue;
+            }
+        }
+        cold_slot++;
+        cold_off = 0;
+        visited++;
+        if (batch_n > BATCH / 2)
+            flush_records();
+        pthread_mutex_unlock(&lock);
+    }
+    pthread_mutex_lock(&lock);
+    flush_records();
+    pthread_mutex_unlock(&lock);
+    return done;
+}
+
+/* Bytes of slow ranges to advise now: while the cgroup's usage is within its headroom of
+ * the limit, the shortfall of its inactive anonymous list below OBJTIER_INACTIVE_PCT % of
+ * the limit.
+ *
+ * Why: under thrashing the kernel puts every refaulted page on the active list; the inactive
+ * list runs dry, and a charge whose reclaim finds nothing sixteen times in a row ends in the
+ * cgroup's OOM killer although swap has room (seen with cgroup v1 on kernel 6.18). MADV_COLD
+ * moves slow pages to the inactive list, where reclaim takes them unless they are touched
+ * again first; advising only the shortfall leaves the kernel's page-level aging of the
+ * remaining slow pages alone. */
+static uint64_t pressure_shortfall(void)
 {
     if (memcg.limit == UINT64_MAX)
         return 0;
     uint64_t use = rt_memcg_usage(&memcg);
     uint64_t headroom = memcg.limit / 32 > MIN_HEADROOM ? memcg.limit / 32 : MIN_HEADROOM;
-    return use != UINT64_MAX && use + headroom >= memcg.limit;
+    if (use == UINT64_MAX || use + headroom < memcg.limit)
+        return 0;
+    uint64_t target = memcg.limit / 100 * inactive_pct;
+    uint64_t inactive = rt_memcg_inactive_anon(&memcg);
+    if (inactive == UINT64_MAX)
+        return target;
+    return inactive < target ? target - inactive : 0;
 }
 
 /* ---- the background thread ------------------------------------------------------- */
@@ -541,8 +597,9 @@ static void *place_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
-    int advise = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP && advise_ms > 0;
-    int watch = advise && pressure_ms > 0 && memcg.limit != UINT64_MAX;
+    int swap = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP;
+    int advise = swap && advise_ms > 0;
+    int watch = swap && pressure_ms > 0 && memcg.limit != UINT64_MAX;
     int resid = residency_on && residency_ms > 0;
     uint64_t now = rt_now_ns(), last_record = 0;
     uint64_t next_advise = now + (uint64_t)advise_ms * 1000000ull;
@@ -568,12 +625,15 @@ static void *place_loop(void *arg)
             advise_pass(1, 1);
             last_record = now;
             next_advise = now + (uint64_t)advise_ms * 1000000ull;
-        } else if (watch && now >= next_watch && under_pressure()) {
-            int keep = now - last_record >= RECORD_EVERY_NS;
-            advise_pass(0, keep);
-            if (keep)
-                last_record = now;
-            pressure_passes++;
+        } else if (watch && now >= next_watch) {
+            uint64_t shortfall = pressure_shortfall();
+            if (shortfall) {
+                int keep = now - last_record >= RECORD_EVERY_NS;
+                pressure_bytes += advise_some(shortfall, keep);
+                if (keep)
+                    last_record = now;
+                pressure_passes++;
+            }
         }
         if (watch && now >= next_watch)
             next_watch = rt_now_ns() + (uint64_t)pressure_ms * 1000000ull;
@@ -589,7 +649,8 @@ static void *place_loop(void *arg)
 
 void rt_place_start(void)
 {
-    int advise = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP && advise_ms > 0;
+    int advise = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP &&
+                 (advise_ms > 0 || (pressure_ms > 0 && memcg.limit != UINT64_MAX));
     int resid = residency_on && residency_ms > 0;
     if (!advise && !resid)
         return;
@@ -627,7 +688,8 @@ void rt_place_finish(void)
     pthread_mutex_lock(&lock);
     flush_records();
     if (pressure_passes)
-        rt_log(0, "memory cgroup at its limit: slow ranges re-advised %llu times",
+        rt_log(0, "memory cgroup at its limit: %llu MiB of slow ranges advised cold in %llu "
+                  "passes", (unsigned long long)(pressure_bytes >> 20),
                (unsigned long long)pressure_passes);
     if (matched == 0)
         rt_log(1, "plan matched no allocation (another binary, other inputs, another "

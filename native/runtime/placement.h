@@ -26,7 +26,8 @@ extern _Atomic int rt_place_on;
 int rt_place_init(const rt_config *cfg, int tracing);
 
 /* After the runtime became ACTIVE: starts the background thread when there is work for it
- * (swap tier: slow-range advice every OBJTIER_ADVISE_MS; NUMA tier: residency every
+ * (swap tier: slow-range advice every OBJTIER_ADVISE_MS and, while the memory cgroup is at
+ * its limit, every OBJTIER_PRESSURE_MS; NUMA tier: residency every
  * OBJTIER_RESIDENCY_MS). */
 void rt_place_start(void);
 

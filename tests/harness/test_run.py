@@ -109,10 +109,10 @@ def hot_fast_plan(plan_for_hotcold, tmp_path) -> Path:
 
 @pytest.mark.root
 def test_cold_advice_follows_cgroup_pressure(hot_fast_plan, hotcold, tmp_path):
-    """With the periodic advice pushed out of the run (OBJTIER_ADVISE_MS), MADV_COLD on the
-    planned-slow array only comes from the pressure watch: under a memory cgroup at its limit
-    the slow array is re-advised; with no limit it never is."""
-    env = {**os.environ, "OBJTIER_ADVISE_MS": "600000", "OBJTIER_PRESSURE_MS": "5"}
+    """Periodic advice is off by default, so MADV_COLD on the planned-slow array only comes
+    from the pressure watch: under a memory cgroup at its limit (and an inactive list below
+    the whole limit, which it always is) the slow array is advised; with no limit, never."""
+    env = {**os.environ, "OBJTIER_PRESSURE_MS": "5", "OBJTIER_INACTIVE_PCT": "100"}
     limited, free = tmp_path / "limited.otr", tmp_path / "free.otr"
     run = objtier("run", "--plan", str(hot_fast_plan), "--local", "24M", "--mlock-margin",
                   "4M", "-o", str(limited), "--", str(hotcold), "8", "24", "4", env=env)
