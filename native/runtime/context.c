@@ -62,6 +62,35 @@ __attribute__((noinline)) uint32_t rt_context_capture(rt_writer *w)
     return id;
 }
 
+/* The file name part of path[0..len). */
+static const char *base_name(const char *path, size_t len, size_t *name_len)
+{
+    size_t start = len;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    *name_len = len - start;
+    return path + start;
+}
+
+uint64_t rt_context_key(uint32_t id)
+{
+    const ot_frame *frames;
+    uint32_t depth;
+    uint64_t h = 0;
+    pthread_mutex_lock(&lock);
+    if (rt_ctxtab_frames(&table, id, &frames, &depth) == 0) {
+        h = OT_FNV64_OFFSET;
+        for (uint32_t i = 0; i < depth; i++) {
+            size_t len = 0, name_len = 0;
+            const char *path = rt_modules_path(frames[i].module, &len);
+            const char *name = path ? base_name(path, len, &name_len) : "";
+            h = ot_context_key_frame(h, name, name_len, frames[i].offset);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return h;
+}
+
 void rt_context_lock(void) { pthread_mutex_lock(&lock); }
 void rt_context_unlock(void) { pthread_mutex_unlock(&lock); }
 

@@ -12,6 +12,11 @@ int rt_context_init(uint32_t depth); /* 0 or -errno */
  * writes MODULE and CONTEXT records the first time. 0 when unwinding fails. */
 uint32_t rt_context_capture(rt_writer *w);
 
+/* The stable key of context id (trace_format.h, "Stable context key"): FNV-1a over its frames
+ * as recorded — module basename, NUL, offset; a frame in no module has an empty name and its
+ * absolute ip as offset. 0 when id is unknown. */
+uint64_t rt_context_key(uint32_t id);
+
 /* Fork hooks: hold the lock across fork; a child writing its own file re-emits. */
 void rt_context_lock(void);
 void rt_context_unlock(void);

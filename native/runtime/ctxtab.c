@@ -88,9 +88,22 @@ uint32_t rt_ctxtab_intern(rt_ctxtab *t, const ot_frame *frames, uint32_t depth, 
             return 0;
         s = probe(t->slots, t->capacity, h, frames, depth);
     }
+    if (t->count == t->by_id_cap) {
+        uint64_t cap = t->by_id_cap ? t->by_id_cap * 2 : 1024;
+        rt_ctx_ref *refs = rt_sys_mmap(cap * sizeof *refs);
+        if (!refs)
+            return 0;
+        if (t->by_id) {
+            memcpy(refs, t->by_id, t->by_id_cap * sizeof *refs);
+            rt_sys_munmap(t->by_id, t->by_id_cap * sizeof *refs);
+        }
+        t->by_id = refs;
+        t->by_id_cap = cap;
+    }
     const ot_frame *copy = arena_copy(t, frames, depth);
     if (!copy && depth)
         return 0;
+    t->by_id[t->count] = (rt_ctx_ref){.frames = copy, .depth = depth};
     s->hash = h;
     s->depth = depth;
     s->frames = copy;
@@ -99,8 +112,20 @@ uint32_t rt_ctxtab_intern(rt_ctxtab *t, const ot_frame *frames, uint32_t depth, 
     return s->id;
 }
 
+int rt_ctxtab_frames(const rt_ctxtab *t, uint32_t id, const ot_frame **frames, uint32_t *depth)
+{
+    if (id == 0 || id > t->count)
+        return -1;
+    *frames = t->by_id[id - 1].frames;
+    *depth = t->by_id[id - 1].depth;
+    return 0;
+}
+
 void rt_ctxtab_destroy(rt_ctxtab *t)
 {
     rt_sys_munmap(t->slots, t->capacity * sizeof(rt_ctx_slot));
+    if (t->by_id)
+        rt_sys_munmap(t->by_id, t->by_id_cap * sizeof *t->by_id);
     t->slots = NULL; /* arena chunks are left mapped: tests only */
+    t->by_id = NULL;
 }

@@ -160,6 +160,14 @@ int rt_modules_range_of(uint64_t addr, uint64_t *start, uint64_t *end)
     return 0;
 }
 
+const char *rt_modules_path(uint32_t id, size_t *len)
+{
+    if (id == 0 || id > n_mods)
+        return NULL;
+    *len = mods[id - 1].path_len;
+    return mods[id - 1].path;
+}
+
 void rt_modules_forget_emitted(void)
 {
     for (uint32_t i = 0; i < n_mods; i++)

@@ -8,6 +8,7 @@
 #define OBJTIER_MODULES_H
 
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "writer.h"
@@ -39,6 +40,9 @@ uint32_t rt_modules_map(rt_writer *w, uint64_t ip, uint64_t *base);
 
 /* [start, end) of the module holding addr (the runtime's own code range at init). */
 int rt_modules_range_of(uint64_t addr, uint64_t *start, uint64_t *end);
+
+/* The path of module id (1..), as in its MODULE record; NULL when unknown. */
+const char *rt_modules_path(uint32_t id, size_t *len);
 
 /* A forked child writes a new file: every module needs its record again. */
 void rt_modules_forget_emitted(void);

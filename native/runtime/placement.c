@@ -63,7 +63,6 @@ static rt_memcg memcg;        /* swap tier: the cgroup whose limit makes the fas
 static int residency_on;
 static int numa_strict;
 static uint64_t fast_mask, slow_mask; /* NUMA node bit masks (nodes < 64) */
-static uint32_t depth;
 static uint64_t lock_limit = UINT64_MAX; /* bytes we may mlock in all */
 static uint64_t locked_total;
 static uint32_t phase_now;   /* index of the phase whose entries are in force */
@@ -179,7 +178,6 @@ int rt_place_init(const rt_config *cfg, int tracing)
     pressure_ms = cfg->pressure_ms;
     inactive_pct = cfg->inactive_pct;
     numa_strict = cfg->numa_strict;
-    depth = cfg->stack_depth;
     if (tier == RT_TIER_SWAP) {
         rt_memcg_open(&memcg);
         uint64_t cg = memcg.limit;
@@ -200,7 +198,6 @@ int rt_place_init(const rt_config *cfg, int tracing)
         rt_plan_free(&plan);
         return 0;
     }
-    rt_plankey_init();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -394,7 +391,7 @@ void rt_place_on_alloc(const rt_obj *ob, uint32_t ctx)
     if (!atomic_load_explicit(&rt_place_on, memory_order_acquire) || ctx == 0)
         return;
     pthread_mutex_lock(&lock);
-    uint64_t key = rt_plankey_of(ctx, depth);
+    uint64_t key = rt_plankey_of(ctx);
     if (!rt_plan_has_key(&plan, key)) {
         next_occurrence(key);
         pthread_mutex_unlock(&lock);
@@ -494,10 +491,10 @@ void rt_place_phase(const char *name, size_t len)
     pthread_mutex_unlock(&lock);
 }
 
-/* MADV_COLD (and, when `deep`, MADV_PAGEOUT) on the planned-slow part of every planned
- * object; PLACEMENT records only when `keep_records`. The lock is held per object only, so
- * a free() waits for at most one madvise. */
-static void advise_pass(int deep, int keep_records)
+/* MADV_COLD (and MADV_PAGEOUT with OBJTIER_PAGEOUT) on the planned-slow part of every
+ * planned object. The lock is held per object only, so a free() waits for at most one
+ * madvise. */
+static void advise_pass(void)
 {
     for (uint64_t i = 0;; i++) {
         pthread_mutex_lock(&lock);
@@ -509,10 +506,9 @@ static void advise_pass(int deep, int keep_records)
         if (o->addr > DELETED && o->planned && o->split < o->hi) {
             void *a = (void *)(uintptr_t)o->split;
             uint64_t n = o->hi - o->split;
-            int r = sys_result(syscall(SYS_madvise, a, n, MADV_COLD));
-            if (keep_records || r != 0)
-                record(o, o->split, o->hi, OT_PLACE_COLD, r, 0);
-            if (deep && pageout)
+            record(o, o->split, o->hi, OT_PLACE_COLD,
+                   sys_result(syscall(SYS_madvise, a, n, MADV_COLD)), 0);
+            if (pageout)
                 record(o, o->split, o->hi, OT_PLACE_PAGEOUT,
                        sys_result(syscall(SYS_madvise, a, n, MADV_PAGEOUT)), 0);
         }
@@ -622,7 +618,7 @@ static void *place_loop(void *arg)
         pthread_mutex_unlock(&tlock);
         now = rt_now_ns();
         if (advise && now >= next_advise) {
-            advise_pass(1, 1);
+            advise_pass();
             last_record = now;
             next_advise = now + (uint64_t)advise_ms * 1000000ull;
         } else if (watch && now >= next_watch) {
@@ -718,7 +714,7 @@ void rt_place_fork_child(int follow)
         memset(objs, 0, objs_cap * sizeof *objs);
         memset(occ, 0, occ_cap * sizeof *occ);
         objs_used = objs_live = maps_live = occ_used = locked_total = 0;
-        matched = 0;
+        matched = pressure_passes = pressure_bytes = cold_slot = cold_off = 0;
         rt_plankey_reset();
     }
     if (follow)

@@ -4,13 +4,9 @@
 
 #include <stdint.h>
 
-/* Finds the runtime's own code range and the main program's name. Call once at start-up. */
-void rt_plankey_init(void);
-
-/* The key of context id ctx (from rt_context_capture, same call). On the first use of ctx
- * the caller's stack is unwound; must run inside the allocation's rt_on_alloc call, under
- * the caller's lock. ctx 0 (unwinding failed) is computed each time and not cached. */
-uint64_t rt_plankey_of(uint32_t ctx, uint32_t depth);
+/* The key of context id ctx (from rt_context_capture), computed from its recorded frames on
+ * first use and cached; the caller serializes. 0 when ctx is unknown. */
+uint64_t rt_plankey_of(uint32_t ctx);
 
 /* Context ids start over (a forked child writing its own file). */
 void rt_plankey_reset(void);

@@ -376,22 +376,23 @@ static void fork_prepare(void)
     rt_guard++;
     if (sampler)
         sampler->fork_prepare();
+    /* lock order: placement (whose allocation hook computes context keys) before context */
+    rt_place_fork_prepare();
     rt_context_lock();
     rt_maps_lock();
     rt_reg_lock_all();
     pthread_mutex_lock(&rt_w.var_lock);
-    rt_place_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     if (!rt_active())
         return;
-    rt_place_fork_parent();
     pthread_mutex_unlock(&rt_w.var_lock);
     rt_reg_unlock_all();
     rt_maps_unlock();
     rt_context_unlock();
+    rt_place_fork_parent();
     if (sampler)
         sampler->fork_parent();
     rt_guard--;

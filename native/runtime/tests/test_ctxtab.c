@@ -1,5 +1,5 @@
 /* Context interning: equal frame arrays get one id, different ones new dense ids,
- * across growth of the table. */
+ * across growth of the table; every id gives its frames back. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "ctxtab.h"
@@ -25,6 +25,18 @@ int main(void)
         CHECK(rt_ctxtab_intern(&t, g, 2, &is_new) == 4 + i && !is_new);
     }
     CHECK(rt_ctxtab_intern(&t, NULL, 0, &is_new) == 20004 && is_new);
+    const ot_frame *got;
+    uint32_t depth;
+    CHECK(rt_ctxtab_frames(&t, 2, &got, &depth) == 0 && depth == 3);
+    CHECK(got[0].offset == 0x10 && got[1].module == 1 && got[2].offset == 0x30);
+    CHECK(rt_ctxtab_frames(&t, 3, &got, &depth) == 0 && depth == 4 && got[1].module == 3);
+    for (uint32_t i = 0; i < 20000; i += 997) {
+        CHECK(rt_ctxtab_frames(&t, 4 + i, &got, &depth) == 0 && depth == 2);
+        CHECK(got[0].offset == i && got[1].offset == (uint64_t)i * 7);
+    }
+    CHECK(rt_ctxtab_frames(&t, 20004, &got, &depth) == 0 && depth == 0);
+    CHECK(rt_ctxtab_frames(&t, 0, &got, &depth) == -1);
+    CHECK(rt_ctxtab_frames(&t, 20005, &got, &depth) == -1);
     rt_ctxtab_destroy(&t);
     printf("test_ctxtab: ok\n");
     return 0;
