@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="swap behind the cgroup (default: a new zram device)")
     parser.add_argument("--algo", default="rank", choices=["rank", "spill", "halving", "exact"],
                         help="placement algorithm (default rank)")
+    parser.add_argument("--backfill", action="store_true",
+                        help="swap: let colder objects fill the gaps the first object that "
+                             "does not fit leaves (off: unlocked memory goes to the kernel)")
     parser.add_argument("--sampler", default="auto", choices=["auto", "fault", "perf"],
                         help="profile sampler (default auto)")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
@@ -114,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
-                               algo=args.algo, sampler=args.sampler, margin=args.mlock_margin,
+                               algo=args.algo, backfill=args.backfill, sampler=args.sampler,
+                               margin=args.mlock_margin,
                                rate=args.rate, timeout_s=args.timeout,
                                output=Path(args.output), force=args.force)
 

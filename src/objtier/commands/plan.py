@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="count every object against the budget as if all were live at "
                         "once (default: when the table has alloc_ns/free_ns, the budget bounds "
                         "the fast bytes live at the same moment)")
+    parser.add_argument("--no-backfill", action="store_true",
+                        help="stop at the first object that does not fit whole: no colder "
+                             "object fills the gap (for the swap tier, where unlocked memory "
+                             "goes to the hottest pages anyway)")
     parser.add_argument("--phases", action="store_true", help="one hot set per program phase")
     parser.add_argument("--min-phase-ms", type=float, default=10.0,
                         help="phases: merge phases shorter than this per execution (10)")
@@ -174,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
         placements = result.placements
     else:
         result = algo(objects, budget.bytes, page, **params)
+        if args.no_backfill:
+            result = planner.without_backfill(objects, result)
         placements = {planner.ROOT: result}
     binary = planner.identity(exe) if exe else None
     plan = planner.build_plan(objects, result, budget, binary, source=str(args.input))

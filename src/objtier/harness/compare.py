@@ -43,6 +43,7 @@ class CompareSettings:
     repeat: int = 5                # runs per configuration
     swap: str = "zram"             # zram | a swap device or file
     algo: str = "rank"
+    backfill: bool = False         # let colder objects fill gaps (planner.without_backfill)
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = max(10% of local, 32 MiB)
     rate: int = 2000               # profile: most samples per second
@@ -157,6 +158,8 @@ def profile_and_plan(command: list[str], settings: CompareSettings, footprint: i
     budget = planner.Budget(fast_bytes, str(fast_bytes), round(100.0 * fast_bytes / footprint, 2),
                             footprint)
     placement = planner.algorithm(settings.algo)(objects, fast_bytes, page)
+    if not settings.backfill:
+        placement = planner.without_backfill(objects, placement)
     plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
                               source=str(profile))
     planner.write_plan(plan, settings.output / "plan.json")
@@ -288,7 +291,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                       "page_cache_bytes": page_cache},
         "local": {"given": settings.local, "bytes": local, "margin_bytes": margin,
                   "mlock_limit_bytes": limit, "swap": settings.swap},
-        "plan": {"algorithm": settings.algo, "path": str(settings.output / "plan.json"),
+        "plan": {"algorithm": settings.algo, "backfill": settings.backfill,
+                 "path": str(settings.output / "plan.json"),
                  **(plan.get("summary") or [{}])[0]},
         "repeat": settings.repeat, "runtime_enforces_plans": supported,
         "warnings": warnings,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 from objtier.errors import UsageError
+from objtier.plan.backfill import without_backfill
 from objtier.plan.binary import build_id, check_plan_binary, identity
 from objtier.plan.budget import Budget, footprint, parse_budget, parse_size, peak_live_bytes
 from objtier.plan.exact import exact
@@ -41,5 +42,5 @@ __all__ = [
     "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan", "check_plan_binary",
     "exact", "footprint", "halving", "identity", "load_plan", "merge_phases", "object_table",
     "parse_budget", "parse_size", "parse_text", "peak_live_bytes", "phase_table", "plan_phases",
-    "rank", "spill", "to_text", "validate_plan", "write_plan",
+    "rank", "spill", "to_text", "validate_plan", "without_backfill", "write_plan",
 ]
