@@ -47,7 +47,7 @@ def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
         "bc_urand": [b("bc"), "-f", urand, "-i", n(12)],
         "cc_urand": [b("cc"), "-f", urand, "-n", n(128)],
         "stream": [b("stream"), "-s", str(int(4_000_000 * factor)), "-n", "10"],
-        "gups": [b("gups"), "-l", str(24 + max(0, round(math.log2(max(factor, 1e-9)))))],
+        "gups": [b("gups"), "-l", str(max(16, 24 + round(math.log2(max(factor, 1e-9)))))],
         "kmeans": [b("kmeans"), "-n", str(int(700_000 * factor)), "-i", "5"],
     }
 
