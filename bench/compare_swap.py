@@ -152,6 +152,9 @@ def main() -> int:
     parser.add_argument("--workloads", default=None, help="comma-separated subset")
     parser.add_argument("--algo", default="rank")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
+    parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
+                        help="passed to objtier compare (default there: max(10%% of local, "
+                             "32 MiB))")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "compare"))
     parser.add_argument("--append-docs", action="store_true")
     parser.add_argument("--table-only", action="store_true",
@@ -180,7 +183,9 @@ def main() -> int:
             target = out / f"{name}-{local.rstrip('%')}"
             command = [PY, "-m", "objtier", "compare", "-q", "-f", "--local", local, "--repeat",
                        str(args.repeat), "--algo", args.algo, "--timeout", str(args.timeout),
-                       "-o", str(target), "--", *suite[name]]
+                       "-o", str(target),
+                       *(["--mlock-margin", args.mlock_margin] if args.mlock_margin else []),
+                       "--", *suite[name]]
             print(f"== {name} at {local}", file=sys.stderr, flush=True)
             run = subprocess.run(command, capture_output=True, text=True)
             if run.returncode != 0:

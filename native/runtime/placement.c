@@ -36,7 +36,8 @@
 #define EMPTY 0
 #define DELETED 1
 #define NOT_APPLIED UINT64_MAX
-#define MIN_MARGIN (32ull << 20) /* mlock safety margin: max(10% of the cgroup limit, 32 MiB) */
+#define MIN_MARGIN (32ull << 20) /* mlock margin without OBJTIER_MLOCK_LIMIT: max(10%, 32 MiB) */
+#define MIN_UNLOCKED (4ull << 20) /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
 #define BATCH 1024               /* PLACEMENT records per block */
 #define MIN_HEADROOM (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
 #define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
@@ -184,7 +185,10 @@ int rt_place_init(const rt_config *cfg, int tracing)
         if (cfg->mlock_limit)
             lock_limit = cfg->mlock_limit;
         if (cg != UINT64_MAX) {
-            uint64_t margin = cg / 10 > MIN_MARGIN ? cg / 10 : MIN_MARGIN;
+            /* an explicit limit was chosen with its own margin (objtier run/compare
+             * --mlock-margin); without one, keep max(10%, 32 MiB) of the cgroup unlocked */
+            uint64_t margin = cfg->mlock_limit ? MIN_UNLOCKED
+                                               : (cg / 10 > MIN_MARGIN ? cg / 10 : MIN_MARGIN);
             uint64_t room = cg > margin ? cg - margin : 0;
             lock_limit = room < lock_limit ? room : lock_limit;
         }
