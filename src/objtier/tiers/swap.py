@@ -143,8 +143,10 @@ class ZramSwap:
             (self.sysfs / "comp_algorithm").write_text(algorithm)
         (self.sysfs / "disksize").write_text(str(size_bytes))
         _run(["mkswap", str(self.device)])
-        _run(["swapon", "-p", str(priority), str(self.device)])
+        # set before swapon: a signal that lands while swapon runs must still lead to swapoff
+        # (swapoff of a device that is not on fails quietly)
         self.swapped_on = True
+        _run(["swapon", "-p", str(priority), str(self.device)])
 
     def stats(self) -> dict[str, int]:
         fields = (self.sysfs / "mm_stat").read_text().split()
