@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,13 @@ def objtier(*args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedP
     """Run the objtier CLI in a child Python; returns the completed process (text)."""
     return subprocess.run([sys.executable, "-m", "objtier", *args], capture_output=True,
                           text=True, timeout=timeout, **kwargs)
+
+
+def default_sigint() -> None:
+    """preexec_fn: SIGINT back to its default in the child, as at a terminal. A test suite
+    started in the background inherits SIGINT ignored, and Python then never turns Ctrl-C
+    into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def one_line_error(stderr: str) -> bool:

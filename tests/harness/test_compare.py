@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from .harness_helpers import (leftovers, machine_state, needs_enforcement, objtier,
-                             one_line_error)
+from .harness_helpers import (default_sigint, leftovers, machine_state, needs_enforcement,
+                             objtier, one_line_error)
 from objtier.harness.compare import CompareSettings, run_compare
 
 pytestmark = pytest.mark.root
@@ -90,7 +90,8 @@ def test_sigint_mid_run_restores_the_machine(hotcold, tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "objtier", "compare", "--local", "60%", "--repeat", "3",
          "--mlock-margin", "8M", "-o", str(tmp_path / "out"), "--", str(hotcold), "8", "40",
-         "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint)
     cgroup = Path(f"/sys/fs/cgroup/memory/objtier-{process.pid}")
     try:
         _wait_for_processes(cgroup)

@@ -76,7 +76,10 @@ def test_sigint_mid_run_restores_the_machine(compile_c, tmp_path):
             run_measured("x", ["{exe}", "48", "1", "sleep"], preexec=tier.preexec)
     """))
     before = machine_state()
-    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    # SIGINT back to its default in the child, as at a terminal (a suite started in the
+    # background inherits it ignored, and Python then raises no KeyboardInterrupt)
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdout.readline().strip() == "ready"
     cgroup = Path("/sys/fs/cgroup/memory/objtier-sigint-test")
     deadline = time.monotonic() + 30
