@@ -29,6 +29,18 @@ static _Atomic int installed;
 static struct sigaction app_segv; /* the program's SIGSEGV disposition */
 static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The trace is flushed, then sig goes back to SIG_DFL: what a dying process does before its
+ * signal is delivered again. Async-signal-safe. */
+static void flush_then_default(int sig)
+{
+    rt_flush_before_death();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    rt_real.sigaction(sig, &dfl, NULL);
+}
+
 int rt_signal_install(void (*handler)(int, siginfo_t *, void *))
 {
     struct sigaction ours, old;
@@ -65,12 +77,7 @@ void rt_signal_chain(int sig, siginfo_t *info, void *uctx)
         return;
     }
     /* a genuine fault with no program handler: die by SIGSEGV, trace flushed first */
-    rt_flush_before_death();
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    rt_real.sigaction(sig, &dfl, NULL);
+    flush_then_default(sig);
     if (info->si_code <= 0) /* sent by kill/raise: the instruction will not fault again */
         raise(sig);
     /* returning re-executes the faulting instruction under SIG_DFL */
@@ -82,12 +89,7 @@ static const int terminating[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT,
 static void on_terminating(int sig)
 {
     int saved = errno;
-    rt_flush_before_death();
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    rt_real.sigaction(sig, &dfl, NULL);
+    flush_then_default(sig);
     raise(sig); /* blocked while this handler runs: delivered, by SIG_DFL, on return */
     errno = saved;
 }
