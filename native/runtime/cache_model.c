@@ -4,24 +4,15 @@
 #include "rt.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 /* Reads a small sysfs file holding a decimal number with an optional K/M suffix
- * ("32768K"). Returns 0 when absent or malformed. Raw syscalls: runs inside the runtime. */
+ * ("32768K"). Returns 0 when absent or malformed. */
 static uint64_t read_sysfs_number(const char *path)
 {
     char buf[64];
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (rt_sys_read_small(path, buf, sizeof buf) <= 0)
         return 0;
-    long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-    syscall(SYS_close, fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
     uint64_t v = 0;
     char *p = buf;
     if (*p < '0' || *p > '9')

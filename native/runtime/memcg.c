@@ -1,30 +1,14 @@
 /* The memory cgroup limit and usage of this process; see memcg.h. */
 #define _GNU_SOURCE
 #include "memcg.h"
+#include "rt.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define V1_ROOT "/sys/fs/cgroup/memory"
 #define V2_ROOT "/sys/fs/cgroup"
 #define UNLIMITED (1ull << 62) /* v1 reports "no limit" as about 2^63 */
-
-/* Reads up to cap - 1 bytes of path, NUL-terminated; returns bytes read or -1. */
-static int read_small(const char *path, char *buf, size_t cap)
-{
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    long n = syscall(SYS_read, fd, buf, cap - 1);
-    syscall(SYS_close, fd);
-    if (n < 0)
-        return -1;
-    buf[n] = 0;
-    return (int)n;
-}
 
 /* Decimal digits at s; 0 when s does not start with one. */
 static uint64_t dec_at(const char *s)
@@ -74,13 +58,13 @@ void rt_memcg_open(rt_memcg *m)
     int have_v1, have_v2;
     m->limit = UINT64_MAX;
     m->usage_path[0] = m->stat_path[0] = 0;
-    if (read_small("/proc/self/cgroup", text, sizeof text) <= 0)
+    if (rt_sys_read_small("/proc/self/cgroup", text, sizeof text) <= 0)
         return;
     own_paths(text, v1, v2, sizeof v1, &have_v1, &have_v2);
     if (have_v1) {
         const char *dir = strcmp(v1, "/") ? v1 : "";
         snprintf(path, sizeof path, V1_ROOT "%s/memory.stat", dir);
-        if (read_small(path, buf, sizeof buf) > 0) {
+        if (rt_sys_read_small(path, buf, sizeof buf) > 0) {
             char *h = strstr(buf, "hierarchical_memory_limit ");
             if (h)
                 m->limit = dec_at(h + strlen("hierarchical_memory_limit "));
@@ -91,7 +75,7 @@ void rt_memcg_open(rt_memcg *m)
         for (;;) { /* the cgroup and its ancestors: the smallest memory.max binds */
             const char *dir = strcmp(v2, "/") ? v2 : "";
             snprintf(path, sizeof path, V2_ROOT "%s/memory.max", dir);
-            if (read_small(path, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
+            if (rt_sys_read_small(path, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
                 uint64_t v = dec_at(buf);
                 if (v < m->limit) {
                     m->limit = v;
@@ -115,7 +99,7 @@ void rt_memcg_open(rt_memcg *m)
 uint64_t rt_memcg_usage(const rt_memcg *m)
 {
     char buf[64];
-    if (!m->usage_path[0] || read_small(m->usage_path, buf, sizeof buf) <= 0 ||
+    if (!m->usage_path[0] || rt_sys_read_small(m->usage_path, buf, sizeof buf) <= 0 ||
         buf[0] < '0' || buf[0] > '9')
         return UINT64_MAX;
     return dec_at(buf);
@@ -124,7 +108,7 @@ uint64_t rt_memcg_usage(const rt_memcg *m)
 uint64_t rt_memcg_inactive_anon(const rt_memcg *m)
 {
     char buf[8192];
-    if (!m->stat_path[0] || read_small(m->stat_path, buf, sizeof buf) <= 0)
+    if (!m->stat_path[0] || rt_sys_read_small(m->stat_path, buf, sizeof buf) <= 0)
         return UINT64_MAX;
     /* the cgroup's own line, at the start of a line (v1 also has total_inactive_anon) */
     for (const char *p = buf; (p = strstr(p, "inactive_anon ")) != NULL; p++)

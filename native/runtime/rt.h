@@ -58,6 +58,9 @@ RT_HIDDEN void *rt_sys_mmap(size_t bytes);           /* anonymous RW, NULL on fa
 RT_HIDDEN void rt_sys_munmap(void *p, size_t bytes);
 RT_HIDDEN long rt_sys_write_all(int fd, const void *buf, size_t bytes); /* bytes or -errno */
 RT_HIDDEN int rt_sys_mprotect(void *addr, size_t bytes, int prot);      /* 0 or -errno */
+/* Reads up to cap - 1 bytes of a small file (sysfs, procfs, cgroup files) into buf,
+ * NUL-terminated; bytes read, or -1 when it cannot be opened or read. */
+RT_HIDDEN int rt_sys_read_small(const char *path, char *buf, size_t cap);
 
 /* Warning on stderr prefixed "objtier: " when OBJTIER_LOG=1 (or always when force). */
 RT_HIDDEN void rt_log(int force, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -69,16 +69,13 @@ static long perf_open(struct perf_event_attr *a, int cpu)
     return syscall(SYS_perf_event_open, a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* A small sysfs file without its trailing newline and spaces; 0, or -1 when unreadable or
+ * empty. */
 static int read_small_file(const char *path, char *buf, size_t cap)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    long n = syscall(SYS_read, fd, buf, cap - 1);
-    close(fd);
+    int n = rt_sys_read_small(path, buf, cap);
     if (n <= 0)
         return -1;
-    buf[n] = 0;
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
         buf[--n] = 0;
     return 0;

@@ -4,6 +4,7 @@
 #include "rt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -74,6 +75,19 @@ int rt_sys_mprotect(void *addr, size_t bytes, int prot)
 {
     long r = syscall(SYS_mprotect, addr, bytes, prot);
     return r < 0 ? -errno : 0;
+}
+
+int rt_sys_read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    long n = syscall(SYS_read, fd, buf, cap - 1);
+    syscall(SYS_close, fd);
+    if (n < 0)
+        return -1;
+    buf[n] = 0;
+    return (int)n;
 }
 
 void rt_log(int force, const char *fmt, ...)

@@ -61,6 +61,15 @@ def knapsack(weight: np.ndarray, value: np.ndarray, capacity: int) -> np.ndarray
     return take
 
 
+def _rank_fallback(objects, capacity_bytes: int, page_bytes: int, params: dict[str, Any],
+                   warning: str) -> Placement:
+    """The greedy rank placement, reported as exact's fallback with `warning`."""
+    greedy = rank(objects, capacity_bytes, page_bytes)
+    return finish("exact", {**params, "fallback": "rank"}, objects, capacity_bytes, page_bytes,
+                  greedy.fast_bytes, greedy.priority, greedy.order, greedy.cumulative_fill,
+                  greedy.reason, warnings=(warning,), chosen=greedy.selected())
+
+
 def exact(table: Any, capacity_bytes: int, page_bytes: int = 4096,
           max_cells: int = DEFAULT_MAX_CELLS) -> Placement:
     """Optimal whole-object placement; greedy rank (with a warning) when too large."""
@@ -95,13 +104,10 @@ def exact(table: Any, capacity_bytes: int, page_bytes: int = 4096,
         cells = sum(len(m) * (c + 1) for m, shared, c in groups
                     if shared and c < weight[items[m]].sum())
         if cells > max_cells:
-            greedy = rank(objects, capacity_bytes, page_bytes)
-            warning = (f"exact: instance too large ({cells} cells over groups of objects live "
-                       f"at once > {max_cells}); used greedy rank over lifetimes instead")
-            return finish("exact", {**params, "fallback": "rank"}, objects, capacity_bytes,
-                          page_bytes, greedy.fast_bytes, greedy.priority, greedy.order,
-                          greedy.cumulative_fill, greedy.reason, warnings=(warning,),
-                          chosen=greedy.selected())
+            return _rank_fallback(objects, capacity_bytes, page_bytes, params,
+                                  f"exact: instance too large ({cells} cells over groups of "
+                                  f"objects live at once > {max_cells}); used greedy rank over "
+                                  f"lifetimes instead")
         partial = [m for m, shared, c in groups if not shared]
         if partial:
             greedy = rank(objects, capacity_bytes, page_bytes)
@@ -123,13 +129,10 @@ def exact(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     elif dp_cap == int(weight[items].sum()):
         take_items = np.ones(len(items), dtype=bool)   # everything that can fit does
     elif cells > max_cells:
-        greedy = rank(objects, capacity_bytes, page_bytes)
-        warning = (f"exact: instance too large ({len(items)} objects x {dp_cap + 1} pages = "
-                   f"{cells} cells > {max_cells}); used greedy rank instead")
-        return finish("exact", {**params, "fallback": "rank"}, objects, capacity_bytes,
-                      page_bytes, greedy.fast_bytes, greedy.priority, greedy.order,
-                      greedy.cumulative_fill, greedy.reason, warnings=(warning,),
-                      chosen=greedy.selected())
+        return _rank_fallback(objects, capacity_bytes, page_bytes, params,
+                              f"exact: instance too large ({len(items)} objects x "
+                              f"{dp_cap + 1} pages = {cells} cells > {max_cells}); used greedy "
+                              f"rank instead")
     else:
         take_items = knapsack(weight[items], objects.accesses[items], dp_cap)
 
