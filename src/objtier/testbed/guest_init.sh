@@ -26,7 +26,7 @@ mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug
 
 log() { echo "objtier-init: $*" >/dev/console; }
-fail() { log "$*"; log "powering off"; poweroff -f; }
+fail() { log "powering off: $*"; poweroff -f; }
 
 REPO=
 for arg in $(cat /proc/cmdline); do

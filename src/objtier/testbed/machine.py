@@ -45,6 +45,9 @@ from objtier.testbed.qemu import MachineConfig, qemu_command
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BOOT_TIMEOUT_S = 300.0      # TCG boot takes ~10 s on 2 host cores; generous for loaded CI hosts
 PR_SET_PDEATHSIG = 1
+# console lines that say why a guest kernel stopped; the first one found is reported
+CONSOLE_CAUSES = ("Kernel panic", "Oops", "BUG:", "Out of memory", "invoked oom-killer",
+                  "Attempted to kill init", "objtier-init: powering off")
 
 
 class GuestTimeout(ObjtierError):
@@ -187,15 +190,51 @@ class Testbed:
             raise EnvironmentProblem(f"guest not ready after {timeout:.0f} s: {self._last_words()}")
         return float(words[1]) if len(words) > 1 else float("nan")
 
+    def exit_status(self) -> int | None:
+        """QEMU's exit status when this object started it and it has exited, else None."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def _exit_note(self, wait_s: float = 5.0) -> str:
+        """" (QEMU exit status N)" once the QEMU this object started has exited (waiting up to
+        `wait_s` for a dying one, so its console is complete), else ""."""
+        if self._proc is None:
+            return ""
+        try:
+            return f" (QEMU exit status {self._proc.wait(wait_s)})"
+        except subprocess.TimeoutExpired:
+            return ""
+
+    def why_not_running(self) -> str:
+        status = self.exit_status()
+        if status is None:
+            return "no guest is running: `objtier testbed up` first"
+        return f"the guest is gone (QEMU exit status {status}): {self._last_words()}"
+
+    def console_tail(self, lines: int = 40) -> str:
+        """The last `lines` lines of the guest's serial console (a panic, an OOM report)."""
+        try:
+            text = self.paths.console.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
     def _last_words(self) -> str:
-        """The last meaningful line of QEMU's log or the guest console, for error messages."""
+        """For error messages: QEMU's last log line, else the guest console's first line that
+        says why a kernel stops (a panic, an oops, the OOM killer, our init's own message), else
+        the console's last line."""
         for path in (self.paths.qemu_log, self.paths.console):
             try:
-                lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
+                lines = [l.strip() for l in path.read_text(errors="replace").splitlines()
+                         if l.strip()]
             except OSError:
                 continue
-            if lines:
-                return f"{path.name}: {lines[-1].strip()}"
+            if not lines:
+                continue
+            if path == self.paths.console:
+                cause = next((l for l in lines if any(m in l for m in CONSOLE_CAUSES)), None)
+                if cause is not None:
+                    return f"{path.name}: {cause} ... {lines[-1]}"
+            return f"{path.name}: {lines[-1]}"
         return "no output (see the run directory)"
 
     def stop(self, grace: float = 10.0) -> bool:
@@ -278,7 +317,8 @@ class Testbed:
         """
         pid = self.pid()
         if pid is None:
-            raise EnvironmentProblem("no guest is running: `objtier testbed up` first")
+            raise EnvironmentProblem(self.why_not_running())
+        shown = cmd if isinstance(cmd, str) else shlex.join(cmd)
         ident = f"j{os.getpid()}-{next(self._ids)}-{secrets.token_hex(3)}"
         spool = self.paths.spool
         script, out, err = (spool / f"{ident}.{ext}" for ext in ("sh", "out", "err"))
@@ -287,7 +327,8 @@ class Testbed:
 
         def pump() -> None:
             if not _pid_is_qemu(pid, self.paths.socket):
-                raise EnvironmentProblem(f"the guest stopped: {self._last_words()}")
+                raise EnvironmentProblem(f"the guest stopped during `{shown}`"
+                                         f"{self._exit_note()}: {self._last_words()}")
             if stream:
                 for i, (path, sink) in enumerate(((out, sys.stdout), (err, sys.stderr))):
                     offsets[i] = _copy_new(path, offsets[i], sink)
@@ -306,10 +347,13 @@ class Testbed:
                 if done is None:
                     chan.send("KILL", ident)
                     chan.wait_for(lambda w: w[0] == "DONE" and w[1:2] == [ident], 10.0)
-                    raise GuestTimeout(f"guest command timed out after {timeout:g} s: "
-                                       f"{cmd if isinstance(cmd, str) else shlex.join(cmd)}")
+                    raise GuestTimeout(f"guest command timed out after {timeout:g} s: {shown}")
             if stream:
                 pump()
+        except ChannelClosed:
+            raise EnvironmentProblem(f"the guest stopped during `{shown}`"
+                                     f"{self._exit_note()}: {self._last_words()}") from None
+        else:
             rc = int(done[2]) if len(done) > 2 else 255
             return GuestResult(rc, _read(out), _read(err))
         finally:
