@@ -66,6 +66,9 @@ def test_missing_plan_and_wrong_options_are_one_line_errors(plan_for_hotcold, tm
     run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--fast-nodes",
                   "zero", "--", "/bin/true")
     assert run.returncode == 2 and one_line_error(run.stderr) and "--fast-nodes" in run.stderr
+    run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--no-guard",
+                  "--", "/bin/true")
+    assert run.returncode == 2 and one_line_error(run.stderr) and "--no-guard" in run.stderr
 
 
 @pytest.mark.root
@@ -84,13 +87,21 @@ def test_run_with_local_limit_restores_the_machine(plan_for_hotcold, hotcold):
 
 
 
-COLD = 3  # enum ot_placement_action: OT_PLACE_COLD
+MLOCK, COLD = 1, 3  # enum ot_placement_action: OT_PLACE_MLOCK, OT_PLACE_COLD
+
+
+def _actions(trace: Path, action: int) -> list[dict]:
+    from objtier.trace import open_trace
+
+    return [r for r in open_trace(trace).placements.to_pylist() if r["action"] == action]
 
 
 def _cold_advice(trace: Path) -> list[dict]:
-    from objtier.trace import open_trace
+    return _actions(trace, COLD)
 
-    return [r for r in open_trace(trace).placements.to_pylist() if r["action"] == COLD]
+
+def _locked(trace: Path) -> list[dict]:
+    return [r for r in _actions(trace, MLOCK) if r["result"] == 0]
 
 
 @pytest.fixture
@@ -111,7 +122,8 @@ def hot_fast_plan(plan_for_hotcold, tmp_path) -> Path:
 def test_cold_advice_follows_cgroup_pressure(hot_fast_plan, hotcold, tmp_path):
     """Periodic advice is off by default, so MADV_COLD on the planned-slow array only comes
     from the pressure watch: under a memory cgroup at its limit (and an inactive list below
-    the whole limit, which it always is) the slow array is advised; with no limit, never."""
+    the whole limit, which it always is) the slow array is advised; with no limit, never; with
+    --no-guard, never either (while the fast array is still locked)."""
     env = {**os.environ, "OBJTIER_PRESSURE_MS": "5", "OBJTIER_INACTIVE_PCT": "100"}
     limited, free = tmp_path / "limited.otr", tmp_path / "free.otr"
     run = objtier("run", "--plan", str(hot_fast_plan), "--local", "24M", "--mlock-margin",
@@ -125,3 +137,10 @@ def test_cold_advice_follows_cgroup_pressure(hot_fast_plan, hotcold, tmp_path):
                   "8", "24", "4", env=env)
     assert run.returncode == 0, run.stderr
     assert _cold_advice(free) == []
+    unguarded = tmp_path / "unguarded.otr"                     # --no-guard: none under the limit
+    run = objtier("run", "--plan", str(hot_fast_plan), "--local", "24M", "--mlock-margin",
+                  "4M", "--no-guard", "-o", str(unguarded), "--", str(hotcold), "8", "24", "4",
+                  env=env)
+    assert run.returncode == 0, run.stderr
+    assert _cold_advice(unguarded) == []
+    assert _locked(unguarded), "--no-guard must still lock the fast array"

@@ -17,7 +17,6 @@ A test that failed because the guest died (and only then) is run once more on th
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import warnings
@@ -25,11 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from objtier.errors import EnvironmentProblem
-from objtier.testbed import Testbed, TestbedPaths
-from objtier.testbed.qemu import QEMU
-
-from .guest_helpers import guest_read
+from .guest_helpers import guest_read, prepared_testbed
 
 PROGS = Path(__file__).parent / "progs"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "testbed"
@@ -51,15 +46,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def testbed():
-    if not shutil.which(QEMU):
-        pytest.skip(f"{QEMU} not installed (apt-get install qemu-system-x86)")
-    base = TestbedPaths.default()
-    paths = TestbedPaths(base.root, run_name=f"run-pytest-{os.getpid()}")
-    tb = Testbed(paths)
-    try:
-        tb.prepare()
-    except EnvironmentProblem as error:
-        pytest.skip(f"no guest kernel: {error}")
+    tb = prepared_testbed("run-pytest")
     tb.start()
     try:
         yield tb
@@ -67,7 +54,7 @@ def testbed():
         tb.stop()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         (ARTIFACTS / "session.console.log").write_text(tb.console_tail(2000) + "\n")
-        shutil.rmtree(paths.run, ignore_errors=True)
+        shutil.rmtree(tb.paths.run, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,29 @@
-"""Helpers for guest tests: read guest files, /proc/vmstat, placement program output."""
+"""Helpers for guest tests: a prepared guest, guest files, /proc/vmstat, placement output."""
 
 from __future__ import annotations
 
-from objtier.testbed import Testbed
+import os
+import shutil
+
+import pytest
+
+from objtier.errors import EnvironmentProblem
+from objtier.testbed import MachineConfig, Testbed, TestbedPaths
+from objtier.testbed.qemu import QEMU
+
+
+def prepared_testbed(run_prefix: str, config: MachineConfig | None = None) -> Testbed:
+    """A Testbed in its own run directory (<prefix>-<pid>) with its kernel and initramfs ready,
+    not started; skips the test when QEMU is missing or the kernel cannot be had."""
+    if not shutil.which(QEMU):
+        pytest.skip(f"{QEMU} not installed (apt-get install qemu-system-x86)")
+    base = TestbedPaths.default()
+    tb = Testbed(TestbedPaths(base.root, run_name=f"{run_prefix}-{os.getpid()}"), config=config)
+    try:
+        tb.prepare()
+    except EnvironmentProblem as error:
+        pytest.skip(f"no guest kernel: {error}")
+    return tb
 
 
 def guest_read(tb: Testbed, path: str) -> str:

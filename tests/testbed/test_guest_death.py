@@ -5,27 +5,19 @@ Boots its own small guest (its own run directory), crashes its kernel with sysrq
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
 
 from objtier.errors import EnvironmentProblem
-from objtier.testbed import MachineConfig, Testbed, TestbedPaths
-from objtier.testbed.qemu import QEMU
+from objtier.testbed import MachineConfig
+
+from .guest_helpers import prepared_testbed
 
 
 @pytest.mark.guest
 def test_a_guest_kernel_panic_is_named_by_the_next_command():
-    if not shutil.which(QEMU):
-        pytest.skip(f"{QEMU} not installed")
-    base = TestbedPaths.default()
-    tb = Testbed(TestbedPaths(base.root, run_name=f"run-panic-{os.getpid()}"),
-                 config=MachineConfig(fast_mib=256, slow_mib=128))
-    try:
-        tb.prepare()
-    except EnvironmentProblem as error:
-        pytest.skip(f"no guest kernel: {error}")
+    tb = prepared_testbed("run-panic", MachineConfig(fast_mib=256, slow_mib=128))
     tb.start()
     try:
         rc, _, _ = tb.run("echo 1 > /proc/sys/kernel/sysrq && echo c > /proc/sysrq-trigger",

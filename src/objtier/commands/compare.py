@@ -28,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backfill", action="store_true",
                         help="swap: let colder objects fill the gaps the first object that "
                              "does not fit leaves (off: unlocked memory goes to the kernel)")
+    parser.add_argument("--no-guard", dest="guard", action="store_false",
+                        help="swap: no pressure guard (no MADV_COLD of planned-slow pages when the "
+                        "cgroup's inactive list runs dry): faster where kernel reclaim copes, "
+                        "but the cgroup's OOM killer may end a run (docs/compare.md)")
     parser.add_argument("--sampler", default="auto", choices=["auto", "fault", "perf"],
                         help="profile sampler (default auto)")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
@@ -114,10 +118,13 @@ def run(args: argparse.Namespace) -> int:
     if args.mlock_margin is not None:
         parse_size(args.mlock_margin, "--mlock-margin")
     if args.tier == "numa":
+        if not args.guard:
+            raise UsageError("--no-guard applies to --tier swap only")
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
-                               algo=args.algo, backfill=args.backfill, sampler=args.sampler,
+                               algo=args.algo, backfill=args.backfill, guard=args.guard,
+                               sampler=args.sampler,
                                margin=args.mlock_margin,
                                rate=args.rate, timeout_s=args.timeout,
                                output=Path(args.output), force=args.force)

@@ -26,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: 10%% of local or 32M, whichever is larger)")
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="with --local: swap behind the cgroup (default: a new zram device)")
+    parser.add_argument("--no-guard", dest="guard", action="store_false",
+                        help="swap tier: no pressure guard (no MADV_COLD of planned-slow pages when the "
+                        "cgroup's inactive list runs dry): faster where kernel reclaim copes, "
+                        "but the cgroup's OOM killer may end the program (docs/compare.md)")
     parser.add_argument("--fast-nodes", default=None, metavar="NODES",
                         help="numa tier: fast nodes (e.g. 0 or 0-1)")
     parser.add_argument("--slow-nodes", default=None, metavar="NODES",
@@ -49,6 +53,8 @@ def _check_args(args: argparse.Namespace) -> None:
                              "is its fast nodes)")
         if args.mlock_margin is not None:
             raise UsageError("--mlock-margin applies to --tier swap only")
+        if not args.guard:
+            raise UsageError("--no-guard applies to --tier swap only")
     else:
         if args.fast_nodes is not None or args.slow_nodes is not None:
             raise UsageError("--fast-nodes and --slow-nodes apply to --tier numa only")
@@ -99,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
             output = scratch_dir / "run.otr"
             output.mkdir()
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
-                                   args.stack_depth, output, args.tier, fast_nodes, slow_nodes)
+                                   args.stack_depth, output, args.tier, fast_nodes, slow_nodes,
+                                   pressure_guard=args.guard)
         env = runtime_env(settings.settings())
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "

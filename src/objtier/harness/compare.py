@@ -44,6 +44,7 @@ class CompareSettings:
     swap: str = "zram"             # zram | a swap device or file
     algo: str = "rank"
     backfill: bool = False         # let colder objects fill gaps (planner.without_backfill)
+    guard: bool = True             # the runtime's pressure guard (enforce.PlanRun.pressure_guard)
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = max(10% of local, 32 MiB)
     rate: int = 2000               # profile: most samples per second
@@ -274,7 +275,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                     trace_dir.mkdir()
                     run = enforce.PlanRun(settings.output / "plan.txt", limit,
                                           enforce.plan_min_size(plan), settings.stack_depth,
-                                          trace_dir)
+                                          trace_dir, pressure_guard=settings.guard)
                     env = runtime_env(run.settings())
                 row = one_run(tier, config, i, order, command, env, timeout, runs_dir, plan,
                               trace_dir)
@@ -290,7 +291,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                       "max_rss_bytes": unlimited.max_rss_bytes, "footprint_bytes": footprint,
                       "page_cache_bytes": page_cache},
         "local": {"given": settings.local, "bytes": local, "margin_bytes": margin,
-                  "mlock_limit_bytes": limit, "swap": settings.swap},
+                  "mlock_limit_bytes": limit, "swap": settings.swap,
+                  "pressure_guard": settings.guard},
         "plan": {"algorithm": settings.algo, "backfill": settings.backfill,
                  "path": str(settings.output / "plan.json"),
                  **(plan.get("summary") or [{}])[0]},

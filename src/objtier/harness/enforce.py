@@ -110,6 +110,7 @@ class PlanRun:
     tier: str = "swap"               # swap | numa
     fast_nodes: str | None = None
     slow_nodes: str | None = None
+    pressure_guard: bool = True      # swap: MADV_COLD slow pages when the inactive list runs dry
 
     def settings(self) -> dict[str, str]:
         out = {
@@ -126,6 +127,8 @@ class PlanRun:
             out["OBJTIER_FAST_NODES"] = self.fast_nodes
         if self.slow_nodes:
             out["OBJTIER_SLOW_NODES"] = self.slow_nodes
+        if not self.pressure_guard:
+            out["OBJTIER_PRESSURE_MS"] = "0"
         return out
 
 
