@@ -41,8 +41,6 @@
 #define BATCH 1024               /* PLACEMENT records per block */
 #define MIN_HEADROOM (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
 #define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
-#define HAND_CHUNK (2ull << 20)  /* pressure: bytes the hand examines per mincore call */
-#define HAND_SCAN_MAX (256ull << 20) /* pressure: most bytes examined per pass */
 
 typedef struct pobj {
     uint64_t addr, size, seq; /* as rt_obj; addr 0/1 = empty/deleted slot */
@@ -53,8 +51,6 @@ typedef struct pobj {
     uint64_t bound_split;     /* numa: split applied by mbind, or NOT_APPLIED */
     uint32_t planned;         /* an entry of the phase in force (or of "*") matches */
     uint32_t is_map;          /* a mapping (released by rt_place_unmap) */
-    uint8_t *seen;            /* pressure: residency at the hand's last visit, bit i = page
-                                 lo + i * page (1 = resident); NULL until first visited */
 } pobj;
 
 typedef struct { uint64_t key, count; } occ_slot; /* count 0 = empty */
@@ -382,19 +378,10 @@ static void numa_bind(pobj *o)
     o->bound_split = o->split;
 }
 
-static uint64_t seen_bytes(const pobj *o)
-{
-    return ((o->hi - o->lo) / rt_page_bytes + 7) / 8;
-}
-
 static void forget(pobj *o)
 {
     if (tier == RT_TIER_SWAP)
         swap_unlock(o);
-    if (o->seen) {
-        rt_sys_munmap(o->seen, seen_bytes(o));
-        o->seen = NULL;
-    }
     if (o->is_map)
         maps_live--;
     o->addr = DELETED;
@@ -539,64 +526,28 @@ static void advise_pass(void)
  * object's planned-slow range. Background thread only. */
 static uint64_t cold_slot, cold_off;
 
-/* MADV_COLD on the aged pages of [at, at + n) of `o` (n <= HAND_CHUNK, page multiples): the
- * pages resident now that were also resident at the hand's previous visit. Pages faulted in
- * since then are in use lately and are skipped — no access bits reach user space, so a whole
- * turn of the hand spent resident stands in for the kernel's own aging. Updates o->seen; the
- * first visit of an object only records. Returns the bytes advised. Caller holds `lock`. */
-static uint64_t advise_aged(pobj *o, uint64_t at, uint64_t n, int keep_records)
-{
-    uint64_t pg = rt_page_bytes, pages = n / pg, first = (at - o->lo) / pg, advised = 0;
-    unsigned char vec[HAND_CHUNK / 4096];
-    int fresh = o->seen == NULL;
-    if (fresh && (o->seen = rt_sys_mmap(seen_bytes(o))) == NULL)
-        return 0;
-    if (pages > sizeof vec || mincore((void *)(uintptr_t)at, n, vec) != 0)
-        return 0;
-    uint64_t run = UINT64_MAX; /* first page of the current run of aged pages */
-    for (uint64_t i = 0; i <= pages; i++) {
-        int aged = 0;
-        if (i < pages) {
-            uint64_t b = first + i;
-            uint8_t bit = (uint8_t)(1u << (b & 7));
-            int before = (o->seen[b >> 3] & bit) != 0, now = vec[i] & 1;
-            aged = now && before && !fresh;
-            o->seen[b >> 3] = now ? (uint8_t)(o->seen[b >> 3] | bit)
-                                  : (uint8_t)(o->seen[b >> 3] & ~bit);
-        }
-        if (aged && run == UINT64_MAX)
-            run = i;
-        if (!aged && run != UINT64_MAX) {
-            uint64_t a = at + run * pg, len = (i - run) * pg;
-            int r = sys_result(syscall(SYS_madvise, (void *)(uintptr_t)a, len, MADV_COLD));
-            if (keep_records || r != 0)
-                record(o, a, a + len, OT_PLACE_COLD, r, 0);
-            advised += r == 0 ? len : 0;
-            run = UINT64_MAX;
-        }
-    }
-    return advised;
-}
-
-/* MADV_COLD on about `bytes` of aged planned-slow pages (advise_aged), continuing where the
- * previous call stopped and wrapping around: a clock hand over the slow ranges. Examines at
- * most HAND_SCAN_MAX bytes per call. Returns the bytes advised. */
+/* MADV_COLD on about `bytes` of planned-slow ranges, continuing where the previous call
+ * stopped and wrapping around, so that successive calls age every slow page in turn (a clock
+ * hand over the slow ranges). Returns the bytes advised. */
 static uint64_t advise_some(uint64_t bytes, int keep_records)
 {
-    uint64_t done = 0, scanned = 0;
-    for (uint64_t visited = 0; done < bytes && visited <= objs_cap && scanned < HAND_SCAN_MAX;) {
+    uint64_t done = 0, pg = rt_page_bytes;
+    for (uint64_t visited = 0; done < bytes && visited <= objs_cap;) {
         pthread_mutex_lock(&lock);
         if (cold_slot >= objs_cap)
             cold_slot = cold_off = 0;
         pobj *o = &objs[cold_slot];
         uint64_t at = o->addr > DELETED && o->planned ? o->split + cold_off : UINT64_MAX;
         if (at < o->hi) {
-            uint64_t n = o->hi - at < HAND_CHUNK ? o->hi - at : HAND_CHUNK;
-            done += advise_aged(o, at, n, keep_records);
-            scanned += n;
+            uint64_t n = o->hi - at, want = (bytes - done + pg - 1) & ~(pg - 1);
+            n = n < want ? n : want;
+            int r = sys_result(syscall(SYS_madvise, (void *)(uintptr_t)at, n, MADV_COLD));
+            if (keep_records || r != 0)
+                record(o, at, at + n, OT_PLACE_COLD, r, 0);
+            done += n;
             cold_off += n;
             if (at + n < o->hi) {
-                if (batch_n > BATCH / 2)
+                if (batch_n)
                     flush_records();
                 pthread_mutex_unlock(&lock);
                 continue;
@@ -765,9 +716,6 @@ void rt_place_fork_child(int follow)
     batch_n = 0;
     if (atomic_load(&rt_place_on)) {
         /* mlocks are not inherited: the child starts with no locked or planned object */
-        for (uint64_t i = 0; i < objs_cap; i++)
-            if (objs[i].seen)
-                rt_sys_munmap(objs[i].seen, seen_bytes(&objs[i]));
         memset(objs, 0, objs_cap * sizeof *objs);
         memset(occ, 0, occ_cap * sizeof *occ);
         objs_used = objs_live = maps_live = occ_used = locked_total = 0;
