@@ -51,7 +51,7 @@ def test_qemu_command_has_two_nodes_with_hmat(tmp_path):
                        initramfs=tmp_path / "initrd", repo=Path("/work/main"),
                        spool=tmp_path / "spool", socket=tmp_path / "s", console=tmp_path / "c")
     joined = " ".join(cmd)
-    assert "-machine pc,hmat=on" in joined and "tcg" in joined
+    assert "-machine pc,hmat=on" in joined and "-accel tcg,thread=single" in joined
     assert "node,nodeid=0,cpus=0-1,memdev=mem0,initiator=0" in joined
     assert "node,nodeid=1,memdev=mem1,initiator=0" in joined
     assert "target=1,hierarchy=memory,data-type=access-latency,latency=300" in joined

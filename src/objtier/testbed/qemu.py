@@ -66,7 +66,11 @@ def qemu_command(config: MachineConfig, *, vmlinuz: Path, initramfs: Path, repo:
     total = config.fast_mib + config.slow_mib
     cmd = [
         find_qemu(),
-        "-accel", "tcg,thread=multi",
+        # one TCG thread for all vCPUs: with thread=multi, a vCPU can still run an int3 the
+        # guest kernel wrote while patching a static key after the patch is complete (QEMU's
+        # cross-modifying code is not synchronized between vCPU threads); the kernel then dies
+        # with "Oops: int3" and panics — seen at boot and when a test flips numa_balancing
+        "-accel", "tcg,thread=single",
         "-machine", "pc,hmat=on",
         "-cpu", "max",
         "-smp", str(config.cpus),
