@@ -105,7 +105,8 @@ def main() -> int:
     parser.add_argument("dirs", nargs="+", type=Path, help="`objtier compare` output directories")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--configs", default=DEFAULT_CONFIGS,
-                        help=f"comma-separated, of {', '.join(CONFIGS)} (default {DEFAULT_CONFIGS})")
+                        help=f"comma-separated, of {', '.join(CONFIGS)} "
+                        f"(default {DEFAULT_CONFIGS})")
     parser.add_argument("-o", "--output", type=Path, default=REPO / "bench-out" / "guard")
     args = parser.parse_args()
     if os.geteuid() != 0:

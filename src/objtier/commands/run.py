@@ -27,9 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="with --local: swap behind the cgroup (default: a new zram device)")
     parser.add_argument("--no-guard", dest="guard", action="store_false",
-                        help="swap tier: no pressure guard (no MADV_COLD of planned-slow pages when the "
-                        "cgroup's inactive list runs dry): faster where kernel reclaim copes, "
-                        "but the cgroup's OOM killer may end the program (docs/compare.md)")
+                        help="swap tier: no pressure guard (no MADV_COLD of planned-slow pages "
+                        "when the cgroup's inactive list runs dry): faster where kernel reclaim "
+                        "copes, but the cgroup's OOM killer may end the program (docs/compare.md)")
     parser.add_argument("--fast-nodes", default=None, metavar="NODES",
                         help="numa tier: fast nodes (e.g. 0 or 0-1)")
     parser.add_argument("--slow-nodes", default=None, metavar="NODES",
