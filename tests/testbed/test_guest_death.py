@@ -20,16 +20,19 @@ def test_a_guest_kernel_panic_is_named_by_the_next_command():
     tb = prepared_testbed("run-panic", MachineConfig(fast_mib=256, slow_mib=128))
     tb.start()
     try:
-        rc, _, _ = tb.run("echo 1 > /proc/sys/kernel/sysrq && echo c > /proc/sysrq-trigger",
-                          timeout=120)
-    except EnvironmentProblem as error:      # the guest died before the job could say DONE
-        assert "the guest stopped during" in str(error) and "Kernel panic" in str(error), error
-    else:
-        pytest.fail(f"sysrq-c returned {rc} and the guest lived on")
-    assert tb.exit_status() is not None
-    with pytest.raises(EnvironmentProblem, match=r"^the guest is gone \(QEMU exit status \d+\): "
-                                                 r"console\.log: \[ *[0-9.]+\] Kernel panic"):
-        tb.run(["true"])
-    assert "sysrq" in tb.console_tail().lower()
-    tb.stop()
-    shutil.rmtree(tb.paths.run, ignore_errors=True)
+        try:
+            rc, _, _ = tb.run("echo 1 > /proc/sys/kernel/sysrq && echo c > /proc/sysrq-trigger",
+                              timeout=120)
+        except EnvironmentProblem as error:      # the guest died before the job could say DONE
+            assert "the guest stopped during" in str(error) and "Kernel panic" in str(error), error
+        else:
+            pytest.fail(f"sysrq-c returned {rc} and the guest lived on")
+        assert tb.exit_status() is not None
+        with pytest.raises(EnvironmentProblem,
+                           match=r"^the guest is gone \(QEMU exit status \d+\): "
+                                 r"console\.log: \[ *[0-9.]+\] Kernel panic"):
+            tb.run(["true"])
+        assert "sysrq" in tb.console_tail().lower()
+    finally:   # a guest that survived must not run on beside the rest of the suite
+        tb.stop()
+        shutil.rmtree(tb.paths.run, ignore_errors=True)

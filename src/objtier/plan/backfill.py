@@ -4,10 +4,11 @@ On the swap tier "fast" means mlocked; memory the plan leaves unlocked is not wa
 gives it to whichever pages are hottest at the time. Every greedy algorithm here keeps walking
 after the first object that does not fit and fills the gap with objects further down its
 ranking — colder per byte than the one it skipped. Locking such an object takes room from
-hotter pages the kernel would otherwise keep (measured: BFS on a uniform graph at 70 % local
-memory, a 4 MiB queue colder than the neighbor array locked by rank, 14 % slower than the
-kernel alone). `without_backfill` makes every object ranked below the first one that did not
-fit whole slow again; objects above it, and that object's own fast prefix, stay.
+hotter pages the kernel would otherwise keep. (On BFS over a uniform graph at 70 % local memory
+the effect was not measurable: the run was 13 % slower than the kernel alone with and without
+backfill, a cost of the runtime's pressure guard; docs/planning.md.) `without_backfill` makes
+every object ranked below the first one that did not fit whole slow again; objects above it,
+and that object's own fast prefix, stay.
 """
 
 from __future__ import annotations
