@@ -150,7 +150,7 @@ def main() -> int:
     parser.add_argument("--trials", type=float, default=1.0,
                         help="scales the graph kernels' repetitions (1.0: BFS 256, BC 12, CC 128)")
     parser.add_argument("--workloads", default=None, help="comma-separated subset")
-    parser.add_argument("--algo", default="rank")
+    parser.add_argument("--algo", default="spill")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="passed to objtier compare (default there: max(10%% of local, "

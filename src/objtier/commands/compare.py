@@ -23,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (5)")
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="swap behind the cgroup (default: a new zram device)")
-    parser.add_argument("--algo", default="rank", choices=["rank", "spill", "halving", "exact"],
-                        help="placement algorithm (default rank)")
+    parser.add_argument("--algo", default="spill", choices=["rank", "spill", "halving", "exact"],
+                        help="placement algorithm (default spill: fills the mlock budget, "
+                        "splitting the first object that does not fit whole)")
     parser.add_argument("--backfill", action="store_true",
                         help="swap: let colder objects fill the gaps the first object that "
                              "does not fit leaves (off: unlocked memory goes to the kernel)")

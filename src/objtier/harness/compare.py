@@ -42,7 +42,7 @@ class CompareSettings:
     local: str = "70%"             # SIZE or PCT of the measured footprint
     repeat: int = 5                # runs per configuration
     swap: str = "zram"             # zram | a swap device or file
-    algo: str = "rank"
+    algo: str = "spill"            # fills the budget: what is not locked is left to reclaim
     backfill: bool = False         # let colder objects fill gaps (planner.without_backfill)
     guard: bool = True             # the runtime's pressure guard (enforce.PlanRun.pressure_guard)
     sampler: str = "auto"
