@@ -73,6 +73,21 @@ def test_chart_and_csv(tmp_path):
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_chart_when_every_baseline_run_failed(tmp_path, recwarn):
+    rows = [row("baseline", 1, 3.0, 50, returncode=-9), row("objtier", 1, 5.0, 300),
+            row("baseline", 2, 2.0, 40, returncode=-9), row("objtier", 2, 6.0, 300)]
+    write_csv(rows, tmp_path / "c.csv")
+    with open(tmp_path / "c.csv") as f:
+        dict_rows = list(csv.DictReader(f))
+    summary = summarize(rows)
+    summary["unlimited"] = {"wall_s": 2.2}
+    # no baseline median to divide by
+    assert set(normalized_times(summary, dict_rows).values()) == {None}
+    plot_comparison([("w", summary, dict_rows)], tmp_path / "c.png", "title")
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    assert not [w for w in recwarn if "legend" in str(w.message)]
+
+
 def test_local_and_margin():
     assert enforce.parse_local("50%", 200 << 20) == 100 << 20
     assert enforce.parse_local("64M", None) == 64 << 20

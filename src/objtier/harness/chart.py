@@ -43,6 +43,7 @@ def plot_comparison(groups: list[tuple[str, dict[str, Any], list[dict[str, Any]]
     configs = list(BAR_COLORS)
     width = 0.26
     tallest = 1.0
+    drawn = False
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(groups) + 2.5), 4.2), dpi=120)
     for i, config in enumerate(configs):
         xs, heights, low, high = [], [], [], []
@@ -56,6 +57,7 @@ def plot_comparison(groups: list[tuple[str, dict[str, Any], list[dict[str, Any]]
             high.append(value[2] - value[0])
         if not xs:
             continue
+        drawn = True
         ax.bar(xs, heights, width, label=config, color=BAR_COLORS[config],
                yerr=[low, high] if config != "all local" else None, capsize=3)
         tops = [h + (up if config != "all local" else 0.0) for h, up in zip(heights, high)]
@@ -70,7 +72,11 @@ def plot_comparison(groups: list[tuple[str, dict[str, Any], list[dict[str, Any]]
     ax.set_ylabel("execution time / kernel baseline median\n(wall clock; lower is better)")
     ax.set_xlabel("workload")
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize=8)
+    if drawn:
+        ax.legend(loc="upper right", fontsize=8)
+    else:  # every baseline run failed: there is no median to normalize to
+        ax.text(0.5, 0.5, "no successful kernel-baseline run:\nnothing to normalize to",
+                transform=ax.transAxes, ha="center", va="center")
     ax.set_ylim(0, tallest * 1.25)  # room for the labels and the legend
     fig.tight_layout()
     fig.savefig(path)
