@@ -38,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="local memory left unlocked (default: 10%% of local or 32M, "
                         "whichever is larger); plan budget = local - margin")
-    parser.add_argument("--rate", type=int, default=2000,
-                        help="profile: most access samples per second (2000)")
+    parser.add_argument("--rate", type=int, default=20000,
+                        help="profile: most access samples per second (20000: the profile run "
+                        "is unlimited and short runs need the samples)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
                         help="kill a limited run after S seconds (default: max(300, 100 x the "
                         "unlimited run))")

@@ -47,7 +47,7 @@ class CompareSettings:
     guard: bool = True             # the runtime's pressure guard (enforce.PlanRun.pressure_guard)
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = max(10% of local, 32 MiB)
-    rate: int = 2000               # profile: most samples per second
+    rate: int = 20000              # profile: most samples per second (10x record's default)
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
