@@ -12,6 +12,8 @@ nothing is profiled or planned again and the three configurations differ only in
     no-guard   the plan enforced, `--no-guard` (OBJTIER_PRESSURE_MS=0)
     guard-2    the guard keeping 2 % of the limit inactive instead of 12 (OBJTIER_INACTIVE_PCT=2)
     guard-idle the guard thread watching but never advising (OBJTIER_INACTIVE_PCT=0)
+    guard-100ms, guard-1s  the guard looking every 100 ms or 1 s instead of 10 ms
+                           (OBJTIER_PRESSURE_MS)
 
 (--configs picks and orders them; default the first three) run alternately (baseline, guard,
 no-guard, baseline, ...) for --repeat rounds under one memory
@@ -40,7 +42,9 @@ sys.path.insert(0, str(REPO / "src"))
 # configuration -> (the guard on, extra runtime settings); baseline runs without the runtime
 CONFIGS = {"baseline": (None, {}), "guard": (True, {}), "no-guard": (False, {}),
            "guard-2": (True, {"OBJTIER_INACTIVE_PCT": "2"}),
-           "guard-idle": (True, {"OBJTIER_INACTIVE_PCT": "0"})}
+           "guard-idle": (True, {"OBJTIER_INACTIVE_PCT": "0"}),
+           "guard-100ms": (True, {"OBJTIER_PRESSURE_MS": "100"}),
+           "guard-1s": (True, {"OBJTIER_PRESSURE_MS": "1000"})}
 DEFAULT_CONFIGS = "baseline,guard,no-guard"
 
 
