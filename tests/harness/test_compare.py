@@ -73,6 +73,23 @@ def test_compare_writes_one_row_per_run_and_restores_the_machine(hotcold, tmp_pa
     assert all(r["objects_matched"] == "2" for r in rows if r["config"] == "objtier")
 
 
+@needs_enforcement
+def test_default_margin_is_fitted_to_what_the_plan_leaves_unlocked(hotcold, tmp_path):
+    # local 80% of ~97 MiB: the default 32 MiB margin leaves a budget of ~46 MiB, so spill
+    # locks the hot array and splits the cold one; no object stays wholly unlocked, so the
+    # margin shrinks to its 8 MiB floor and the plan is made again for local - 8 MiB.
+    settings = CompareSettings(local="80%", repeat=1, rate=200_000, output=tmp_path / "out")
+    result = run_compare([str(hotcold), "24", "72", "2"], settings)
+    local = result.summary["local"]
+    assert local["margin_bytes"] == 8 << 20
+    assert local["mlock_limit_bytes"] == local["bytes"] - (8 << 20)
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert plan["budget"]["bytes"] == local["mlock_limit_bytes"]
+    tiers = sorted(e["tier"] for e in plan["entries"])
+    assert tiers == ["fast", "split"]
+    assert all(r.ok for r in result.rows)
+
+
 def _wait_for_processes(cgroup: Path, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampler", default="auto", choices=["auto", "fault", "perf"],
                         help="profile sampler (default auto)")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
-                        help="local memory left unlocked (default: 10%% of local or 32M, "
-                        "whichever is larger); plan budget = local - margin")
+                        help="local memory left unlocked; plan budget = local - margin "
+                        "(default: fitted: room for the objects a first plan leaves wholly "
+                        "unlocked, at least 8M, at most 10%% of local or 32M)")
     parser.add_argument("--rate", type=int, default=20000,
                         help="profile: most access samples per second (20000: the profile run "
                         "is unlimited and short runs need the samples)")

@@ -2,7 +2,8 @@
 
     1. footprint: one unlimited run; footprint = its peak RSS [bytes]
     2. profile:   one recording (record_program), unlimited; plan for the fast budget
-                  = local bytes - mlock margin with the chosen algorithm
+                  = local bytes - mlock margin with the chosen algorithm (default margin:
+                  fitted to what a first plan leaves unlocked, enforce.fitted_margin)
     3. A/B:       under one SwapTier (cgroup limit = local bytes, zram or a device behind it),
                   baseline and objtier alternately, A B A B ..., `repeat` times each
     4. results:   DIR/compare.csv (one row per run), DIR/summary.json, DIR/compare.png,
@@ -46,7 +47,7 @@ class CompareSettings:
     backfill: bool = False         # let colder objects fill gaps (planner.without_backfill)
     guard: bool = True             # the runtime's pressure guard (enforce.PlanRun.pressure_guard)
     sampler: str = "auto"
-    margin: str | None = None      # mlock margin SIZE; None = max(10% of local, 32 MiB)
+    margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
     rate: int = 20000              # profile: most samples per second (10x record's default)
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
@@ -130,14 +131,11 @@ def measure_footprint(command: list[str], say: Callable[[str], None]):
     return unlimited, footprint, (cache if peak else 0)
 
 
-def profile_and_plan(command: list[str], settings: CompareSettings, footprint: int,
-                     fast_bytes: int, say: Callable[[str], None]) -> dict[str, Any]:
-    """Record the program (unlimited) and plan for fast_bytes; writes plan.json/plan.txt."""
-    from objtier import plan as planner
-    from objtier.analysis.objects import object_table
+def record_profile(command: list[str], settings: CompareSettings,
+                   say: Callable[[str], None]) -> Path:
+    """Record the program once, unlimited, into DIR/profile.otr (its output: DIR/profile.log)."""
     from objtier.record.sampler_choice import choose_sampler
     from objtier.record.session import RecordSettings, record_program
-    from objtier.trace import open_trace
 
     sampler, reason = choose_sampler(settings.sampler)
     say(f"recording a profile (sampler {sampler}: {reason})")
@@ -152,6 +150,17 @@ def profile_and_plan(command: list[str], settings: CompareSettings, footprint: i
         log = (settings.output / "profile.log").read_text(errors="replace")
         raise ObjtierError(f"the program failed while being recorded (exit status "
                            f"{returncode}): {_last_line(log)}")
+    return profile
+
+
+def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
+                 footprint: int, fast_bytes: int) -> tuple[dict[str, Any], int]:
+    """Plan the recording for fast_bytes; writes plan.json/plan.txt. Returns the plan and the
+    bytes of the objects it leaves wholly unlocked (no fast part) [bytes]."""
+    from objtier import plan as planner
+    from objtier.analysis.objects import object_table
+    from objtier.trace import open_trace
+
     trace = open_trace(profile)
     objects = planner.object_table(object_table(trace))
     pages = [p.page_bytes for p in trace.processes if p.page_bytes]
@@ -165,7 +174,8 @@ def profile_and_plan(command: list[str], settings: CompareSettings, footprint: i
                               source=str(profile))
     planner.write_plan(plan, settings.output / "plan.json")
     (settings.output / "plan.txt").write_text(planner.to_text(plan))
-    return plan
+    unlocked = int(placement.size[placement.fast_bytes == 0].sum())
+    return plan, unlocked
 
 
 @contextlib.contextmanager
@@ -253,9 +263,17 @@ def run_compare(command: list[str], settings: CompareSettings,
     local = enforce.parse_local(settings.local, footprint)
     limit, margin = enforce.mlock_limit(local, settings.margin)
     say(f"footprint {footprint >> 20} MiB (+ {page_cache >> 20} MiB of file page cache, not "
-        f"counted); local {local >> 20} MiB; plan budget "
-        f"{limit >> 20} MiB ({margin >> 20} MiB margin)")
-    plan = profile_and_plan(command, settings, footprint, limit, say)
+        f"counted); local {local >> 20} MiB")
+    profile = record_profile(command, settings, say)
+    plan, unlocked = plan_profile(profile, command, settings, footprint, limit)
+    if settings.margin is None:
+        # the default margin shrinks to what the plan leaves wholly unlocked (at least 8 MiB):
+        # room for the objects it did not lock, not for the tail of the one it split
+        fitted = enforce.fitted_margin(local, unlocked)
+        if fitted < margin:
+            limit, margin = local - fitted, fitted
+            plan, _ = plan_profile(profile, command, settings, footprint, limit)
+    say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
     warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
     if not supported:
         warnings.append("this objtier runtime does not enforce plans yet (no OBJTIER_PLAN): "

@@ -24,6 +24,7 @@ MIB = 1 << 20
 #: program's text, stack, libraries, runtime tables and page cache it touches [bytes].
 MIN_MARGIN_BYTES = 32 * MIB
 MARGIN_FRACTION = 0.10          # default margin = max(10% of local, 32 MiB)
+FITTED_MIN_MARGIN_BYTES = 8 * MIB  # compare's fitted margin is never smaller
 DEFAULT_MIN_SIZE = 128 << 10    # the recorder's default --min-size [bytes]
 DEFAULT_STACK_DEPTH = 8         # must equal the recording's: context keys hash the frames
 
@@ -44,6 +45,16 @@ def runtime_supports_plans(library: Path | None = None) -> bool:
 def default_margin(local_bytes: int) -> int:
     """The mlock safety margin for a cgroup limit of local_bytes: max(10%, 32 MiB) [bytes]."""
     return max(int(local_bytes * MARGIN_FRACTION), MIN_MARGIN_BYTES)
+
+
+def fitted_margin(local_bytes: int, unlocked_object_bytes: int) -> int:
+    """`compare`'s margin when none is given [bytes]: room for the objects a plan made with the
+    default margin leaves wholly unlocked (unsampled ones included: the profile may have missed
+    them), at least FITTED_MIN_MARGIN_BYTES and at most the default margin. The tail of a split
+    object is not counted: it is swept, and a locked MiB of it saves more than a free one.
+    Measured (docs/benchmarks.md, third series): an 8 MiB margin doubled CC's speed-up and
+    killed BC, whose 28 MiB of per-source arrays the profile had barely sampled."""
+    return min(default_margin(local_bytes), max(FITTED_MIN_MARGIN_BYTES, unlocked_object_bytes))
 
 
 def parse_local(text: str, footprint_bytes: int | None) -> int:
