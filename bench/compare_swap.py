@@ -153,8 +153,8 @@ def main() -> int:
     parser.add_argument("--algo", default="spill")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
-                        help="passed to objtier compare (default there: max(10%% of local, "
-                             "32 MiB))")
+                        help="passed to objtier compare (default there: fitted to the plan, "
+                             "8 MiB to max(10%% of local, 32 MiB))")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "compare"))
     parser.add_argument("--append-docs", action="store_true")
     parser.add_argument("--table-only", action="store_true",
