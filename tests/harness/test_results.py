@@ -93,14 +93,6 @@ def test_local_and_margin():
     assert enforce.parse_local("64M", None) == 64 << 20
     assert enforce.default_margin(100 << 20) == 32 << 20       # 10% < 32 MiB
     assert enforce.default_margin(1 << 30) == (1 << 30) // 10
-
-
-def test_fitted_margin_is_room_for_the_unlocked_objects_within_8_mib_and_the_default():
-    mib = 1 << 20
-    assert enforce.fitted_margin(100 * mib, 0) == 8 * mib              # floor
-    assert enforce.fitted_margin(100 * mib, 20 * mib) == 20 * mib      # the unlocked objects
-    assert enforce.fitted_margin(100 * mib, 60 * mib) == 32 * mib      # capped at the default
-    assert enforce.fitted_margin(1 << 30, 200 * mib) == (1 << 30) // 10
     assert enforce.mlock_limit(100 << 20, None) == (68 << 20, 32 << 20)
     assert enforce.mlock_limit(100 << 20, "8M") == (92 << 20, 8 << 20)
     for bad in ("0%", "150%", "abc", "0"):
@@ -111,3 +103,11 @@ def test_fitted_margin_is_room_for_the_unlocked_objects_within_8_mib_and_the_def
     assert enforce.check_nodes("0-1, 3", "--fast-nodes") == "0-1,3"
     with pytest.raises(UsageError):
         enforce.check_nodes("a", "--slow-nodes")
+
+
+def test_fitted_margin_is_room_for_the_unlocked_objects_within_8_mib_and_the_default():
+    mib = 1 << 20
+    assert enforce.fitted_margin(100 * mib, 0) == 8 * mib              # floor
+    assert enforce.fitted_margin(100 * mib, 20 * mib) == 20 * mib      # the unlocked objects
+    assert enforce.fitted_margin(100 * mib, 60 * mib) == 32 * mib      # capped at the default
+    assert enforce.fitted_margin(1 << 30, 200 * mib) == (1 << 30) // 10
