@@ -26,14 +26,12 @@ cgroup's swap-ins (workingset_refault_anon deltas; pswpin is system-wide).
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as _dt
 import json
 import os
 import platform
 import statistics
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,6 +58,7 @@ def load_comparison(path: Path) -> dict:
 def run_one(cmp: dict, repeat: int, out: Path, configs: list[str]) -> list:
     from objtier.harness import enforce
     from objtier.harness.compare import one_run
+    from objtier.harness.results import write_csv
     from objtier.record.launch import runtime_env
     from objtier.tiers.swap import SwapTier
 
@@ -84,10 +83,7 @@ def run_one(cmp: dict, repeat: int, out: Path, configs: list[str]) -> list:
                 print(f"  {cmp['name']} {config} #{i}: rc {row.returncode}, "
                       f"{row.wall_s:.1f} s, swap-ins {row.memcg_refault_anon}", file=sys.stderr)
                 rows.append(row)
-    with open(runs_dir / "runs.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(asdict(rows[0])))
-        writer.writeheader()
-        writer.writerows(asdict(r) for r in rows)
+    write_csv(rows, runs_dir / "runs.csv")
     return rows
 
 

@@ -154,9 +154,13 @@ def record_profile(command: list[str], settings: CompareSettings,
 
 
 def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
-                 footprint: int, fast_bytes: int) -> tuple[dict[str, Any], int]:
-    """Plan the recording for fast_bytes; writes plan.json/plan.txt. Returns the plan and the
-    bytes of the objects it leaves wholly unlocked (no fast part) [bytes]."""
+                 footprint: int, local: int) -> tuple[dict[str, Any], int, int]:
+    """Plan the recording for local bytes of local memory; writes plan.json/plan.txt. Returns
+    the plan, the mlock limit it was made for and the margin (local - limit) [bytes]. Without
+    settings.margin the margin is fitted: a first placement with the default margin, then the
+    margin shrunk to the bytes of the objects that placement leaves wholly unlocked
+    (enforce.fitted_margin) and the objects placed again — room for the objects the plan does
+    not lock, not for the tail of the one it splits."""
     from objtier import plan as planner
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
@@ -165,17 +169,25 @@ def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
     objects = planner.object_table(object_table(trace))
     pages = [p.page_bytes for p in trace.processes if p.page_bytes]
     page = min(pages) if pages else 4096
-    budget = planner.Budget(fast_bytes, str(fast_bytes), round(100.0 * fast_bytes / footprint, 2),
-                            footprint)
-    placement = planner.algorithm(settings.algo)(objects, fast_bytes, page)
-    if not settings.backfill:
-        placement = planner.without_backfill(objects, placement)
+
+    def place(fast_bytes: int):
+        placement = planner.algorithm(settings.algo)(objects, fast_bytes, page)
+        return placement if settings.backfill else planner.without_backfill(objects, placement)
+
+    limit, margin = enforce.mlock_limit(local, settings.margin)
+    placement = place(limit)
+    if settings.margin is None:
+        unlocked = int(placement.size[placement.fast_bytes == 0].sum())
+        fitted = enforce.fitted_margin(local, unlocked)
+        if fitted < margin:
+            limit, margin = local - fitted, fitted
+            placement = place(limit)
+    budget = planner.Budget(limit, str(limit), round(100.0 * limit / footprint, 2), footprint)
     plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
                               source=str(profile))
     planner.write_plan(plan, settings.output / "plan.json")
     (settings.output / "plan.txt").write_text(planner.to_text(plan))
-    unlocked = int(placement.size[placement.fast_bytes == 0].sum())
-    return plan, unlocked
+    return plan, limit, margin
 
 
 @contextlib.contextmanager
@@ -261,18 +273,11 @@ def run_compare(command: list[str], settings: CompareSettings,
     warnings: list[str] = []
     unlimited, footprint, page_cache = measure_footprint(command, say)
     local = enforce.parse_local(settings.local, footprint)
-    limit, margin = enforce.mlock_limit(local, settings.margin)
+    enforce.mlock_limit(local, settings.margin)  # a margin leaving nothing fails before profiling
     say(f"footprint {footprint >> 20} MiB (+ {page_cache >> 20} MiB of file page cache, not "
         f"counted); local {local >> 20} MiB")
     profile = record_profile(command, settings, say)
-    plan, unlocked = plan_profile(profile, command, settings, footprint, limit)
-    if settings.margin is None:
-        # the default margin shrinks to what the plan leaves wholly unlocked (at least 8 MiB):
-        # room for the objects it did not lock, not for the tail of the one it split
-        fitted = enforce.fitted_margin(local, unlocked)
-        if fitted < margin:
-            limit, margin = local - fitted, fitted
-            plan, _ = plan_profile(profile, command, settings, footprint, limit)
+    plan, limit, margin = plan_profile(profile, command, settings, footprint, local)
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
     warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
     if not supported:
