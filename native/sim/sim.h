@@ -40,7 +40,9 @@ typedef struct sim_event {
     uint32_t space;   /* address space (process) index, < 2^23 */
     uint16_t type;    /* enum sim_event_type */
     uint16_t flags;   /* ACCESS: ot_sample_record.flags (bit0 write when bit1 set) */
-    uint32_t reserved;
+    uint32_t next;    /* ACCESS: how many ACCESS events ahead the next access to the same page
+                       * is (1 = the next ACCESS event), 0 = none; read only by the belady
+                       * policy, 0 for the others. Other events: 0 */
 } sim_event;
 _Static_assert(sizeof(sim_event) == 40, "sim_event is 40 bytes");
 

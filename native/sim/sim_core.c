@@ -22,7 +22,7 @@
 static const sim_policy_ops *const POLICIES[] = {
     &sim_policy_first_touch, &sim_policy_numab2, &sim_policy_tpp,
     &sim_policy_memtis,      &sim_policy_hemem,  &sim_policy_static,
-    &sim_policy_phases,
+    &sim_policy_phases,      &sim_policy_belady,
 };
 #define NPOLICIES (sizeof POLICIES / sizeof POLICIES[0])
 
@@ -313,15 +313,27 @@ void sim_unpin(sim_t *s, sim_page *pg)
 /* --- accesses -------------------------------------------------------------------------- */
 
 /* Swap mode: an access of weight w to a page in the slow tier. Makes room by swapping out the
- * coldest unpinned fast page (the memcg charge path reclaims before it can fault a page in),
+ * coldest unpinned fast page (the memcg charge path reclaims before it can fault a page in; the
+ * policy's evict hook chooses instead when it has one),
  * then brings the page in: a swap-in (one access charged at slow cost, the w - 1 others left to
  * the caller as fast), or a zero-fill for a page never resident (all w left to the caller).
  * Returns the weight still to charge to pg's tier (0 = all charged here); pg stays slow, with
  * w returned unchanged, when every fast page is pinned. */
+static uint64_t make_room(sim_t *s)
+{
+    if (!s->ops->evict)
+        return sim_reclaim(s, 1, NULL);
+    sim_page *victim = s->ops->evict(s);
+    if (!victim)
+        return 0;
+    sim_demote(s, victim);
+    return 1;
+}
+
 static uint64_t swap_fault(sim_t *s, sim_page *pg, bool store, uint64_t w)
 {
     bool fresh = (pg->flags & SIM_PG_UNTOUCHED) != 0;
-    if (s->fast_pages >= s->fast_cap && sim_reclaim(s, 1, NULL) == 0) {
+    if (s->fast_pages >= s->fast_cap && make_room(s) == 0) {
         s->counter[SIM_C_PGMIGRATE_FAIL]++;
         return w;
     }
@@ -372,6 +384,7 @@ static inline void do_access(sim_t *s, const sim_event *e)
     uint64_t w = e->size ? e->size : 1;
     bool store = (e->flags & 0x3) == 0x3; /* OT_SAMPLE_RW_KNOWN | OT_SAMPLE_WRITE */
     s->counter[SIM_C_SAMPLES]++;
+    s->event = e;
     sim_page *pg = find_page(s, e);
     if (!pg) {
         s->counter[SIM_C_OTHER] += w;

@@ -82,6 +82,10 @@ typedef struct sim_policy_ops {
     uint8_t access_flags;
     void (*on_tick)(sim_t *s, uint64_t now); /* every 1 ms of trace time */
     void (*on_phase)(sim_t *s, uint32_t phase); /* SIM_EV_PHASE; phase < phase_count */
+    /* Swap mode: the fast page to swap out when a fault finds fast memory full, NULL when none
+     * may go (the fault then fails as when every page is pinned). Without this hook the core
+     * reclaims by second-chance LRU (sim_reclaim). */
+    sim_page *(*evict)(sim_t *s);
     void (*fini)(sim_t *s);
 } sim_policy_ops;
 
@@ -132,6 +136,7 @@ struct sim {
 
     /* time */
     uint64_t now, next_tick;
+    const sim_event *event; /* the ACCESS event being applied (hooks may read it) */
 
     /* statistics */
     uint64_t counter[SIM_C_COUNT_];
@@ -245,5 +250,6 @@ extern const sim_policy_ops sim_policy_memtis;
 extern const sim_policy_ops sim_policy_hemem;
 extern const sim_policy_ops sim_policy_static;
 extern const sim_policy_ops sim_policy_phases;
+extern const sim_policy_ops sim_policy_belady;
 
 #endif /* OBJTIER_SIM_INTERNAL_H */

@@ -44,6 +44,31 @@ def write_trace(path, allocs, samples, frees=(), pid=100, start_ns=1_000_000_000
     return path
 
 
+def reference_min(pages: list[int], capacity: int) -> tuple[int, int]:
+    """(swap-ins, zero-fills) of Belady's MIN with `capacity` resident pages under demand
+    paging: a page's first access is a zero-fill, a later miss a swap-in; on a miss with memory
+    full the resident page used furthest ahead (or never) goes out."""
+    nxt = [0] * len(pages)
+    last: dict[int, int] = {}
+    for i in range(len(pages) - 1, -1, -1):
+        nxt[i] = last.get(pages[i], 1 << 62)
+        last[pages[i]] = i
+    resident: dict[int, int] = {}  # page -> its next access
+    seen: set[int] = set()
+    swap_ins = zero_fills = 0
+    for i, p in enumerate(pages):
+        if p not in resident:
+            if len(resident) == capacity:
+                del resident[max(resident, key=resident.__getitem__)]
+            if p in seen:
+                swap_ins += 1
+            else:
+                zero_fills += 1
+        seen.add(p)
+        resident[p] = nxt[i]
+    return swap_ins, zero_fills
+
+
 def make_hot_cold(directory):
     """A cold 16 MiB object allocated before a hot 4 MiB one; 90% of 200k samples over 4 s go
     to the hot one, uniformly over its pages. With 8 MiB fast, first-touch fills fast with the

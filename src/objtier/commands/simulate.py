@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
                    progress=lambda p: console.print(f"[dim]simulated {p}[/dim]"))
     # a pipe or file gets the full table rather than the 80-column default
     print_table(sim, Console() if sys.stdout.isatty() else Console(width=160))
+    for note in sim.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
     if args.output:
         out = Path(args.output)
         paths = write_csv(sim, out) + write_plots(sim, out)

@@ -16,7 +16,7 @@ EV_ALLOC, EV_ACCESS, EV_FREE, EV_PHASE = 1, 2, 3, 4
 NO_OBJ = 0xFFFFFFFF
 
 EVENT = np.dtype([("time_ns", "<u8"), ("addr", "<u8"), ("size", "<u8"), ("obj", "<u4"),
-                  ("space", "<u4"), ("type", "<u2"), ("flags", "<u2"), ("reserved", "<u4")])
+                  ("space", "<u4"), ("type", "<u2"), ("flags", "<u2"), ("next", "<u4")])
 BIN_FIELDS = ("fast_loads", "fast_stores", "slow_loads", "slow_stores", "other", "promoted",
               "demoted", "hint_faults", "fast_pages", "slow_pages", "swap_in", "swap_out")
 BIN = np.dtype([(name, "<u8") for name in BIN_FIELDS])

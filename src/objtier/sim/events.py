@@ -175,6 +175,25 @@ def from_tables(allocations, frees, samples, start_ns: int | None = None,
                        sample_obj=obj)
 
 
+def set_next_access(source: EventSource, page_shift: int) -> None:
+    """Fill sample_ev["next"] for the belady policy: for each sample, how many samples ahead
+    the next sample of the same page (address space, page number) is, 0 for none. Samples are
+    the ACCESS events in feeding order (sample_ev is time sorted)."""
+    ev = source.sample_ev
+    n = len(ev)
+    if n >= 1 << 32:
+        from objtier.errors import UsageError
+        raise UsageError(f"the belady policy takes at most {(1 << 32) - 1} samples; this trace "
+                         f"has {n}")
+    key = (ev["space"].astype(np.uint64) << np.uint64(40)) \
+        | (ev["addr"] >> np.uint64(page_shift))
+    order = np.argsort(key, kind="stable")  # by page, in sample order within a page
+    same = key[order[1:]] == key[order[:-1]]
+    nxt = np.zeros(n, dtype=np.uint32)
+    nxt[order[:-1][same]] = (order[1:][same] - order[:-1][same]).astype(np.uint32)
+    ev["next"] = nxt
+
+
 def from_trace(trace, default_weight: int = 1) -> EventSource:
     return from_tables(trace.allocations, trace.frees, trace.samples, trace.start_ns,
                        default_weight)

@@ -13,7 +13,7 @@ from objtier.sim.engine import Simulator, policy_params
 from objtier.sim.events import CHUNK_SAMPLES, EventSource
 
 POLICIES = ("first-touch", "numab2", "tpp", "memtis", "hemem", "object", "spill", "phases",
-            "oracle")
+            "oracle", "belady")
 STATIC = {"object", "spill", "oracle"}  # run on the core's "static" policy
 DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk", "swap", "swap_reserve", "scale"}
 # Swap mode: share of the fast tier that plans made here leave unpinned, so that the pages
@@ -56,6 +56,7 @@ class Simulation:
     model: CostModel
     results: list[PolicyResult] = field(default_factory=list)
     swap: bool = False  # the slow tier was simulated as swap (swap-in on access)
+    notes: list[str] = field(default_factory=list)  # caveats about the results, one line each
 
     def rows(self) -> list[dict]:
         return [r.row(self.page_bytes) for r in self.results]
@@ -139,6 +140,34 @@ def phase_placement(trace, source: EventSource, fast_bytes: int, page_shift: int
     return plan
 
 
+def belady_notes(trace, source: EventSource) -> list[str]:
+    """Why belady's counts may not be the optimum of the real program on this trace."""
+    from objtier.trace.format import SOURCE_TRACE
+
+    notes = []
+    src = trace.samples.column("source").to_numpy(zero_copy_only=False)
+    if len(src) and not np.all(src == SOURCE_TRACE):
+        notes.append("belady: the trace is sampled, not exact (record with --sampler trace): "
+                     "its counts are the optimum of the sampled accesses only")
+    if reuses_addresses(source):
+        notes.append("belady: an allocation reuses the addresses of a freed object and counts "
+                     "as the same pages, so belady's count may exceed the optimum")
+    return notes
+
+
+def reuses_addresses(source: EventSource) -> bool:
+    """Whether two objects of one process overlap in bytes (the later one reuses memory the
+    earlier one freed: live objects never overlap)."""
+    for pid in np.unique(source.pid):
+        mine = source.pid == pid
+        order = np.argsort(source.addr[mine], kind="stable")
+        lo = source.addr[mine][order].astype(np.uint64)
+        hi = lo + source.size[mine][order].astype(np.uint64)
+        if len(lo) > 1 and np.any(lo[1:] < np.maximum.accumulate(hi)[:-1]):
+            return True
+    return False
+
+
 def footprint_bytes(source: EventSource) -> int:
     from objtier.plan import peak_live_bytes
 
@@ -206,6 +235,9 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         raise UsageError("--param scale needs a number") from None
     if scale <= 0:
         raise UsageError("--param scale must be positive")
+    if "belady" in policies and not swap:
+        raise UsageError("policy belady needs the swap tier: a swap preset (zram, nvme, rdma) "
+                         "or --param swap=1")
     source = from_trace(trace, default_weight)
     if scale != 1:
         # every sample stands for `scale` times its weight (accesses per sample when the
@@ -215,6 +247,11 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
     fast_bytes = int(fast) if isinstance(fast, int) else parse_budget(str(fast), footprint).bytes
     sim = Simulation(fast_bytes, footprint, 1 << page_shift, bin_ns, source.start_ns, model,
                      swap=swap)
+    if "belady" in policies:
+        from objtier.sim.events import set_next_access
+
+        set_next_access(source, page_shift)
+        sim.notes.extend(belady_notes(trace, source))
     cache: dict = {}
     for policy in policies:
         placement = None
