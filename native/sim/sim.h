@@ -129,6 +129,10 @@ size_t sim_counter_count(void);
 const char *sim_counter_name(size_t index);
 void sim_counters(const sim_t *sim, uint64_t *out);
 
+/* Swap mode: out[i] = swap-ins of accesses naming object i (sim_event.obj), for every
+ * i < config.objects. Accesses naming no object are not counted here. */
+void sim_object_swap_ins(const sim_t *sim, uint64_t *out);
+
 /* The statistics bins so far (valid until the next sim_feed/sim_finish/sim_destroy). */
 size_t sim_bins(const sim_t *sim, const sim_bin **bins);
 

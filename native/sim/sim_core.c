@@ -86,10 +86,11 @@ sim_t *sim_create(const sim_config *config, const char *policy)
         s->param[i] = ops->params[i].value;
     s->fast_cap = config->fast_bytes >> config->page_shift;
     s->objects = calloc(config->objects ? config->objects : 1, sizeof *s->objects);
+    s->obj_swap_in = calloc(config->objects ? config->objects : 1, sizeof *s->obj_swap_in);
     s->state = calloc(1, ops->state_bytes ? ops->state_bytes : 1);
     s->bins_cap = 64;
     s->bins = calloc(s->bins_cap, sizeof *s->bins);
-    if (!s->objects || !s->state || !s->bins || sim_pages_init(s) < 0) {
+    if (!s->objects || !s->obj_swap_in || !s->state || !s->bins || sim_pages_init(s) < 0) {
         sim_destroy(s);
         return NULL;
     }
@@ -110,6 +111,7 @@ void sim_destroy(sim_t *s)
     sim_objects_fini(s);
     sim_pages_fini(s);
     free(s->objects);
+    free(s->obj_swap_in);
     free(s->state);
     free(s->bins);
     free(s);
@@ -159,6 +161,11 @@ const char *sim_counter_name(size_t i) { return i < SIM_C_COUNT_ ? COUNTER_NAMES
 void sim_counters(const sim_t *s, uint64_t *out)
 {
     memcpy(out, s->counter, sizeof s->counter);
+}
+
+void sim_object_swap_ins(const sim_t *s, uint64_t *out)
+{
+    memcpy(out, s->obj_swap_in, s->cfg.objects * sizeof *out);
 }
 
 size_t sim_bins(const sim_t *s, const sim_bin **bins)
@@ -355,6 +362,8 @@ static uint64_t swap_fault(sim_t *s, sim_page *pg, bool store, uint64_t w)
     s->counter[SIM_C_PSWPIN]++;
     s->counter[SIM_C_PGMAJFAULT]++;
     s->bin->swap_in++;
+    if (s->event->obj < s->cfg.objects)
+        s->obj_swap_in[s->event->obj]++;
     if (store) {
         s->counter[SIM_C_SLOW_STORES]++;
         s->bin->slow_stores++;

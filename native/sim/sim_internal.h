@@ -140,6 +140,7 @@ struct sim {
 
     /* statistics */
     uint64_t counter[SIM_C_COUNT_];
+    uint64_t *obj_swap_in; /* cfg.objects entries: swap-ins per object named by the access */
     sim_bin *bins;
     size_t nbins, bins_cap;
     sim_bin *bin;     /* current bin */

@@ -65,6 +65,13 @@ def test_object_plan_pins_the_hot_object(swap_run):
     assert obj["fast_loads"] >= hot
     assert obj["pswpin"] < res["first-touch"].counters["pswpin"]
     assert res["object"].speedup > 1.0
+    # per object: the plan's swap-ins are all the cold object's, first-touch's mostly the hot
+    per = {name: r.object_swap_ins for name, r in res.items()}
+    for name, r in res.items():
+        assert int(per[name].sum()) == r.counters["pswpin"], name
+    cold_obj, hot_obj = (0, 1) if trace.allocations.column("addr")[0].as_py() == COLD else (1, 0)
+    assert per["object"][hot_obj] == 0 and per["object"][cold_obj] > 0
+    assert per["first-touch"][hot_obj] > 0
 
 
 def test_cyclic_scan_larger_than_memory_always_faults(tmp_path):
@@ -116,6 +123,11 @@ def test_cli_swap_columns(hot_cold_trace, tmp_path, capsys):
     assert "swap-in" in text and "slow tier = swap" in text
     rows = {r["policy"]: r for r in csv.DictReader(open(out / "simulate.csv"))}
     assert int(rows["first-touch"]["swap_ins"]) > int(rows["object"]["swap_ins"]) > 0
+    objects = list(csv.DictReader(open(out / "simulate-objects.csv")))
+    assert {int(r["size_bytes"]) for r in objects} == {4 * MIB, 16 * MIB}
+    assert sum(int(r["swap_ins_first-touch"]) for r in objects) == \
+        int(rows["first-touch"]["swap_ins"])
+    assert all(r["allocated_at"] for r in objects)
     assert main(["simulate", str(hot_cold_trace), "--fast", "8M", "--param",
                  "swap_reserve=2"]) != 0
     assert "swap_reserve" in capsys.readouterr().err

@@ -186,6 +186,14 @@ def window_exposure(trace, pid: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray
             np.bincount(rows, weights=touched, minlength=n))
 
 
+def object_labels(trace) -> np.ndarray:
+    """The allocation-site label of every object (row of trace.allocations), symbolized."""
+    allocs = trace.allocations
+    _, labels = _context_columns(trace, column(allocs, "pid", np.uint32),
+                                 column(allocs, "context", np.uint32), True)
+    return labels
+
+
 def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -> pa.Table:
     """The objects table (see module docstring). `mapped` = sample_objects(trace) if given."""
     allocs = trace.allocations

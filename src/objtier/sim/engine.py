@@ -55,6 +55,7 @@ def library() -> ctypes.CDLL:
     lib.sim_counter_name.restype = ctypes.c_char_p
     lib.sim_counter_name.argtypes = [ctypes.c_size_t]
     lib.sim_counters.argtypes = [vp, u64p]
+    lib.sim_object_swap_ins.argtypes = [vp, u64p]
     lib.sim_bins.restype = ctypes.c_size_t
     lib.sim_bins.argtypes = [vp, ctypes.POINTER(vp)]
     return lib
@@ -129,6 +130,12 @@ class Simulator:
         values = (ctypes.c_uint64 * n)()
         self._lib.sim_counters(self._sim, values)
         return {self._lib.sim_counter_name(i).decode(): int(values[i]) for i in range(n)}
+
+    def object_swap_ins(self, objects: int) -> np.ndarray:
+        """Swap mode: swap-ins per object (index < objects given at creation)."""
+        out = np.zeros(max(objects, 1), dtype=np.uint64)
+        self._lib.sim_object_swap_ins(self._sim, out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)))
+        return out[:objects]
 
     def bins(self) -> np.ndarray:
         ptr = ctypes.c_void_p()

@@ -80,7 +80,26 @@ def write_csv(sim: Simulation, out: Path) -> list[Path]:
                             int(b["demoted"][i]), int(b["hint_faults"][i]),
                             int(b["fast_pages"][i]), int(b["slow_pages"][i]),
                             int(b["swap_in"][i]), int(b["swap_out"][i])])
-    return [summary, counters, timeline]
+    paths = [summary, counters, timeline]
+    if sim.swap and sim.object_labels is not None:
+        paths.append(write_object_swap_ins(sim, out / "simulate-objects.csv"))
+    return paths
+
+
+def write_object_swap_ins(sim: Simulation, path: Path) -> Path:
+    """Swap-ins per object and policy: the objects that any policy swapped in, most first."""
+    per = np.array([r.object_swap_ins for r in sim.results], dtype=np.int64)
+    total = per.sum(axis=0)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["object", "allocated_at", "size_bytes",
+                    *[f"swap_ins_{r.policy}" for r in sim.results]])
+        for i in np.argsort(-total, kind="stable"):
+            if total[i] == 0:
+                break
+            w.writerow([int(i), sim.object_labels[i], int(sim.object_sizes[i]),
+                        *[int(v) for v in per[:, i]]])
+    return path
 
 
 def write_plots(sim: Simulation, out: Path) -> list[Path]:

@@ -29,6 +29,7 @@ class PolicyResult:
     bins: np.ndarray
     stall: dict[str, float]
     speedup: float = float("nan")
+    object_swap_ins: np.ndarray | None = None  # swap mode: per object (trace.allocations rows)
 
     def row(self, page_bytes: int) -> dict:
         c = self.counters
@@ -57,6 +58,9 @@ class Simulation:
     results: list[PolicyResult] = field(default_factory=list)
     swap: bool = False  # the slow tier was simulated as swap (swap-in on access)
     notes: list[str] = field(default_factory=list)  # caveats about the results, one line each
+    # swap mode: allocation site and size of every object (trace.allocations rows)
+    object_labels: np.ndarray | None = None
+    object_sizes: np.ndarray | None = None
 
     def rows(self) -> list[dict]:
         return [r.row(self.page_bytes) for r in self.results]
@@ -176,11 +180,12 @@ def footprint_bytes(source: EventSource) -> int:
 
 def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: int, bin_ns: int,
                params: dict[str, float] | None = None, placement: tuple | None = None,
-               chunk: int = CHUNK_SAMPLES, swap: bool = False
-               ) -> tuple[dict[str, int], np.ndarray]:
+               chunk: int = CHUNK_SAMPLES, swap: bool = False,
+               object_swap_ins: np.ndarray | None = None) -> tuple[dict[str, int], np.ndarray]:
     """One policy over the event source: (counters, bins). swap: the slow tier is swap.
     placement: set_placement's arrays, or for phases a PhasePlan (its events must be in
-    source.phase_ev)."""
+    source.phase_ev). object_swap_ins, if given (source.objects entries), receives the
+    swap-ins per object."""
     from objtier.sim.phases import PhasePlan
 
     with Simulator(native_policy(policy), fast_bytes, source.start_ns, bin_ns, page_shift,
@@ -192,6 +197,8 @@ def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: in
         for events in source.chunks(chunk):
             s.feed(events)
         s.finish(source.end_ns + 1)
+        if object_swap_ins is not None:
+            object_swap_ins[:] = s.object_swap_ins(source.objects)
         return s.counters(), s.bins()
 
 
@@ -247,6 +254,10 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
     fast_bytes = int(fast) if isinstance(fast, int) else parse_budget(str(fast), footprint).bytes
     sim = Simulation(fast_bytes, footprint, 1 << page_shift, bin_ns, source.start_ns, model,
                      swap=swap)
+    if swap:
+        from objtier.analysis.objects import object_labels
+
+        sim.object_labels, sim.object_sizes = object_labels(trace), source.size
     if "belady" in policies:
         from objtier.sim.events import set_next_access
 
@@ -262,10 +273,12 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         elif policy == "phases":
             placement = phase_placement(trace, source, plan_bytes, page_shift, plan_doc,
                                         default_weight, cache)
+        per_object = np.zeros(source.objects, dtype=np.uint64) if swap else None
         counters, bins = run_policy(source, policy, fast_bytes, page_shift, bin_ns, per[policy],
-                                    placement, chunk, swap)
+                                    placement, chunk, swap, per_object)
         sim.results.append(PolicyResult(policy, counters, bins,
-                                        stall_ns(bins, model, bin_ns, 1 << page_shift)))
+                                        stall_ns(bins, model, bin_ns, 1 << page_shift),
+                                        object_swap_ins=per_object))
         if progress:
             progress(policy)
     base = next((r for r in sim.results if r.policy == "first-touch"), None)
