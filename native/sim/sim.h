@@ -66,6 +66,8 @@ _Static_assert(sizeof(sim_config) == 40, "sim_config is 40 bytes");
  *     is swapped out first (pswpout). Pinned pages (mlock of a plan's fast objects) are never
  *     swapped out. When every fast page is pinned the page stays in swap (the whole sample is
  *     charged slow and pgmigrate_fail counts it): the cgroup thrashes.
+ *   - a page a static plan pins (mlock) at allocation swaps an unpinned fast page out when fast
+ *     memory is full, as mlock's population does under a memcg limit;
  *   - a page placed in the slow tier at allocation has never been written: it is in neither
  *     tier, and its first access is a zero-fill fault into fast memory (pgfault_first_touch,
  *     charged fast; it may swap another page out), not a swap-in.

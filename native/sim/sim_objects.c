@@ -84,6 +84,9 @@ int sim_do_alloc(sim_t *s, const sim_event *e)
         uint64_t start = vpn << sh;
         uint64_t offset = start > e->addr ? start - e->addr : 0;
         int tier = s->ops->on_alloc(s, pg, e->obj, offset);
+        if (tier == SIM_FAST && s->cfg.swap && (pg->flags & SIM_PG_PINNED) &&
+            s->fast_pages >= s->fast_cap)
+            sim_reclaim(s, 1, NULL); /* mlock faults the page in, swapping an unlocked one out */
         if (tier == SIM_FAST && s->fast_pages < s->fast_cap) {
             pg->tier = SIM_FAST;
             s->fast_pages++;

@@ -74,6 +74,34 @@ def test_object_plan_pins_the_hot_object(swap_run):
     assert per["first-touch"][hot_obj] > 0
 
 
+def test_a_plan_pins_an_object_allocated_when_memory_is_full(tmp_path):
+    # the cold object is allocated and touched first (fast memory fills with its unpinned
+    # pages); the hot one, allocated after, is planned fast: mlock swaps cold pages out for it
+    start = 1_000_000_000
+    cold, hot = 0x7f0000000000, 0x7f1000000000
+    n_cold = 16 * MIB // 4096
+    t_cold = start + 2 * MS + np.arange(n_cold, dtype=np.uint64) * 1000
+    t_hot0 = int(t_cold[-1]) + 2 * MS
+    rng = np.random.default_rng(3)
+    n_hot = 50_000
+    t_hot = t_hot0 + 2 * MS + np.arange(n_hot, dtype=np.uint64) * 1000
+    samples = {"time_ns": np.concatenate([t_cold, t_hot]),
+               "addr": np.concatenate([cold + np.arange(n_cold, dtype=np.uint64) * 4096,
+                                       hot + rng.integers(0, 4 * MIB, n_hot).astype(np.uint64)])}
+    path = write_trace(tmp_path / "late.otr", [(start + MS, cold, 16 * MIB, 1),
+                                               (t_hot0, hot, 4 * MIB, 2)], samples,
+                       start_ns=start)
+    sim = simulate(open_trace(path), ["first-touch", "object"], FAST, load_preset("zram"))
+    res = {r.policy: r for r in sim.results}
+    obj = res["object"]
+    assert obj.object_swap_ins[1] == 0  # the hot object never faults: its pages are locked
+    assert obj.counters["alloc_fast_pages"] == 1024 and obj.counters["pgmigrate_fail"] == 0
+    assert obj.counters["pswpout"] >= 1024  # cold pages swapped out to make room
+    # without a plan the hot object's pages find memory full at allocation (they enter later,
+    # by zero-fill faults)
+    assert res["first-touch"].counters["alloc_fast_pages"] == FAST // 4096
+
+
 def test_cyclic_scan_larger_than_memory_always_faults(tmp_path):
     """A loop over 12 pages with 8 fast pages under LRU: every access after the first pass is
     a swap-in (the classic LRU worst case), and the object plan that mlocks 6 of them leaves
