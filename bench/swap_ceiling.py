@@ -4,7 +4,7 @@ exact trace, with the same local memory.
 
     .venv/bin/python bench/swap_ceiling.py [--scale 17] [--local 70%,50%] [--repeat 2]
         [--workloads bfs_urand,cc_urand,bc_urand,bfs_kron,cc_kron,bc_kron]
-        [--mlock-margin 2M] [-o bench-out/ceiling]
+        [--trials bfs=4,cc=1,bc=1] [--mlock-margin 2M] [-o bench-out/ceiling]
 
 Per graph workload (one thread, few trials: an exact trace holds every load and store):
  1. build the kernel with `objtier cc` (instrumented) and record it with the trace sampler
@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compare_swap import make_graphs  # noqa: E402
 
-# kernel -> its trial arguments: few trials keep an exact trace at 40-80 M accesses at scale 17
-TRIALS = {"bfs": ["-n", "4"], "cc": ["-n", "1"], "bc": ["-i", "1"]}
+# kernel -> its trial option; few trials keep an exact trace at 40-80 M accesses at scale 17
+TRIAL_OPTION = {"bfs": "-n", "cc": "-n", "bc": "-i"}
 POLICIES = "first-touch,spill,oracle,belady"
 
 
@@ -92,6 +92,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--workloads",
                         default="bfs_urand,cc_urand,bc_urand,bfs_kron,cc_kron,bc_kron")
+    parser.add_argument("--trials", default="bfs=4,cc=1,bc=1", metavar="K=N,...",
+                        help="searches (bfs), runs (cc), sources (bc) per program")
     parser.add_argument("--mlock-margin", default="2M",
                         help="compare's margin (the default 32 MiB exceeds these small limits)")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "ceiling"))
@@ -99,22 +101,24 @@ def main() -> int:
 
     from objtier.native import NATIVE_DIR
 
+    trials = dict(item.split("=") for item in args.trials.split(","))
     out = Path(args.output)
     graphs = out / "graphs"
     make_graphs(args.scale, graphs, NATIVE_DIR / "bin")
     rows = []
-    print("| workload | local | kernel (measured) | objtier (measured) | LRU (sim) | spill (sim) "
+    print("| workload | trials | local | kernel (measured) | objtier (measured) | LRU (sim) | spill (sim) "
           "| oracle (sim) | belady (sim) | objtier cut | ceiling: kernel / belady | runs ok |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|")
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.workloads.split(","):
         kernel, kind = name.split("_")
-        graph_args = ["-f", str(graphs / f"{kind}{args.scale}.csr"), *TRIALS[kernel], "-t", "1"]
-        trace = out / "traces" / f"{name}.otr"
+        graph_args = ["-f", str(graphs / f"{kind}{args.scale}.csr"), TRIAL_OPTION[kernel],
+                      trials[kernel], "-t", "1"]
+        trace = out / "traces" / f"{name}-{trials[kernel]}.otr"
         trace.parent.mkdir(parents=True, exist_ok=True)
         print(f"== {name}: exact trace", file=sys.stderr, flush=True)
         record_exact(build_exact(kernel, out / "bin"), graph_args, trace)
         for local in args.local.split(","):
-            tag = f"{name}-{local.rstrip('%')}"
+            tag = f"{name}-{trials[kernel]}-{local.rstrip('%')}"
             print(f"== {tag}: compare, simulate", file=sys.stderr, flush=True)
             summary = compare([str(NATIVE_DIR / "bin" / kernel), *graph_args], local,
                               args.repeat, args.mlock_margin, out / "compare" / tag)
@@ -125,7 +129,7 @@ def main() -> int:
             obj = med["objtier"]["memcg_refault_anon"] or float("nan")
             swap = {p: int(r["swap_ins"]) for p, r in sim.items()}
             rows.append({
-                "workload": name, "local": local, "limit_bytes": limit,
+                "workload": name, "trials": trials[kernel], "local": local, "limit_bytes": limit,
                 "kernel_ok": f"{med['baseline']['runs'] - med['baseline']['failed']}"
                              f"/{med['baseline']['runs']}",
                 "objtier_ok": f"{med['objtier']['runs'] - med['objtier']['failed']}"
@@ -134,7 +138,7 @@ def main() -> int:
                 **{f"sim_{p.replace('-', '_')}_swapins": v for p, v in swap.items()},
             })
             r = rows[-1]
-            print(f"| {name} | {local} | {kern:,.0f} | {obj:,.0f} | {swap['first-touch']:,} | "
+            print(f"| {name} | {trials[kernel]} | {local} | {kern:,.0f} | {obj:,.0f} | {swap['first-touch']:,} | "
                   f"{swap['spill']:,} | {swap['oracle']:,} | {swap['belady']:,} | "
                   f"{ratio(kern, obj)} | {ratio(kern, swap['belady'])} | "
                   f"{r['kernel_ok']}, {r['objtier_ok']} |", flush=True)
