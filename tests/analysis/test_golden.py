@@ -84,3 +84,13 @@ def test_tier_tables(basic, fault):
     assert tlb == pytest.approx({("fast", "hit"): 170.0, ("fast", "miss"): 350.0,
                                  ("slow", "hit"): 600.0, ("slow", "miss"): 850.0})
     assert tiers.tier_split(fault.samples) is None and tiers.cost_by_tlb(fault.samples) is None
+
+
+def test_retouch_interval_comes_from_fault_samples_only(basic, fault):
+    # the two traces hold the same sample list, from the PEBS and the fault sampler: only the
+    # fault sampler's latency is a re-reference interval (protect -> touch, us)
+    perf = object_table(basic, labels=False).to_pylist()
+    hint = object_table(fault, labels=False).to_pylist()
+    assert all(r["retouch_us"] is None for r in perf)
+    assert [r["retouch_us"] for r in hint] == pytest.approx([r["mean_latency"] for r in hint])
+    assert hint[0]["retouch_us"] == pytest.approx(440.0)

@@ -26,6 +26,9 @@ This is the table the planner and the simulator read. Columns (units in brackets
   mean_latency  float64 mean of known latencies (0 = unknown); null when none is known.
                         Unit of the sampler: fault = microseconds, PEBS/IBS = cycles
   latency_cost  float64 sum of known latencies (same unit)
+  retouch_us    float64 fault sampler: mean time from arming a page to its next touch (its
+                        hint-fault latency) [us], a page's re-reference interval seen from the
+                        object; null when no fault sample of it has a latency
   cache_samples, fast_samples, slow_samples  int64  samples served by caches / fast memory
                         (local DRAM, uncached) / slow tier (remote DRAM, PMEM, CXL, swap)
   slow_share    float64 slow / (fast + slow); null when no sample of it says its level
@@ -39,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from objtier.analysis.mapping import NEVER, ObjectIndex
+from objtier.trace.format import SOURCE_FAULT
 
 MIB = 1 << 20
 NODE_UNKNOWN = 0xFFFF
@@ -218,6 +222,10 @@ def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -
     known = latency > 0
     lat_n = np.bincount(obj[known], minlength=n)
     lat_sum = np.bincount(obj[known], weights=latency[known], minlength=n)
+    fault = known & ((column(samples, "source", np.uint16)[hit] if total
+                      else np.zeros(0, np.uint16)) == SOURCE_FAULT)
+    fault_n = np.bincount(obj[fault], minlength=n)
+    fault_sum = np.bincount(obj[fault], weights=latency[fault], minlength=n)
     level = column(samples, "level", np.uint8)[hit] if total else np.zeros(0, np.uint8)
     node = column(samples, "node", np.uint16)[hit] if total else np.zeros(0, np.uint16)
 
@@ -256,6 +264,7 @@ def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -
     with np.errstate(invalid="ignore", divide="ignore"):
         density = np.where(size > 0, accesses / (size.astype(np.float64) / MIB), 0.0)
         mean_latency = lat_sum / lat_n
+        retouch_us = fault_sum / fault_n
         memory = fast_n + slow_n
         slow_share = slow_n / memory
     columns = {
@@ -275,6 +284,7 @@ def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -
         "pages_touched": pa.array(pages_touched),
         "mean_latency": pa.array(mean_latency, mask=lat_n == 0),
         "latency_cost": pa.array(lat_sum),
+        "retouch_us": pa.array(retouch_us, mask=fault_n == 0),
         "cache_samples": pa.array(cache_n), "fast_samples": pa.array(fast_n),
         "slow_samples": pa.array(slow_n),
         "slow_share": pa.array(slow_share, mask=memory == 0),

@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (5)")
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="swap behind the cgroup (default: a new zram device)")
-    parser.add_argument("--algo", default="spill", choices=["rank", "spill", "halving", "exact"],
+    parser.add_argument("--algo", default="spill",
+                        choices=["rank", "spill", "reuse", "halving", "exact"],
                         help="placement algorithm (default spill: fills the mlock budget, "
                         "splitting the first object that does not fit whole)")
     parser.add_argument("--backfill", action="store_true",

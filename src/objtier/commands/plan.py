@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fast", required=True, metavar="SIZE|PCT",
                         help="fast-tier budget: a size (8G, 512M, 1.5GiB, bytes) or a "
                         "percentage of the footprint (70%%)")
-    parser.add_argument("--algo", default="halving", choices=["rank", "spill", "halving", "exact"],
+    parser.add_argument("--algo", default="halving",
+                        choices=["rank", "spill", "reuse", "halving", "exact"],
                         help="placement algorithm (default: halving)")
     parser.add_argument("--alpha", type=float, default=None, help="halving: accesses exponent (1)")
     parser.add_argument("--beta", type=float, default=None, help="halving: size exponent (1)")

@@ -16,7 +16,7 @@ from objtier.plan.backfill import without_backfill
 from objtier.plan.binary import build_id, check_plan_binary, identity
 from objtier.plan.budget import Budget, footprint, parse_budget, parse_size, peak_live_bytes
 from objtier.plan.exact import exact
-from objtier.plan.greedy import rank, spill
+from objtier.plan.greedy import rank, reuse, spill
 from objtier.plan.halving import halving
 from objtier.plan.phases import ROOT, PhaseMerge, PhasePlacement, merge_phases, plan_phases
 from objtier.plan.placement import TIERS, Placement
@@ -25,7 +25,7 @@ from objtier.plan.table import ObjectTable, PhaseTable, object_table, phase_tabl
 from objtier.plan.textexport import parse_text, to_text
 
 ALGORITHMS: dict[str, Callable[..., Placement]] = {
-    "rank": rank, "spill": spill, "halving": halving, "exact": exact,
+    "rank": rank, "spill": spill, "reuse": reuse, "halving": halving, "exact": exact,
 }
 
 
@@ -42,5 +42,5 @@ __all__ = [
     "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan", "check_plan_binary",
     "exact", "footprint", "halving", "identity", "load_plan", "merge_phases", "object_table",
     "parse_budget", "parse_size", "parse_text", "peak_live_bytes", "phase_table", "plan_phases",
-    "rank", "spill", "to_text", "validate_plan", "without_backfill", "write_plan",
+    "rank", "reuse", "spill", "to_text", "validate_plan", "without_backfill", "write_plan",
 ]

@@ -1,4 +1,5 @@
-"""Greedy fills by access density (IISWC seed §7): `rank` (whole objects) and `spill`.
+"""Greedy fills by access density (IISWC seed §7): `rank` (whole objects) and `spill`; and
+`reuse`, spill in order of re-reference interval, for the swap tier.
 
 Both sort objects by priority = accesses / size (accesses per byte), highest first, ties by
 object id, and walk that list once:
@@ -15,6 +16,14 @@ object that does not fit is split at the room left over its lifetime, and object
 lifetimes are disjoint from the split one still get fast pages (several objects may be split).
 When all objects are live at once this is exactly the lifetime-blind walk: after the first
 split the room is 0 everywhere.
+
+reuse walks like spill but in order of the objects' re-reference interval (retouch_us: the
+fault sampler's mean time from arming a page to its next touch), shortest first; objects with
+no interval known follow, by density. Where memory is short and the rest is swapped, what
+decides is how soon a page is needed again, not how often: a page of an array swept end to
+end is touched as often as one of a small table read all the time, but waits a whole sweep
+between touches, and locking the table leaves the sweep to miss where it would miss anyway.
+Its priority column is re-references per second (1e6 / retouch_us; 0 when unknown).
 """
 
 from __future__ import annotations
@@ -148,3 +157,35 @@ def spill(table: Any, capacity_bytes: int, page_bytes: int = 4096,
                                             split_first=True, include_cold=include_cold)
     return finish("spill", {"include_cold": include_cold}, objects, capacity_bytes, page_bytes,
                   fast, priority, order, fill, reason, chosen=chosen)
+
+
+def reuse_order_priority(objects: ObjectTable) -> np.ndarray:
+    """Walk priority of reuse: larger first = shorter re-reference interval; objects without
+    one below every object with one, ordered by density among themselves."""
+    n = len(objects)
+    retouch = objects.retouch_us if objects.retouch_us is not None else np.full(n, np.nan)
+    known = np.isfinite(retouch) & (retouch > 0)
+    dens = density(objects.accesses, objects.size)
+    # ascending sort key: known ones by interval, then unknown ones by falling density
+    order = np.lexsort((objects.object, np.where(known, retouch, -dens), ~known))
+    priority = np.empty(n, dtype=np.float64)
+    priority[order] = np.arange(n, 0, -1, dtype=np.float64)
+    return priority
+
+
+def reuse(table: Any, capacity_bytes: int, page_bytes: int = 4096,
+          include_cold: bool = False) -> Placement:
+    """spill in order of re-reference interval (shortest first), then by density."""
+    objects = prepare(table, capacity_bytes, page_bytes)
+    fast, chosen, order, fill, reason = greedy_fill(objects, capacity_bytes, page_bytes,
+                                                    reuse_order_priority(objects),
+                                                    split_first=True, include_cold=include_cold)
+    retouch = objects.retouch_us if objects.retouch_us is not None else np.full(len(objects),
+                                                                                np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(np.isfinite(retouch) & (retouch > 0), 1e6 / retouch, 0.0)
+    warnings = () if np.any(rate > 0) else (
+        "reuse: no object has a re-reference interval (record with the fault sampler); "
+        "this is spill by density",)
+    return finish("reuse", {"include_cold": include_cold}, objects, capacity_bytes, page_bytes,
+                  fast, rate, order, fill, reason, warnings=warnings, chosen=chosen)

@@ -99,6 +99,7 @@ class ObjectTable:
     label: np.ndarray        # object (str)
     alloc_ns: np.ndarray | None = None  # int64, or None when the table has no lifetimes
     free_ns: np.ndarray | None = None   # int64, < 0 = never freed
+    retouch_us: np.ndarray | None = None  # float64 [us], NaN = unknown; None = no such column
 
     def __len__(self) -> int:
         return len(self.object)
@@ -143,10 +144,15 @@ def object_table(table: Any) -> ObjectTable:
                            "alloc_ns", what)
         free_ns = _as_int(np.nan_to_num(np.asarray(cols["free_ns"], dtype=np.float64), nan=-1.0),
                           "free_ns", what)
+    retouch_us = None
+    if "retouch_us" in cols:
+        retouch_us = np.asarray(cols["retouch_us"], dtype=np.float64)
+        if np.any(retouch_us < 0):
+            raise UsageError(f"{what}: negative retouch_us")
     return ObjectTable(
         object=ids, context_key=keys, occurrence=_as_int(cols["occurrence"], "occurrence", what),
         size=size, accesses=accesses, label=_as_str(cols["label"]),
-        alloc_ns=alloc_ns, free_ns=free_ns,
+        alloc_ns=alloc_ns, free_ns=free_ns, retouch_us=retouch_us,
     )
 
 
