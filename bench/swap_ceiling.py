@@ -106,8 +106,9 @@ def main() -> int:
     graphs = out / "graphs"
     make_graphs(args.scale, graphs, NATIVE_DIR / "bin")
     rows = []
-    print("| workload | trials | local | kernel (measured) | objtier (measured) | LRU (sim) | spill (sim) "
-          "| oracle (sim) | belady (sim) | objtier cut | ceiling: kernel / belady | runs ok |\n"
+    print("| workload | trials | local | kernel (measured) | objtier (measured) | LRU (sim) "
+          "| spill (sim) | oracle (sim) | belady (sim) | objtier cut | ceiling: kernel / belady "
+          "| runs ok |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.workloads.split(","):
         kernel, kind = name.split("_")
@@ -138,8 +139,9 @@ def main() -> int:
                 **{f"sim_{p.replace('-', '_')}_swapins": v for p, v in swap.items()},
             })
             r = rows[-1]
-            print(f"| {name} | {trials[kernel]} | {local} | {kern:,.0f} | {obj:,.0f} | {swap['first-touch']:,} | "
-                  f"{swap['spill']:,} | {swap['oracle']:,} | {swap['belady']:,} | "
+            print(f"| {name} | {trials[kernel]} | {local} | {kern:,.0f} | {obj:,.0f} | "
+                  f"{swap['first-touch']:,} | {swap['spill']:,} | {swap['oracle']:,} | "
+                  f"{swap['belady']:,} | "
                   f"{ratio(kern, obj)} | {ratio(kern, swap['belady'])} | "
                   f"{r['kernel_ok']}, {r['objtier_ok']} |", flush=True)
     with open(out / "ceiling.csv", "w", newline="") as f:

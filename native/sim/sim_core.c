@@ -319,13 +319,8 @@ void sim_unpin(sim_t *s, sim_page *pg)
 
 /* --- accesses -------------------------------------------------------------------------- */
 
-/* Swap mode: an access of weight w to a page in the slow tier. Makes room by swapping out the
- * coldest unpinned fast page (the memcg charge path reclaims before it can fault a page in; the
- * policy's evict hook chooses instead when it has one),
- * then brings the page in: a swap-in (one access charged at slow cost, the w - 1 others left to
- * the caller as fast), or a zero-fill for a page never resident (all w left to the caller).
- * Returns the weight still to charge to pg's tier (0 = all charged here); pg stays slow, with
- * w returned unchanged, when every fast page is pinned. */
+/* Swap mode: swap one unpinned fast page out, chosen by the policy's evict hook or else by
+ * second-chance LRU. Returns the pages swapped out (0 or 1). */
 static uint64_t make_room(sim_t *s)
 {
     if (!s->ops->evict)
@@ -337,6 +332,13 @@ static uint64_t make_room(sim_t *s)
     return 1;
 }
 
+/* Swap mode: an access of weight w to a page in the slow tier. Makes room by swapping out the
+ * coldest unpinned fast page (the memcg charge path reclaims before it can fault a page in; the
+ * policy's evict hook chooses instead when it has one),
+ * then brings the page in: a swap-in (one access charged at slow cost, the w - 1 others left to
+ * the caller as fast), or a zero-fill for a page never resident (all w left to the caller).
+ * Returns the weight still to charge to pg's tier (0 = all charged here); pg stays slow, with
+ * w returned unchanged, when every fast page is pinned. */
 static uint64_t swap_fault(sim_t *s, sim_page *pg, bool store, uint64_t w)
 {
     bool fresh = (pg->flags & SIM_PG_UNTOUCHED) != 0;
