@@ -134,7 +134,8 @@ class Simulator:
     def object_swap_ins(self, objects: int) -> np.ndarray:
         """Swap mode: swap-ins per object (index < objects given at creation)."""
         out = np.zeros(max(objects, 1), dtype=np.uint64)
-        self._lib.sim_object_swap_ins(self._sim, out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)))
+        self._lib.sim_object_swap_ins(self._sim,
+                                      out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)))
         return out[:objects]
 
     def bins(self) -> np.ndarray:
