@@ -86,9 +86,10 @@ def preflight(swap: str) -> None:
 
 
 def machine_info() -> dict[str, Any]:
-    mem = next((int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text()
-                .splitlines() if line.startswith("MemTotal:")), None)
-    return {"kernel": platform.release(), "cpus": os.cpu_count(), "memory_bytes": mem,
+    from objtier.machine import meminfo_bytes
+
+    return {"kernel": platform.release(), "cpus": os.cpu_count(),
+            "memory_bytes": meminfo_bytes("MemTotal"),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
 
 

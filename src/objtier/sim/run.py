@@ -144,6 +144,32 @@ def phase_placement(trace, source: EventSource, fast_bytes: int, page_shift: int
     return plan
 
 
+# Python driver memory per sample, measured on a 36 M-sample exact trace (docs/simulator.md):
+# 155 bytes with first-touch alone, 163 with belady, 187 with first-touch,spill,oracle,belady.
+DRIVER_BYTES_PER_SAMPLE = 160
+STATIC_BYTES_PER_SAMPLE = 30  # more when a static placement is planned from the trace
+
+
+def driver_memory_bytes(samples: int, policies: list[str]) -> int:
+    """About how much memory the driver needs for a trace of `samples` samples."""
+    per = DRIVER_BYTES_PER_SAMPLE + (STATIC_BYTES_PER_SAMPLE
+                                     if set(policies) & (STATIC | {"phases"}) else 0)
+    return samples * per
+
+
+def check_driver_memory(samples: int, policies: list[str]) -> None:
+    """A clear error instead of the kernel's OOM killer when the trace cannot fit."""
+    from objtier.errors import EnvironmentProblem
+    from objtier.machine import meminfo_bytes
+
+    need, available = driver_memory_bytes(samples, policies), meminfo_bytes("MemAvailable")
+    if available is not None and need > available:
+        raise EnvironmentProblem(
+            f"the trace has {samples:,} samples: simulating them needs about "
+            f"{need / 2**30:.1f} GiB, {available / 2**30:.1f} GiB is available; record fewer "
+            f"iterations or with a lower --trace-limit")
+
+
 def belady_notes(trace, source: EventSource) -> list[str]:
     """Why belady's counts may not be the optimum of the real program on this trace."""
     from objtier.trace.format import SOURCE_TRACE
@@ -242,6 +268,7 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         raise UsageError("--param scale needs a number") from None
     if scale <= 0:
         raise UsageError("--param scale must be positive")
+    check_driver_memory(trace.samples.num_rows, policies)
     if "belady" in policies and not swap:
         raise UsageError("policy belady needs the swap tier: a swap preset (zram, nvme, rdma) "
                          "or --param swap=1")
