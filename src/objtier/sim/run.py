@@ -157,13 +157,14 @@ def driver_memory_bytes(samples: int, policies: list[str]) -> int:
     return samples * per
 
 
-def check_driver_memory(samples: int, policies: list[str]) -> None:
-    """A clear error instead of the kernel's OOM killer when the trace cannot fit."""
+def check_driver_memory(samples: int, policies: list[str], held: int = 0) -> None:
+    """A clear error instead of the kernel's OOM killer when the trace cannot fit. held: bytes
+    of it already in memory (the samples table, which MemAvailable no longer counts)."""
     from objtier.errors import EnvironmentProblem
     from objtier.machine import meminfo_bytes
 
     need, available = driver_memory_bytes(samples, policies), meminfo_bytes("MemAvailable")
-    if available is not None and need > available:
+    if available is not None and need - held > available:
         raise EnvironmentProblem(
             f"the trace has {samples:,} samples: simulating them needs about "
             f"{need / 2**30:.1f} GiB, {available / 2**30:.1f} GiB is available; record fewer "
@@ -268,7 +269,7 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         raise UsageError("--param scale needs a number") from None
     if scale <= 0:
         raise UsageError("--param scale must be positive")
-    check_driver_memory(trace.samples.num_rows, policies)
+    check_driver_memory(trace.samples.num_rows, policies, trace.samples.nbytes)
     if "belady" in policies and not swap:
         raise UsageError("policy belady needs the swap tier: a swap preset (zram, nvme, rdma) "
                          "or --param swap=1")
