@@ -13,10 +13,11 @@ MS = 1_000_000
 
 
 def write_trace(path, allocs, samples, frees=(), pid=100, start_ns=1_000_000_000, phases=(),
-                names=None):
+                names=None, source=F.SOURCE_FAULT):
     """allocs: [(time_ns, addr, size, context)], frees: [(time_ns, addr, size)],
     samples: dict of arrays time_ns, addr, weight (optional), flags (optional),
-    phases: [(time_ns, name id, event 1 enter / 2 exit)], names: {name id: text}."""
+    phases: [(time_ns, name id, event 1 enter / 2 exit)], names: {name id: text},
+    source: the samples' sampler (F.SOURCE_TRACE for an exact trace)."""
     with TraceWriter(path, pid=pid, start_mono_ns=start_ns) as w:
         for name_id, text in (names or {}).items():
             w.name(name_id, text)
@@ -37,7 +38,7 @@ def write_trace(path, allocs, samples, frees=(), pid=100, start_ns=1_000_000_000
         rec["addr"] = samples["addr"]
         rec["weight"] = samples.get("weight", np.ones(n))
         rec["flags"] = samples.get("flags", np.zeros(n))
-        rec["source"] = 1  # OT_SRC_FAULT
+        rec["source"] = source
         rec["node"] = 0xFFFF
         rec["tid"] = 1
         w.samples(rec)

@@ -18,20 +18,13 @@ BASE = 0x7f0000000000
 def page_trace(path, pages: np.ndarray, npages: int):
     """An exact trace (source TRACE, weight 1) of one object of npages pages; sample i touches
     page pages[i], 1 us apart."""
-    from objtier.trace import TraceWriter
-
     start = 1_000_000_000
     n = len(pages)
-    with TraceWriter(path, pid=100, start_mono_ns=start) as w:
-        w.context(1, [(0, 0x1001)])
-        w.alloc(start, 0, BASE, npages * PAGE, context=1)
-        w.free(start + 2 * MS + 1000 * n, 1, BASE, 0)
-        rec = np.zeros(n, dtype=F.FIXED[F.TAG_SAMPLE])
-        rec["time_ns"] = start + MS + 1000 * np.arange(n, dtype=np.uint64)
-        rec["addr"] = BASE + pages.astype(np.uint64) * PAGE + 64
-        rec["weight"], rec["source"], rec["node"], rec["tid"] = 1, F.SOURCE_TRACE, 0xFFFF, 1
-        w.samples(rec)
-    return path
+    samples = {"time_ns": start + MS + 1000 * np.arange(n, dtype=np.uint64),
+               "addr": BASE + pages.astype(np.uint64) * PAGE + 64}
+    return write_trace(path, [(start, BASE, npages * PAGE, 1)], samples,
+                       frees=[(start + 2 * MS + 1000 * n, BASE, 0)], start_ns=start,
+                       source=F.SOURCE_TRACE)
 
 
 def run(trace_path, fast_pages: int, policies=("first-touch", "belady")):

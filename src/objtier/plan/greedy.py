@@ -159,11 +159,18 @@ def spill(table: Any, capacity_bytes: int, page_bytes: int = 4096,
                   fast, priority, order, fill, reason, chosen=chosen)
 
 
+def retouch_us(objects: ObjectTable) -> np.ndarray:
+    """Each object's re-reference interval [us], NaN where unknown (or no such column)."""
+    if objects.retouch_us is None:
+        return np.full(len(objects), np.nan)
+    return objects.retouch_us
+
+
 def reuse_order_priority(objects: ObjectTable) -> np.ndarray:
     """Walk priority of reuse: larger first = shorter re-reference interval; objects without
     one below every object with one, ordered by density among themselves."""
     n = len(objects)
-    retouch = objects.retouch_us if objects.retouch_us is not None else np.full(n, np.nan)
+    retouch = retouch_us(objects)
     known = np.isfinite(retouch) & (retouch > 0)
     dens = density(objects.accesses, objects.size)
     # ascending sort key: known ones by interval, then unknown ones by falling density
@@ -180,8 +187,7 @@ def reuse(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     fast, chosen, order, fill, reason = greedy_fill(objects, capacity_bytes, page_bytes,
                                                     reuse_order_priority(objects),
                                                     split_first=True, include_cold=include_cold)
-    retouch = objects.retouch_us if objects.retouch_us is not None else np.full(len(objects),
-                                                                                np.nan)
+    retouch = retouch_us(objects)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(np.isfinite(retouch) & (retouch > 0), 1e6 / retouch, 0.0)
     warnings = () if np.any(rate > 0) else (
