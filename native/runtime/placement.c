@@ -4,14 +4,18 @@
  * Granularity: an object's plan acts on its inner pages [lo, hi) — the whole pages inside
  * [addr, addr + size), so that no action touches a page shared with another heap block. A
  * split at fast_bytes f puts [lo, split) fast with split = round_down(addr + f) clamped to
- * [lo, hi) (split = hi when f >= size); [split, hi) is the planned-slow part.
+ * [lo, hi) (split = hi when f >= size); [split, hi) is the planned-slow part. A "pages" entry
+ * (plan.h) puts its ranges fast, each clipped to [lo, hi), and has split = lo: its planned-slow
+ * span [lo, hi) holds its locked ranges too; MADV_COLD and MADV_PAGEOUT leave mlocked pages
+ * alone (the kernel skips unevictable pages), so advice over the span reaches only the rest.
  *
  * Invariants (all under `lock`)
  *   - objs is an open-addressing table of planned objects keyed by addr (0 empty, 1 deleted),
  *     load (live + deleted) below 1/2. An object is in it from its allocation until its
  *     release; only objects matching an entry of some phase are kept.
- *   - Swap tier: [lo, locked_end) of each object is mlocked by us and locked_total is the
- *     sum of those lengths [bytes]; locked_total <= lock_limit.
+ *   - Swap tier: [lo, locked_end) of each object is mlocked by us, and so are the first
+ *     locked_n ranges of plan entry locked_entry (RT_PLAN_NONE: none), clipped; locked_total
+ *     is the sum of all those lengths [bytes]; locked_total <= lock_limit.
  *   - NUMA tier: bound_split is the split last applied with mbind (NOT_APPLIED before).
  *   - Every action leaves one PLACEMENT record (offset/length relative to the object).
  */
@@ -48,6 +52,9 @@ typedef struct pobj {
     uint64_t lo, hi;          /* inner pages, page-aligned addresses */
     uint64_t split;           /* planned split for the phase in force (lo..hi) */
     uint64_t locked_end;      /* swap: [lo, locked_end) mlocked by us */
+    uint64_t pages;           /* "pages" entry in force, or RT_PLAN_NONE */
+    uint64_t locked_entry;    /* swap: "pages" entry whose ranges we locked, or RT_PLAN_NONE */
+    uint64_t locked_n;        /* swap: how many of its ranges (a prefix of the list) */
     uint64_t bound_split;     /* numa: split applied by mbind, or NOT_APPLIED */
     uint32_t planned;         /* an entry of the phase in force (or of "*") matches */
     uint32_t is_map;          /* a mapping (released by rt_place_unmap) */
@@ -298,7 +305,13 @@ static void plan_for_phase(pobj *o)
     if (e == RT_PLAN_NONE && ph != 0)
         e = rt_plan_match(&plan, o->key, o->occurrence, o->size, 0);
     o->planned = e != RT_PLAN_NONE;
+    o->pages = RT_PLAN_NONE;
     if (!o->planned) {
+        o->split = o->lo;
+        return;
+    }
+    if (plan.entries[e].tier == RT_PLAN_PAGES) {
+        o->pages = e;
         o->split = o->lo;
         return;
     }
@@ -311,8 +324,39 @@ static void plan_for_phase(pobj *o)
     }
 }
 
+/* Range i of "pages" entry e on o, clipped to its whole pages: [*start, *end); 0 when the
+ * range lies beyond the object (a smaller object than profiled, or other alignment). */
+static int pages_range(const pobj *o, uint64_t e, uint64_t i, uint64_t *start, uint64_t *end)
+{
+    const rt_plan_range *r = &plan.ranges[plan.entries[e].range0 + i];
+    uint64_t span = o->hi - o->lo;
+    if (r->off >= span)
+        return 0;
+    *start = o->lo + r->off;
+    *end = r->len > span - r->off ? o->hi : *start + r->len;
+    return 1;
+}
+
+/* The locks of o no longer match the plan in force (they must go before new ones come). */
+static int swap_stale(const pobj *o)
+{
+    uint64_t want = o->planned ? o->split : o->lo;
+    return o->locked_end != want ||
+           (o->locked_entry != RT_PLAN_NONE && o->locked_entry != o->pages);
+}
+
 static void swap_unlock(pobj *o)
 {
+    for (uint64_t i = 0; o->locked_entry != RT_PLAN_NONE && i < o->locked_n; i++) {
+        uint64_t a, b;
+        if (!pages_range(o, o->locked_entry, i, &a, &b))
+            continue;
+        long r = syscall(SYS_munlock, (void *)(uintptr_t)a, b - a);
+        record(o, a, b, OT_PLACE_MUNLOCK, sys_result(r), 0);
+        locked_total -= b - a;
+    }
+    o->locked_entry = RT_PLAN_NONE;
+    o->locked_n = 0;
     if (o->locked_end <= o->lo)
         return;
     long r = syscall(SYS_munlock, (void *)(uintptr_t)o->lo, o->locked_end - o->lo);
@@ -321,19 +365,55 @@ static void swap_unlock(pobj *o)
     o->locked_end = o->lo;
 }
 
+static void warn_limit(void)
+{
+    if (!warned_limit) {
+        warned_limit = 1;
+        rt_log(1, "the plan asks to mlock more than the limit of %llu MiB "
+                  "(OBJTIER_MLOCK_LIMIT, memory cgroup limit minus margin); locking less",
+               (unsigned long long)(lock_limit >> 20));
+    }
+}
+
+/* mlock the ranges of o's "pages" entry not yet locked, in order, while they fit whole. */
+static void swap_lock_pages(pobj *o)
+{
+    if (o->locked_entry != RT_PLAN_NONE && o->locked_entry != o->pages)
+        return; /* the caller unlocks stale ranges first */
+    o->locked_entry = o->pages;
+    const rt_plan_entry *e = &plan.entries[o->pages];
+    for (uint64_t i = o->locked_n; i < e->n_ranges; i++) {
+        uint64_t a, b;
+        if (!pages_range(o, o->pages, i, &a, &b)) {
+            o->locked_n = i + 1;
+            continue;
+        }
+        if (b - a > (lock_limit > locked_total ? lock_limit - locked_total : 0)) {
+            warn_limit();
+            return;
+        }
+        long r = syscall(SYS_mlock, (void *)(uintptr_t)a, b - a);
+        int res = sys_result(r);
+        record(o, a, b, OT_PLACE_MLOCK, res, 0);
+        if (res != 0)
+            return;
+        locked_total += b - a;
+        o->locked_n = i + 1;
+    }
+}
+
 static void swap_lock(pobj *o)
 {
+    if (o->planned && o->pages != RT_PLAN_NONE) {
+        swap_lock_pages(o);
+        return;
+    }
     uint64_t want = o->planned ? o->split : o->lo;
     if (want <= o->lo || o->locked_end == want)
         return;
     uint64_t room = lock_limit > locked_total ? lock_limit - locked_total : 0;
     if (want - o->lo > room) {
-        if (!warned_limit) {
-            warned_limit = 1;
-            rt_log(1, "the plan asks to mlock more than the limit of %llu MiB "
-                      "(OBJTIER_MLOCK_LIMIT, memory cgroup limit minus margin); locking less",
-                   (unsigned long long)(lock_limit >> 20));
-        }
+        warn_limit();
         want = o->lo + (room & ~(uint64_t)(rt_page_bytes - 1));
         if (want <= o->lo)
             return;
@@ -354,27 +434,57 @@ static long sys_mbind(uint64_t start, uint64_t len, int mode, uint64_t mask, uns
                    mask ? 65 : 0, flags);
 }
 
+/* mbind [start, end) to the fast nodes (preferred unless OBJTIER_NUMA_STRICT). */
+static void numa_bind_fast(pobj *o, uint64_t start, uint64_t end)
+{
+    int mode = MPOL_BIND;
+    uint64_t mask = fast_mask;
+    if (!numa_strict)
+        mode = (mask & (mask - 1)) ? MPOL_PREFERRED_MANY : MPOL_PREFERRED;
+    long r = sys_mbind(start, end - start, mode, mask, MPOL_MF_MOVE);
+    if (r != 0 && mode == MPOL_PREFERRED_MANY) /* kernels before 5.15 */
+        r = sys_mbind(start, end - start, MPOL_PREFERRED, mask & -mask, MPOL_MF_MOVE);
+    record(o, start, end, OT_PLACE_MBIND, sys_result(r), mask);
+}
+
+static void numa_bind_slow(pobj *o, uint64_t start, uint64_t end)
+{
+    long r = sys_mbind(start, end - start, MPOL_BIND, slow_mask, MPOL_MF_MOVE);
+    record(o, start, end, OT_PLACE_MBIND, sys_result(r), slow_mask);
+}
+
+/* A "pages" entry on the NUMA tier: its ranges fast, the gaps between them slow. bound_split
+ * cannot tell one pages entry from another, so a phase change always rebinds. */
+static void numa_bind_pages(pobj *o)
+{
+    uint64_t at = o->lo, a, b;
+    for (uint64_t i = 0; i < plan.entries[o->pages].n_ranges; i++) {
+        if (!pages_range(o, o->pages, i, &a, &b))
+            break;
+        if (a > at)
+            numa_bind_slow(o, at, a);
+        numa_bind_fast(o, a, b);
+        at = b;
+    }
+    if (at < o->hi)
+        numa_bind_slow(o, at, o->hi);
+    o->bound_split = NOT_APPLIED;
+}
+
 static void numa_bind(pobj *o)
 {
+    if (o->planned && o->pages != RT_PLAN_NONE) {
+        numa_bind_pages(o);
+        return;
+    }
     if (!o->planned || o->bound_split == o->split)
         return;
     /* MPOL_MF_MOVE: pages already touched (reused heap memory, realloc, a phase change)
      * migrate; untouched ones are placed at first touch. */
-    if (o->split > o->lo) {
-        int mode = MPOL_BIND;
-        uint64_t mask = fast_mask;
-        if (!numa_strict) {
-            mode = (mask & (mask - 1)) ? MPOL_PREFERRED_MANY : MPOL_PREFERRED;
-        }
-        long r = sys_mbind(o->lo, o->split - o->lo, mode, mask, MPOL_MF_MOVE);
-        if (r != 0 && mode == MPOL_PREFERRED_MANY) /* kernels before 5.15 */
-            r = sys_mbind(o->lo, o->split - o->lo, MPOL_PREFERRED, mask & -mask, MPOL_MF_MOVE);
-        record(o, o->lo, o->split, OT_PLACE_MBIND, sys_result(r), mask);
-    }
-    if (o->split < o->hi) {
-        long r = sys_mbind(o->split, o->hi - o->split, MPOL_BIND, slow_mask, MPOL_MF_MOVE);
-        record(o, o->split, o->hi, OT_PLACE_MBIND, sys_result(r), slow_mask);
-    }
+    if (o->split > o->lo)
+        numa_bind_fast(o, o->lo, o->split);
+    if (o->split < o->hi)
+        numa_bind_slow(o, o->split, o->hi);
     o->bound_split = o->split;
 }
 
@@ -403,6 +513,7 @@ void rt_place_on_alloc(const rt_obj *ob, uint32_t ctx)
     }
     pobj o = {.addr = ob->addr, .size = ob->size, .seq = ob->seq, .key = key,
               .occurrence = next_occurrence(key), .bound_split = NOT_APPLIED,
+              .pages = RT_PLAN_NONE, .locked_entry = RT_PLAN_NONE,
               .is_map = ob->kind == OT_ALLOC_MMAP || ob->kind == OT_ALLOC_MREMAP};
     uint64_t pg = rt_page_bytes;
     o.lo = (o.addr + pg - 1) & ~(pg - 1);
@@ -484,7 +595,7 @@ void rt_place_phase(const char *name, size_t len)
                 if (tier == RT_TIER_NUMA) {
                     if (step == 0)
                         numa_bind(o);
-                } else if (step == 0 && o->locked_end != (o->planned ? o->split : o->lo))
+                } else if (step == 0 && swap_stale(o))
                     swap_unlock(o);
                 else if (step == 1)
                     swap_lock(o);

@@ -45,6 +45,42 @@ static int hexval(char c)
     return -1;
 }
 
+/* RANGES of a "pages" entry: OFF:LEN[,OFF:LEN...], decimal bytes, LEN > 0, sorted and
+ * disjoint, summing to fast_bytes; appended to p->ranges (pass 2 only). */
+static int parse_ranges(rt_plan *p, const char *s, size_t n, uint64_t fast_bytes, int keep,
+                        uint64_t *first, uint64_t *count)
+{
+    uint64_t end = 0, total = 0, k = 0;
+    size_t i = 0;
+    *first = p->n_ranges;
+    while (i < n) {
+        size_t j = i;
+        while (j < n && s[j] != ':')
+            j++;
+        size_t c = j + 1;
+        while (c < n && s[c] != ',')
+            c++;
+        uint64_t off, len;
+        if (j >= n || parse_dec(s + i, j - i, &off) != 0 ||
+            parse_dec(s + j + 1, c - j - 1, &len) != 0 || len == 0 || off < end ||
+            off > UINT64_MAX - len)
+            return -1;
+        if (keep) {
+            if ((p->n_ranges + 1) * sizeof(rt_plan_range) > p->map_ranges_bytes)
+                return -1;
+            p->ranges[p->n_ranges++] = (rt_plan_range){off, len};
+        }
+        end = off + len;
+        total += len;
+        k++;
+        i = c + 1;
+        if (c == n - 1) /* a trailing comma */
+            return -1;
+    }
+    *count = k;
+    return k > 0 && total == fast_bytes ? 0 : -1;
+}
+
 /* KEY: exactly 16 lowercase hex digits. */
 static int parse_key(const char *s, size_t n, uint64_t *out)
 {
@@ -246,7 +282,7 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
                     target_lens[i] = tl;
                 }
             }
-        } else if (f.count == 7) {
+        } else if (f.count == 7 || (f.count == 8 && is_word(&f, 4, "pages"))) {
             rt_plan_entry e;
             memset(&e, 0, sizeof e);
             ok = parse_key(f.s[0], f.n[0], &e.key) == 0;
@@ -264,8 +300,13 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
                 e.tier = RT_PLAN_SLOW;
             else if (ok && is_word(&f, 4, "split"))
                 e.tier = RT_PLAN_SPLIT;
+            else if (ok && is_word(&f, 4, "pages") && f.count == 8)
+                e.tier = RT_PLAN_PAGES;
             else
                 ok = 0;
+            if (ok && e.tier == RT_PLAN_PAGES)
+                ok = parse_ranges(p, f.s[7], f.n[7], e.fast_bytes, pass == 2, &e.range0,
+                                  &e.n_ranges) == 0;
             if (ok && pass == 2) {
                 uint32_t l = 0;
                 size_t used = p->strings_used;
@@ -309,6 +350,15 @@ int rt_plan_parse(rt_plan *p, const char *text, size_t len, char *err, size_t er
         return -1;
     }
     p->entries = p->map_entries;
+    /* every range takes at least 4 bytes of the file ("0:1,"), so len / 4 + 1 bound them */
+    p->map_ranges_bytes = ((size_t)len / 4 + 1) * sizeof(rt_plan_range);
+    p->map_ranges = rt_sys_mmap(p->map_ranges_bytes);
+    if (!p->map_ranges) {
+        snprintf(err, err_len, "out of memory reading the plan");
+        rt_plan_free(p);
+        return -1;
+    }
+    p->ranges = p->map_ranges;
     static const char root[] = "*";
     add_phase(p, root, 1); /* phases[0] is the root */
     const char *targets[RT_PLAN_MAX_PHASES] = {0};
@@ -377,6 +427,7 @@ int rt_plan_load(rt_plan *p, const char *path, char *err, size_t err_len)
 void rt_plan_free(rt_plan *p)
 {
     rt_sys_munmap(p->map_entries, p->map_entries_bytes);
+    rt_sys_munmap(p->map_ranges, p->map_ranges_bytes);
     rt_sys_munmap(p->strings, p->strings_cap);
     memset(p, 0, sizeof *p);
 }

@@ -21,17 +21,27 @@
 #define RT_PLAN_MAX_NAME 255     /* bytes of a decoded phase name */
 #define RT_PLAN_NONE UINT32_MAX  /* no entry / no phase */
 
-enum rt_plan_tier { RT_PLAN_FAST = 0, RT_PLAN_SLOW = 1, RT_PLAN_SPLIT = 2 };
+enum rt_plan_tier { RT_PLAN_FAST = 0, RT_PLAN_SLOW = 1, RT_PLAN_SPLIT = 2, RT_PLAN_PAGES = 3 };
+
+/* A fast range of a "pages" entry: bytes [off, off + len) counted from the object's first
+ * whole page (its first byte rounded up to a page); page multiples. */
+typedef struct rt_plan_range {
+    uint64_t off, len;
+} rt_plan_range;
 
 typedef struct rt_plan_entry {
     uint64_t key;         /* stable context key (trace_format.h) */
     uint64_t occurrence;  /* 0-based count among this key's tracked objects, or RT_PLAN_ANY */
     uint64_t size_min;    /* inclusive, bytes */
     uint64_t size_max;    /* inclusive, bytes */
-    uint64_t fast_bytes;  /* [0, fast_bytes) of the object is fast, the rest slow */
+    uint64_t fast_bytes;  /* [0, fast_bytes) of the object is fast, the rest slow; for
+                           * RT_PLAN_PAGES the sum of the ranges' lengths */
+    uint64_t range0;      /* RT_PLAN_PAGES: index of the first range in rt_plan.ranges */
+    uint64_t n_ranges;    /* RT_PLAN_PAGES: ranges (sorted, disjoint); 0 otherwise */
     uint32_t phase;       /* index into rt_plan.phases: the entry applies while it is in force */
     uint32_t line;        /* line number in the file: among equal matches the first wins */
-    uint32_t tier;        /* enum rt_plan_tier (informative: fast_bytes says it all) */
+    uint32_t tier;        /* enum rt_plan_tier (informative for fast/slow/split: fast_bytes
+                           * says it all; RT_PLAN_PAGES: the ranges do) */
 } rt_plan_entry;
 
 typedef struct rt_plan_phase {
@@ -43,6 +53,8 @@ typedef struct rt_plan_phase {
 typedef struct rt_plan {
     rt_plan_entry *entries;
     uint64_t n_entries;
+    rt_plan_range *ranges;  /* of all "pages" entries, each entry's ranges contiguous */
+    uint64_t n_ranges;
     rt_plan_phase phases[RT_PLAN_MAX_PHASES];
     uint32_t n_phases;
     uint64_t budget_bytes;  /* `budget` record, 0 when absent */
@@ -51,6 +63,8 @@ typedef struct rt_plan {
     /* private: mappings to release */
     void *map_entries;
     size_t map_entries_bytes;
+    void *map_ranges;
+    size_t map_ranges_bytes;
     char *strings;
     size_t strings_used, strings_cap;
 } rt_plan;

@@ -205,6 +205,11 @@ def test_plan_that_matches_nothing_warns_at_exit(hotcold, tmp_path):
     ("objtier-plan 1\n0123456789abcdef x 1 2 fast 2 *\n", "line 2"),
     ("objtier-plan 1\nbudget 12\n", "line 2"),
     ("objtier-plan 1\nphase a * nowhere\n", "not a phase"),
+    ("objtier-plan 1\n0123456789abcdef * 1 9 pages 8 * 0:4,2:4\n", "line 2"),  # overlap
+    ("objtier-plan 1\n0123456789abcdef * 1 9 pages 8 * 0:4\n", "line 2"),      # sum != 8
+    ("objtier-plan 1\n0123456789abcdef * 1 9 pages 4 * 0:4,\n", "line 2"),
+    ("objtier-plan 1\n0123456789abcdef * 1 9 pages 4 *\n", "line 2"),          # no ranges
+    ("objtier-plan 1\n0123456789abcdef * 1 9 split 4 * 0:4\n", "line 2"),
     ("", "first line"),
 ])
 def test_malformed_plan_is_one_warning_and_the_program_runs(hotcold, tmp_path, text, why):
@@ -227,6 +232,40 @@ def test_unreadable_plan_and_bad_tier(hotcold, tmp_path):
     proc = subprocess.run([str(hotcold), "1", "1", "0"], env=env, capture_output=True, text=True)
     assert proc.returncode == 3 and proc.stderr.count("\n") == 1
     assert "OBJTIER_FAST_NODES" in proc.stderr
+
+
+def test_pages_entry_locks_its_ranges_and_unlocks_them(hotcold, run_traced, tmp_path):
+    """A "pages" entry mlocks each range (from the object's first whole page), nothing else of
+    the object; ranges beyond the object are skipped; all are munlocked at free."""
+    hot, cold = record_keys(hotcold, run_traced)
+    ranges = [(0, MIB), (4 * MIB, 2 * MIB), (15 * MIB, 4 * MIB), (64 * MIB, MIB)]
+    text = ",".join(f"{o}:{n}" for o, n in ranges)
+    entries = [f"{cold} * {16 * MIB} {16 * MIB} pages {8 * MIB} * {text}"]
+    proc, out = run_plan(hotcold, tmp_path, plan_text(entries), 8, 16, 0, advise_ms=50)
+    assert proc.returncode == 3, proc.stderr
+    kb = values(proc.stdout)
+    assert kb["hot_locked_kb"] == 0
+    # 1 + 2 MiB, and the range at 15 MiB clipped to the object's whole pages (< 1 MiB left)
+    assert 4 * 1024 - 8 <= kb["cold_locked_kb"] < 4 * 1024, proc.stdout
+    recs = placements(out)
+    locks = [r for r in recs if r["action"] == MLOCK]
+    assert [r["result"] for r in locks] == [0, 0, 0] and {r["alloc_seq"] for r in locks} == {2}
+    first = locks[0]["offset"]                       # the object's first whole page
+    assert 0 < first <= 4096
+    assert [(r["offset"] - first, r["length"]) for r in locks[:2]] == [(0, MIB), (4 * MIB, 2 * MIB)]
+    assert locks[2]["offset"] - first == 15 * MIB and locks[2]["length"] < MIB
+    unlocks = [r for r in recs if r["action"] == MUNLOCK]
+    assert sorted((r["offset"], r["length"]) for r in unlocks) == \
+        sorted((r["offset"], r["length"]) for r in locks)
+
+
+def test_pages_entry_respects_the_mlock_limit(hotcold, run_traced, tmp_path):
+    hot, cold = record_keys(hotcold, run_traced)
+    entries = [f"{cold} * {16 * MIB} {16 * MIB} pages {6 * MIB} * 0:{2 * MIB},{8 * MIB}:{4 * MIB}"]
+    proc, out = run_plan(hotcold, tmp_path, plan_text(entries), 8, 16, 0, mlock_limit="5M")
+    assert proc.returncode == 3, proc.stderr
+    assert values(proc.stdout)["cold_locked_kb"] == 2 * 1024   # the second range does not fit
+    assert sum("more than the limit" in w for w in proc.stderr.splitlines()) == 1
 
 
 def test_phases_lock_and_unlock_per_phase(hotcold, run_traced, tmp_path):

@@ -51,6 +51,36 @@ def test_cli_object_policy_follows_a_plan_file(hot_cold_trace, tmp_path):
     assert obj.counters["fast_loads"] > 5 * ft.counters["fast_loads"]
 
 
+def test_pages_entries_become_page_bits(hot_cold_trace):
+    """A "pages" entry's ranges (from the first whole page) set exactly those pages; another
+    entry's prefix stays a prefix; the object policy runs the bitmap."""
+    from objtier.sim import load_preset, simulate
+    from objtier.sim.events import from_trace
+    from objtier.sim.placement import plan_file_page_bits
+    from objtier.trace import open_trace
+
+    trace = open_trace(hot_cold_trace)
+    ctx = trace.contexts
+    keys = dict(zip(ctx.column("context").to_pylist(), ctx.column("key").to_pylist()))
+    pg = 4096
+    entries = [
+        {"phase": "*", "context_key": keys[1], "occurrence": None, "size_min": 0,
+         "size_max": 1 << 40, "tier": "pages", "fast_bytes": 3 * pg,
+         "ranges": [[0, pg], [10 * pg, 2 * pg]]},
+        {"phase": "*", "context_key": keys[2], "occurrence": None, "size_min": 0,
+         "size_max": 1 << 40, "tier": "split", "fast_bytes": 5 * pg}]
+    plan = {"format": "objtier-plan", "version": 1, "entries": entries}
+    source = from_trace(trace)
+    bits, base = plan_file_page_bits(trace, source, plan, 12)
+    cold = bits[int(base[0]):int(base[1])]          # page-aligned object: page 0 is whole
+    hot = bits[int(base[1]):]
+    assert np.flatnonzero(cold).tolist() == [0, 10, 11]
+    assert np.flatnonzero(hot).tolist() == [0, 1, 2, 3, 4]
+    assert plan_file_page_bits(trace, source, {"entries": entries[1:]}, 12) is None
+    sim = simulate(trace, ["object"], 8 * 2**20, load_preset("cxl"), plan_doc=plan)
+    assert sim.results[0].counters["fast_loads"] > 0
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--preset", "nosuch"], "unknown preset"),
     (["--policy", "first-touch,bogus"], "unknown policy"),

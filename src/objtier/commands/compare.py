@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="swap behind the cgroup (default: a new zram device)")
     parser.add_argument("--algo", default="spill",
-                        choices=["rank", "spill", "reuse", "halving", "exact"],
+                        choices=["rank", "spill", "reuse", "halving", "exact", "pages"],
                         help="placement algorithm (default spill: fills the mlock budget, "
                         "splitting the first object that does not fit whole)")
     parser.add_argument("--backfill", action="store_true",

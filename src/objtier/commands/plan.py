@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fast-tier budget: a size (8G, 512M, 1.5GiB, bytes) or a "
                         "percentage of the footprint (70%%)")
     parser.add_argument("--algo", default="halving",
-                        choices=["rank", "spill", "reuse", "halving", "exact"],
+                        choices=["rank", "spill", "reuse", "halving", "exact", "pages"],
                         help="placement algorithm (default: halving)")
     parser.add_argument("--alpha", type=float, default=None, help="halving: accesses exponent (1)")
     parser.add_argument("--beta", type=float, default=None, help="halving: size exponent (1)")
@@ -96,8 +96,9 @@ def _trace_exe(trace: Any, table: Any) -> str | None:
     return str(processes[0].exe)
 
 
-def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int]:
-    """(object table, phase table, phase accesses, exe, page_bytes) from the input."""
+def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any]:
+    """(object table, phase table, phase accesses, exe, page_bytes, samples per page or None)
+    from the input; samples per page only for a recording planned with --algo pages."""
     path = Path(args.input)
     if not path.exists():
         raise UsageError(f"{path} does not exist")
@@ -109,7 +110,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int]:
                                  "--phase-accesses")
             phases = _read_table_file(Path(args.phase_table))
             accesses = _read_table_file(Path(args.phase_accesses))
-        return _read_table_file(path), phases, accesses, args.exe, DEFAULT_PAGE_BYTES
+        return _read_table_file(path), phases, accesses, args.exe, DEFAULT_PAGE_BYTES, None
     try:
         from objtier.analysis.objects import object_table
         from objtier.trace import open_trace
@@ -135,7 +136,12 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int]:
             phases, accesses = phase_table(trace), phase_accesses(trace)
     pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
     page = min(pages) if pages else DEFAULT_PAGE_BYTES
-    return table, phases, accesses, args.exe or _trace_exe(trace, table), page
+    per_page = None
+    if args.algo == "pages":
+        from objtier.analysis.page_samples import page_samples
+
+        per_page = page_samples(trace)
+    return table, phases, accesses, args.exe or _trace_exe(trace, table), page, per_page
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -158,7 +164,11 @@ def run(args: argparse.Namespace) -> int:
     from objtier import plan as planner
 
     params = _params(args)
-    raw, phases, accesses, exe, page = _load(args)
+    raw, phases, accesses, exe, page, per_page = _load(args)
+    if args.algo in planner.NEEDS_PAGE_SAMPLES:
+        if args.phases:
+            raise UsageError(f"--algo {args.algo} plans the whole run; it does not take --phases")
+        params["page_samples"] = per_page
     objects = planner.object_table(raw)
     page = args.page_bytes or page
     peak = planner.parse_size(args.footprint) if args.footprint else None

@@ -171,8 +171,14 @@ def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
     pages = [p.page_bytes for p in trace.processes if p.page_bytes]
     page = min(pages) if pages else 4096
 
+    params = {}
+    if settings.algo in planner.NEEDS_PAGE_SAMPLES:
+        from objtier.analysis.page_samples import page_samples
+
+        params["page_samples"] = page_samples(trace)
+
     def place(fast_bytes: int):
-        placement = planner.algorithm(settings.algo)(objects, fast_bytes, page)
+        placement = planner.algorithm(settings.algo)(objects, fast_bytes, page, **params)
         return placement if settings.backfill else planner.without_backfill(objects, placement)
 
     limit, margin = enforce.mlock_limit(local, settings.margin)

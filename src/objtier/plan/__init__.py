@@ -18,6 +18,7 @@ from objtier.plan.budget import Budget, footprint, parse_budget, parse_size, pea
 from objtier.plan.exact import exact
 from objtier.plan.greedy import rank, reuse, spill
 from objtier.plan.halving import halving
+from objtier.plan.pages import pages
 from objtier.plan.phases import ROOT, PhaseMerge, PhasePlacement, merge_phases, plan_phases
 from objtier.plan.placement import TIERS, Placement
 from objtier.plan.planfile import build_plan, load_plan, validate_plan, write_plan
@@ -26,7 +27,9 @@ from objtier.plan.textexport import parse_text, to_text
 
 ALGORITHMS: dict[str, Callable[..., Placement]] = {
     "rank": rank, "spill": spill, "reuse": reuse, "halving": halving, "exact": exact,
+    "pages": pages,
 }
+NEEDS_PAGE_SAMPLES = {"pages"}  # algorithms called with page_samples= (a recording's)
 
 
 def algorithm(name: str) -> Callable[..., Placement]:
@@ -40,7 +43,7 @@ def algorithm(name: str) -> Callable[..., Placement]:
 __all__ = [
     "ALGORITHMS", "Budget", "ObjectTable", "PhaseMerge", "PhasePlacement", "PhaseTable",
     "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan", "check_plan_binary",
-    "exact", "footprint", "halving", "identity", "load_plan", "merge_phases", "object_table",
-    "parse_budget", "parse_size", "parse_text", "peak_live_bytes", "phase_table", "plan_phases",
+    "NEEDS_PAGE_SAMPLES", "exact", "footprint", "halving", "identity", "load_plan", "merge_phases", "object_table",
+    "pages", "parse_budget", "parse_size", "parse_text", "peak_live_bytes", "phase_table", "plan_phases",
     "rank", "reuse", "spill", "to_text", "validate_plan", "without_backfill", "write_plan",
 ]

@@ -8,7 +8,8 @@ hotter pages the kernel would otherwise keep. (On BFS over a uniform graph at 70
 the effect was not measurable: the run was 13 % slower than the kernel alone with and without
 backfill, a cost of the runtime's pressure guard; docs/planning.md.) `without_backfill` makes
 every object ranked below the first one that did not fit whole slow again; objects above it,
-and that object's own fast prefix, stay.
+and that object's own fast prefix, stay. `pages` plans (objtier.plan.pages) rank pages, not
+objects, and fill only by their own rule: they are returned unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from objtier.plan.table import ObjectTable
 def without_backfill(objects: ObjectTable, placement: Placement) -> Placement:
     """placement with the objects it ranked below its first not-wholly-fast candidate made
     slow (objects and placement in the same row order, as the algorithms return them)."""
+    if placement.algorithm == "pages":
+        return placement
     considered = placement.order >= 0
     short = considered & (placement.accesses > 0) & (placement.fast_bytes < placement.size)
     if not short.any():

@@ -23,6 +23,7 @@ def summary_line(placement: Placement, phase: str | None = None) -> str:
     total = float(placement.accesses.sum())
     fast = int((placement.tier == "fast").sum())
     split = int((placement.tier == "split").sum())
+    by_page = int((placement.tier == "pages").sum())
     share = placement.fast_accesses / total if total > 0 else 0.0
     where = f" phase {phase}:" if phase else ""
     if placement.lifetimes:
@@ -32,8 +33,9 @@ def summary_line(placement: Placement, phase: str | None = None) -> str:
     else:
         used = (f"{human_bytes(placement.used_bytes)} of "
                 f"{human_bytes(placement.capacity_bytes)}")
-    return (f"{placement.algorithm}:{where} {fast + split} of {len(placement)} objects fast "
-            f"({split} split), {used}, {share:.1%} of sampled accesses")
+    parts = f"{split} split" + (f", {by_page} by pages" if by_page else "")
+    return (f"{placement.algorithm}:{where} {fast + split + by_page} of {len(placement)} objects "
+            f"fast ({parts}), {used}, {share:.1%} of sampled accesses")
 
 
 def _console() -> Console:

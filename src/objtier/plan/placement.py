@@ -7,7 +7,10 @@ Units and encodings
   - Fast-tier capacity is counted in pages: an object placed fast charges
     ceil(fast_bytes / page_bytes) pages, because every enforcement (mbind, mlock, madvise)
     acts on whole pages. page_bytes = 1 gives byte granularity.
-  - tier is "fast", "slow" or "split".
+  - tier is "fast", "slow", "split" or "pages". A "pages" object (objtier.plan.pages) has
+    ranges: (offset, length) byte pairs counted from the object's first whole page (its
+    first byte rounded up to a page), page multiples, sorted and disjoint; those pages are
+    fast, every other page slow, and fast_bytes is their sum (so the charge is unchanged).
   - Lifetimes (objtier.plan.lifetime): when the object table has alloc_ns/free_ns, the
     capacity bounds the fast pages live at the same moment (peak_fast_bytes), not their sum
     (used_bytes, which may then exceed the capacity), and cumulative_fill is, in the final
@@ -26,7 +29,7 @@ from objtier.errors import UsageError
 from objtier.plan.lifetime import Timeline, has_lifetimes
 from objtier.plan.table import ObjectTable, object_table
 
-TIERS = ("fast", "slow", "split")
+TIERS = ("fast", "slow", "split", "pages")
 UNKNOWN_CONTEXT = "unknown allocation context: a plan cannot name it"
 
 
@@ -55,6 +58,7 @@ class Placement:
     warnings: tuple[str, ...] = field(default=())
     lifetimes: bool = False      # the capacity was checked over time (table had lifetimes)
     peak_fast_bytes: int | None = None  # most fast bytes live at once; None = used_bytes
+    ranges: tuple | None = None  # per row: int64 array (k, 2) of a "pages" object, else None
 
     def __len__(self) -> int:
         return len(self.object)

@@ -5,6 +5,9 @@ whose occurrence number equals `occurrence` (null = any occurrence) and whose si
 [size_min, size_max] gets bytes [0, min(fast_bytes, size)) fast and the rest slow, while phase
 `phase` is the plan in force ("*" = the whole program). tier restates it: "fast" (whole object,
 fast_bytes >= size), "slow" (fast_bytes = 0) or "split" (fast_bytes a page multiple < size).
+A "pages" entry (objtier.plan.pages) instead makes fast the byte ranges `ranges`, a list of
+[offset, length] pairs counted from the object's first whole page (page multiples, sorted,
+disjoint; their lengths sum to fast_bytes), and every other page slow.
 A context whose objects all got the same whole-object tier is written as one entry with
 occurrence null and the size range of its objects; otherwise one entry per object.
 """
@@ -44,7 +47,8 @@ def plan_entries(objects: ObjectTable, placement: Placement, phase: str = ROOT
             alloc_ns=None, free_ns=None)
         placement = replace(placement, **{f: getattr(placement, f)[known] for f in (
             "object", "size", "accesses", "tier", "fast_bytes", "priority", "order",
-            "cumulative_fill", "reason")})
+            "cumulative_fill", "reason")}, ranges=None if placement.ranges is None else
+            tuple(r for r, k in zip(placement.ranges, known) if k))
     keys, inverse = np.unique(objects.context_key.astype(str), return_inverse=True)
     code = np.select([placement.tier == "fast", placement.tier == "slow"], [0, 1], 2)
     lo = np.full(len(keys), 3)
@@ -67,13 +71,16 @@ def plan_entries(objects: ObjectTable, placement: Placement, phase: str = ROOT
             "label": str(objects.label[rows[0]]),
         })
     for row in np.flatnonzero(~grouped[inverse]).tolist():
-        entries.append({
+        entry = {
             "phase": phase, "context_key": str(objects.context_key[row]),
             "occurrence": int(objects.occurrence[row]),
             "size_min": int(objects.size[row]), "size_max": int(objects.size[row]), "objects": 1,
             "tier": str(placement.tier[row]), "fast_bytes": int(placement.fast_bytes[row]),
             "accesses": float(placement.accesses[row]), "label": str(objects.label[row]),
-        })
+        }
+        if entry["tier"] == "pages":
+            entry["ranges"] = placement.ranges[row].tolist()
+        entries.append(entry)
     entries.sort(key=lambda e: (e["context_key"], -1 if e["occurrence"] is None
                                 else e["occurrence"]))
     return entries
@@ -176,6 +183,24 @@ def _fail(where: str, message: str) -> None:
     raise UsageError(f"{where}: {message}")
 
 
+def _check_ranges(where: str, i: int, e: dict[str, Any]) -> None:
+    """A "pages" entry's ranges: [offset, length] integer pairs, length > 0, sorted, disjoint,
+    lengths summing to fast_bytes."""
+    ranges = e.get("ranges")
+    ok = isinstance(ranges, list) and len(ranges) > 0
+    end = total = 0
+    for r in ranges if ok else []:
+        ok = (isinstance(r, list) and len(r) == 2
+              and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
+              and r[0] >= end and r[1] > 0)
+        if not ok:
+            break
+        end, total = r[0] + r[1], total + r[1]
+    if not ok or total != e["fast_bytes"]:
+        _fail(where, f"entry {i}: a pages entry needs ranges, sorted disjoint [offset, length] "
+                     f"pairs whose lengths sum to fast_bytes")
+
+
 def validate_plan(plan: Any, where: str = "plan") -> None:
     """Check format, version and every entry's fields; raises UsageError (one line)."""
     if not isinstance(plan, dict) or plan.get("format") != FORMAT:
@@ -214,5 +239,7 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
             _fail(where, f"entry {i}: size_min > size_max")
         if e.get("tier") not in TIERS:
             _fail(where, f"entry {i}: tier must be one of {', '.join(TIERS)}")
+        if e["tier"] == "pages":
+            _check_ranges(where, i, e)
         if e.get("phase") not in names:
             _fail(where, f"entry {i}: unknown phase {e.get('phase')!r}")

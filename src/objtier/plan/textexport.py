@@ -12,7 +12,12 @@ Grammar (one record per line, fields separated by single spaces, "\\n" line ends
                                                      (no keyword is 16 hex digits, so the
                                                      first field tells entries from other
                                                      records); OCC decimal or "*" (any);
-                                                     TIER fast|slow|split; sizes decimal bytes
+                                                     TIER fast|slow|split|pages; sizes
+                                                     decimal bytes
+    KEY OCC SIZE_MIN SIZE_MAX pages FAST_BYTES PHASE RANGES
+                                                     a "pages" entry: RANGES = OFF:LEN pairs
+                                                     joined by ",", decimal bytes from the
+                                                     object's first whole page (planfile)
 Names (PATH, NAME, PARENT, TARGET, PHASE) are UTF-8 with "%", "#", control characters and
 whitespace written as %XX (hex of each byte), so no field holds a space.
 """
@@ -75,8 +80,10 @@ def to_text(plan: dict[str, Any]) -> str:
                      f" {escape(p['target'])}")
     for e in plan["entries"]:
         occ = "*" if e["occurrence"] is None else str(e["occurrence"])
+        ranges = (" " + ",".join(f"{o}:{n}" for o, n in e["ranges"])
+                  if e["tier"] == "pages" else "")
         lines.append(f"{e['context_key']} {occ} {e['size_min']} {e['size_max']} {e['tier']} "
-                     f"{e['fast_bytes']} {escape(e['phase'])}")
+                     f"{e['fast_bytes']} {escape(e['phase'])}{ranges}")
     return "\n".join(lines) + "\n"
 
 
@@ -101,11 +108,17 @@ def parse_text(text: str) -> dict[str, Any]:
                 out["phases"].append({"name": unescape(f[1]),
                                       "parent": None if f[2] == "-" else unescape(f[2]),
                                       "target": unescape(f[3])})
-            elif len(f) == 7 and len(f[0]) == 16 and not f[0].strip("0123456789abcdef"):
-                out["entries"].append({
+            elif len(f) == (8 if f[4:5] == ["pages"] else 7) and len(f[0]) == 16 \
+                    and not f[0].strip("0123456789abcdef"):
+                entry = {
                     "context_key": f[0], "occurrence": None if f[1] == "*" else int(f[1]),
                     "size_min": int(f[2]), "size_max": int(f[3]), "tier": f[4],
-                    "fast_bytes": int(f[5]), "phase": unescape(f[6])})
+                    "fast_bytes": int(f[5]), "phase": unescape(f[6])}
+                if len(f) == 8:
+                    entry["ranges"] = [[int(v) for v in r.split(":", 1)] for r in f[7].split(",")]
+                    if any(len(r) != 2 for r in entry["ranges"]):
+                        raise ValueError
+                out["entries"].append(entry)
             else:
                 raise ValueError
         except ValueError:

@@ -98,6 +98,46 @@ def plan_file_fast_bytes(trace, source: EventSource, plan_doc: dict,
     return out
 
 
+def plan_file_page_bits(trace, source: EventSource, plan_doc: dict, page_shift: int
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(page_bits, page_base) of a plan with "pages" entries (whole program, "*"), None when it
+    has none. A pages entry's ranges count from the object's first whole page; every other
+    entry's fast prefix covers the pages of [addr, addr + fast_bytes), as with fast_bytes."""
+    entries = [e for e in plan_doc.get("entries", [])
+               if e.get("phase", "*") == "*" and e.get("tier") == "pages"]
+    if not entries:
+        return None
+    fast = plan_file_fast_bytes(trace, source, plan_doc)
+    keys = context_keys(trace, source)
+    occ = occurrences(keys, source.pid)
+    sh = np.uint64(page_shift)
+    page = 1 << page_shift
+    size = source.size.astype(np.uint64)
+    first = source.addr >> sh
+    npages = np.where(size > 0, ((source.addr + np.maximum(size, 1) - np.uint64(1)) >> sh)
+                      - first + np.uint64(1), 0).astype(np.int64)
+    base = np.concatenate([[0], np.cumsum(npages)[:-1]]).astype(np.int64) if len(npages) \
+        else np.zeros(0, np.int64)
+    bits = np.zeros(max(int(npages.sum()), 1), dtype=np.uint8)
+    prefix = np.where(fast > 0, ((source.addr + fast - np.uint64(1)) >> sh) - first
+                      + np.uint64(1), 0).astype(np.int64)
+    for i in np.flatnonzero(prefix).tolist():
+        bits[base[i]:base[i] + min(int(prefix[i]), int(npages[i]))] = 1
+    for entry in entries:
+        sel = (keys == entry["context_key"]) & (source.size >= int(entry["size_min"])) \
+            & (source.size <= int(entry["size_max"]))
+        if entry.get("occurrence") is not None:
+            sel &= occ == int(entry["occurrence"])
+        for i in np.flatnonzero(sel).tolist():
+            bits[base[i]:base[i] + npages[i]] = 0   # the entry's ranges replace its prefix
+            lead = 1 if int(source.addr[i]) % page else 0  # partial first page: not whole
+            for off, length in entry["ranges"]:
+                lo = min(lead + off // page, int(npages[i]))
+                hi = min(lead + (off + length) // page, int(npages[i]))
+                bits[base[i] + lo:base[i] + hi] = 1
+    return bits, base.astype(np.uint64)
+
+
 def _plan_phase_fast_bytes(trace, source: EventSource, plan_doc: dict,
                            phase: str) -> tuple[np.ndarray, np.ndarray]:
     keys = context_keys(trace, source)

@@ -117,6 +117,9 @@ def static_placement(policy: str, trace, source: EventSource, fast_bytes: int, p
                                     page_shift)
         return None, bits, base
     if plan_doc is not None and policy == "object":
+        pages = P.plan_file_page_bits(trace, source, plan_doc, page_shift)
+        if pages is not None:
+            return None, *pages
         return P.plan_file_fast_bytes(trace, source, plan_doc), None, None
     algorithm = "rank" if policy == "object" else "spill"
     return P.planned_fast_bytes(trace, source, cache["acc"], fast_bytes, page, algorithm), \
