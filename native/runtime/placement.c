@@ -5,9 +5,9 @@
  * [addr, addr + size), so that no action touches a page shared with another heap block. A
  * split at fast_bytes f puts [lo, split) fast with split = round_down(addr + f) clamped to
  * [lo, hi) (split = hi when f >= size); [split, hi) is the planned-slow part. A "pages" entry
- * (plan.h) puts its ranges fast, each clipped to [lo, hi), and has split = lo: its planned-slow
- * span [lo, hi) holds its locked ranges too; MADV_COLD and MADV_PAGEOUT leave mlocked pages
- * alone (the kernel skips unevictable pages), so advice over the span reaches only the rest.
+ * (plan.h) puts its ranges fast, each clipped to [lo, hi), and has split = lo; its planned-slow
+ * part is the gaps between its ranges (slow_run). Advice must skip the ranges: madvise
+ * MADV_COLD/MADV_PAGEOUT fails with EINVAL on a range that holds an mlocked VMA.
  *
  * Invariants (all under `lock`)
  *   - objs is an open-addressing table of planned objects keyed by addr (0 empty, 1 deleted),
@@ -337,6 +337,45 @@ static int pages_range(const pobj *o, uint64_t e, uint64_t i, uint64_t *start, u
     return 1;
 }
 
+/* The planned-slow run of o that starts at or after address `at`: [*start, *end), page
+ * aligned; 0 when none is left. For a split object [max(at, split), hi); for a "pages" object
+ * the first gap between its ranges (locked or not) at or after `at`. */
+static int slow_run(const pobj *o, uint64_t at, uint64_t *start, uint64_t *end)
+{
+    if (!o->planned || at >= o->hi)
+        return 0;
+    if (at < o->lo)
+        at = o->lo;
+    if (o->pages == RT_PLAN_NONE) {
+        *start = at > o->split ? at : o->split;
+        *end = o->hi;
+        return *start < o->hi;
+    }
+    const rt_plan_entry *e = &plan.entries[o->pages];
+    const rt_plan_range *r = &plan.ranges[e->range0];
+    uint64_t off = at - o->lo, lo = 0, hi = e->n_ranges;
+    while (lo < hi) { /* first range ending after off */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (r[mid].off + r[mid].len <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint64_t i = lo; i < e->n_ranges && off < o->hi - o->lo; i++) {
+        if (r[i].off > off) {
+            *start = o->lo + off;
+            *end = r[i].off < o->hi - o->lo ? o->lo + r[i].off : o->hi;
+            return 1;
+        }
+        off = r[i].off + r[i].len; /* inside range i: skip it */
+    }
+    if (off >= o->hi - o->lo)
+        return 0;
+    *start = o->lo + off;
+    *end = o->hi;
+    return 1;
+}
+
 /* The locks of o no longer match the plan in force (they must go before new ones come). */
 static int swap_stale(const pobj *o)
 {
@@ -618,14 +657,16 @@ static void advise_pass(void)
             break;
         }
         pobj *o = &objs[i];
-        if (o->addr > DELETED && o->planned && o->split < o->hi) {
-            void *a = (void *)(uintptr_t)o->split;
-            uint64_t n = o->hi - o->split;
-            record(o, o->split, o->hi, OT_PLACE_COLD,
-                   sys_result(syscall(SYS_madvise, a, n, MADV_COLD)), 0);
+        uint64_t s, e;
+        for (uint64_t at = o->lo; o->addr > DELETED && slow_run(o, at, &s, &e); at = e) {
+            void *a = (void *)(uintptr_t)s;
+            record(o, s, e, OT_PLACE_COLD, sys_result(syscall(SYS_madvise, a, e - s, MADV_COLD)),
+                   0);
             if (pageout)
-                record(o, o->split, o->hi, OT_PLACE_PAGEOUT,
-                       sys_result(syscall(SYS_madvise, a, n, MADV_PAGEOUT)), 0);
+                record(o, s, e, OT_PLACE_PAGEOUT,
+                       sys_result(syscall(SYS_madvise, a, e - s, MADV_PAGEOUT)), 0);
+            if (batch_n > BATCH / 2)
+                flush_records();
         }
         if (batch_n > BATCH / 2 || i + 1 >= objs_cap)
             flush_records();
@@ -633,9 +674,9 @@ static void advise_pass(void)
     }
 }
 
-/* Where the next pressure advice starts: a slot of objs and a byte offset into that
- * object's planned-slow range. Background thread only. */
-static uint64_t cold_slot, cold_off;
+/* Where the next pressure advice starts: a slot of objs and an address in that object (its
+ * first whole page when outside it). Background thread only. */
+static uint64_t cold_slot, cold_at;
 
 /* MADV_COLD on about `bytes` of planned-slow ranges, continuing where the previous call
  * stopped and wrapping around, so that successive calls age every slow page in turn (a clock
@@ -646,26 +687,24 @@ static uint64_t advise_some(uint64_t bytes, int keep_records)
     for (uint64_t visited = 0; done < bytes && visited <= objs_cap;) {
         pthread_mutex_lock(&lock);
         if (cold_slot >= objs_cap)
-            cold_slot = cold_off = 0;
+            cold_slot = cold_at = 0;
         pobj *o = &objs[cold_slot];
-        uint64_t at = o->addr > DELETED && o->planned ? o->split + cold_off : UINT64_MAX;
-        if (at < o->hi) {
-            uint64_t n = o->hi - at, want = (bytes - done + pg - 1) & ~(pg - 1);
+        uint64_t at, end;
+        if (o->addr > DELETED && slow_run(o, cold_at, &at, &end)) {
+            uint64_t n = end - at, want = (bytes - done + pg - 1) & ~(pg - 1);
             n = n < want ? n : want;
             int r = sys_result(syscall(SYS_madvise, (void *)(uintptr_t)at, n, MADV_COLD));
             if (keep_records || r != 0)
                 record(o, at, at + n, OT_PLACE_COLD, r, 0);
             done += n;
-            cold_off += n;
-            if (at + n < o->hi) {
-                if (batch_n)
-                    flush_records();
-                pthread_mutex_unlock(&lock);
-                continue;
-            }
+            cold_at = at + n;
+            if (batch_n)
+                flush_records();
+            pthread_mutex_unlock(&lock);
+            continue;
         }
         cold_slot++;
-        cold_off = 0;
+        cold_at = 0;
         visited++;
         if (batch_n > BATCH / 2)
             flush_records();
@@ -830,7 +869,7 @@ void rt_place_fork_child(int follow)
         memset(objs, 0, objs_cap * sizeof *objs);
         memset(occ, 0, occ_cap * sizeof *occ);
         objs_used = objs_live = maps_live = occ_used = locked_total = 0;
-        matched = pressure_passes = pressure_bytes = cold_slot = cold_off = 0;
+        matched = pressure_passes = pressure_bytes = cold_slot = cold_at = 0;
         rt_plankey_reset();
     }
     if (follow)

@@ -241,7 +241,7 @@ def test_pages_entry_locks_its_ranges_and_unlocks_them(hotcold, run_traced, tmp_
     ranges = [(0, MIB), (4 * MIB, 2 * MIB), (15 * MIB, 4 * MIB), (64 * MIB, MIB)]
     text = ",".join(f"{o}:{n}" for o, n in ranges)
     entries = [f"{cold} * {16 * MIB} {16 * MIB} pages {8 * MIB} * {text}"]
-    proc, out = run_plan(hotcold, tmp_path, plan_text(entries), 8, 16, 0, advise_ms=50)
+    proc, out = run_plan(hotcold, tmp_path, plan_text(entries), 8, 16, 0.3, advise_ms=50)
     assert proc.returncode == 3, proc.stderr
     kb = values(proc.stdout)
     assert kb["hot_locked_kb"] == 0
@@ -257,6 +257,13 @@ def test_pages_entry_locks_its_ranges_and_unlocks_them(hotcold, run_traced, tmp_
     unlocks = [r for r in recs if r["action"] == MUNLOCK]
     assert sorted((r["offset"], r["length"]) for r in unlocks) == \
         sorted((r["offset"], r["length"]) for r in locks)
+    # cold advice covers the gaps between the ranges only (madvise fails on locked VMAs)
+    cold = [r for r in recs if r["action"] == COLD]
+    assert cold and all(r["result"] == 0 and r["alloc_seq"] == 2 for r in cold)
+    assert not any(c["offset"] < l["offset"] + l["length"] and l["offset"] < c["offset"] + c["length"]
+                   for c in cold for l in locks)
+    first_pass = {(c["offset"] - first, c["length"]) for c in cold}
+    assert (MIB, 3 * MIB) in first_pass and (6 * MIB, 9 * MIB) in first_pass
 
 
 def test_pages_entry_respects_the_mlock_limit(hotcold, run_traced, tmp_path):
