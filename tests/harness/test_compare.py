@@ -145,6 +145,33 @@ def test_errors_are_one_line(tmp_path, compile_c):
     assert "no swap possible" in run.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--profiles", "2"], "--profiles applies to --algo pages"),
+    (["--profiles", "0", "--algo", "pages"], "--profiles must be at least 1"),
+    (["--tier", "numa", "--profiles", "2", "--algo", "pages"], "applies to --tier swap only"),
+])
+def test_profiles_errors_are_one_line(tmp_path, args, message):
+    run = objtier("compare", "-q", *args, "-o", str(tmp_path / "a"), "--", "true")
+    assert run.returncode != 0 and one_line_error(run.stderr) and message in run.stderr
+
+
+@needs_enforcement
+def test_pages_plan_from_two_profiles(hotcold, tmp_path):
+    """--algo pages with --profiles 2: both recordings are kept, the plan holds the hot array's
+    pages (touched in many windows of both), and the plan never makes the program fail."""
+    out = tmp_path / "out"
+    settings = CompareSettings(local="60%", repeat=1, margin="8M", algo="pages", profiles=2,
+                               rate=200_000, output=out)
+    result = run_compare([str(hotcold), "24", "72", "3"], settings)
+    assert (out / "profile.otr").is_dir() and (out / "profile-2.otr").is_dir()
+    assert all(r.returncode == 0 for r in result.rows)
+    plan = json.loads((out / "plan.json").read_text())
+    hot = [e for e in plan["entries"] if e["size_min"] == 24 << 20]
+    assert len(hot) == 1 and hot[0]["tier"] in ("fast", "pages")
+    assert hot[0]["fast_bytes"] >= (24 << 20) - 2 * 4096      # every whole page of it
+    assert plan["algorithm"]["name"] == "pages"
+
+
 def test_not_root_is_a_clear_error(monkeypatch, tmp_path):
     from objtier.errors import EnvironmentProblem
     from objtier.tiers import swap

@@ -109,3 +109,27 @@ def test_fault_samples_find_scattered_hot_pages_and_the_plan_locks_them(scatter,
     base = locks[0]["offset"] - int(ranges[0][0])
     assert [(r["offset"] - base, r["length"]) for r in locks] == [tuple(r) for r in
                                                                   ranges.tolist()]
+
+
+def test_merged_page_samples_add_a_second_recording_on_the_first_ones_objects(scatter,
+                                                                              run_traced):
+    from objtier.analysis.page_samples import merged_page_samples
+
+    first = run_traced(scatter, 4, 0.3, sampler="fault", rate=20000)
+    second = run_traced(scatter, 4, 0.3, sampler="fault", rate=20000)
+    assert first.returncode == second.returncode == 3
+    traces = [first.trace(), second.trace()]
+    arrays = [int(np.argmax(t.allocations.column("size").to_numpy())) for t in traces]
+    merged = merged_page_samples(traces)
+    obj = merged.column("object").to_numpy()
+    assert set(obj.tolist()) <= set(range(traces[0].allocations.num_rows))
+
+    def per_page(table, array):
+        rows = table.column("object").to_numpy() == array
+        return dict(zip(table.column("page").to_numpy()[rows].tolist(),
+                        table.column("samples").to_numpy()[rows].tolist()))
+
+    one, two = (per_page(page_samples(t), a) for t, a in zip(traces, arrays))
+    both = per_page(merged, arrays[0])
+    assert both == {p: one.get(p, 0) + two.get(p, 0) for p in set(one) | set(two)}
+    assert sum(both.values()) > sum(one.values())

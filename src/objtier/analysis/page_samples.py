@@ -44,3 +44,40 @@ def page_samples(trace) -> pa.Table:
     keys, counts = np.unique(obj.astype(np.int64) * span + rel, return_counts=True)
     return pa.table({"object": pa.array(keys // span), "page": pa.array(keys % span),
                      "samples": pa.array(counts.astype(np.int64))})
+
+
+def merged_page_samples(traces: list) -> pa.Table:
+    """Samples per page of several recordings of one program, on the objects of the first: an
+    object of a later recording adds to the first's object with the same context key,
+    occurrence and size (objects it cannot be matched to, or of unknown context, are left
+    out). More recordings give each page more armed windows, hence counts that separate pages
+    re-used often from pages re-used seldom."""
+    from objtier.analysis.objects import object_table
+
+    def identities(trace) -> list[tuple]:
+        table = object_table(trace, labels=False)
+        return list(zip(table.column("context_key").to_pylist(),
+                        table.column("occurrence").to_pylist(), table.column("size").to_pylist()))
+
+    first = page_samples(traces[0])
+    if len(traces) == 1:
+        return first
+    index = {ident: row for row, ident in enumerate(identities(traces[0])) if ident[0]}
+    objects = [first.column("object").to_numpy()]
+    pages = [first.column("page").to_numpy()]
+    counts = [first.column("samples").to_numpy()]
+    for trace in traces[1:]:
+        rows = np.array([index.get(ident, -1) for ident in identities(trace)] or [-1],
+                        dtype=np.int64)
+        more = page_samples(trace)
+        obj = rows[more.column("object").to_numpy()] if more.num_rows else np.zeros(0, np.int64)
+        keep = obj >= 0
+        objects.append(obj[keep])
+        pages.append(more.column("page").to_numpy()[keep])
+        counts.append(more.column("samples").to_numpy()[keep])
+    obj, page, count = (np.concatenate(x).astype(np.int64) for x in (objects, pages, counts))
+    span = int(page.max()) + 1 if len(page) else 1
+    keys, inverse = np.unique(obj * span + page, return_inverse=True)
+    total = np.bincount(inverse, weights=count).astype(np.int64)
+    return pa.table({"object": pa.array(keys // span), "page": pa.array(keys % span),
+                     "samples": pa.array(total)})

@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=["rank", "spill", "reuse", "halving", "exact", "pages"],
                         help="placement algorithm (default spill: fills the mlock budget, "
                         "splitting the first object that does not fit whole)")
+    parser.add_argument("--profiles", type=int, default=1, metavar="N",
+                        help="recordings of the program to plan from (default 1); --algo pages "
+                             "sums their samples per page: more armed windows per page")
     parser.add_argument("--backfill", action="store_true",
                         help="swap: let colder objects fill the gaps the first object that "
                              "does not fit leaves (off: unlocked memory goes to the kernel)")
@@ -121,16 +124,23 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     if args.mlock_margin is not None:
         parse_size(args.mlock_margin, "--mlock-margin")
+    if args.profiles < 1:
+        raise UsageError(f"--profiles must be at least 1, got {args.profiles}")
+    if args.profiles > 1 and args.algo != "pages":
+        raise UsageError("--profiles applies to --algo pages (the other algorithms plan from "
+                         "one recording)")
     if args.tier == "numa":
         if not args.guard:
             raise UsageError("--no-guard applies to --tier swap only")
+        if args.profiles > 1:
+            raise UsageError("--profiles applies to --tier swap only")
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
                                algo=args.algo, backfill=args.backfill, guard=args.guard,
                                sampler=args.sampler,
                                margin=args.mlock_margin,
-                               rate=args.rate, timeout_s=args.timeout,
+                               rate=args.rate, profiles=args.profiles, timeout_s=args.timeout,
                                output=Path(args.output), force=args.force)
 
     def say(text: str) -> None:

@@ -49,6 +49,7 @@ class CompareSettings:
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
     rate: int = 20000              # profile: most samples per second (10x record's default)
+    profiles: int = 1              # recordings for the plan (--algo pages sums them per page)
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
@@ -133,28 +134,32 @@ def measure_footprint(command: list[str], say: Callable[[str], None]):
 
 
 def record_profile(command: list[str], settings: CompareSettings,
-                   say: Callable[[str], None]) -> Path:
-    """Record the program once, unlimited, into DIR/profile.otr (its output: DIR/profile.log)."""
+                   say: Callable[[str], None]) -> list[Path]:
+    """Record the program settings.profiles times, unlimited, into DIR/profile.otr, then
+    DIR/profile-2.otr, … (its output: DIR/profile.log, appended). Returns the recordings."""
     from objtier.record.sampler_choice import choose_sampler
     from objtier.record.session import RecordSettings, record_program
 
     sampler, reason = choose_sampler(settings.sampler)
-    say(f"recording a profile (sampler {sampler}: {reason})")
-    profile = settings.output / "profile.otr"
+    say(f"recording {settings.profiles} profile(s) (sampler {sampler}: {reason})")
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
                             stack_depth=settings.stack_depth)
-    with _output_to(settings.output / "profile.log"):
-        returncode, _ = record_program(command, profile, record, force=True)
-    if returncode == -signal.SIGINT:
-        raise KeyboardInterrupt
-    if returncode != 0:
-        log = (settings.output / "profile.log").read_text(errors="replace")
-        raise ObjtierError(f"the program failed while being recorded (exit status "
-                           f"{returncode}): {_last_line(log)}")
-    return profile
+    profiles = []
+    for i in range(1, settings.profiles + 1):
+        profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
+        with _output_to(settings.output / "profile.log", append=i > 1):
+            returncode, _ = record_program(command, profile, record, force=True)
+        if returncode == -signal.SIGINT:
+            raise KeyboardInterrupt
+        if returncode != 0:
+            log = (settings.output / "profile.log").read_text(errors="replace")
+            raise ObjtierError(f"the program failed while being recorded (exit status "
+                               f"{returncode}): {_last_line(log)}")
+        profiles.append(profile)
+    return profiles
 
 
-def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
+def plan_profile(profiles: list[Path], command: list[str], settings: CompareSettings,
                  footprint: int, local: int) -> tuple[dict[str, Any], int, int]:
     """Plan the recording for local bytes of local memory; writes plan.json/plan.txt. Returns
     the plan, the mlock limit it was made for and the margin (local - limit) [bytes]. Without
@@ -166,6 +171,7 @@ def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
 
+    profile = profiles[0]
     trace = open_trace(profile)
     objects = planner.object_table(object_table(trace))
     pages = [p.page_bytes for p in trace.processes if p.page_bytes]
@@ -173,9 +179,10 @@ def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
 
     params = {}
     if settings.algo in planner.NEEDS_PAGE_SAMPLES:
-        from objtier.analysis.page_samples import page_samples
+        from objtier.analysis.page_samples import merged_page_samples
 
-        params["page_samples"] = page_samples(trace)
+        params["page_samples"] = merged_page_samples([trace] + [open_trace(p)
+                                                                for p in profiles[1:]])
 
     def place(fast_bytes: int):
         placement = planner.algorithm(settings.algo)(objects, fast_bytes, page, **params)
@@ -198,13 +205,13 @@ def plan_profile(profile: Path, command: list[str], settings: CompareSettings,
 
 
 @contextlib.contextmanager
-def _output_to(path: Path):
+def _output_to(path: Path, append: bool = False):
     """Send this process's (and so its children's) stdout and stderr to a file meanwhile."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     try:
-        with open(path, "wb") as log:
+        with open(path, "ab" if append else "wb") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
             try:
@@ -283,8 +290,8 @@ def run_compare(command: list[str], settings: CompareSettings,
     enforce.mlock_limit(local, settings.margin)  # a margin leaving nothing fails before profiling
     say(f"footprint {footprint >> 20} MiB (+ {page_cache >> 20} MiB of file page cache, not "
         f"counted); local {local >> 20} MiB")
-    profile = record_profile(command, settings, say)
-    plan, limit, margin = plan_profile(profile, command, settings, footprint, local)
+    profiles = record_profile(command, settings, say)
+    plan, limit, margin = plan_profile(profiles, command, settings, footprint, local)
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
     warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
     if not supported:

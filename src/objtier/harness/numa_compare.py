@@ -345,7 +345,13 @@ def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capac
     pages = [p.page_bytes for p in trace.processes if p.page_bytes]
     budget = planner.Budget(budget_bytes, settings.local,
                             round(100.0 * budget_bytes / capacity, 2), capacity)
-    placement = planner.algorithm(settings.algo)(objects, budget_bytes, min(pages) if pages else 4096)
+    params = {}
+    if settings.algo in planner.NEEDS_PAGE_SAMPLES:
+        from objtier.analysis.page_samples import page_samples
+
+        params["page_samples"] = page_samples(trace)
+    placement = planner.algorithm(settings.algo)(objects, budget_bytes,
+                                                 min(pages) if pages else 4096, **params)
     plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
                               source=str(profile))
     planner.write_plan(plan, output / "plan.json")
