@@ -151,6 +151,8 @@ def main() -> int:
                         help="scales the graph kernels' repetitions (1.0: BFS 256, BC 12, CC 128)")
     parser.add_argument("--workloads", default=None, help="comma-separated subset")
     parser.add_argument("--algo", default="spill")
+    parser.add_argument("--profiles", type=int, default=1,
+                        help="passed to objtier compare (recordings for --algo pages)")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="passed to objtier compare (default there: fitted to the plan, "
@@ -185,6 +187,7 @@ def main() -> int:
                        str(args.repeat), "--algo", args.algo, "--timeout", str(args.timeout),
                        "-o", str(target),
                        *(["--mlock-margin", args.mlock_margin] if args.mlock_margin else []),
+                       *(["--profiles", str(args.profiles)] if args.profiles > 1 else []),
                        "--", *suite[name]]
             print(f"== {name} at {local}", file=sys.stderr, flush=True)
             run = subprocess.run(command, capture_output=True, text=True)

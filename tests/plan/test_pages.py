@@ -1,5 +1,5 @@
-"""The `pages` planner: ranking pages by their own samples, filling with unsampled pages, the
-ranges in the plan file and its text form, and bad ranges."""
+"""The `pages` planner: spill's objects, the split one's pages by their own samples; the ranges
+in the plan file and its text form, and bad ranges."""
 
 from __future__ import annotations
 
@@ -23,39 +23,42 @@ SAMPLES = {"object": [0, 0, 0, 1, 1, 2], "page": [3, 7, 8, 0, 1, 2],
            "samples": [5, 4, 4, 1, 1, 9]}
 
 
-def test_pages_ranked_by_their_own_samples():
-    # 6 pages: object 2's page 2 (9), object 0's pages 3, 7, 8 (5, 4, 4), object 1's 0, 1 (1)
+def test_split_object_keeps_its_most_touched_pages():
+    # spill by density: object 1 (50 / 2 pages) fast, object 0 (10 / 10 pages) split with the
+    # 4 pages left; object 2 slow. object 0's 4 pages: 3 (5), 7 and 8 (4 each), then the first
+    # unsampled one, page 0
     p = pages(table(), 6 * PG, PG, page_samples=SAMPLES)
-    assert list(p.tier) == ["pages", "fast", "pages"]
-    assert list(p.fast_bytes) == [3 * PG, 2 * PG, PG]
-    assert p.ranges[0].tolist() == [[3 * PG, PG], [7 * PG, 2 * PG]]
-    assert p.ranges[1] is None and p.ranges[2].tolist() == [[2 * PG, PG]]
-    assert p.used_bytes == 6 * PG
+    assert list(p.tier) == ["pages", "fast", "slow"]
+    assert list(p.fast_bytes) == [4 * PG, 2 * PG, 0]
+    assert p.ranges[0].tolist() == [[0, PG], [3 * PG, PG], [7 * PG, 2 * PG]]
+    assert p.ranges[1] is None and p.ranges[2] is None
+    assert "3 sampled, 1 unsampled" in p.reason[0]
+    assert p.used_bytes == 6 * PG and p.algorithm == "pages"
 
 
-def test_ties_go_to_the_denser_object_and_the_budget_is_whole_pages():
-    # 3 pages: 9, 5, then a tie at 4 between object 0's pages 7 and 8: page order decides
-    p = pages(table(), 3 * PG + PG // 2, PG, page_samples=SAMPLES)
-    assert p.ranges[0].tolist() == [[3 * PG, PG], [7 * PG, PG]]
-    assert p.tier[1] == "slow" and p.fast_bytes[1] == 0
-    # same sample count in two objects: object 1 (50 accesses / 2 pages) beats object 0
-    tie = {"object": [0, 1], "page": [0, 0], "samples": [2, 2]}
-    p = pages(table(), PG, PG, page_samples=tie)
-    assert list(p.fast_bytes) == [0, PG, 0]
+def test_ties_in_address_order_and_other_objects_as_spill():
+    from objtier.plan import spill
+    tie = {"object": [0, 0, 0], "page": [9, 5, 2], "samples": [2, 2, 1]}
+    p = pages(table(), 4 * PG, PG, page_samples=tie)
+    assert p.ranges[0].tolist() == [[5 * PG, PG], [9 * PG, PG]]     # 2 pages left for it
+    s = spill(table(), 4 * PG, PG)
+    assert list(s.tier) == ["split", "fast", "slow"] and list(s.fast_bytes) == list(p.fast_bytes)
 
 
-def test_room_left_is_filled_with_unsampled_pages_densest_object_first():
-    p = pages(table(), 9 * PG, PG, page_samples=SAMPLES)
-    # 6 sampled pages, then 3 more: object 1 has none unsampled, object 0 (next densest) gets
-    # its unsampled pages 0, 1, 2 in address order
-    assert p.ranges[0].tolist() == [[0, 4 * PG], [7 * PG, 2 * PG]]
-    assert "3 by touches, 3 unsampled" in p.reason[0]
-    assert p.used_bytes == 9 * PG
+def test_without_backfill_first():
+    # 13 pages: objects 1 and 0 fit whole, object 2 (the first that does not) is split at the
+    # 1 page left, with or without backfill; with 11, object 0 is split and 2 stays slow
+    p = pages(table(), 13 * PG, PG, page_samples=SAMPLES)
+    assert list(p.tier) == ["fast", "fast", "pages"] and p.ranges[2].tolist() == [[2 * PG, PG]]
+    p = pages(table(), 13 * PG, PG, page_samples=SAMPLES, backfill=False)
+    assert list(p.tier) == ["fast", "fast", "pages"]   # object 2 is the first that does not fit
+    p = pages(table(), 11 * PG, PG, page_samples=SAMPLES, backfill=False)
+    assert list(p.tier) == ["pages", "fast", "slow"] and p.params["backfill"] is False
 
 
-def test_pages_beyond_the_object_and_unknown_objects_are_ignored():
+def test_pages_beyond_the_object_are_ignored():
     bad = {"object": [0, 0, 9], "page": [10, 2, 0], "samples": [100, 1, 100]}
-    p = pages(table(), PG, PG, page_samples=bad)    # page 10 of a 10-page object: no such page
+    p = pages(table(), 3 * PG, PG, page_samples=bad)    # page 10 of a 10-page object: no such page
     assert p.ranges[0].tolist() == [[2 * PG, PG]]
 
 
@@ -80,18 +83,18 @@ def test_plan_file_and_text_form_carry_the_ranges():
     doc = plan_doc()
     entries = {e["context_key"][0]: e for e in doc["entries"]}
     assert entries["a"]["tier"] == "pages"
-    assert entries["a"]["ranges"] == [[3 * PG, PG], [7 * PG, 2 * PG]]
+    assert entries["a"]["ranges"] == [[0, PG], [3 * PG, PG], [7 * PG, 2 * PG]]
     assert "ranges" not in entries["b"]
     text = to_text(doc)
-    assert f"aaaaaaaaaaaaaaaa 0 {10 * PG} {10 * PG} pages {3 * PG} * {3 * PG}:{PG},{7 * PG}:" \
-           f"{2 * PG}\n" in text
+    assert f"aaaaaaaaaaaaaaaa 0 {10 * PG} {10 * PG} pages {4 * PG} * 0:{PG},{3 * PG}:{PG}," \
+           f"{7 * PG}:{2 * PG}\n" in text
     back = {e["context_key"][0]: e for e in parse_text(text)["entries"]}
     assert back["a"]["ranges"] == entries["a"]["ranges"] and "ranges" not in back["b"]
 
 
 @pytest.mark.parametrize("ranges", [
-    None, [], [[0, PG]], [[PG, PG], [0, 2 * PG]], [[0, 2 * PG], [PG, PG]], [[0, 0], [0, 3 * PG]],
-    [[0, 3 * PG, 1]], [["0", 3 * PG]],
+    None, [], [[0, PG]], [[PG, PG], [0, 3 * PG]], [[0, 2 * PG], [PG, 2 * PG]],
+    [[0, 0], [0, 4 * PG]], [[0, 4 * PG, 1]], [["0", 4 * PG]],
 ])
 def test_bad_ranges_are_refused(ranges):
     doc = plan_doc()

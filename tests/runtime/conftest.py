@@ -26,6 +26,25 @@ class Run:
         return open_trace(self.out)
 
 
+# C: Locked: kB of /proc/self/smaps over [p, p + n) (needs stdio.h and string.h).
+LOCKED_KB_C = r"""static long locked_kb(const void *p, size_t n) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    unsigned long a = (unsigned long)p, b = a + n, s, e;
+    long sum = 0, kb;
+    int in = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = s < b && a < e;
+        else if (in && sscanf(line, "Locked: %ld kB", &kb) == 1)
+            sum += kb;
+    }
+    fclose(f);
+    return sum;
+}
+"""
+
+
 def runtime_env(out: Path | None, **settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
     env["LD_PRELOAD"] = str(native.runtime_library())

@@ -13,7 +13,7 @@ from objtier.analysis.objects import object_table as trace_objects
 from objtier.analysis.page_samples import page_samples
 from objtier.plan import Budget, build_plan, object_table, pages, to_text
 
-from .conftest import runtime_env
+from .conftest import LOCKED_KB_C, runtime_env
 
 MIB = 1 << 20
 PG = 4096
@@ -29,21 +29,7 @@ SCATTER = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-static long locked_kb(const void *p, size_t n) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    unsigned long a = (unsigned long)p, b = a + n, s, e;
-    long sum = 0, kb;
-    int in = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-            in = s < b && a < e;
-        else if (in && sscanf(line, "Locked: %ld kB", &kb) == 1)
-            sum += kb;
-    }
-    fclose(f);
-    return sum;
-}
+LOCKED_KB
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 int main(int argc, char **argv) {
     size_t n = strtoul(argv[1], 0, 0) << 20;
@@ -61,7 +47,7 @@ int main(int argc, char **argv) {
     free((void *)a);
     return 3;
 }
-""".replace("STRIDE", str(STRIDE))
+""".replace("STRIDE", str(STRIDE)).replace("LOCKED_KB\n", LOCKED_KB_C)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from objtier import native
 from objtier.analysis.objects import object_table as trace_objects
 from objtier.plan import Budget, build_plan, object_table, parse_text, rank, to_text
 
-from .conftest import printed, runtime_env
+from .conftest import LOCKED_KB_C, printed, runtime_env
 
 MIB = 1 << 20
 MLOCK, MUNLOCK, COLD, PAGEOUT, MBIND = 1, 2, 3, 4, 5   # enum ot_placement_action
@@ -31,21 +31,7 @@ HOTCOLD = r"""
 #define MIB (1024 * 1024)
 __attribute__((noinline)) char *alloc_hot(size_t n) { char *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
 __attribute__((noinline)) char *alloc_cold(size_t n) { char *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
-static long locked_kb(const void *p, size_t n) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    unsigned long a = (unsigned long)p, b = a + n, s, e;
-    long sum = 0, kb;
-    int in = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-            in = s < b && a < e;
-        else if (in && sscanf(line, "Locked: %ld kB", &kb) == 1)
-            sum += kb;
-    }
-    fclose(f);
-    return sum;
-}
+LOCKED_KB
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 int main(int argc, char **argv) {
     size_t hot_n = strtoul(argv[1], 0, 0) * MIB, cold_n = strtoul(argv[2], 0, 0) * MIB;
@@ -74,7 +60,7 @@ int main(int argc, char **argv) {
     free(cold);
     return 3;
 }
-"""
+""".replace("LOCKED_KB\n", LOCKED_KB_C)
 
 
 def values(stdout: str) -> dict[str, int]:

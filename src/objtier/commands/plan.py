@@ -169,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         if args.phases:
             raise UsageError(f"--algo {args.algo} plans the whole run; it does not take --phases")
         params["page_samples"] = per_page
+        params["backfill"] = not args.no_backfill
     objects = planner.object_table(raw)
     page = args.page_bytes or page
     peak = planner.parse_size(args.footprint) if args.footprint else None

@@ -183,6 +183,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
 
         params["page_samples"] = merged_page_samples([trace] + [open_trace(p)
                                                                 for p in profiles[1:]])
+        params["backfill"] = settings.backfill
 
     def place(fast_bytes: int):
         placement = planner.algorithm(settings.algo)(objects, fast_bytes, page, **params)

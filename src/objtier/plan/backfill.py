@@ -8,8 +8,8 @@ hotter pages the kernel would otherwise keep. (On BFS over a uniform graph at 70
 the effect was not measurable: the run was 13 % slower than the kernel alone with and without
 backfill, a cost of the runtime's pressure guard; docs/planning.md.) `without_backfill` makes
 every object ranked below the first one that did not fit whole slow again; objects above it,
-and that object's own fast prefix, stay. `pages` plans (objtier.plan.pages) rank pages, not
-objects, and fill only by their own rule: they are returned unchanged.
+and that object's own fast prefix, stay. A `pages` placement (objtier.plan.pages) is returned
+unchanged: `pages` applies this to spill itself (backfill=False) before choosing pages.
 """
 
 from __future__ import annotations

@@ -98,6 +98,20 @@ def plan_file_fast_bytes(trace, source: EventSource, plan_doc: dict,
     return out
 
 
+def page_layout(source: EventSource, page_shift: int) -> tuple[np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
+    """Per object: its first page number (uint64), the pages it touches (int64; 0 for an empty
+    object) and the index of its first page in a bitmap of all objects' pages (uint64)."""
+    sh = np.uint64(page_shift)
+    size = source.size.astype(np.uint64)
+    first = source.addr >> sh
+    npages = np.where(size > 0, ((source.addr + np.maximum(size, 1) - np.uint64(1)) >> sh)
+                      - first + np.uint64(1), 0).astype(np.int64)
+    base = np.concatenate([[0], np.cumsum(npages)[:-1]]).astype(np.uint64) if len(npages) \
+        else np.zeros(0, np.uint64)
+    return first, npages, base
+
+
 def plan_file_page_bits(trace, source: EventSource, plan_doc: dict, page_shift: int
                         ) -> tuple[np.ndarray, np.ndarray] | None:
     """(page_bits, page_base) of a plan with "pages" entries (whole program, "*"), None when it
@@ -112,12 +126,8 @@ def plan_file_page_bits(trace, source: EventSource, plan_doc: dict, page_shift: 
     occ = occurrences(keys, source.pid)
     sh = np.uint64(page_shift)
     page = 1 << page_shift
-    size = source.size.astype(np.uint64)
-    first = source.addr >> sh
-    npages = np.where(size > 0, ((source.addr + np.maximum(size, 1) - np.uint64(1)) >> sh)
-                      - first + np.uint64(1), 0).astype(np.int64)
-    base = np.concatenate([[0], np.cumsum(npages)[:-1]]).astype(np.int64) if len(npages) \
-        else np.zeros(0, np.int64)
+    first, npages, base = page_layout(source, page_shift)
+    base = base.astype(np.int64)
     bits = np.zeros(max(int(npages.sum()), 1), dtype=np.uint8)
     prefix = np.where(fast > 0, ((source.addr + fast - np.uint64(1)) >> sh) - first
                       + np.uint64(1), 0).astype(np.int64)
@@ -169,12 +179,7 @@ def oracle_pages(source: EventSource, sample_obj: np.ndarray, sample_addr: np.nd
                  weights: np.ndarray, capacity_pages: int, page_shift: int) -> tuple[np.ndarray, np.ndarray]:
     """(page_bits, page_base): the capacity_pages most accessed object pages."""
     sh = np.uint64(page_shift)
-    size = source.size.astype(np.uint64)
-    first = source.addr >> sh
-    npages = np.where(size > 0, ((source.addr + np.maximum(size, 1) - np.uint64(1)) >> sh)
-                      - first + np.uint64(1), 0).astype(np.int64)
-    base = np.concatenate([[0], np.cumsum(npages)[:-1]]).astype(np.uint64) if len(npages) \
-        else np.zeros(0, np.uint64)
+    first, npages, base = page_layout(source, page_shift)
     total = int(npages.sum())
     bits = np.zeros(max(total, 1), dtype=np.uint8)
     hit = sample_obj >= 0
