@@ -39,7 +39,7 @@ def test_split_object_keeps_its_most_touched_pages():
 def test_ties_in_address_order_and_other_objects_as_spill():
     from objtier.plan import spill
     tie = {"object": [0, 0, 0], "page": [9, 5, 2], "samples": [2, 2, 1]}
-    p = pages(table(), 4 * PG, PG, page_samples=tie, min_dispersion=0)
+    p = pages(table(), 4 * PG, PG, page_samples=tie)
     assert p.ranges[0].tolist() == [[5 * PG, PG], [9 * PG, PG]]     # 2 pages left for it
     s = spill(table(), 4 * PG, PG)
     assert list(s.tier) == ["split", "fast", "slow"] and list(s.fast_bytes) == list(p.fast_bytes)
@@ -58,23 +58,8 @@ def test_without_backfill_first():
 
 def test_pages_beyond_the_object_are_ignored():
     bad = {"object": [0, 0, 9], "page": [10, 2, 0], "samples": [100, 1, 100]}
-    p = pages(table(), 3 * PG, PG, page_samples=bad, min_dispersion=0)  # no page 10 of 10
+    p = pages(table(), 3 * PG, PG, page_samples=bad)    # page 10 of a 10-page object: no such page
     assert p.ranges[0].tolist() == [[2 * PG, PG]]
-
-
-def test_counts_no_more_spread_than_chance_keep_the_prefix():
-    from objtier.plan.pages import dispersion
-    # object 0: every page sampled 3 or 4 times (variance / mean 0.07): ranking them is noise
-    even = {"object": [0] * 10, "page": list(range(10)), "samples": [3, 4] * 5}
-    assert dispersion(np.arange(10), np.array([3, 4] * 5), 10) == pytest.approx(0.25 / 3.5)
-    p = pages(table(), 6 * PG, PG, page_samples=even)
-    assert p.tier[0] == "split" and p.fast_bytes[0] == 4 * PG and p.ranges[0] is None
-    assert "no more spread than chance (variance/mean 0.07 < 1.5): prefix kept" in p.reason[0]
-    # the same object with a few pages far hotter than the rest: ranked
-    skewed = {"object": [0] * 10, "page": list(range(10)), "samples": [1] * 8 + [12, 12]}
-    p = pages(table(), 6 * PG, PG, page_samples=skewed)
-    assert p.tier[0] == "pages" and p.ranges[0].tolist() == [[0, 2 * PG], [8 * PG, 2 * PG]]
-    assert "variance/mean" in p.reason[0]
 
 
 def test_no_page_samples_is_a_usage_error():

@@ -11,14 +11,6 @@ their own samples (objtier.analysis.page_samples) — with the fault sampler, th
 windows in which the page was touched, a measure of re-use — most first, ties in address order;
 when fewer pages were sampled than it may keep, its unsampled pages follow in address order.
 
-Only when the counts say something: with equally re-used pages, a page's count varies only by
-chance — about as much as its mean (a binomial count over a random number of arms: variance /
-mean = 1). So the split object's pages are ranked only when their counts (0 for unsampled
-pages) are over-dispersed, variance / mean >= min_dispersion (1.5); otherwise its prefix stays,
-as in spill, and the reason says so. The 1.5 comes from four measured programs (4 profiles
-each, docs/benchmarks.md): BFS on a Kronecker graph 1.77, where ranking pays; BFS, CC and BC
-on a uniform graph 1.17, 1.25 and 1.01, where it does not (BFS: 18 % slower).
-
 Only the split object's pages are ranked. Ranking every page of every object was tried first:
 with a few armed windows per page the counts of a small, always-used array and of a swept one
 are alike, so it locked a little of everything, left no object wholly to the kernel (which
@@ -56,19 +48,6 @@ def runs(page_index: np.ndarray) -> np.ndarray:
     return np.stack([p[starts], ends - starts], axis=1).astype(np.int64)
 
 
-DEFAULT_MIN_DISPERSION = 1.5
-
-
-def dispersion(pages: np.ndarray, samples: np.ndarray, whole: int) -> float:
-    """variance / mean of the samples of an object's `whole` whole pages (0 for pages never
-    sampled); nan when there are none."""
-    counts = np.zeros(max(int(whole), 0))
-    ok = (pages >= 0) & (pages < whole)
-    counts[pages[ok]] = samples[ok]
-    mean = counts.mean() if len(counts) else 0.0
-    return float(counts.var() / mean) if mean > 0 else float("nan")
-
-
 def hottest_pages(pages: np.ndarray, samples: np.ndarray, whole: int, k: int
                   ) -> tuple[np.ndarray, int]:
     """k page indices of an object with `whole` whole pages: sampled pages by falling count
@@ -86,9 +65,9 @@ def hottest_pages(pages: np.ndarray, samples: np.ndarray, whole: int, k: int
 
 def pages(table: Any, capacity_bytes: int, page_bytes: int = 4096,
           page_samples: Any = None, include_cold: bool = False,
-          backfill: bool = True, min_dispersion: float = DEFAULT_MIN_DISPERSION) -> Placement:
+          backfill: bool = True) -> Placement:
     """spill (without backfill when backfill is False), each split object's fast part being
-    its most-touched pages when their samples are over-dispersed (module docstring)."""
+    its most-touched pages (module docstring)."""
     objects = prepare(table, capacity_bytes, page_bytes)
     if page_samples is None:
         raise UsageError("--algo pages needs samples per page: plan from a recording, not an "
@@ -108,11 +87,6 @@ def pages(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     for r in np.flatnonzero(base.tier == "split").tolist():
         k = int(min(base.fast_bytes[r] // page_bytes, whole[r]))
         mine = row == r
-        spread = dispersion(page[mine], count[mine], int(whole[r]))
-        if not spread >= min_dispersion:
-            reason[r] = (f"{reason[r]}; its pages' samples are no more spread than chance "
-                         f"(variance/mean {spread:.2f} < {min_dispersion:g}): prefix kept")
-            continue
         chosen, sampled = hottest_pages(page[mine], count[mine], int(whole[r]), k)
         if not len(chosen):
             continue
@@ -120,8 +94,7 @@ def pages(table: Any, capacity_bytes: int, page_bytes: int = 4096,
         fast_bytes[r] = len(chosen) * page_bytes
         tier[r] = "pages"
         reason[r] = (f"{reason[r]}; the {len(chosen)} fast pages are its most-touched ones "
-                     f"({sampled} sampled, {len(chosen) - sampled} unsampled in address order; "
-                     f"variance/mean {spread:.2f})")
-    params = {**base.params, "backfill": backfill, "min_dispersion": min_dispersion}
+                     f"({sampled} sampled, {len(chosen) - sampled} unsampled in address order)")
+    params = {**base.params, "backfill": backfill}
     return replace(base, algorithm="pages", params=params, tier=tier, reason=reason,
                    fast_bytes=fast_bytes, ranges=tuple(ranges))
