@@ -136,8 +136,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
             phases, accesses = phase_table(trace), phase_accesses(trace)
     pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
     page = min(pages) if pages else DEFAULT_PAGE_BYTES
+    from objtier.plan import NEEDS_PAGE_SAMPLES
+
     per_page = None
-    if args.algo == "pages":
+    if args.algo in NEEDS_PAGE_SAMPLES:
         from objtier.analysis.page_samples import page_samples
 
         per_page = page_samples(trace)

@@ -41,9 +41,10 @@ def algorithm(name: str) -> Callable[..., Placement]:
 
 
 __all__ = [
-    "ALGORITHMS", "Budget", "ObjectTable", "PhaseMerge", "PhasePlacement", "PhaseTable",
-    "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan", "check_plan_binary",
-    "NEEDS_PAGE_SAMPLES", "exact", "footprint", "halving", "identity", "load_plan", "merge_phases", "object_table",
-    "pages", "parse_budget", "parse_size", "parse_text", "peak_live_bytes", "phase_table", "plan_phases",
-    "rank", "reuse", "spill", "to_text", "validate_plan", "without_backfill", "write_plan",
+    "ALGORITHMS", "Budget", "NEEDS_PAGE_SAMPLES", "ObjectTable", "PhaseMerge", "PhasePlacement",
+    "PhaseTable", "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan",
+    "check_plan_binary", "exact", "footprint", "halving", "identity", "load_plan", "merge_phases",
+    "object_table", "pages", "parse_budget", "parse_size", "parse_text", "peak_live_bytes",
+    "phase_table", "plan_phases", "rank", "reuse", "spill", "to_text", "validate_plan",
+    "without_backfill", "write_plan",
 ]
