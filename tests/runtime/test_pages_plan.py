@@ -119,3 +119,44 @@ def test_merged_page_samples_add_a_second_recording_on_the_first_ones_objects(sc
     both = per_page(merged, arrays[0])
     assert both == {p: one.get(p, 0) + two.get(p, 0) for p in set(one) | set(two)}
     assert sum(both.values()) > sum(one.values())
+
+
+def test_objtier_plan_sums_several_recordings_per_page(scatter, run_traced, compile_c,
+                                                       tmp_path, capsys):
+    """`objtier plan A B --algo pages` plans on A's objects with A's and B's samples summed,
+    as merged_page_samples does; other algorithms, and a recording of another program, are
+    refused in one line."""
+    import json
+
+    from objtier.analysis.page_samples import merged_page_samples
+    from objtier.cli import main
+
+    recs = [run_traced(scatter, 4, 0.3, sampler="fault", rate=20000) for _ in range(2)]
+    assert all(r.returncode == 3 for r in recs)
+    budget = 4 * MIB // STRIDE
+    out = tmp_path / "plan.json"
+    assert main(["plan", str(recs[0].out), str(recs[1].out), "--algo", "pages",
+                 "--fast", str(budget), "-o", str(out)]) == 0
+    traces = [r.trace() for r in recs]
+    objects = object_table(trace_objects(traces[0], labels=False))
+    expected = pages(objects, budget, PG, page_samples=merged_page_samples(traces))
+    array = int(np.argmax(objects.size))
+    assert expected.tier[array] == "pages"
+    entry = next(e for e in json.loads(out.read_text())["entries"] if e["tier"] == "pages")
+    assert entry["ranges"] == expected.ranges[array].tolist()
+
+    capsys.readouterr()
+    assert main(["plan", str(recs[0].out), str(recs[1].out), "--algo", "spill",
+                 "--fast", str(budget), "-o", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "--algo spill takes one" in err and len(err.splitlines()) == 1, err
+
+    other = compile_c("#include <stdlib.h>\n#include <string.h>\nint main(void) {"
+                      " char *p = malloc(1 << 22); memset(p, 1, 1 << 22); free(p); return 0; }",
+                      name="other")
+    rec = run_traced(other, sampler="fault", rate=20000)
+    assert rec.returncode == 0, rec.stderr
+    assert main(["plan", str(recs[0].out), str(rec.out), "--algo", "pages",
+                 "--fast", str(budget), "-o", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "must be of one program" in err and len(err.splitlines()) == 1, err

@@ -16,7 +16,10 @@ DEFAULT_PAGE_BYTES = 4096
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", help="a recording (run.otr/) or an object table (.parquet, .csv)")
+    parser.add_argument("input", nargs="+",
+                        help="a recording (run.otr/) or an object table (.parquet, .csv); "
+                        "--algo pages takes several recordings of one program and sums "
+                        "their samples per page")
     parser.add_argument("--fast", required=True, metavar="SIZE|PCT",
                         help="fast-tier budget: a size (8G, 512M, 1.5GiB, bytes) or a "
                         "percentage of the footprint (70%%)")
@@ -99,9 +102,19 @@ def _trace_exe(trace: Any, table: Any) -> str | None:
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any]:
     """(object table, phase table, phase accesses, exe, page_bytes, samples per page or None)
     from the input; samples per page only for a recording planned with --algo pages."""
-    path = Path(args.input)
-    if not path.exists():
-        raise UsageError(f"{path} does not exist")
+    path = Path(args.input[0])
+    for given in args.input:
+        if not Path(given).exists():
+            raise UsageError(f"{given} does not exist")
+    more = [Path(p) for p in args.input[1:]]
+    from objtier.plan import NEEDS_PAGE_SAMPLES
+
+    if more and args.algo not in NEEDS_PAGE_SAMPLES:
+        raise UsageError(f"several inputs are summed per page for --algo "
+                         f"{'/'.join(sorted(NEEDS_PAGE_SAMPLES))} only; "
+                         f"--algo {args.algo} takes one")
+    if more and not all(p.is_dir() for p in [path] + more):
+        raise UsageError("several inputs must all be recordings (run.otr/ directories)")
     if path.is_file() and path.suffix in (".parquet", ".csv"):
         phases = accesses = None
         if args.phases:
@@ -136,14 +149,31 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
             phases, accesses = phase_table(trace), phase_accesses(trace)
     pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
     page = min(pages) if pages else DEFAULT_PAGE_BYTES
-    from objtier.plan import NEEDS_PAGE_SAMPLES
-
+    exe = args.exe or _trace_exe(trace, table)
     per_page = None
     if args.algo in NEEDS_PAGE_SAMPLES:
-        from objtier.analysis.page_samples import page_samples
+        from objtier.analysis.page_samples import merged_page_samples
 
-        per_page = page_samples(trace)
-    return table, phases, accesses, args.exe or _trace_exe(trace, table), page, per_page
+        per_page = merged_page_samples([trace] + _same_program(more, exe))
+    return table, phases, accesses, exe, page, per_page
+
+
+def _same_program(paths: list[Path], exe: str | None) -> list[Any]:
+    """The further recordings, opened; each must have recorded the first one's program (its
+    objects are matched to the first's by allocation context, which another binary does not
+    share)."""
+    from objtier.analysis.objects import object_table
+    from objtier.trace import open_trace
+
+    traces = []
+    for path in paths:
+        trace = open_trace(path)
+        other = _trace_exe(trace, object_table(trace, labels=False))
+        if exe and other and Path(other).name != Path(exe).name:
+            raise UsageError(f"{path} recorded {other}, not {exe}: several recordings must be "
+                             f"of one program")
+        traces.append(trace)
+    return traces
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -184,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     algo = planner.algorithm(args.algo)
     if args.phases:
         if phases is None:
-            raise TraceError(f"{args.input} has no phases")
+            raise TraceError(f"{args.input[0]} has no phases")
         result: Any = planner.plan_phases(
             objects, phases, accesses, algo, budget.bytes, page,
             min_duration_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
@@ -196,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
             result = planner.without_backfill(objects, result)
         placements = {planner.ROOT: result}
     binary = planner.identity(exe) if exe else None
-    plan = planner.build_plan(objects, result, budget, binary, source=str(args.input))
+    plan = planner.build_plan(objects, result, budget, binary, source=" ".join(args.input))
     if binary and binary["size"] is None:
         plan["warnings"].append(f"the program's binary {exe} is not on this machine: the plan "
                                 f"has no build-id to check against")
