@@ -660,8 +660,8 @@ static int pidfd_self(void)
     pid_t pid = getpid();
     if (self_pidfd >= 0 && self_pidfd_pid == pid)
         return self_pidfd;
-    if (self_pidfd >= 0)
-        close(self_pidfd); /* the parent's, inherited across fork */
+    /* A parent's pidfd inherited across fork is left open, not closed: the program may have
+     * closed it and reused the number. pidfd_open sets O_CLOEXEC, so exec drops it. */
     self_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     self_pidfd_pid = pid;
     if (self_pidfd < 0)
@@ -700,9 +700,12 @@ static uint64_t advise_runs(const pobj *o, uint64_t *at, uint64_t bytes, int adv
             break;
         int fd = vec_unusable ? -1 : pidfd_self();
         long r = fd < 0 ? -1 : syscall(SYS_process_madvise, fd, iov, n, advice, 0u);
+        int one_by_one = fd < 0;
         if (fd >= 0 && r < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL))
-            vec_unusable = 1;
-        if (vec_unusable) { /* one call per run */
+            vec_unusable = one_by_one = 1;
+        else if (fd >= 0 && r < 0 && errno == EBADF) /* the program closed our pidfd */
+            self_pidfd = -1, one_by_one = 1;
+        if (one_by_one) {
             for (size_t i = 0; i < n; i++) {
                 int ri = sys_result(syscall(SYS_madvise, iov[i].iov_base, iov[i].iov_len,
                                             advice));

@@ -108,6 +108,39 @@ def test_local_and_margin():
 def test_fitted_margin_is_room_for_the_unlocked_objects_within_8_mib_and_the_default():
     mib = 1 << 20
     assert enforce.fitted_margin(100 * mib, 0) == 8 * mib              # floor
-    assert enforce.fitted_margin(100 * mib, 20 * mib) == 20 * mib      # the unlocked objects
+    assert enforce.fitted_margin(100 * mib, 20 * mib) == 24 * mib      # the unlocked objects
+    assert enforce.fitted_margin(100 * mib, 8 * mib) == 12 * mib       # ... and 4 MiB of slack
     assert enforce.fitted_margin(100 * mib, 60 * mib) == 32 * mib      # capped at the default
     assert enforce.fitted_margin(1 << 30, 200 * mib) == (1 << 30) // 10
+
+
+def test_fit_margin_shrinks_to_the_unlocked_objects_and_grows_when_the_placement_changes():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    mib = 1 << 20
+    sizes = np.array([100, 8, 9], dtype=np.int64) * mib
+    calls = []
+
+    def place(limit):
+        """A made-up planner: object 0 split at what is left; below 95 MiB of budget object 1
+        is locked and object 2 not, above it the other way round."""
+        calls.append(limit)
+        whole = [1] if limit < 95 * mib else [2]
+        fast = np.zeros(3, dtype=np.int64)
+        fast[whole] = sizes[whole]
+        fast[0] = limit - fast.sum()
+        return SimpleNamespace(size=sizes, fast_bytes=fast)
+
+    local = 110 * mib
+    limit, margin, placement = enforce.fit_margin(local, 32 * mib, place)
+    # default margin: object 2 (9 MiB) unlocked -> 13 MiB; at 97 MiB object 1 (8 MiB) is
+    # unlocked instead, which needs only 12 MiB: the margin does not shrink again
+    assert calls == [78 * mib, 97 * mib] and (limit, margin) == (97 * mib, 13 * mib)
+
+    calls.clear()
+    sizes[1] = 12 * mib     # now the second placement's unlocked object needs more room
+    limit, margin, placement = enforce.fit_margin(local, 32 * mib, place)
+    assert calls == [78 * mib, 97 * mib, 94 * mib] and margin == 16 * mib
+    assert int(placement.size[placement.fast_bytes == 0].sum()) + 4 * mib <= margin

@@ -164,9 +164,10 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     """Plan the recording for local bytes of local memory; writes plan.json/plan.txt. Returns
     the plan, the mlock limit it was made for and the margin (local - limit) [bytes]. Without
     settings.margin the margin is fitted: a first placement with the default margin, then the
-    margin shrunk to the bytes of the objects that placement leaves wholly unlocked
-    (enforce.fitted_margin) and the objects placed again — room for the objects the plan does
-    not lock, not for the tail of the one it splits."""
+    margin shrunk to the bytes of the objects that placement leaves wholly unlocked plus some
+    slack (enforce.fitted_margin) and the objects placed again, until the objects the final
+    placement leaves unlocked have their room — room for the objects the plan does not lock,
+    not for the tail of the one it splits."""
     from objtier import plan as planner
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
@@ -190,13 +191,10 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
         return placement if settings.backfill else planner.without_backfill(objects, placement)
 
     limit, margin = enforce.mlock_limit(local, settings.margin)
-    placement = place(limit)
     if settings.margin is None:
-        unlocked = int(placement.size[placement.fast_bytes == 0].sum())
-        fitted = enforce.fitted_margin(local, unlocked)
-        if fitted < margin:
-            limit, margin = local - fitted, fitted
-            placement = place(limit)
+        limit, margin, placement = enforce.fit_margin(local, margin, place)
+    else:
+        placement = place(limit)
     budget = planner.Budget(limit, str(limit), round(100.0 * limit / footprint, 2), footprint)
     plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
                               source=str(profile))

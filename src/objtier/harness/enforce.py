@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from objtier.errors import UsageError
 from objtier.native import runtime_library
@@ -25,6 +25,9 @@ MIB = 1 << 20
 MIN_MARGIN_BYTES = 32 * MIB
 MARGIN_FRACTION = 0.10          # default margin = max(10% of local, 32 MiB)
 FITTED_MIN_MARGIN_BYTES = 8 * MIB  # compare's fitted margin is never smaller
+#: compare's fitted margin: room beyond the wholly unlocked objects, for the program's text,
+#: stack, page tables and the pages of a split object's tail it is reading [bytes]
+FITTED_SLACK_BYTES = 4 * MIB
 DEFAULT_MIN_SIZE = 128 << 10    # the recorder's default --min-size [bytes]
 DEFAULT_STACK_DEPTH = 8         # must equal the recording's: context keys hash the frames
 
@@ -48,13 +51,40 @@ def default_margin(local_bytes: int) -> int:
 
 
 def fitted_margin(local_bytes: int, unlocked_object_bytes: int) -> int:
-    """`compare`'s margin when none is given [bytes]: room for the objects a plan made with the
-    default margin leaves wholly unlocked (unsampled ones included: the profile may have missed
-    them), at least FITTED_MIN_MARGIN_BYTES and at most the default margin. The tail of a split
-    object is not counted: it is swept, and a locked MiB of it saves more than a free one.
-    Measured (docs/benchmarks.md, third series): an 8 MiB margin raised CC's speed-up from 1.56x
-    to 2.0x and killed BC, whose 28 MiB of per-source arrays the profile had barely sampled."""
-    return min(default_margin(local_bytes), max(FITTED_MIN_MARGIN_BYTES, unlocked_object_bytes))
+    """`compare`'s margin when none is given [bytes]: room for the objects a plan leaves wholly
+    unlocked (unsampled ones included: the profile may have missed them) plus
+    FITTED_SLACK_BYTES, at least FITTED_MIN_MARGIN_BYTES and at most the default margin. The
+    tail of a split object is not counted: it is swept, and a locked MiB of it saves more than
+    a free one. Measured (docs/benchmarks.md, third series): an 8 MiB margin raised CC's
+    speed-up from 1.56x to 2.0x and killed BC, whose 28 MiB of per-source arrays the profile had
+    barely sampled; a margin of exactly the unlocked objects' 8 MiB killed CC in its
+    verification, which fills an 8 MiB array while reading the whole graph (docs/benchmarks.md,
+    "the guard's advice in one call")."""
+    return min(default_margin(local_bytes),
+               max(FITTED_MIN_MARGIN_BYTES, unlocked_object_bytes + FITTED_SLACK_BYTES))
+
+
+def fit_margin(local_bytes: int, default_bytes: int,
+               place: Callable[[int], Any]) -> tuple[int, int, Any]:
+    """(mlock limit, margin, placement) with the margin fitted to the placement [bytes]:
+    place(limit) places the objects for a limit (a Placement: size, fast_bytes per object).
+    A first placement with the default margin; if the objects it leaves wholly unlocked need
+    less room (fitted_margin), the margin shrinks to that and the objects are placed again.
+    The larger budget may leave other objects wholly unlocked, so the margin then grows until
+    the final placement's unlocked objects have their room; it only grows, and fitted_margin
+    never exceeds the default, so this ends."""
+    def need(placement: Any) -> int:
+        return fitted_margin(local_bytes, int(placement.size[placement.fast_bytes == 0].sum()))
+
+    margin = default_bytes
+    placement = place(local_bytes - margin)
+    if need(placement) < margin:
+        margin = need(placement)
+        placement = place(local_bytes - margin)
+        while need(placement) > margin:
+            margin = need(placement)
+            placement = place(local_bytes - margin)
+    return local_bytes - margin, margin, placement
 
 
 def parse_local(text: str, footprint_bytes: int | None) -> int:
