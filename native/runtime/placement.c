@@ -669,35 +669,31 @@ static int pidfd_self(void)
     return self_pidfd;
 }
 
-/* `advice` on the planned-slow runs of o from address *at on, about `bytes` of them (whole
- * pages; UINT64_MAX: all), in as few system calls as the kernel allows: one process_madvise
- * per ADVISE_VEC runs. A "pages" object's slow part is the many gaps between its locked
- * ranges, and one madvise per gap costs a system call and a TLB flush each (BFS at scale 20
- * made 443k calls in 24 s). Falls back to one madvise per run where process_madvise is
- * missing (Linux < 5.10) or refused. Leaves one record per run when keep_records, and for
- * every run of a failed call; *at becomes the end of the last run advised. Returns the bytes
- * advised. Called with `lock` held. */
+/* `advice` on the next planned-slow runs of o from address *at on: up to ADVISE_VEC runs and
+ * about `bytes` (whole pages; UINT64_MAX: no bound) in one process_madvise call. A "pages"
+ * object's slow part is the many gaps between its locked ranges, and one madvise per gap
+ * costs a system call each (BFS at scale 20 made 443k calls in 24 s). Falls back to one
+ * madvise per run where process_madvise is missing (Linux < 5.10) or refused. Leaves one
+ * record per run when keep_records, and for every run that failed; *at becomes the end of
+ * the last run taken. Returns the bytes taken (0: no slow run left). Called with `lock`
+ * held. */
 static uint64_t advise_runs(const pobj *o, uint64_t *at, uint64_t bytes, int advice,
                             uint16_t action, int keep_records)
 {
     struct iovec iov[ADVISE_VEC];
     uint64_t done = 0, pg = rt_page_bytes, s, e;
-    while (done < bytes) {
-        size_t n = 0;
-        uint64_t batch_bytes = 0;
-        while (n < ADVISE_VEC && done + batch_bytes < bytes && slow_run(o, *at, &s, &e)) {
-            uint64_t want = bytes == UINT64_MAX ? e - s
-                                                : (bytes - done - batch_bytes + pg - 1) & ~(pg - 1);
-            if (e - s > want)
-                e = s + want;
-            iov[n].iov_base = (void *)(uintptr_t)s;
-            iov[n].iov_len = e - s;
-            batch_bytes += e - s;
-            *at = e;
-            n++;
-        }
-        if (n == 0)
-            break;
+    size_t n = 0;
+    while (n < ADVISE_VEC && done < bytes && slow_run(o, *at, &s, &e)) {
+        uint64_t want = bytes == UINT64_MAX ? e - s : (bytes - done + pg - 1) & ~(pg - 1);
+        if (e - s > want)
+            e = s + want;
+        iov[n].iov_base = (void *)(uintptr_t)s;
+        iov[n].iov_len = e - s;
+        done += e - s;
+        *at = e;
+        n++;
+    }
+    if (n > 0) {
         int fd = vec_unusable ? -1 : pidfd_self();
         long r = fd < 0 ? -1 : syscall(SYS_process_madvise, fd, iov, n, advice, 0u);
         int one_by_one = fd < 0;
@@ -727,10 +723,9 @@ static uint64_t advise_runs(const pobj *o, uint64_t *at, uint64_t bytes, int adv
                     record(o, b, b + iov[i].iov_len, action, ri, 0);
             }
         }
-        done += batch_bytes;
-        if (batch_n > BATCH / 2)
-            flush_records();
     }
+    if (batch_n > BATCH / 2)
+        flush_records();
     return done;
 }
 
@@ -746,14 +741,12 @@ static void advise_pass(void)
             break;
         }
         pobj *o = &objs[i];
-        if (o->addr > DELETED) {
-            uint64_t at = o->lo;
-            advise_runs(o, &at, UINT64_MAX, MADV_COLD, OT_PLACE_COLD, 1);
-            if (pageout) {
-                at = o->lo;
-                advise_runs(o, &at, UINT64_MAX, MADV_PAGEOUT, OT_PLACE_PAGEOUT, 1);
-            }
-        }
+        for (uint64_t at = 0; o->addr > DELETED &&
+                              advise_runs(o, &at, UINT64_MAX, MADV_COLD, OT_PLACE_COLD, 1);)
+            ;
+        for (uint64_t at = 0; pageout && o->addr > DELETED &&
+                              advise_runs(o, &at, UINT64_MAX, MADV_PAGEOUT, OT_PLACE_PAGEOUT, 1);)
+            ;
         if (batch_n > BATCH / 2 || i + 1 >= objs_cap)
             flush_records();
         pthread_mutex_unlock(&lock);
@@ -769,15 +762,17 @@ static uint64_t cold_slot, cold_at;
  * hand over the slow ranges). Returns the bytes advised. */
 static uint64_t advise_some(uint64_t bytes, int keep_records)
 {
-    uint64_t done = 0, s, e;
+    uint64_t done = 0;
     for (uint64_t visited = 0; done < bytes && visited <= objs_cap;) {
         pthread_mutex_lock(&lock);
         if (cold_slot >= objs_cap)
             cold_slot = cold_at = 0;
         pobj *o = &objs[cold_slot];
-        if (o->addr > DELETED && slow_run(o, cold_at, &s, &e)) {
-            done += advise_runs(o, &cold_at, bytes - done, MADV_COLD, OT_PLACE_COLD,
-                                keep_records);
+        uint64_t taken = o->addr > DELETED ? advise_runs(o, &cold_at, bytes - done, MADV_COLD,
+                                                         OT_PLACE_COLD, keep_records)
+                                           : 0;
+        if (taken) {
+            done += taken;
             if (batch_n)
                 flush_records();
             pthread_mutex_unlock(&lock);
