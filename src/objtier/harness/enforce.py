@@ -59,7 +59,7 @@ def fitted_margin(local_bytes: int, unlocked_object_bytes: int) -> int:
     speed-up from 1.56x to 2.0x and killed BC, whose 28 MiB of per-source arrays the profile had
     barely sampled; a margin of exactly the unlocked objects' 8 MiB killed CC in its
     verification, which fills an 8 MiB array while reading the whole graph (docs/benchmarks.md,
-    "the guard's advice in one call")."""
+    "Graph set with ranked pages after that")."""
     return min(default_margin(local_bytes),
                max(FITTED_MIN_MARGIN_BYTES, unlocked_object_bytes + FITTED_SLACK_BYTES))
 
