@@ -40,10 +40,17 @@ def page_samples(trace) -> pa.Table:
     page = column(trace.samples, "addr", np.uint64)[hit] >> shift
     inner = (page >= lo[obj]) & (page < hi[obj])
     obj, rel = obj[inner], (page[inner] - lo[obj[inner]]).astype(np.int64)
-    span = int(rel.max()) + 1 if len(rel) else 1
-    keys, counts = np.unique(obj.astype(np.int64) * span + rel, return_counts=True)
-    return pa.table({"object": pa.array(keys // span), "page": pa.array(keys % span),
-                     "samples": pa.array(counts.astype(np.int64))})
+    return _per_page(obj.astype(np.int64), rel, np.ones(len(rel), dtype=np.int64))
+
+
+def _per_page(obj: np.ndarray, page: np.ndarray, count: np.ndarray) -> pa.Table:
+    """The page-samples table of (object, page, count) rows, counts of equal pairs summed,
+    sorted by object, then page."""
+    span = int(page.max()) + 1 if len(page) else 1
+    keys, inverse = np.unique(obj * span + page, return_inverse=True)
+    total = np.bincount(inverse, weights=count, minlength=len(keys)).astype(np.int64)
+    return pa.table({"object": pa.array(keys // span, pa.int64()),
+                     "page": pa.array(keys % span, pa.int64()), "samples": pa.array(total)})
 
 
 def merged_page_samples(traces: list) -> pa.Table:
@@ -76,8 +83,4 @@ def merged_page_samples(traces: list) -> pa.Table:
         pages.append(more.column("page").to_numpy()[keep])
         counts.append(more.column("samples").to_numpy()[keep])
     obj, page, count = (np.concatenate(x).astype(np.int64) for x in (objects, pages, counts))
-    span = int(page.max()) + 1 if len(page) else 1
-    keys, inverse = np.unique(obj * span + page, return_inverse=True)
-    total = np.bincount(inverse, weights=count).astype(np.int64)
-    return pa.table({"object": pa.array(keys // span), "page": pa.array(keys % span),
-                     "samples": pa.array(total)})
+    return _per_page(obj, page, count)

@@ -91,9 +91,11 @@ def plan_file_fast_bytes(trace, source: EventSource, plan_doc: dict,
     """fast_bytes per object from a plan document's entries for `phase` (default the whole
     program, "*"). In another phase, an object with no entry of its own keeps its "*" entry,
     as the runtime does."""
-    out, matched = _plan_phase_fast_bytes(trace, source, plan_doc, phase)
+    keys = context_keys(trace, source)
+    occ = occurrences(keys, source.pid)
+    out, matched = _plan_phase_fast_bytes(source, plan_doc, phase, keys, occ)
     if phase != "*":
-        root, _ = _plan_phase_fast_bytes(trace, source, plan_doc, "*")
+        root, _ = _plan_phase_fast_bytes(source, plan_doc, "*", keys, occ)
         out[~matched] = root[~matched]
     return out
 
@@ -121,9 +123,9 @@ def plan_file_page_bits(trace, source: EventSource, plan_doc: dict, page_shift: 
                if e.get("phase", "*") == "*" and e.get("tier") == "pages"]
     if not entries:
         return None
-    fast = plan_file_fast_bytes(trace, source, plan_doc)
     keys = context_keys(trace, source)
     occ = occurrences(keys, source.pid)
+    fast, _ = _plan_phase_fast_bytes(source, plan_doc, "*", keys, occ)
     sh = np.uint64(page_shift)
     page = 1 << page_shift
     first, npages, base = page_layout(source, page_shift)
@@ -134,11 +136,7 @@ def plan_file_page_bits(trace, source: EventSource, plan_doc: dict, page_shift: 
     for i in np.flatnonzero(prefix).tolist():
         bits[base[i]:base[i] + min(int(prefix[i]), int(npages[i]))] = 1
     for entry in entries:
-        sel = (keys == entry["context_key"]) & (source.size >= int(entry["size_min"])) \
-            & (source.size <= int(entry["size_max"]))
-        if entry.get("occurrence") is not None:
-            sel &= occ == int(entry["occurrence"])
-        for i in np.flatnonzero(sel).tolist():
+        for i in np.flatnonzero(_entry_objects(entry, keys, occ, source.size)).tolist():
             bits[base[i]:base[i] + npages[i]] = 0   # the entry's ranges replace its prefix
             lead = 1 if int(source.addr[i]) % page else 0  # partial first page: not whole
             for off, length in entry["ranges"]:
@@ -148,25 +146,34 @@ def plan_file_page_bits(trace, source: EventSource, plan_doc: dict, page_shift: 
     return bits, base.astype(np.uint64)
 
 
-def _plan_phase_fast_bytes(trace, source: EventSource, plan_doc: dict,
-                           phase: str) -> tuple[np.ndarray, np.ndarray]:
-    keys = context_keys(trace, source)
-    occ = occurrences(keys, source.pid)
+def _entry_objects(entry: dict, keys: np.ndarray, occ: np.ndarray,
+                   size: np.ndarray) -> np.ndarray:
+    """The objects a plan entry names (its context key, size range and occurrence), as the
+    runtime matches them."""
+    try:
+        sel = keys == entry["context_key"]
+        lo, hi = entry.get("size_min"), entry.get("size_max")
+        if lo is not None:
+            sel &= size >= int(lo)
+        if hi is not None:
+            sel &= size <= int(hi)
+        if entry.get("occurrence") is not None:
+            sel &= occ == int(entry["occurrence"])
+    except (KeyError, TypeError, ValueError):
+        raise UsageError("plan entry without context_key/fast_bytes") from None
+    return sel
+
+
+def _plan_phase_fast_bytes(source: EventSource, plan_doc: dict, phase: str, keys: np.ndarray,
+                           occ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.zeros(source.objects, dtype=np.uint64)
     matched = np.zeros(source.objects, dtype=bool)
     size = source.size
     for entry in plan_doc.get("entries", []):
         if entry.get("phase", "*") != phase:
             continue
+        sel = _entry_objects(entry, keys, occ, size)
         try:
-            sel = keys == entry["context_key"]
-            lo, hi = entry.get("size_min"), entry.get("size_max")
-            if lo is not None:
-                sel &= size >= int(lo)
-            if hi is not None:
-                sel &= size <= int(hi)
-            if entry.get("occurrence") is not None:
-                sel &= occ == int(entry["occurrence"])
             fast = int(entry["fast_bytes"])
         except (KeyError, TypeError, ValueError):
             raise UsageError("plan entry without context_key/fast_bytes") from None
