@@ -28,6 +28,7 @@
 
 #include "../common/wl.h"
 #include "graph.h"
+#include <objtier/phase.h>
 
 #define LOCAL_QUEUE 1024
 #define BRUTE_FORCE_MAX_N 1024
@@ -211,6 +212,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         wl_die(WL_EXIT_USAGE, "unexpected argument '%s' (try -h)", argv[optind]);
+    objtier_phase("load graph");
     graph *g = graph_from_opts(&o, 16);
     if (g->n <= BRUTE_FORCE_MAX_N)
         brute = 1;
@@ -232,6 +234,7 @@ int main(int argc, char **argv)
             wl_die(WL_EXIT_USAGE, "the graph has no edges to search");
         memset(s.scores, 0, g->n * sizeof(double));
         double expected_sum = 0;
+        objtier_phase("centrality");
         double t0 = wl_now();
         for (uint64_t i = 0; i < nsources; i++)
             expected_sum += brandes_source(&s, sources[i]);
@@ -249,10 +252,12 @@ int main(int argc, char **argv)
                (unsigned long long)t, (unsigned long long)nsources, sum, best, secs);
     }
     if (brute) {
+        objtier_phase("verify");
         const char *problem = brute_force(g, sources, nsources, s.scores);
         if (problem)
             wl_die(WL_EXIT_FAIL, "verification failed: %s", problem);
     }
+    objtier_phase_end();
     printf("verification: passed (score sums%s)\n", brute ? " and brute force" : "");
     wl_fom("bc", (double)g->m * (double)nsources * (double)o.trials / total / 1e6, "MTEPS", total);
     free(sources);

@@ -21,6 +21,7 @@
 
 #include "../common/wl.h"
 #include "graph.h"
+#include <objtier/phase.h>
 
 /* Switching thresholds of the direction-optimizing heuristic (values from the paper). */
 #define BFS_ALPHA 15
@@ -224,6 +225,7 @@ int main(int argc, char **argv)
     graph_opts_init(&o, 8);
     int verify_all = 0;
     graph_parse_kernel_args(argc, argv, &o, &verify_all, usage);
+    objtier_phase("load graph");
     graph *g = graph_from_opts(&o, 18);
 
     bfs_state s = {.g = g};
@@ -240,6 +242,7 @@ int main(int argc, char **argv)
 
     double total = 0, edges = 0;
     for (uint64_t t = 0; t < o.trials; t++) {
+        objtier_phase("search");
         double t0 = wl_now();
         bfs_run(&s, sources[t]);
         double secs = wl_now() - t0;
@@ -256,6 +259,7 @@ int main(int argc, char **argv)
                (unsigned long long)t, sources[t], (unsigned long long)reached,
                (unsigned long long)(degsum / 2), secs);
         if (verify_all || t + 1 == o.trials) {
+            objtier_phase("verify");
             if (!depth) {
                 depth = wl_malloc(g->n * sizeof(int32_t), "verify depth");
                 vqueue = wl_malloc(g->n * sizeof(vid_t), "verify queue");
@@ -266,6 +270,7 @@ int main(int argc, char **argv)
                        (unsigned long long)t, sources[t], problem);
         }
     }
+    objtier_phase_end();
     printf("verification: passed (%s)\n", verify_all ? "every trial" : "last trial");
     wl_fom("bfs", edges / total / 1e6, "MTEPS", total);
     free(depth);

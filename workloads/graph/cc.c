@@ -18,6 +18,7 @@
 
 #include "../common/wl.h"
 #include "graph.h"
+#include <objtier/phase.h>
 
 /* Neighbors per vertex linked before the largest component is guessed. */
 #define NEIGHBOR_ROUNDS 2
@@ -157,16 +158,19 @@ int main(int argc, char **argv)
     graph_opts_init(&o, 16);
     int verify_all = 0;
     graph_parse_kernel_args(argc, argv, &o, &verify_all, usage);
+    objtier_phase("load graph");
     graph *g = graph_from_opts(&o, 18);
     int32_t *comp = wl_malloc(g->n * sizeof(int32_t), "comp");
 
     double total = 0;
     for (uint64_t t = 0; t < o.trials; t++) {
+        objtier_phase("components");
         double t0 = wl_now();
         afforest(g, comp, o.seed + t);
         double secs = wl_now() - t0;
         total += secs;
         if (verify_all || t + 1 == o.trials) {
+            objtier_phase("verify");
             int64_t components = verify(g, comp);
             if (components < 0)
                 wl_die(WL_EXIT_FAIL, "verification failed (trial %llu): labels disagree with "
@@ -177,6 +181,7 @@ int main(int argc, char **argv)
             printf("trial %llu: %.6f s\n", (unsigned long long)t, secs);
         }
     }
+    objtier_phase_end();
     printf("verification: passed (%s)\n", verify_all ? "every trial" : "last trial");
     wl_fom("cc", (double)g->m * (double)o.trials / total / 1e6, "MEdges/s", total);
     free(comp);

@@ -6,10 +6,21 @@ the end of the recording. Phases are flat: every phase hangs under the whole pro
 (parent "", as the planner's phase table expects).
 
 phase_table(trace)    -> phase, parent, start_ns, end_ns (one row per execution)
-phase_accesses(trace) -> phase, object, accesses (exclusive: samples taken in the thread while
-                         the phase ran; samples outside every phase are the root's, which the
-                         planner derives from the object table, so they are not listed)
+phase_accesses(trace, object_accesses=None)
+                      -> phase, object, accesses (exclusive: samples taken while the phase ran;
+                         samples outside every phase are the root's, which the planner derives
+                         from the object table, so they are not listed)
 These are the planner's inputs for `objtier plan --phases` (docs/planning.md).
+
+Attribution: a sample of a thread that marks phases belongs to that thread's phase at the
+sample's time. A sample of a thread that marks none (an OpenMP worker, a pool thread) belongs to
+the phase in force in its process: the one named by the last marker call of any thread, which
+is the plan the runtime enforces then (native/runtime/placement.c).
+
+Units: with object_accesses (the object table's `accesses`, indexed by object id) each
+object's samples are scaled so that its phases and the root share its `accesses` in proportion
+to its samples; the fault sampler's accesses are estimated touches, not samples, and the
+planner subtracts phase accesses from the table's totals, so both must be in one unit.
 """
 
 from __future__ import annotations
@@ -54,6 +65,44 @@ def _intervals(trace) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray, lis
     return out
 
 
+def _process_intervals(trace) -> dict[int, tuple[np.ndarray, np.ndarray, list[str]]]:
+    """pid -> (starts, ends, names) of the phase in force process-wide: each ENTER by any
+    thread starts one, lasting until the process's next marker (an ENTER or EXIT of any
+    thread; an EXIT starts nothing)."""
+    phases = trace.phases
+    pid = phases.column("pid").to_numpy()
+    time = phases.column("time_ns").to_numpy()
+    name = phases.column("name").to_numpy()
+    event = phases.column("event").to_numpy()
+    end_of_trace = int(max(trace.samples.column("time_ns").to_numpy().max(initial=0),
+                           time.max(initial=0))) + 1
+    out = {}
+    for p in sorted(set(pid.tolist())):
+        rows = np.flatnonzero(pid == p)
+        # by time, an EXIT before an ENTER of the same time (a switch writes both)
+        rows = rows[np.lexsort((event[rows] == PHASE_ENTER, time[rows]))]
+        starts, ends, names = [], [], []
+        for i, r in enumerate(rows):  # one Python step per marker, not per sample
+            if event[r] != PHASE_ENTER:
+                continue
+            nxt = rows[i + 1:]
+            starts.append(int(time[r]))
+            ends.append(int(time[nxt[0]]) if len(nxt) else end_of_trace)
+            names.append(trace.names.get((int(p), int(name[r])), f"phase{name[r]}"))
+        out[int(p)] = (np.array(starts, np.uint64), np.array(ends, np.uint64), names)
+    return out
+
+
+def _label(names: np.ndarray, rows: np.ndarray, time: np.ndarray,
+           intervals: tuple[np.ndarray, np.ndarray, list[str]]) -> None:
+    """names[rows] = the interval holding each row's time (left as is outside every one)."""
+    starts, ends, labels = intervals
+    if not len(rows) or not len(starts):
+        return
+    k = np.searchsorted(starts, time[rows], side="right") - 1
+    inside = (k >= 0) & (time[rows] < ends[np.clip(k, 0, None)])
+    names[rows[inside]] = np.array(labels, dtype=object)[k[inside]]
+
 
 def phase_table(trace) -> pa.Table:
     rows = {"phase": [], "parent": [], "start_ns": [], "end_ns": []}
@@ -68,7 +117,7 @@ def phase_table(trace) -> pa.Table:
                      "end_ns": pa.array(rows["end_ns"], pa.uint64())})
 
 
-def phase_accesses(trace) -> pa.Table:
+def phase_accesses(trace, object_accesses: np.ndarray | None = None) -> pa.Table:
     samples = trace.samples
     objects = sample_objects(trace)
     pid = samples.column("pid").to_numpy()
@@ -77,13 +126,19 @@ def phase_accesses(trace) -> pa.Table:
     weight = samples.column("weight").to_numpy().astype(np.float64)
     weight[weight == 0] = 1.0
     names = np.full(len(time), ROOT, dtype=object)
-    for (p, t), (starts, ends, labels) in _intervals(trace).items():
-        rows = np.flatnonzero((pid == p) & (tid == t))
-        if not len(rows) or not len(starts):
-            continue
-        k = np.searchsorted(starts, time[rows], side="right") - 1
-        inside = (k >= 0) & (time[rows] < ends[np.clip(k, 0, None)])
-        names[rows[inside]] = np.array(labels, dtype=object)[k[inside]]
+    own = _intervals(trace)
+    marking = set(own)
+    for (p, t), intervals in own.items():
+        _label(names, np.flatnonzero((pid == p) & (tid == t)), time, intervals)
+    for p, intervals in _process_intervals(trace).items():
+        marked = [t for (q, t) in marking if q == p]
+        _label(names, np.flatnonzero((pid == p) & ~np.isin(tid, marked)), time, intervals)
+    if object_accesses is not None and len(objects):
+        hit = objects >= 0
+        raw = np.bincount(objects[hit], weights=weight[hit], minlength=len(object_accesses))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = np.where(raw > 0, np.asarray(object_accesses, np.float64) / raw, 0.0)
+        weight = np.where(hit, weight * scale[np.clip(objects, 0, None)], 0.0)
     keep = (objects >= 0) & (names != ROOT)
     if not keep.any():
         return pa.table({"phase": pa.array([], pa.string()), "object": pa.array([], pa.int64()),

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profiles", type=int, default=1, metavar="N",
                         help="recordings of the program to plan from (default 1); --algo pages "
                              "sums their samples per page: more armed windows per page")
+    parser.add_argument("--phases", action="store_true",
+                        help="swap: one placement per phase the program marks (objtier_phase), "
+                             "switched by the runtime as the phases change")
     parser.add_argument("--backfill", action="store_true",
                         help="swap: let colder objects fill the gaps the first object that "
                              "does not fit leaves (off: unlocked memory goes to the kernel)")
@@ -126,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         parse_size(args.mlock_margin, "--mlock-margin")
     if args.profiles < 1:
         raise UsageError(f"--profiles must be at least 1, got {args.profiles}")
+    if args.phases and args.algo == "pages":
+        raise UsageError("--algo pages plans the whole run; it does not take --phases")
     if args.profiles > 1 and args.algo != "pages":
         raise UsageError("--profiles applies to --algo pages (the other algorithms plan from "
                          "one recording)")
@@ -134,13 +139,16 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--no-guard applies to --tier swap only")
         if args.profiles > 1:
             raise UsageError("--profiles applies to --tier swap only")
+        if args.phases:
+            raise UsageError("--phases applies to --tier swap only")
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
                                algo=args.algo, backfill=args.backfill, guard=args.guard,
                                sampler=args.sampler,
                                margin=args.mlock_margin,
-                               rate=args.rate, profiles=args.profiles, timeout_s=args.timeout,
+                               rate=args.rate, profiles=args.profiles, phases=args.phases,
+                               timeout_s=args.timeout,
                                output=Path(args.output), force=args.force)
 
     def say(text: str) -> None:

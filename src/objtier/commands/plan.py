@@ -146,7 +146,9 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
         if args.phases:
             from objtier.analysis.phases import phase_accesses, phase_table
 
-            phases, accesses = phase_table(trace), phase_accesses(trace)
+            # in the table's unit (estimated touches for the fault sampler)
+            accesses = phase_accesses(trace, table.column("accesses").to_numpy())
+            phases = phase_table(trace)
     pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
     page = min(pages) if pages else DEFAULT_PAGE_BYTES
     exe = args.exe or _trace_exe(trace, table)
@@ -219,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
             objects, phases, accesses, algo, budget.bytes, page,
             min_duration_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
             hint_budget=args.hint_budget, **params)
+        if args.no_backfill:
+            result.placements.update({name: planner.without_backfill(objects, placed)
+                                      for name, placed in result.placements.items()})
         placements = result.placements
     else:
         result = algo(objects, budget.bytes, page, **params)

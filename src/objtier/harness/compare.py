@@ -50,6 +50,7 @@ class CompareSettings:
     margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
     rate: int = 20000              # profile: most samples per second (10x record's default)
     profiles: int = 1              # recordings for the plan (--algo pages sums them per page)
+    phases: bool = False           # one placement per program phase (the program's markers)
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
@@ -167,14 +168,17 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     margin shrunk to the bytes of the objects that placement leaves wholly unlocked plus some
     slack (enforce.fitted_margin) and the objects placed again, until the objects the final
     placement leaves unlocked have their room — room for the objects the plan does not lock,
-    not for the tail of the one it splits."""
+    not for the tail of the one it splits. With settings.phases each phase the program marks
+    gets its own placement (plan.plan_phases) and the margin is fitted to the objects each
+    leaves unlocked while it is in force (plan.unlocked_live_bytes)."""
     from objtier import plan as planner
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
 
     profile = profiles[0]
     trace = open_trace(profile)
-    objects = planner.object_table(object_table(trace))
+    raw = object_table(trace)
+    objects = planner.object_table(raw)
     pages = [p.page_bytes for p in trace.processes if p.page_bytes]
     page = min(pages) if pages else 4096
 
@@ -186,13 +190,34 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
                                                                 for p in profiles[1:]])
         params["backfill"] = settings.backfill
 
-    def place(fast_bytes: int):
+    def place_whole(fast_bytes: int):
         placement = planner.algorithm(settings.algo)(objects, fast_bytes, page, **params)
         return placement if settings.backfill else planner.without_backfill(objects, placement)
 
+    place, unlocked = place_whole, enforce.wholly_unlocked_bytes
+    if settings.phases:
+        from objtier.analysis.phases import phase_accesses, phase_table
+
+        executions = phase_table(trace)
+        accesses = phase_accesses(trace, raw.column("accesses").to_numpy())
+
+        def place_phases(fast_bytes: int):
+            result = planner.plan_phases(objects, executions, accesses,
+                                         planner.algorithm(settings.algo), fast_bytes, page,
+                                         **params)
+            if not settings.backfill:
+                result.placements.update({name: planner.without_backfill(objects, placed)
+                                          for name, placed in result.placements.items()})
+            return result
+
+        place = place_phases
+
+        def unlocked(result) -> int:
+            return planner.unlocked_live_bytes(objects, result, executions)
+
     limit, margin = enforce.mlock_limit(local, settings.margin)
     if settings.margin is None:
-        limit, margin, placement = enforce.fit_margin(local, margin, place)
+        limit, margin, placement = enforce.fit_margin(local, margin, place, unlocked)
     else:
         placement = place(limit)
     budget = planner.Budget(limit, str(limit), round(100.0 * limit / footprint, 2), footprint)
@@ -332,7 +357,9 @@ def run_compare(command: list[str], settings: CompareSettings,
                   "pressure_guard": settings.guard},
         "plan": {"algorithm": settings.algo, "backfill": settings.backfill,
                  "path": str(settings.output / "plan.json"),
-                 **(plan.get("summary") or [{}])[0]},
+                 **(plan.get("summary") or [{}])[0],
+                 "phases_with_own_plan": [p["name"] for p in plan.get("phases", [])
+                                          if p["name"] == p["target"]]},
         "repeat": settings.repeat, "runtime_enforces_plans": supported,
         "warnings": warnings,
     })

@@ -64,17 +64,24 @@ def fitted_margin(local_bytes: int, unlocked_object_bytes: int) -> int:
                max(FITTED_MIN_MARGIN_BYTES, unlocked_object_bytes + FITTED_SLACK_BYTES))
 
 
-def fit_margin(local_bytes: int, default_bytes: int,
-               place: Callable[[int], Any]) -> tuple[int, int, Any]:
+def wholly_unlocked_bytes(placement: Any) -> int:
+    """Bytes of the objects a Placement leaves wholly slow (size, fast_bytes per object)."""
+    return int(placement.size[placement.fast_bytes == 0].sum())
+
+
+def fit_margin(local_bytes: int, default_bytes: int, place: Callable[[int], Any],
+               unlocked: Callable[[Any], int] = wholly_unlocked_bytes) -> tuple[int, int, Any]:
     """(mlock limit, margin, placement) with the margin fitted to the placement [bytes]:
-    place(limit) places the objects for a limit (a Placement: size, fast_bytes per object).
+    place(limit) places the objects for a limit; unlocked(placement) is the room its unlocked
+    objects need (default: a Placement's wholly slow objects; a per-phase plan counts, per
+    phase, the objects live while it is in force, plan.unlocked_live_bytes).
     A first placement with the default margin; if the objects it leaves wholly unlocked need
     less room (fitted_margin), the margin shrinks to that and the objects are placed again.
     The larger budget may leave other objects wholly unlocked, so the margin then grows until
     the final placement's unlocked objects have their room; it only grows, and fitted_margin
     never exceeds the default, so this ends."""
     def need(placement: Any) -> int:
-        return fitted_margin(local_bytes, int(placement.size[placement.fast_bytes == 0].sum()))
+        return fitted_margin(local_bytes, unlocked(placement))
 
     margin = default_bytes
     placement = place(local_bytes - margin)

@@ -180,3 +180,44 @@ def plan_phases(objects: ObjectTable, phases: Any, phase_accesses: Any,
         view = replace(objects, accesses=merged.vectors[name])
         placements[name] = algorithm(view, capacity_bytes, page_bytes, **params)
     return PhasePlacement(merge=merged, placements=placements)
+
+
+def _target_spans(merge: PhaseMerge, executions: Any) -> dict[str, list[tuple[int, int]]]:
+    """target -> the [start, end) spans [ns] in which its plan is in force: each execution of
+    a phase under the phase's target, the time outside every execution under the root's
+    (executions: phase, start_ns, end_ns; flat phases, one in force at a time)."""
+    cols = executions.to_pydict() if hasattr(executions, "to_pydict") else dict(executions)
+    target = dict(zip(merge.name, merge.target))
+    rows = sorted(zip(cols["start_ns"], cols["end_ns"], cols["phase"]))
+    spans: dict[str, list[tuple[int, int]]] = {t: [] for t in merge.survivors()}
+    spans.setdefault(ROOT, [])
+    cursor = 0
+    for start, end, name in rows:
+        if start > cursor:
+            spans[ROOT].append((cursor, int(start)))
+        spans.setdefault(target.get(name, ROOT), []).append((int(start), int(end)))
+        cursor = max(cursor, int(end))
+    spans[ROOT].append((cursor, np.iinfo(np.int64).max))
+    return spans
+
+
+def unlocked_live_bytes(objects: ObjectTable, result: PhasePlacement, executions: Any) -> int:
+    """Room the unlocked objects need under a per-phase plan [bytes]: for each surviving
+    phase, the objects its placement leaves wholly slow that are live while its plan is in
+    force (their lifetime overlaps one of its spans; every object when the table has no
+    lifetimes); the most over the phases. An object planned fast in one phase and slow in
+    another needs the room only where it is slow."""
+    spans = _target_spans(result.merge, executions)
+    most = 0
+    for name, placement in result.placements.items():
+        slow = placement.fast_bytes == 0
+        if objects.alloc_ns is not None and objects.free_ns is not None:
+            alloc = objects.alloc_ns.astype(np.int64)
+            free = np.where(objects.free_ns < 0, np.iinfo(np.int64).max,
+                            objects.free_ns).astype(np.int64)
+            live = np.zeros(len(objects), dtype=bool)
+            for start, end in spans.get(name, []):
+                live |= (alloc < end) & (free > start)
+            slow &= live
+        most = max(most, int(objects.size[slow].sum()))
+    return most
