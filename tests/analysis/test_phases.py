@@ -95,3 +95,45 @@ def test_no_markers_is_a_clear_error(compile_c, tmp_path):
                          text=True)
     assert run.returncode == 2 and "no phase markers" in run.stderr
     assert run.stderr.count("\n") == 1
+
+
+# As PROGRAM, but the sweeps run in a thread that marks no phase (a worker of a pool, an
+# OpenMP thread): its samples belong to the phase the main thread is in.
+WORKER_PROGRAM = PROGRAM.replace("int main(void) {", r"""
+#include <pthread.h>
+struct job { volatile char *p; size_t n; };
+static void *work(void *arg) { struct job *j = arg; sweep(j->p, j->n, 1.0); return 0; }
+static void in_worker(char *p, size_t n) {
+    pthread_t t; struct job j = {p, n};
+    pthread_create(&t, 0, work, &j); pthread_join(t, 0);
+}
+int main(void) {""").replace("sweep(x, 16 * MB, 1.0);", "in_worker(x, 16 * MB);") \
+    .replace("sweep(y, 16 * MB, 1.0);", "in_worker(y, 16 * MB);")
+
+
+def test_samples_of_an_unmarked_thread_go_to_the_phase_in_force(compile_c, tmp_path):
+    from objtier.analysis.objects import object_table
+
+    exe = compile_c(WORKER_PROGRAM, "phased_worker",
+                    flags=("-O1", "-g", "-pthread", f"-I{NATIVE_DIR / 'include'}", "-ldl"))
+    out = tmp_path / "run.otr"
+    run = subprocess.run([sys.executable, "-m", "objtier", "record", "-q", "--rate", "20000",
+                          "-o", str(out), "--", str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    trace = open_trace(out)
+    samples = trace.samples.to_pydict()
+    main_tid = trace.phases.column("tid").to_pylist()[0]
+    assert any(t != main_tid for t in samples["tid"])  # the worker's samples exist
+    table = object_table(trace)
+    totals = table.column("accesses").to_numpy()
+    by_phase: dict[str, dict[int, float]] = {}
+    for row in phase_accesses(trace, totals).to_pylist():
+        by_phase.setdefault(row["phase"], {})[row["object"]] = row["accesses"]
+    assert by_phase["build"].get(0, 0) > 4 * by_phase["build"].get(1, 0)
+    assert by_phase["query"].get(1, 0) > 4 * by_phase["query"].get(0, 0)
+    # scaled to the table's unit: an object's phases never hold more than its accesses,
+    # and the sweeps, all inside phases, hold nearly all of them
+    for obj in (0, 1):
+        in_phases = sum(v.get(obj, 0.0) for v in by_phase.values())
+        assert in_phases <= totals[obj] * (1 + 1e-9)
+        assert in_phases >= 0.8 * totals[obj]

@@ -95,3 +95,35 @@ def test_phase_table_errors():
     with pytest.raises(UsageError, match="cycle"):
         merge_phases(OBJECTS, phase_table(cyc, {"phase": [], "object": np.array([], int),
                                                 "accesses": np.array([])}))
+
+
+def test_unlocked_room_counts_only_objects_live_while_their_phase_plan_is_in_force():
+    from objtier.harness.enforce import wholly_unlocked_bytes
+    from objtier.plan import spill, unlocked_live_bytes
+
+    # 0 = graph, 1 = comp, 2 = verification array (allocated at the verify phase),
+    # 3 = offsets; everything freed at 1000 ms
+    cols = table([100, 10, 20, 30], [1100, 500, 2000, 30])
+    cols["alloc_ns"] = np.array([0, 0, 900, 0]) * MS
+    cols["free_ns"] = np.array([1000, 1000, 1000, 1000]) * MS
+    objects = object_table(cols)
+    executions = {"phase": ["work", "verify"], "parent": [None, None],
+                  "start_ns": [0, 900 * MS], "end_ns": [900 * MS, 1000 * MS]}
+    accesses = {"phase": ["work", "work", "work", "verify", "verify", "verify"],
+                "object": [0, 1, 3, 0, 1, 2],
+                "accesses": [1000.0, 500.0, 30.0, 100.0, 50.0, 2000.0]}
+    result = plan_phases(objects, phase_table(executions, accesses), None, spill,
+                         100 * PAGE, PAGE)
+    work, verify = result.placements["work"], result.placements["verify"]
+    # work: comp whole, graph split at the rest; the verification array does not exist yet
+    assert fast_pages(work) == [90, 10, 0, 0]
+    # verify: the verification array and comp whole, less of the graph
+    assert fast_pages(verify) == [70, 10, 20, 0]
+    # room: offsets (unlocked in both phases, live in both); the verification array is
+    # unlocked under work's plan but not live then, locked under verify's
+    assert unlocked_live_bytes(objects, result, executions) == 30 * PAGE
+    assert wholly_unlocked_bytes(work) == 50 * PAGE
+    # a verification array live from the start would need its room under work's plan
+    cols["alloc_ns"] = np.zeros(4, dtype=np.int64)
+    early = object_table(cols)
+    assert unlocked_live_bytes(early, result, executions) == 50 * PAGE
