@@ -30,6 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
+#: workloads that mark their phases (objtier_phase in workloads/graph)
+GRAPH_KERNELS = {"bfs_kron", "bc_kron", "cc_kron", "bfs_urand", "bc_urand", "cc_urand"}
 
 
 def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
@@ -153,6 +155,9 @@ def main() -> int:
     parser.add_argument("--algo", default="spill")
     parser.add_argument("--profiles", type=int, default=1,
                         help="passed to objtier compare (recordings for --algo pages)")
+    parser.add_argument("--phases", action="store_true",
+                        help="passed to objtier compare (one placement per marked phase; "
+                             "the graph kernels mark theirs, the others run with one)")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="passed to objtier compare (default there: fitted to the plan, "
@@ -188,6 +193,7 @@ def main() -> int:
                        "-o", str(target),
                        *(["--mlock-margin", args.mlock_margin] if args.mlock_margin else []),
                        *(["--profiles", str(args.profiles)] if args.profiles > 1 else []),
+                       *(["--phases"] if args.phases and name in GRAPH_KERNELS else []),
                        "--", *suite[name]]
             print(f"== {name} at {local}", file=sys.stderr, flush=True)
             run = subprocess.run(command, capture_output=True, text=True)
@@ -219,7 +225,8 @@ def main() -> int:
             f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs, {date}. "
             f"Memory cgroup v1 limited to --local of the footprint (cgroup peak of an "
             f"unlimited run), zram (lz4) behind it; baseline and objtier runs interleaved, "
-            f"medians of {args.repeat}; plan algorithm {args.algo}. Runtime enforces plans: "
+            f"medians of {args.repeat}; plan algorithm {args.algo}"
+            f"{' with phases on the graph kernels' if args.phases else ''}. Runtime enforces plans: "
             f"{'yes' if enforced else 'NO — the objtier column is the runtime without placement'}"
             f".\n\n{table}\n")
         with open(REPO / "docs" / "benchmarks.md", "a") as f:

@@ -614,6 +614,9 @@ void rt_place_unmap(uint64_t addr, uint64_t len)
     pthread_mutex_unlock(&lock);
 }
 
+static uint64_t advise_runs(const pobj *o, uint64_t *at, uint64_t bytes, int advice,
+                            uint16_t action, int keep_records);
+
 void rt_place_phase(const char *name, size_t len)
 {
     if (!atomic_load_explicit(&rt_place_on, memory_order_acquire))
@@ -624,7 +627,12 @@ void rt_place_phase(const char *name, size_t len)
     pthread_mutex_lock(&lock);
     if (plan.phases[ph].target != plan.phases[phase_now].target) {
         phase_now = ph;
-        /* unlock what is no longer fast first, so that the new fast set has the room */
+        /* unlock what is no longer fast first, so that the new fast set has the room; and
+         * advise the unlocked pages cold: munlock leaves them on the active list, and the
+         * faults of the mlock that follows charge the cgroup while its inactive list is
+         * short — reclaim that finds nothing there ends in the cgroup's OOM killer (seen
+         * with cgroup v1 on kernel 6.18 when a phase change swapped one locked array for
+         * another). The cold pages are the first that reclaim takes. */
         for (int step = 0; step < 2; step++)
             for (uint64_t i = 0; i < objs_cap; i++) {
                 pobj *o = &objs[i];
@@ -635,9 +643,12 @@ void rt_place_phase(const char *name, size_t len)
                 if (tier == RT_TIER_NUMA) {
                     if (step == 0)
                         numa_bind(o);
-                } else if (step == 0 && swap_stale(o))
+                } else if (step == 0 && swap_stale(o)) {
                     swap_unlock(o);
-                else if (step == 1)
+                    for (uint64_t at = 0;
+                         advise_runs(o, &at, UINT64_MAX, MADV_COLD, OT_PLACE_COLD, 1);)
+                        ;
+                } else if (step == 1)
                     swap_lock(o);
             }
         flush_records();

@@ -149,6 +149,8 @@ def test_errors_are_one_line(tmp_path, compile_c):
     (["--profiles", "2"], "--profiles applies to --algo pages"),
     (["--profiles", "0", "--algo", "pages"], "--profiles must be at least 1"),
     (["--tier", "numa", "--profiles", "2", "--algo", "pages"], "applies to --tier swap only"),
+    (["--phases", "--algo", "pages"], "does not take --phases"),
+    (["--tier", "numa", "--phases"], "--phases applies to --tier swap only"),
 ])
 def test_profiles_errors_are_one_line(tmp_path, args, message):
     run = objtier("compare", "-q", *args, "-o", str(tmp_path / "a"), "--", "true")
@@ -170,6 +172,72 @@ def test_pages_plan_from_two_profiles(hotcold, tmp_path):
     assert len(hot) == 1 and hot[0]["tier"] in ("fast", "pages")
     assert hot[0]["fast_bytes"] >= (24 << 20) - 2 * 4096      # every whole page of it
     assert plan["algorithm"]["name"] == "pages"
+
+
+# Two phases, each sweeping its own 32 MiB array for about a second; the arrays exist in both.
+PHASED = r"""
+#include <objtier/phase.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#define MB (1UL << 20)
+static void sweep(volatile char *p, size_t n, double seconds) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        for (size_t i = 0; i < n; i += 4096) p[i]++;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+}
+int main(void) {
+    char *x = malloc(32 * MB), *y = malloc(32 * MB);
+    memset(x, 1, 32 * MB); memset(y, 1, 32 * MB);
+    objtier_phase("first");
+    sweep(x, 32 * MB, 1.0);
+    objtier_phase("second");
+    sweep(y, 32 * MB, 1.0);
+    objtier_phase_end();
+    printf("FOM phased=1 s time=2\n");
+    free(x); free(y);
+    return 0;
+}
+"""
+
+
+@needs_enforcement
+def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
+    """--phases: the plan in force in each phase locks that phase's array; the objtier run
+    unlocks one array at the phase change and locks the other (PLACEMENT records), and does
+    not fail (the kernel alone may be OOM-killed here: docs/compare.md)."""
+    from objtier.native import NATIVE_DIR
+    from objtier.trace import open_trace
+
+    exe = compile_c(PHASED, "phased", flags=("-O1", "-g", f"-I{NATIVE_DIR / 'include'}", "-ldl"))
+    out = tmp_path / "out"
+    settings = CompareSettings(local="60%", repeat=1, margin="12M", algo="spill", phases=True,
+                               rate=200_000, output=out)
+    result = run_compare([str(exe)], settings)
+    assert [r.returncode for r in result.rows if r.config == "objtier"] == [0]
+    plan = json.loads((out / "plan.json").read_text())
+    # a phase merged into the root runs under the root's plan ("target")
+    targets = {p["name"]: p["target"] for p in plan["phases"]}
+    assert targets["first"] != targets["second"]
+    assert set(result.summary["plan"]["phases_with_own_plan"]) == set(targets.values())
+    def most_fast(phase: str) -> str:
+        entries = [e for e in plan["entries"] if e["phase"] == phase]
+        return max(entries, key=lambda e: e["fast_bytes"])["context_key"]
+
+    # each phase's plan locks its own array most
+    assert most_fast(targets["first"]) != most_fast(targets["second"])
+    trace = open_trace(next(out.glob("runs/*-objtier-*.otr")))
+    rows = sorted(zip(*(trace.placements.column(c).to_pylist()
+                        for c in ("time_ns", "action", "result"))))
+    locks = [i for i, (_, action, result) in enumerate(rows) if action == 1 and result == 0]
+    unlocks = [i for i, (_, action, result) in enumerate(rows) if action == 2 and result == 0]
+    # MLOCK = 1, MUNLOCK = 2 (enum ot_placement_action): a lock at start, an unlock at the
+    # phase change and a lock after it
+    assert len(locks) >= 2 and unlocks and unlocks[0] < locks[-1]
 
 
 def test_not_root_is_a_clear_error(monkeypatch, tmp_path):

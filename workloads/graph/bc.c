@@ -257,7 +257,6 @@ int main(int argc, char **argv)
         if (problem)
             wl_die(WL_EXIT_FAIL, "verification failed: %s", problem);
     }
-    objtier_phase_end();
     printf("verification: passed (score sums%s)\n", brute ? " and brute force" : "");
     wl_fom("bc", (double)g->m * (double)nsources * (double)o.trials / total / 1e6, "MTEPS", total);
     free(sources);

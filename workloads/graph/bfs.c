@@ -270,7 +270,6 @@ int main(int argc, char **argv)
                        (unsigned long long)t, sources[t], problem);
         }
     }
-    objtier_phase_end();
     printf("verification: passed (%s)\n", verify_all ? "every trial" : "last trial");
     wl_fom("bfs", edges / total / 1e6, "MTEPS", total);
     free(depth);

@@ -181,7 +181,6 @@ int main(int argc, char **argv)
             printf("trial %llu: %.6f s\n", (unsigned long long)t, secs);
         }
     }
-    objtier_phase_end();
     printf("verification: passed (%s)\n", verify_all ? "every trial" : "last trial");
     wl_fom("cc", (double)g->m * (double)o.trials / total / 1e6, "MEdges/s", total);
     free(comp);

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Two or more plans for one program, run in turn under the same memory limit.
+
+    bench/plan_turns.py --plan NAME=PLAN.json [--plan NAME=PLAN.json ...] --local BYTES
+        [--mlock-margin BYTES] [--repeat 3] [-o turns.csv] -- CMD [ARGS...]
+
+Each round runs `objtier run --plan P --local BYTES --mlock-margin M -- CMD` once per plan,
+in the order given, so that the machine's drift (its speed changes by tens of percent over
+an hour here) falls on every plan alike. Per run: wall time [s], the program's timed region
+(the `time=` of its FOM line) [s], and the system-wide pswpin / pswpout deltas of /proc/vmstat
+(pages; run on an otherwise quiet machine). Prints one row per run and the medians per plan;
+writes the runs as CSV. Needs root (objtier run --local builds the cgroup and the zram device).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FOM_TIME = re.compile(r"^FOM \S+ .*\btime=([0-9.]+)", re.MULTILINE)
+
+
+def vmstat() -> dict[str, int]:
+    out = {}
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        key, value = line.split()
+        out[key] = int(value)
+    return out
+
+
+def one_run(plan: Path, local: str, margin: str | None, command: list[str]) -> dict:
+    args = [sys.executable, "-m", "objtier", "run", "--plan", str(plan), "--local", local]
+    if margin is not None:
+        args += ["--mlock-margin", margin]
+    before = vmstat()
+    start = time.monotonic()
+    done = subprocess.run(args + ["--"] + command, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    after = vmstat()
+    timed = FOM_TIME.search(done.stdout)
+    return {"returncode": done.returncode, "wall_s": round(wall, 3),
+            "timed_s": float(timed.group(1)) if timed else None,
+            "pswpin": after["pswpin"] - before["pswpin"],
+            "pswpout": after["pswpout"] - before["pswpout"],
+            "last_line": (done.stderr.strip().splitlines() or [""])[-1][:120]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plan", action="append", required=True, metavar="NAME=PLAN")
+    parser.add_argument("--local", required=True, help="cgroup limit, as for objtier run")
+    parser.add_argument("--mlock-margin", default=None)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("-o", "--output", default="turns.csv")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command after --")
+    plans = []
+    for item in args.plan:
+        name, sep, path = item.partition("=")
+        if not sep or not Path(path).is_file():
+            parser.error(f"bad --plan {item!r}: expected NAME=PLAN.json of an existing file")
+        plans.append((name, Path(path)))
+    rows = []
+    for i in range(1, args.repeat + 1):
+        for name, path in plans:
+            row = {"round": i, "plan": name, **one_run(path, args.local, args.mlock_margin,
+                                                       command)}
+            rows.append(row)
+            print(" ".join(f"{k}={v}" for k, v in row.items() if k != "last_line"), flush=True)
+    with open(args.output, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print("| plan | runs ok | wall s (median) | timed s (median) | swap-ins (median) | "
+          "swap-outs (median) |")
+    print("|---|---|---|---|---|---|")
+    for name, _ in plans:
+        ok = [r for r in rows if r["plan"] == name and r["returncode"] == 0]
+        if not ok:
+            print(f"| {name} | 0/{args.repeat} | – | – | – | – |")
+            continue
+        med = {k: statistics.median(r[k] for r in ok if r[k] is not None)
+               for k in ("wall_s", "timed_s", "pswpin", "pswpout")}
+        print(f"| {name} | {len(ok)}/{args.repeat} | {med['wall_s']:.2f} | {med['timed_s']:.2f} "
+              f"| {med['pswpin']:,.0f} | {med['pswpout']:,.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
