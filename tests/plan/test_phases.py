@@ -99,7 +99,7 @@ def test_phase_table_errors():
 
 def test_unlocked_room_counts_only_objects_live_while_their_phase_plan_is_in_force():
     from objtier.harness.enforce import wholly_unlocked_bytes
-    from objtier.plan import spill, unlocked_live_bytes
+    from objtier.plan import phase_spans, spill, unlocked_live_bytes
 
     # 0 = graph, 1 = comp, 2 = verification array (allocated at the verify phase),
     # 3 = offsets; everything freed at 1000 ms
@@ -119,11 +119,16 @@ def test_unlocked_room_counts_only_objects_live_while_their_phase_plan_is_in_for
     assert fast_pages(work) == [90, 10, 0, 0]
     # verify: the verification array and comp whole, less of the graph
     assert fast_pages(verify) == [70, 10, 20, 0]
+    spans = phase_spans(result.merge, executions, end_ns=1000 * MS)
+    assert spans == {ROOT: [], "work": [(0, 900 * MS)], "verify": [(900 * MS, 1000 * MS)]}
     # room: offsets (unlocked in both phases, live in both); the verification array is
     # unlocked under work's plan but not live then, locked under verify's
-    assert unlocked_live_bytes(objects, result, executions) == 30 * PAGE
+    assert unlocked_live_bytes(objects, work, spans["work"]) == 30 * PAGE
+    assert unlocked_live_bytes(objects, verify, spans["verify"]) == 30 * PAGE
     assert wholly_unlocked_bytes(work) == 50 * PAGE
     # a verification array live from the start would need its room under work's plan
     cols["alloc_ns"] = np.zeros(4, dtype=np.int64)
     early = object_table(cols)
-    assert unlocked_live_bytes(early, result, executions) == 50 * PAGE
+    assert unlocked_live_bytes(early, work, spans["work"]) == 50 * PAGE
+    # without an end, the root's plan is in force after the last phase, for ever
+    assert phase_spans(result.merge, executions)[ROOT] == [(1000 * MS, np.iinfo(np.int64).max)]

@@ -1,9 +1,9 @@
 """Program phases from the phase markers in a recording (objtier_phase / objtier_phase_end).
 
 Phases are per thread: objtier_phase("name") starts a phase and ends the thread's previous one;
-objtier_phase_end() ends it; a phase still open when the thread's last event is written ends at
-the end of the recording. Phases are flat: every phase hangs under the whole program "*"
-(parent "", as the planner's phase table expects).
+objtier_phase_end() ends it; a phase still open at the end ends with the recording (its last
+event of any kind: a sample, an allocation, a free). Phases are flat: every phase hangs under
+the whole program "*" (parent "", as the planner's phase table expects).
 
 phase_table(trace)    -> phase, parent, start_ns, end_ns (one row per execution)
 phase_accesses(trace, object_accesses=None)
@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import sample_objects
+from objtier.analysis.objects import sample_objects, trace_end_ns
 from objtier.errors import UsageError
 
 ROOT = "*"
@@ -46,8 +46,7 @@ def _intervals(trace) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray, lis
     time = phases.column("time_ns").to_numpy()
     name = phases.column("name").to_numpy()
     event = phases.column("event").to_numpy()
-    end_of_trace = int(max(trace.samples.column("time_ns").to_numpy().max(initial=0),
-                           time.max(initial=0))) + 1
+    end_of_trace = max(trace_end_ns(trace), int(time.max(initial=0))) + 1
     out = {}
     for key in sorted(set(zip(pid.tolist(), tid.tolist()))):
         rows = np.flatnonzero((pid == key[0]) & (tid == key[1]))
@@ -74,8 +73,7 @@ def _process_intervals(trace) -> dict[int, tuple[np.ndarray, np.ndarray, list[st
     time = phases.column("time_ns").to_numpy()
     name = phases.column("name").to_numpy()
     event = phases.column("event").to_numpy()
-    end_of_trace = int(max(trace.samples.column("time_ns").to_numpy().max(initial=0),
-                           time.max(initial=0))) + 1
+    end_of_trace = max(trace_end_ns(trace), int(time.max(initial=0))) + 1
     out = {}
     for p in sorted(set(pid.tolist())):
         rows = np.flatnonzero(pid == p)

@@ -169,8 +169,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     slack (enforce.fitted_margin) and the objects placed again, until the objects the final
     placement leaves unlocked have their room — room for the objects the plan does not lock,
     not for the tail of the one it splits. With settings.phases each phase the program marks
-    gets its own placement (plan.plan_phases) and the margin is fitted to the objects each
-    leaves unlocked while it is in force (plan.unlocked_live_bytes)."""
+    gets its own placement and margin (_place_phases); the margin returned is the smallest."""
     from objtier import plan as planner
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
@@ -190,42 +189,59 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
                                                                 for p in profiles[1:]])
         params["backfill"] = settings.backfill
 
-    def place_whole(fast_bytes: int):
-        placement = planner.algorithm(settings.algo)(objects, fast_bytes, page, **params)
-        return placement if settings.backfill else planner.without_backfill(objects, placement)
-
-    place, unlocked = place_whole, enforce.wholly_unlocked_bytes
-    if settings.phases:
-        from objtier.analysis.phases import phase_accesses, phase_table
-
-        executions = phase_table(trace)
-        accesses = phase_accesses(trace, raw.column("accesses").to_numpy())
-
-        def place_phases(fast_bytes: int):
-            result = planner.plan_phases(objects, executions, accesses,
-                                         planner.algorithm(settings.algo), fast_bytes, page,
-                                         **params)
-            if not settings.backfill:
-                result.placements.update({name: planner.without_backfill(objects, placed)
-                                          for name, placed in result.placements.items()})
-            return result
-
-        place = place_phases
-
-        def unlocked(result) -> int:
-            return planner.unlocked_live_bytes(objects, result, executions)
+    def placer(view):
+        """place(fast_bytes) for an object table (the whole run's, or a phase's accesses)."""
+        def place(fast_bytes: int):
+            placement = planner.algorithm(settings.algo)(view, fast_bytes, page, **params)
+            return placement if settings.backfill else planner.without_backfill(view, placement)
+        return place
 
     limit, margin = enforce.mlock_limit(local, settings.margin)
-    if settings.margin is None:
-        limit, margin, placement = enforce.fit_margin(local, margin, place, unlocked)
+    if settings.phases:
+        placement, limit = _place_phases(trace, raw, objects, placer, settings, local, limit,
+                                         margin, page, params)
+        margin = local - limit
+    elif settings.margin is None:
+        limit, margin, placement = enforce.fit_margin(local, margin, placer(objects))
     else:
-        placement = place(limit)
+        placement = placer(objects)(limit)
     budget = planner.Budget(limit, str(limit), round(100.0 * limit / footprint, 2), footprint)
     plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
                               source=str(profile))
     planner.write_plan(plan, settings.output / "plan.json")
     (settings.output / "plan.txt").write_text(planner.to_text(plan))
     return plan, limit, margin
+
+
+def _place_phases(trace, raw, objects, placer, settings: CompareSettings, local: int,
+                  limit: int, margin: int, page: int, params: dict[str, Any]):
+    """(PhasePlacement, mlock limit) for a recording with phase markers: phases merged as
+    `objtier plan --phases` does, then each surviving phase placed on its own accesses with
+    a margin of its own — fitted (enforce.fit_margin) to the objects its placement leaves
+    wholly unlocked while its plan is in force (plan.unlocked_live_bytes), unless
+    settings.margin fixes one for all. Phases run one at a time and the runtime unlocks the
+    old phase's set before it locks the new one, so the limit is the largest phase's."""
+    from dataclasses import replace
+
+    from objtier import plan as planner
+    from objtier.analysis.objects import trace_end_ns
+    from objtier.analysis.phases import phase_accesses, phase_table
+
+    executions = phase_table(trace)
+    accesses = phase_accesses(trace, raw.column("accesses").to_numpy())
+    merged = planner.plan_phases(objects, executions, accesses,
+                                 planner.algorithm(settings.algo), limit, page, **params)
+    spans = planner.phase_spans(merged.merge, executions, trace_end_ns(trace))
+    placements, limits = {}, {}
+    for name in merged.placements:
+        place = placer(replace(objects, accesses=merged.merge.vectors[name]))
+        if settings.margin is None:
+            limits[name], _, placements[name] = enforce.fit_margin(
+                local, margin, place,
+                lambda p, n=name: planner.unlocked_live_bytes(objects, p, spans[n]))
+        else:
+            limits[name], placements[name] = limit, place(limit)
+    return replace(merged, placements=placements), max(limits.values())
 
 
 @contextlib.contextmanager

@@ -73,8 +73,8 @@ def fit_margin(local_bytes: int, default_bytes: int, place: Callable[[int], Any]
                unlocked: Callable[[Any], int] = wholly_unlocked_bytes) -> tuple[int, int, Any]:
     """(mlock limit, margin, placement) with the margin fitted to the placement [bytes]:
     place(limit) places the objects for a limit; unlocked(placement) is the room its unlocked
-    objects need (default: a Placement's wholly slow objects; a per-phase plan counts, per
-    phase, the objects live while it is in force, plan.unlocked_live_bytes).
+    objects need (default: a Placement's wholly slow objects; for one phase's placement, those
+    live while its plan is in force, plan.unlocked_live_bytes).
     A first placement with the default margin; if the objects it leaves wholly unlocked need
     less room (fitted_margin), the margin shrinks to that and the objects are placed again.
     The larger budget may leave other objects wholly unlocked, so the margin then grows until

@@ -19,8 +19,8 @@ from objtier.plan.exact import exact
 from objtier.plan.greedy import rank, reuse, spill
 from objtier.plan.halving import halving
 from objtier.plan.pages import pages
-from objtier.plan.phases import (ROOT, PhaseMerge, PhasePlacement, merge_phases, plan_phases,
-                                 unlocked_live_bytes)
+from objtier.plan.phases import (ROOT, PhaseMerge, PhasePlacement, merge_phases, phase_spans,
+                                 plan_phases, unlocked_live_bytes)
 from objtier.plan.placement import TIERS, Placement
 from objtier.plan.planfile import build_plan, load_plan, validate_plan, write_plan
 from objtier.plan.table import ObjectTable, PhaseTable, object_table, phase_table
@@ -46,7 +46,7 @@ __all__ = [
     "PhaseTable", "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan",
     "check_plan_binary", "exact", "footprint", "halving", "identity", "load_plan", "merge_phases",
     "object_table", "pages", "parse_budget", "parse_size", "parse_text", "peak_live_bytes",
-    "phase_table", "plan_phases", "rank", "reuse", "spill", "to_text", "unlocked_live_bytes",
+    "phase_spans", "phase_table", "plan_phases", "rank", "reuse", "spill", "to_text", "unlocked_live_bytes",
     "validate_plan",
     "without_backfill", "write_plan",
 ]

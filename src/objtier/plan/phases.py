@@ -35,6 +35,7 @@ from objtier.plan.table import ObjectTable, PhaseTable, phase_table
 ROOT = "*"
 DEFAULT_MIN_DURATION_NS = 10_000_000  # 10 ms: well above the cost of an mlock/munlock round
 DEFAULT_SIMILARITY = 0.9
+ROUNDING = 1e-9  # root accesses below this share of an object's total are rounding
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,10 @@ def merge_phases(objects: ObjectTable, phases: PhaseTable,
     prow = np.array([index[p] for p in phases.access_phase.tolist()], dtype=np.int64)
     own = sparse.csr_matrix((phases.access_count, (prow, rows)),
                             shape=(len(names), len(objects)))
-    root_own = np.maximum(objects.accesses - np.asarray(own.sum(axis=0)).ravel(), 0.0)
+    # totals minus phases; what is left of an object that all its phases account for is
+    # rounding (phase accesses are scaled shares of the totals), not accesses of the root
+    left = objects.accesses - np.asarray(own.sum(axis=0)).ravel()
+    root_own = np.where(left > ROUNDING * objects.accesses, left, 0.0)
     own = sparse.vstack([sparse.csr_matrix(root_own[None, :]), own[1:]]).tocsr()
     vec = [own[i] for i in range(len(names))]  # own + merged descendants
 
@@ -182,10 +186,12 @@ def plan_phases(objects: ObjectTable, phases: Any, phase_accesses: Any,
     return PhasePlacement(merge=merged, placements=placements)
 
 
-def _target_spans(merge: PhaseMerge, executions: Any) -> dict[str, list[tuple[int, int]]]:
-    """target -> the [start, end) spans [ns] in which its plan is in force: each execution of
-    a phase under the phase's target, the time outside every execution under the root's
-    (executions: phase, start_ns, end_ns; flat phases, one in force at a time)."""
+def phase_spans(merge: PhaseMerge, executions: Any,
+                end_ns: int | None = None) -> dict[str, list[tuple[int, int]]]:
+    """Surviving phase -> the [start, end) spans [ns] in which its plan is in force: each
+    execution of a phase under the phase's target, the time outside every execution, up to
+    end_ns (the recording's end; None: no end), under the root's (executions: phase,
+    start_ns, end_ns; flat phases, one in force at a time)."""
     cols = executions.to_pydict() if hasattr(executions, "to_pydict") else dict(executions)
     target = dict(zip(merge.name, merge.target))
     rows = sorted(zip(cols["start_ns"], cols["end_ns"], cols["phase"]))
@@ -197,27 +203,25 @@ def _target_spans(merge: PhaseMerge, executions: Any) -> dict[str, list[tuple[in
             spans[ROOT].append((cursor, int(start)))
         spans.setdefault(target.get(name, ROOT), []).append((int(start), int(end)))
         cursor = max(cursor, int(end))
-    spans[ROOT].append((cursor, np.iinfo(np.int64).max))
+    end = np.iinfo(np.int64).max if end_ns is None else int(end_ns)
+    if cursor < end:
+        spans[ROOT].append((cursor, end))
     return spans
 
 
-def unlocked_live_bytes(objects: ObjectTable, result: PhasePlacement, executions: Any) -> int:
-    """Room the unlocked objects need under a per-phase plan [bytes]: for each surviving
-    phase, the objects its placement leaves wholly slow that are live while its plan is in
-    force (their lifetime overlaps one of its spans; every object when the table has no
-    lifetimes); the most over the phases. An object planned fast in one phase and slow in
-    another needs the room only where it is slow."""
-    spans = _target_spans(result.merge, executions)
-    most = 0
-    for name, placement in result.placements.items():
-        slow = placement.fast_bytes == 0
-        if objects.alloc_ns is not None and objects.free_ns is not None:
-            alloc = objects.alloc_ns.astype(np.int64)
-            free = np.where(objects.free_ns < 0, np.iinfo(np.int64).max,
-                            objects.free_ns).astype(np.int64)
-            live = np.zeros(len(objects), dtype=bool)
-            for start, end in spans.get(name, []):
-                live |= (alloc < end) & (free > start)
-            slow &= live
-        most = max(most, int(objects.size[slow].sum()))
-    return most
+def unlocked_live_bytes(objects: ObjectTable, placement: Placement,
+                        spans: list[tuple[int, int]]) -> int:
+    """Room the unlocked objects need while a phase's plan is in force [bytes]: the objects
+    its placement leaves wholly slow whose lifetime overlaps one of its spans (phase_spans);
+    every wholly slow object when the table has no lifetimes. An object allocated in a later
+    phase, or freed in an earlier one, needs no room under this one's plan."""
+    slow = placement.fast_bytes == 0
+    if objects.alloc_ns is not None and objects.free_ns is not None:
+        alloc = objects.alloc_ns.astype(np.int64)
+        free = np.where(objects.free_ns < 0, np.iinfo(np.int64).max,
+                        objects.free_ns).astype(np.int64)
+        live = np.zeros(len(objects), dtype=bool)
+        for start, end in spans:
+            live |= (alloc < end) & (free > start)
+        slow = slow & live
+    return int(objects.size[slow].sum())
