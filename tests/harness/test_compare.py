@@ -149,7 +149,6 @@ def test_errors_are_one_line(tmp_path, compile_c):
     (["--profiles", "2"], "--profiles applies to --algo pages"),
     (["--profiles", "0", "--algo", "pages"], "--profiles must be at least 1"),
     (["--tier", "numa", "--profiles", "2", "--algo", "pages"], "applies to --tier swap only"),
-    (["--phases", "--algo", "pages"], "does not take --phases"),
     (["--tier", "numa", "--phases"], "--phases applies to --tier swap only"),
 ])
 def test_profiles_errors_are_one_line(tmp_path, args, message):

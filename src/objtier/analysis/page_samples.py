@@ -20,12 +20,17 @@ from objtier.analysis.objects import column, page_shift, sample_objects
 COLUMNS = ("object", "page", "samples")
 
 
-def page_samples(trace) -> pa.Table:
+def page_samples(trace, phases: list[str] | None = None) -> pa.Table:
     """One row per (object, whole page) with at least one sample: object = row of
     trace.allocations, page = index among the object's whole pages, samples = count (weights
-    are not applied: each fault sample is one touched window)."""
+    are not applied: each fault sample is one touched window). With phases, only the samples
+    taken in those phases ("*": outside every phase; analysis.phases.sample_phases)."""
     mapped = sample_objects(trace)
     hit = mapped >= 0
+    if phases is not None:
+        from objtier.analysis.phases import sample_phases
+
+        hit &= np.isin(sample_phases(trace), list(phases))
     if not hit.any():
         return pa.table({"object": pa.array([], pa.int64()), "page": pa.array([], pa.int64()),
                          "samples": pa.array([], pa.int64())})
@@ -53,12 +58,12 @@ def _per_page(obj: np.ndarray, page: np.ndarray, count: np.ndarray) -> pa.Table:
                      "page": pa.array(keys % span, pa.int64()), "samples": pa.array(total)})
 
 
-def merged_page_samples(traces: list) -> pa.Table:
+def merged_page_samples(traces: list, phases: list[str] | None = None) -> pa.Table:
     """Samples per page of several recordings of one program, on the objects of the first: an
     object of a later recording adds to the first's object with the same context key,
     occurrence and size (objects it cannot be matched to, or of unknown context, are left
     out). More recordings give each page more armed windows, hence counts that separate pages
-    re-used often from pages re-used seldom."""
+    re-used often from pages re-used seldom. phases: as for page_samples."""
     from objtier.analysis.objects import object_table
 
     def identities(trace) -> list[tuple]:
@@ -66,7 +71,7 @@ def merged_page_samples(traces: list) -> pa.Table:
         return list(zip(table.column("context_key").to_pylist(),
                         table.column("occurrence").to_pylist(), table.column("size").to_pylist()))
 
-    first = page_samples(traces[0])
+    first = page_samples(traces[0], phases)
     if len(traces) == 1:
         return first
     index = {ident: row for row, ident in enumerate(identities(traces[0])) if ident[0]}
@@ -76,7 +81,7 @@ def merged_page_samples(traces: list) -> pa.Table:
     for trace in traces[1:]:
         rows = np.array([index.get(ident, -1) for ident in identities(trace)] or [-1],
                         dtype=np.int64)
-        more = page_samples(trace)
+        more = page_samples(trace, phases)
         obj = rows[more.column("object").to_numpy()] if more.num_rows else np.zeros(0, np.int64)
         keep = obj >= 0
         objects.append(obj[keep])

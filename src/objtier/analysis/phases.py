@@ -6,6 +6,7 @@ event of any kind: a sample, an allocation, a free). Phases are flat: every phas
 the whole program "*" (parent "", as the planner's phase table expects).
 
 phase_table(trace)    -> phase, parent, start_ns, end_ns (one row per execution)
+sample_phases(trace)  -> the phase of each sample ("*" outside every phase)
 phase_accesses(trace, object_accesses=None)
                       -> phase, object, accesses (exclusive: samples taken while the phase ran;
                          samples outside every phase are the root's, which the planner derives
@@ -115,14 +116,13 @@ def phase_table(trace) -> pa.Table:
                      "end_ns": pa.array(rows["end_ns"], pa.uint64())})
 
 
-def phase_accesses(trace, object_accesses: np.ndarray | None = None) -> pa.Table:
+def sample_phases(trace) -> np.ndarray:
+    """The phase of every sample (trace.samples order; ROOT outside every phase), by the
+    attribution rule of the module docstring."""
     samples = trace.samples
-    objects = sample_objects(trace)
     pid = samples.column("pid").to_numpy()
     tid = samples.column("tid").to_numpy()
     time = samples.column("time_ns").to_numpy()
-    weight = samples.column("weight").to_numpy().astype(np.float64)
-    weight[weight == 0] = 1.0
     names = np.full(len(time), ROOT, dtype=object)
     own = _intervals(trace)
     marking = set(own)
@@ -131,6 +131,15 @@ def phase_accesses(trace, object_accesses: np.ndarray | None = None) -> pa.Table
     for p, intervals in _process_intervals(trace).items():
         marked = [t for (q, t) in marking if q == p]
         _label(names, np.flatnonzero((pid == p) & ~np.isin(tid, marked)), time, intervals)
+    return names
+
+
+def phase_accesses(trace, object_accesses: np.ndarray | None = None) -> pa.Table:
+    samples = trace.samples
+    objects = sample_objects(trace)
+    weight = samples.column("weight").to_numpy().astype(np.float64)
+    weight[weight == 0] = 1.0
+    names = sample_phases(trace)
     if object_accesses is not None and len(objects):
         hit = objects >= 0
         raw = np.bincount(objects[hit], weights=weight[hit], minlength=len(object_accesses))

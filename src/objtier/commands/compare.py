@@ -129,8 +129,6 @@ def run(args: argparse.Namespace) -> int:
         parse_size(args.mlock_margin, "--mlock-margin")
     if args.profiles < 1:
         raise UsageError(f"--profiles must be at least 1, got {args.profiles}")
-    if args.phases and args.algo == "pages":
-        raise UsageError("--algo pages plans the whole run; it does not take --phases")
     if args.profiles > 1 and args.algo != "pages":
         raise UsageError("--profiles applies to --algo pages (the other algorithms plan from "
                          "one recording)")

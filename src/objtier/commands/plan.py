@@ -101,7 +101,8 @@ def _trace_exe(trace: Any, table: Any) -> str | None:
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any]:
     """(object table, phase table, phase accesses, exe, page_bytes, samples per page or None)
-    from the input; samples per page only for a recording planned with --algo pages."""
+    from the input; samples per page only for a recording planned with --algo pages: a
+    function of the phases to count (None: all samples) returning the page-samples table."""
     path = Path(args.input[0])
     for given in args.input:
         if not Path(given).exists():
@@ -156,7 +157,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
     if args.algo in NEEDS_PAGE_SAMPLES:
         from objtier.analysis.page_samples import merged_page_samples
 
-        per_page = merged_page_samples([trace] + _same_program(more, exe))
+        traces = [trace] + _same_program(more, exe)
+
+        def per_page(phases: list[str] | None = None) -> Any:
+            return merged_page_samples(traces, phases)
     return table, phases, accesses, exe, page, per_page
 
 
@@ -199,11 +203,17 @@ def run(args: argparse.Namespace) -> int:
 
     params = _params(args)
     raw, phases, accesses, exe, page, per_page = _load(args)
+    phase_params = None
     if args.algo in planner.NEEDS_PAGE_SAMPLES:
-        if args.phases:
-            raise UsageError(f"--algo {args.algo} plans the whole run; it does not take --phases")
-        params["page_samples"] = per_page
+        if per_page is None:
+            raise UsageError(f"--algo {args.algo} needs a recording (samples per page), not an "
+                             f"object table")
         params["backfill"] = not args.no_backfill
+        if args.phases:  # each phase's plan ranks the pages by the samples of its phases
+            def phase_params(members: list[str]) -> dict[str, Any]:
+                return {"page_samples": per_page(members)}
+        else:
+            params["page_samples"] = per_page()
     objects = planner.object_table(raw)
     page = args.page_bytes or page
     peak = planner.parse_size(args.footprint) if args.footprint else None
@@ -220,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         result: Any = planner.plan_phases(
             objects, phases, accesses, algo, budget.bytes, page,
             min_duration_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
-            hint_budget=args.hint_budget, **params)
+            hint_budget=args.hint_budget, phase_params=phase_params, **params)
         if args.no_backfill:
             result.placements.update({name: planner.without_backfill(objects, placed)
                                       for name, placed in result.placements.items()})

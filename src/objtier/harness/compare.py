@@ -181,13 +181,14 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     pages = [p.page_bytes for p in trace.processes if p.page_bytes]
     page = min(pages) if pages else 4096
 
+    traces = [trace] + [open_trace(p) for p in profiles[1:]]
     params = {}
     if settings.algo in planner.NEEDS_PAGE_SAMPLES:
-        from objtier.analysis.page_samples import merged_page_samples
-
-        params["page_samples"] = merged_page_samples([trace] + [open_trace(p)
-                                                                for p in profiles[1:]])
         params["backfill"] = settings.backfill
+        if not settings.phases:  # per phase: _place_phases
+            from objtier.analysis.page_samples import merged_page_samples
+
+            params["page_samples"] = merged_page_samples(traces)
 
     def placer(view):
         """place(fast_bytes) for an object table (the whole run's, or a phase's accesses)."""
@@ -198,8 +199,8 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
 
     limit, margin = enforce.mlock_limit(local, settings.margin)
     if settings.phases:
-        placement, limit = _place_phases(trace, raw, objects, placer, settings, local, limit,
-                                         margin, page, params)
+        placement, limit = _place_phases(traces, raw, objects, settings.algo, settings.backfill,
+                                         settings.margin, local, limit, margin, page, params)
         margin = local - limit
     elif settings.margin is None:
         limit, margin, placement = enforce.fit_margin(local, margin, placer(objects))
@@ -213,35 +214,45 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     return plan, limit, margin
 
 
-def _place_phases(trace, raw, objects, placer, settings: CompareSettings, local: int,
-                  limit: int, margin: int, page: int, params: dict[str, Any]):
-    """(PhasePlacement, mlock limit) for a recording with phase markers: phases merged as
-    `objtier plan --phases` does, then each surviving phase placed on its own accesses with
-    a margin of its own — fitted (enforce.fit_margin) to the objects its placement leaves
-    wholly unlocked while its plan is in force (plan.unlocked_live_bytes), unless
-    settings.margin fixes one for all. Phases run one at a time and the runtime unlocks the
-    old phase's set before it locks the new one, so the limit is the largest phase's."""
+def _place_phases(traces: list, raw, objects, algo: str, backfill: bool, margin_text,
+                  local: int, limit: int, margin: int, page: int, params: dict[str, Any]):
+    """(PhasePlacement, mlock limit) for recordings with phase markers: phases merged as
+    `objtier plan --phases` does (on the first recording), then each surviving phase placed
+    on its own accesses — for `pages`, the page samples of its phases in every recording —
+    with a margin of its own, fitted (enforce.fit_margin) to the objects its placement leaves
+    wholly unlocked while its plan is in force (plan.unlocked_live_bytes), unless margin_text
+    fixes one for all. Phases run one at a time and the runtime unlocks the old phase's set
+    before it locks the new one, so the limit is the largest phase's."""
     from dataclasses import replace
 
     from objtier import plan as planner
     from objtier.analysis.objects import trace_end_ns
+    from objtier.analysis.page_samples import merged_page_samples
     from objtier.analysis.phases import phase_accesses, phase_table
 
+    trace = traces[0]
     executions = phase_table(trace)
     accesses = phase_accesses(trace, raw.column("accesses").to_numpy())
-    merged = planner.plan_phases(objects, executions, accesses,
-                                 planner.algorithm(settings.algo), limit, page, **params)
-    spans = planner.phase_spans(merged.merge, executions, trace_end_ns(trace))
+    merge = planner.merge_phases(objects, planner.phase_table(executions, accesses))
+    spans = planner.phase_spans(merge, executions, trace_end_ns(trace))
     placements, limits = {}, {}
-    for name in merged.placements:
-        place = placer(replace(objects, accesses=merged.merge.vectors[name]))
-        if settings.margin is None:
+    for name in merge.survivors():
+        view = replace(objects, accesses=merge.vectors[name])
+        own = dict(params)
+        if algo in planner.NEEDS_PAGE_SAMPLES:
+            own["page_samples"] = merged_page_samples(traces, merge.members(name))
+
+        def place(fast_bytes: int, view=view, own=own):
+            placement = planner.algorithm(algo)(view, fast_bytes, page, **own)
+            return placement if backfill else planner.without_backfill(view, placement)
+
+        if margin_text is None:
             limits[name], _, placements[name] = enforce.fit_margin(
                 local, margin, place,
                 lambda p, n=name: planner.unlocked_live_bytes(objects, p, spans[n]))
         else:
             limits[name], placements[name] = limit, place(limit)
-    return replace(merged, placements=placements), max(limits.values())
+    return planner.PhasePlacement(merge=merge, placements=placements), max(limits.values())
 
 
 @contextlib.contextmanager
@@ -373,7 +384,9 @@ def run_compare(command: list[str], settings: CompareSettings,
                   "pressure_guard": settings.guard},
         "plan": {"algorithm": settings.algo, "backfill": settings.backfill,
                  "path": str(settings.output / "plan.json"),
-                 **(plan.get("summary") or [{}])[0],
+                 # the whole run's plan, or the phase plan that locks most
+                 **max(plan.get("summary") or [{}],
+                       key=lambda row: row.get("peak_fast_bytes") or 0),
                  "phases_with_own_plan": [p["name"] for p in plan.get("phases", [])
                                           if p["name"] == p["target"]]},
         "repeat": settings.repeat, "runtime_enforces_plans": supported,

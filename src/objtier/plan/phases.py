@@ -54,6 +54,11 @@ class PhaseMerge:
     def survivors(self) -> list[str]:
         return [n for n, t in zip(self.name, self.target) if n == t]
 
+    def members(self, survivor: str) -> list[str]:
+        """The phases under whose time the survivor's plan is in force: itself and every
+        phase merged into it."""
+        return [n for n, t in zip(self.name, self.target) if t == survivor]
+
     def to_table(self) -> pa.Table:
         return pa.table({"phase": self.name, "parent": self.parent,
                          "mean_duration_ns": self.mean_duration_ns,
@@ -175,14 +180,18 @@ def plan_phases(objects: ObjectTable, phases: Any, phase_accesses: Any,
                 algorithm: Callable[..., Placement], capacity_bytes: int,
                 page_bytes: int = 4096, min_duration_ns: int = DEFAULT_MIN_DURATION_NS,
                 similarity: float = DEFAULT_SIMILARITY, hint_budget: int | None = None,
+                phase_params: Callable[[list[str]], dict[str, Any]] | None = None,
                 **params: Any) -> PhasePlacement:
-    """Merge phases, then run `algorithm` on each surviving phase's accesses."""
+    """Merge phases, then run `algorithm` on each surviving phase's accesses. phase_params,
+    given the phases a survivor's plan covers (PhaseMerge.members), returns parameters of
+    that survivor's own (the `pages` algorithm's page samples of those phases)."""
     table = phases if isinstance(phases, PhaseTable) else phase_table(phases, phase_accesses)
     merged = merge_phases(objects, table, min_duration_ns, similarity, hint_budget)
     placements = {}
     for name in merged.survivors():
         view = replace(objects, accesses=merged.vectors[name])
-        placements[name] = algorithm(view, capacity_bytes, page_bytes, **params)
+        own = phase_params(merged.members(name)) if phase_params else {}
+        placements[name] = algorithm(view, capacity_bytes, page_bytes, **{**params, **own})
     return PhasePlacement(merge=merged, placements=placements)
 
 
