@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Two or more plans for one program, run in turn under the same memory limit.
 
-    bench/plan_turns.py --plan NAME=PLAN.json [--plan NAME=PLAN.json ...] --local BYTES
+    bench/plan_turns.py --plan NAME=PLAN.json[@MARGIN] [--plan ...] --local BYTES
         [--mlock-margin BYTES] [--repeat 3] [-o turns.csv] -- CMD [ARGS...]
 
-Each round runs `objtier run --plan P --local BYTES --mlock-margin M -- CMD` once per plan,
+Each round runs `objtier run --plan P --local BYTES --mlock-margin M -- CMD` once per plan
+(M: the plan's own @MARGIN, else --mlock-margin, else objtier run's default),
 in the order given, so that the machine's drift (its speed changes by tens of percent over
 an hour here) falls on every plan alike. Per run: wall time [s], the program's timed region
 (the `time=` of its FOM line) [s], and the system-wide pswpin / pswpout deltas of /proc/vmstat
@@ -53,7 +54,7 @@ def one_run(plan: Path, local: str, margin: str | None, command: list[str]) -> d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plan", action="append", required=True, metavar="NAME=PLAN")
+    parser.add_argument("--plan", action="append", required=True, metavar="NAME=PLAN[@MARGIN]")
     parser.add_argument("--local", required=True, help="cgroup limit, as for objtier run")
     parser.add_argument("--mlock-margin", default=None)
     parser.add_argument("--repeat", type=int, default=3)
@@ -65,15 +66,15 @@ def main() -> int:
         parser.error("no command after --")
     plans = []
     for item in args.plan:
-        name, sep, path = item.partition("=")
+        name, sep, rest = item.partition("=")
+        path, _, margin = rest.partition("@")
         if not sep or not Path(path).is_file():
             parser.error(f"bad --plan {item!r}: expected NAME=PLAN.json of an existing file")
-        plans.append((name, Path(path)))
+        plans.append((name, Path(path), margin or args.mlock_margin))
     rows = []
     for i in range(1, args.repeat + 1):
-        for name, path in plans:
-            row = {"round": i, "plan": name, **one_run(path, args.local, args.mlock_margin,
-                                                       command)}
+        for name, path, margin in plans:
+            row = {"round": i, "plan": name, **one_run(path, args.local, margin, command)}
             rows.append(row)
             print(" ".join(f"{k}={v}" for k, v in row.items() if k != "last_line"), flush=True)
     with open(args.output, "w", newline="") as f:
@@ -83,7 +84,7 @@ def main() -> int:
     print("| plan | runs ok | wall s (median) | timed s (median) | swap-ins (median) | "
           "swap-outs (median) |")
     print("|---|---|---|---|---|---|")
-    for name, _ in plans:
+    for name, _, _ in plans:
         ok = [r for r in rows if r["plan"] == name and r["returncode"] == 0]
         if not ok:
             print(f"| {name} | 0/{args.repeat} | – | – | – | – |")

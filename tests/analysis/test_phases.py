@@ -137,3 +137,24 @@ def test_samples_of_an_unmarked_thread_go_to_the_phase_in_force(compile_c, tmp_p
         in_phases = sum(v.get(obj, 0.0) for v in by_phase.values())
         assert in_phases <= totals[obj] * (1 + 1e-9)
         assert in_phases >= 0.8 * totals[obj]
+
+
+def test_pages_plan_per_phase_ranks_the_pages_of_each_phase(recording, tmp_path):
+    """--algo pages --phases: the plan in force in each phase gives its bytes to the pages of
+    the array that phase sweeps (page samples of that phase only)."""
+    exe, out = recording
+    plan = tmp_path / "plan.json"
+    run = subprocess.run([sys.executable, "-m", "objtier", "plan", str(out), "--fast", "17M",
+                          "--algo", "pages", "--phases", "--min-phase-ms", "100",
+                          "-o", str(plan)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(plan.read_text())
+    target = {p["name"]: p["target"] for p in document["phases"]}
+    assert target["build"] != target["query"]
+
+    def most_fast(phase: str) -> str:
+        entries = [e for e in document["entries"] if e["phase"] == phase]
+        return max(entries, key=lambda e: e["fast_bytes"])["context_key"]
+
+    assert most_fast(target["build"]) != most_fast(target["query"])
+    assert document["algorithm"]["name"] == "pages"
