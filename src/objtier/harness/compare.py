@@ -190,17 +190,19 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
 
             params["page_samples"] = merged_page_samples(traces)
 
-    def placer(view):
-        """place(fast_bytes) for an object table (the whole run's, or a phase's accesses)."""
+    def placer(view, own: dict[str, Any] | None = None):
+        """place(fast_bytes) for an object table (the whole run's, or a phase's accesses) and
+        the algorithm's parameters (own: a phase's, over the common ones)."""
         def place(fast_bytes: int):
-            placement = planner.algorithm(settings.algo)(view, fast_bytes, page, **params)
+            placement = planner.algorithm(settings.algo)(view, fast_bytes, page,
+                                                         **{**params, **(own or {})})
             return placement if settings.backfill else planner.without_backfill(view, placement)
         return place
 
     limit, margin = enforce.mlock_limit(local, settings.margin)
     if settings.phases:
-        placement, limit = _place_phases(traces, raw, objects, settings.algo, settings.backfill,
-                                         settings.margin, local, limit, margin, page, params)
+        placement, limit = _place_phases(traces, raw, objects, placer, settings, local, limit,
+                                         margin)
         margin = local - limit
     elif settings.margin is None:
         limit, margin, placement = enforce.fit_margin(local, margin, placer(objects))
@@ -214,14 +216,14 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     return plan, limit, margin
 
 
-def _place_phases(traces: list, raw, objects, algo: str, backfill: bool, margin_text,
-                  local: int, limit: int, margin: int, page: int, params: dict[str, Any]):
+def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings, local: int,
+                  limit: int, margin: int):
     """(PhasePlacement, mlock limit) for recordings with phase markers: phases merged as
     `objtier plan --phases` does (on the first recording), then each surviving phase placed
     on its own accesses — for `pages`, the page samples of its phases in every recording —
     with a margin of its own, fitted (enforce.fit_margin) to the objects its placement leaves
-    wholly unlocked while its plan is in force (plan.unlocked_live_bytes), unless margin_text
-    fixes one for all. Phases run one at a time and the runtime unlocks the old phase's set
+    wholly unlocked while its plan is in force (plan.unlocked_live_bytes), unless
+    settings.margin fixes one for all. placer(view, own params) -> place(fast_bytes). Phases run one at a time and the runtime unlocks the old phase's set
     before it locks the new one, so the limit is the largest phase's."""
     from dataclasses import replace
 
@@ -237,16 +239,11 @@ def _place_phases(traces: list, raw, objects, algo: str, backfill: bool, margin_
     spans = planner.phase_spans(merge, executions, trace_end_ns(trace))
     placements, limits = {}, {}
     for name in merge.survivors():
-        view = replace(objects, accesses=merge.vectors[name])
-        own = dict(params)
-        if algo in planner.NEEDS_PAGE_SAMPLES:
+        own = {}
+        if settings.algo in planner.NEEDS_PAGE_SAMPLES:
             own["page_samples"] = merged_page_samples(traces, merge.members(name))
-
-        def place(fast_bytes: int, view=view, own=own):
-            placement = planner.algorithm(algo)(view, fast_bytes, page, **own)
-            return placement if backfill else planner.without_backfill(view, placement)
-
-        if margin_text is None:
+        place = placer(replace(objects, accesses=merge.vectors[name]), own)
+        if settings.margin is None:
             limits[name], _, placements[name] = enforce.fit_margin(
                 local, margin, place,
                 lambda p, n=name: planner.unlocked_live_bytes(objects, p, spans[n]))
