@@ -10,33 +10,9 @@ import pytest
 from objtier.analysis.phases import phase_accesses, phase_table
 from objtier.native import NATIVE_DIR
 from objtier.trace import open_trace
+from ..phased_program import phased_source
 
-PROGRAM = r"""
-#include <objtier/phase.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#define MB (1UL << 20)
-static void sweep(volatile char *p, size_t n, double seconds) {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do {
-        for (size_t i = 0; i < n; i += 4096) p[i]++;
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
-}
-int main(void) {
-    char *x = malloc(16 * MB), *y = malloc(16 * MB);
-    memset(x, 1, 16 * MB); memset(y, 1, 16 * MB);
-    objtier_phase("build");
-    sweep(x, 16 * MB, 1.0);
-    objtier_phase("query");
-    sweep(y, 16 * MB, 1.0);
-    objtier_phase_end();
-    free(x); free(y);
-    return 0;
-}
-"""
+PROGRAM = phased_source(16)
 
 
 @pytest.fixture
@@ -107,8 +83,8 @@ static void in_worker(char *p, size_t n) {
     pthread_t t; struct job j = {p, n};
     pthread_create(&t, 0, work, &j); pthread_join(t, 0);
 }
-int main(void) {""").replace("sweep(x, 16 * MB, 1.0);", "in_worker(x, 16 * MB);") \
-    .replace("sweep(y, 16 * MB, 1.0);", "in_worker(y, 16 * MB);")
+int main(void) {""").replace("sweep(x, ARRAY, 1.0);", "in_worker(x, ARRAY);") \
+    .replace("sweep(y, ARRAY, 1.0);", "in_worker(y, ARRAY);")
 
 
 def test_samples_of_an_unmarked_thread_go_to_the_phase_in_force(compile_c, tmp_path):

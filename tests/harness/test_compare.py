@@ -19,6 +19,7 @@ import pytest
 from .harness_helpers import (default_sigint, leftovers, machine_state, needs_enforcement,
                              objtier, one_line_error)
 from objtier.harness.compare import CompareSettings, run_compare
+from ..phased_program import phased_source
 
 pytestmark = pytest.mark.root
 
@@ -173,37 +174,6 @@ def test_pages_plan_from_two_profiles(hotcold, tmp_path):
     assert plan["algorithm"]["name"] == "pages"
 
 
-# Two phases, each sweeping its own 32 MiB array for about a second; the arrays exist in both.
-PHASED = r"""
-#include <objtier/phase.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#define MB (1UL << 20)
-static void sweep(volatile char *p, size_t n, double seconds) {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do {
-        for (size_t i = 0; i < n; i += 4096) p[i]++;
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
-}
-int main(void) {
-    char *x = malloc(32 * MB), *y = malloc(32 * MB);
-    memset(x, 1, 32 * MB); memset(y, 1, 32 * MB);
-    objtier_phase("first");
-    sweep(x, 32 * MB, 1.0);
-    objtier_phase("second");
-    sweep(y, 32 * MB, 1.0);
-    objtier_phase_end();
-    printf("FOM phased=1 s time=2\n");
-    free(x); free(y);
-    return 0;
-}
-"""
-
-
 @needs_enforcement
 def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
     """--phases: the plan in force in each phase locks that phase's array; the objtier run
@@ -212,7 +182,8 @@ def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
     from objtier.native import NATIVE_DIR
     from objtier.trace import open_trace
 
-    exe = compile_c(PHASED, "phased", flags=("-O1", "-g", f"-I{NATIVE_DIR / 'include'}", "-ldl"))
+    exe = compile_c(phased_source(32), "phased",
+                    flags=("-O1", "-g", f"-I{NATIVE_DIR / 'include'}", "-ldl"))
     out = tmp_path / "out"
     settings = CompareSettings(local="60%", repeat=1, margin="12M", algo="spill", phases=True,
                                rate=200_000, output=out)
@@ -221,14 +192,15 @@ def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
     plan = json.loads((out / "plan.json").read_text())
     # a phase merged into the root runs under the root's plan ("target")
     targets = {p["name"]: p["target"] for p in plan["phases"]}
-    assert targets["first"] != targets["second"]
+    assert targets["build"] != targets["query"]
     assert set(result.summary["plan"]["phases_with_own_plan"]) == set(targets.values())
+
     def most_fast(phase: str) -> str:
         entries = [e for e in plan["entries"] if e["phase"] == phase]
         return max(entries, key=lambda e: e["fast_bytes"])["context_key"]
 
     # each phase's plan locks its own array most
-    assert most_fast(targets["first"]) != most_fast(targets["second"])
+    assert most_fast(targets["build"]) != most_fast(targets["query"])
     trace = open_trace(next(out.glob("runs/*-objtier-*.otr")))
     rows = sorted(zip(*(trace.placements.column(c).to_pylist()
                         for c in ("time_ns", "action", "result"))))

@@ -36,8 +36,11 @@ ROOT = "*"
 PHASE_ENTER = 1  # OT_PHASE_ENTER in trace_format.h
 
 
-def _intervals(trace) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray, list[str]]]:
-    """(pid, tid) -> (starts, ends, names), sorted by start, from PHASE records."""
+def _intervals(trace, per_thread: bool = True) -> dict:
+    """(pid, tid) -> (starts, ends, names), sorted by start, from PHASE records; with
+    per_thread False, pid -> the same for the phase in force process-wide. Each ENTER starts an
+    interval that lasts until the next marker of its thread (process-wide: of any thread), an
+    ENTER or an EXIT; an EXIT starts nothing; the last open one ends with the recording."""
     phases = trace.phases
     if phases.num_rows == 0:
         raise UsageError("the recording has no phase markers: call objtier_phase(\"name\") in "
@@ -48,47 +51,20 @@ def _intervals(trace) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray, lis
     name = phases.column("name").to_numpy()
     event = phases.column("event").to_numpy()
     end_of_trace = max(trace_end_ns(trace), int(time.max(initial=0))) + 1
+    group = list(zip(pid.tolist(), tid.tolist())) if per_thread else pid.tolist()
     out = {}
-    for key in sorted(set(zip(pid.tolist(), tid.tolist()))):
-        rows = np.flatnonzero((pid == key[0]) & (tid == key[1]))
-        rows = rows[np.argsort(time[rows], kind="stable")]
-        starts, ends, names = [], [], []
-        for r in rows:  # one Python step per marker, not per sample
-            if names and ends[-1] is None:
-                ends[-1] = int(time[r])
-            if event[r] == PHASE_ENTER:
-                starts.append(int(time[r]))
-                ends.append(None)
-                names.append(trace.names.get((int(pid[r]), int(name[r])), f"phase{name[r]}"))
-        ends = [end_of_trace if e is None else e for e in ends]
-        out[key] = (np.array(starts, np.uint64), np.array(ends, np.uint64), names)
-    return out
-
-
-def _process_intervals(trace) -> dict[int, tuple[np.ndarray, np.ndarray, list[str]]]:
-    """pid -> (starts, ends, names) of the phase in force process-wide: each ENTER by any
-    thread starts one, lasting until the process's next marker (an ENTER or EXIT of any
-    thread; an EXIT starts nothing)."""
-    phases = trace.phases
-    pid = phases.column("pid").to_numpy()
-    time = phases.column("time_ns").to_numpy()
-    name = phases.column("name").to_numpy()
-    event = phases.column("event").to_numpy()
-    end_of_trace = max(trace_end_ns(trace), int(time.max(initial=0))) + 1
-    out = {}
-    for p in sorted(set(pid.tolist())):
-        rows = np.flatnonzero(pid == p)
+    for key in sorted(set(group)):
+        rows = np.flatnonzero([g == key for g in group])
         # by time, an EXIT before an ENTER of the same time (a switch writes both)
         rows = rows[np.lexsort((event[rows] == PHASE_ENTER, time[rows]))]
         starts, ends, names = [], [], []
         for i, r in enumerate(rows):  # one Python step per marker, not per sample
             if event[r] != PHASE_ENTER:
                 continue
-            nxt = rows[i + 1:]
             starts.append(int(time[r]))
-            ends.append(int(time[nxt[0]]) if len(nxt) else end_of_trace)
-            names.append(trace.names.get((int(p), int(name[r])), f"phase{name[r]}"))
-        out[int(p)] = (np.array(starts, np.uint64), np.array(ends, np.uint64), names)
+            ends.append(int(time[rows[i + 1]]) if i + 1 < len(rows) else end_of_trace)
+            names.append(trace.names.get((int(pid[r]), int(name[r])), f"phase{name[r]}"))
+        out[key] = (np.array(starts, np.uint64), np.array(ends, np.uint64), names)
     return out
 
 
@@ -128,7 +104,7 @@ def sample_phases(trace) -> np.ndarray:
     marking = set(own)
     for (p, t), intervals in own.items():
         _label(names, np.flatnonzero((pid == p) & (tid == t)), time, intervals)
-    for p, intervals in _process_intervals(trace).items():
+    for p, intervals in _intervals(trace, per_thread=False).items():
         marked = [t for (q, t) in marking if q == p]
         _label(names, np.flatnonzero((pid == p) & ~np.isin(tid, marked)), time, intervals)
     return names
