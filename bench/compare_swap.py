@@ -226,7 +226,8 @@ def main() -> int:
             f"Memory cgroup v1 limited to --local of the footprint (cgroup peak of an "
             f"unlimited run), zram (lz4) behind it; baseline and objtier runs interleaved, "
             f"medians of {args.repeat}; plan algorithm {args.algo}"
-            f"{' with phases on the graph kernels' if args.phases else ''}. Runtime enforces plans: "
+            f"{' with phases on the graph kernels' if args.phases else ''}. "
+            f"Runtime enforces plans: "
             f"{'yes' if enforced else 'NO — the objtier column is the runtime without placement'}"
             f".\n\n{table}\n")
         with open(REPO / "docs" / "benchmarks.md", "a") as f:

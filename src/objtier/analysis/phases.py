@@ -51,10 +51,13 @@ def _intervals(trace, per_thread: bool = True) -> dict:
     name = phases.column("name").to_numpy()
     event = phases.column("event").to_numpy()
     end_of_trace = max(trace_end_ns(trace), int(time.max(initial=0))) + 1
-    group = list(zip(pid.tolist(), tid.tolist())) if per_thread else pid.tolist()
+    # one integer per group: pid << 32 | tid per thread, pid per process (ids < 2^32)
+    group = pid.astype(np.uint64) << np.uint64(32) | tid.astype(np.uint64) if per_thread \
+        else pid.astype(np.uint64)
     out = {}
-    for key in sorted(set(group)):
-        rows = np.flatnonzero([g == key for g in group])
+    for code in np.unique(group).tolist():
+        key = (code >> 32, code & 0xFFFFFFFF) if per_thread else code
+        rows = np.flatnonzero(group == code)
         # by time, an EXIT before an ENTER of the same time (a switch writes both)
         rows = rows[np.lexsort((event[rows] == PHASE_ENTER, time[rows]))]
         starts, ends, names = [], [], []

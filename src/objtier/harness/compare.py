@@ -223,8 +223,9 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
     on its own accesses — for `pages`, the page samples of its phases in every recording —
     with a margin of its own, fitted (enforce.fit_margin) to the objects its placement leaves
     wholly unlocked while its plan is in force (plan.unlocked_live_bytes), unless
-    settings.margin fixes one for all. placer(view, own params) -> place(fast_bytes). Phases run one at a time and the runtime unlocks the old phase's set
-    before it locks the new one, so the limit is the largest phase's."""
+    settings.margin fixes one for all; placer(view, own params) -> place(fast_bytes). Phases
+    run one at a time and the runtime unlocks the old phase's set before it locks the new
+    one, so the limit is the largest phase's."""
     from dataclasses import replace
 
     from objtier import plan as planner
