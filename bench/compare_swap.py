@@ -152,9 +152,10 @@ def main() -> int:
     parser.add_argument("--trials", type=float, default=1.0,
                         help="scales the graph kernels' repetitions (1.0: BFS 256, BC 12, CC 128)")
     parser.add_argument("--workloads", default=None, help="comma-separated subset")
-    parser.add_argument("--algo", default="spill")
-    parser.add_argument("--profiles", type=int, default=1,
-                        help="passed to objtier compare (recordings for --algo pages)")
+    parser.add_argument("--algo", default="auto", help="passed to objtier compare")
+    parser.add_argument("--profiles", type=int, default=None,
+                        help="passed to objtier compare (default: compare's, 4 for --algo "
+                             "auto and pages, else 1)")
     parser.add_argument("--phases", action="store_true",
                         help="passed to objtier compare (one placement per marked phase; "
                              "the graph kernels mark theirs, the others run with one)")
@@ -192,7 +193,7 @@ def main() -> int:
                        str(args.repeat), "--algo", args.algo, "--timeout", str(args.timeout),
                        "-o", str(target),
                        *(["--mlock-margin", args.mlock_margin] if args.mlock_margin else []),
-                       *(["--profiles", str(args.profiles)] if args.profiles > 1 else []),
+                       *(["--profiles", str(args.profiles)] if args.profiles else []),
                        *(["--phases"] if args.phases and name in GRAPH_KERNELS else []),
                        "--", *suite[name]]
             print(f"== {name} at {local}", file=sys.stderr, flush=True)

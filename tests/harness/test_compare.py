@@ -79,7 +79,8 @@ def test_default_margin_is_fitted_to_what_the_plan_leaves_unlocked(hotcold, tmp_
     # local 80% of ~97 MiB: the default 32 MiB margin leaves a budget of ~46 MiB, so spill
     # locks the hot array and splits the cold one; no object stays wholly unlocked, so the
     # margin shrinks to its 8 MiB floor and the plan is made again for local - 8 MiB.
-    settings = CompareSettings(local="80%", repeat=1, rate=200_000, output=tmp_path / "out")
+    settings = CompareSettings(local="80%", repeat=1, rate=200_000, algo="spill", profiles=1,
+                               output=tmp_path / "out")
     result = run_compare([str(hotcold), "24", "72", "2"], settings)
     local = result.summary["local"]
     assert local["margin_bytes"] == 8 << 20
@@ -147,7 +148,7 @@ def test_errors_are_one_line(tmp_path, compile_c):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--profiles", "2"], "--profiles applies to --algo pages"),
+    (["--profiles", "2", "--algo", "spill"], "--profiles applies to --algo auto and pages"),
     (["--profiles", "0", "--algo", "pages"], "--profiles must be at least 1"),
     (["--tier", "numa", "--profiles", "2", "--algo", "pages"], "applies to --tier swap only"),
     (["--tier", "numa", "--phases"], "--phases applies to --tier swap only"),

@@ -56,6 +56,45 @@ def test_without_backfill_first():
     assert list(p.tier) == ["pages", "fast", "slow"] and p.params["backfill"] is False
 
 
+def test_cold_page_excess_tells_never_touched_pages_from_sparse_sampling():
+    from objtier.plan.pages import cold_page_excess
+    rng = np.random.default_rng(7)
+    n = 20000
+    # every page touched alike, 3 samples per page on average: a Poisson sampler leaves about
+    # exp(-3) = 5 % of the pages unsampled, and that is no sign of cold pages
+    even = rng.poisson(3.0, n)
+    assert abs(cold_page_excess(np.arange(n), even, n)) < 0.01
+    # the same mean over the object, but a third of its pages never touched
+    skew = np.where(np.arange(n) % 3 == 0, 0, rng.poisson(4.5, n))
+    assert cold_page_excess(np.arange(n), skew, n) > 0.25
+    # pages outside the object do not count; an object without pages has no excess
+    assert cold_page_excess(np.array([n + 5]), np.array([100]), n) == pytest.approx(1 - 1.0)
+    assert cold_page_excess(np.array([], dtype=np.int64), np.array([]), 0) == 0.0
+
+
+def test_auto_ranks_only_a_split_object_with_cold_pages():
+    from objtier.plan import auto, spill
+    rng = np.random.default_rng(11)
+    big = 3000
+    t = {"object": [0, 1], "context_key": ["a" * 16, "b" * 16], "occurrence": [0, 0],
+         "size": [big * PG, 10 * PG], "accesses": [3000.0, 100.0], "label": ["g", "h"]}
+    # object 0 (split at 2000 pages): every page sampled alike -> spill's prefix
+    even = {"object": np.zeros(big, dtype=np.int64), "page": np.arange(big),
+            "samples": rng.poisson(4.0, big)}
+    p = auto(t, 2010 * PG, PG, page_samples=even)
+    s = spill(t, 2010 * PG, PG)
+    assert list(p.tier) == ["split", "fast"] and list(p.fast_bytes) == list(s.fast_bytes)
+    assert "prefix kept" in p.reason[0] and p.algorithm == "auto"
+    # pages 0-999 sampled once each, 1000-1999 at least twice, 2000-2999 never: ranked, and
+    # the 1000 fast pages are the middle third
+    k = np.arange(big)
+    cold = dict(even, samples=np.select([k < 1000, k < 2000], [1, even["samples"] + 2], 0))
+    p = auto(t, 1010 * PG, PG, page_samples=cold)
+    assert p.tier[0] == "pages" and p.fast_bytes[0] == 1000 * PG
+    assert p.ranges[0][:, 0].min() >= 1000 * PG           # pages 1000-1999, the most touched
+    assert int(p.ranges[0][:, 1].sum()) == 1000 * PG
+
+
 def test_pages_beyond_the_object_are_ignored():
     bad = {"object": [0, 0, 9], "page": [10, 2, 0], "samples": [100, 1, 100]}
     p = pages(table(), 3 * PG, PG, page_samples=bad)    # page 10 of a 10-page object: no such page

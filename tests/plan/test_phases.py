@@ -98,7 +98,6 @@ def test_phase_table_errors():
 
 
 def test_unlocked_room_counts_only_objects_live_while_their_phase_plan_is_in_force():
-    from objtier.harness.enforce import wholly_unlocked_bytes
     from objtier.plan import phase_spans, spill, unlocked_live_bytes
 
     # 0 = graph, 1 = comp, 2 = verification array (allocated at the verify phase),
@@ -123,12 +122,12 @@ def test_unlocked_room_counts_only_objects_live_while_their_phase_plan_is_in_for
     assert spans == {ROOT: [], "work": [(0, 900 * MS)], "verify": [(900 * MS, 1000 * MS)]}
     # room: offsets (unlocked in both phases, live in both); the verification array is
     # unlocked under work's plan but not live then, locked under verify's
-    assert unlocked_live_bytes(objects, work, spans["work"]) == 30 * PAGE
-    assert unlocked_live_bytes(objects, verify, spans["verify"]) == 30 * PAGE
-    assert wholly_unlocked_bytes(work) == 50 * PAGE
+    assert unlocked_live_bytes(work, objects, spans["work"]) == 30 * PAGE
+    assert unlocked_live_bytes(verify, objects, spans["verify"]) == 30 * PAGE
+    assert unlocked_live_bytes(work) == 50 * PAGE  # the whole run: every wholly slow object
     # a verification array live from the start would need its room under work's plan
     cols["alloc_ns"] = np.zeros(4, dtype=np.int64)
     early = object_table(cols)
-    assert unlocked_live_bytes(early, work, spans["work"]) == 50 * PAGE
+    assert unlocked_live_bytes(work, early, spans["work"]) == 50 * PAGE
     # without an end, the root's plan is in force after the last phase, for ever
     assert phase_spans(result.merge, executions)[ROOT] == [(1000 * MS, np.iinfo(np.int64).max)]

@@ -11,6 +11,9 @@ from typing import Any
 from objtier.errors import UsageError
 
 NAME = "compare"
+# Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
+# 19.3 s from 1 profile, 15.2 s from 4 and from 8 (docs/benchmarks.md, "Profile depth").
+PAGE_PROFILES = 4
 HELP = "measure a program under limited local memory: kernel reclaim vs an objtier plan (A/B)"
 
 
@@ -23,13 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (5)")
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="swap behind the cgroup (default: a new zram device)")
-    parser.add_argument("--algo", default="spill",
-                        choices=["rank", "spill", "reuse", "halving", "exact", "pages"],
-                        help="placement algorithm (default spill: fills the mlock budget, "
-                        "splitting the first object that does not fit whole)")
-    parser.add_argument("--profiles", type=int, default=1, metavar="N",
-                        help="recordings of the program to plan from (default 1); --algo pages "
-                             "sums their samples per page: more armed windows per page")
+    parser.add_argument("--algo", default=None,
+                        choices=["rank", "spill", "reuse", "halving", "exact", "pages", "auto"],
+                        help="placement algorithm (default: auto with --tier swap — spill, "
+                        "which fills the mlock budget and splits the first object that does "
+                        "not fit whole, keeping the split object's most-touched pages where "
+                        "the profiles show pages never touched; spill with --tier numa)")
+    parser.add_argument("--profiles", type=int, default=None, metavar="N",
+                        help="recordings of the program to plan from (default 4 for --algo "
+                             "auto and pages, which sum their samples per page, else 1)")
     parser.add_argument("--phases", action="store_true",
                         help="swap: one placement per phase the program marks (objtier_phase), "
                              "switched by the runtime as the phases change")
@@ -127,20 +132,25 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     if args.mlock_margin is not None:
         parse_size(args.mlock_margin, "--mlock-margin")
-    if args.profiles < 1:
+    if args.profiles is not None and args.profiles < 1:
         raise UsageError(f"--profiles must be at least 1, got {args.profiles}")
-    if args.profiles > 1 and args.algo != "pages":
-        raise UsageError("--profiles applies to --algo pages (the other algorithms plan from "
-                         "one recording)")
     if args.tier == "numa":
+        args.algo = args.algo or "spill"
         if not args.guard:
             raise UsageError("--no-guard applies to --tier swap only")
-        if args.profiles > 1:
+        if args.profiles is not None and args.profiles > 1:
             raise UsageError("--profiles applies to --tier swap only")
         if args.phases:
             raise UsageError("--phases applies to --tier swap only")
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
+    args.algo = args.algo or "auto"
+    ranks_pages = args.algo in ("auto", "pages")
+    if args.profiles is None:
+        args.profiles = PAGE_PROFILES if ranks_pages else 1
+    elif args.profiles > 1 and not ranks_pages:
+        raise UsageError("--profiles applies to --algo auto and pages (the other algorithms "
+                         "plan from one recording)")
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
                                algo=args.algo, backfill=args.backfill, guard=args.guard,
                                sampler=args.sampler,

@@ -18,13 +18,13 @@ DEFAULT_PAGE_BYTES = 4096
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", nargs="+",
                         help="a recording (run.otr/) or an object table (.parquet, .csv); "
-                        "--algo pages takes several recordings of one program and sums "
+                        "--algo pages and auto take several recordings of one program and sum "
                         "their samples per page")
     parser.add_argument("--fast", required=True, metavar="SIZE|PCT",
                         help="fast-tier budget: a size (8G, 512M, 1.5GiB, bytes) or a "
                         "percentage of the footprint (70%%)")
     parser.add_argument("--algo", default="halving",
-                        choices=["rank", "spill", "reuse", "halving", "exact", "pages"],
+                        choices=["rank", "spill", "reuse", "halving", "exact", "pages", "auto"],
                         help="placement algorithm (default: halving)")
     parser.add_argument("--alpha", type=float, default=None, help="halving: accesses exponent (1)")
     parser.add_argument("--beta", type=float, default=None, help="halving: size exponent (1)")

@@ -43,13 +43,13 @@ class CompareSettings:
     local: str = "70%"             # SIZE or PCT of the measured footprint
     repeat: int = 5                # runs per configuration
     swap: str = "zram"             # zram | a swap device or file
-    algo: str = "spill"            # fills the budget: what is not locked is left to reclaim
+    algo: str = "auto"             # spill, ranking a split object's pages where some are cold
     backfill: bool = False         # let colder objects fill gaps (planner.without_backfill)
     guard: bool = True             # the runtime's pressure guard (enforce.PlanRun.pressure_guard)
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
     rate: int = 20000              # profile: most samples per second (10x record's default)
-    profiles: int = 1              # recordings for the plan (--algo pages sums them per page)
+    profiles: int = 4              # recordings for the plan (auto and pages sum them per page)
     phases: bool = False           # one placement per program phase (the program's markers)
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
@@ -247,7 +247,7 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
         if settings.margin is None:
             limits[name], _, placements[name] = enforce.fit_margin(
                 local, margin, place,
-                lambda p, n=name: planner.unlocked_live_bytes(objects, p, spans[n]))
+                lambda p, n=name: planner.unlocked_live_bytes(p, objects, spans[n]))
         else:
             limits[name], placements[name] = limit, place(limit)
     return planner.PhasePlacement(merge=merge, placements=placements), max(limits.values())

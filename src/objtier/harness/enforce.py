@@ -64,22 +64,21 @@ def fitted_margin(local_bytes: int, unlocked_object_bytes: int) -> int:
                max(FITTED_MIN_MARGIN_BYTES, unlocked_object_bytes + FITTED_SLACK_BYTES))
 
 
-def wholly_unlocked_bytes(placement: Any) -> int:
-    """Bytes of the objects a Placement leaves wholly slow (size, fast_bytes per object)."""
-    return int(placement.size[placement.fast_bytes == 0].sum())
-
-
 def fit_margin(local_bytes: int, default_bytes: int, place: Callable[[int], Any],
-               unlocked: Callable[[Any], int] = wholly_unlocked_bytes) -> tuple[int, int, Any]:
+               unlocked: Callable[[Any], int] | None = None) -> tuple[int, int, Any]:
     """(mlock limit, margin, placement) with the margin fitted to the placement [bytes]:
     place(limit) places the objects for a limit; unlocked(placement) is the room its unlocked
-    objects need (default: a Placement's wholly slow objects; for one phase's placement, those
-    live while its plan is in force, plan.unlocked_live_bytes).
+    objects need (default: every object the placement leaves wholly slow; for one phase's
+    placement, those live while its plan is in force: plan.unlocked_live_bytes with spans).
     A first placement with the default margin; if the objects it leaves wholly unlocked need
     less room (fitted_margin), the margin shrinks to that and the objects are placed again.
     The larger budget may leave other objects wholly unlocked, so the margin then grows until
     the final placement's unlocked objects have their room; it only grows, and fitted_margin
     never exceeds the default, so this ends."""
+    from objtier.plan import unlocked_live_bytes
+
+    unlocked = unlocked or unlocked_live_bytes
+
     def need(placement: Any) -> int:
         return fitted_margin(local_bytes, unlocked(placement))
 

@@ -18,7 +18,7 @@ from objtier.plan.budget import Budget, footprint, parse_budget, parse_size, pea
 from objtier.plan.exact import exact
 from objtier.plan.greedy import rank, reuse, spill
 from objtier.plan.halving import halving
-from objtier.plan.pages import pages
+from objtier.plan.pages import auto, pages
 from objtier.plan.phases import (ROOT, PhaseMerge, PhasePlacement, merge_phases, phase_spans,
                                  plan_phases, unlocked_live_bytes)
 from objtier.plan.placement import TIERS, Placement
@@ -28,9 +28,9 @@ from objtier.plan.textexport import parse_text, to_text
 
 ALGORITHMS: dict[str, Callable[..., Placement]] = {
     "rank": rank, "spill": spill, "reuse": reuse, "halving": halving, "exact": exact,
-    "pages": pages,
+    "pages": pages, "auto": auto,
 }
-NEEDS_PAGE_SAMPLES = {"pages"}  # algorithms called with page_samples= (a recording's)
+NEEDS_PAGE_SAMPLES = {"pages", "auto"}  # algorithms called with page_samples= (a recording's)
 
 
 def algorithm(name: str) -> Callable[..., Placement]:

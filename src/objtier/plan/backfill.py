@@ -23,7 +23,7 @@ from objtier.plan.table import ObjectTable
 def without_backfill(objects: ObjectTable, placement: Placement) -> Placement:
     """placement with the objects it ranked below its first not-wholly-fast candidate made
     slow (objects and placement in the same row order, as the algorithms return them)."""
-    if placement.algorithm == "pages":
+    if placement.algorithm in ("pages", "auto"):  # already without backfill when asked
         return placement
     considered = placement.order >= 0
     short = considered & (placement.accesses > 0) & (placement.fast_bytes < placement.size)

@@ -218,14 +218,16 @@ def phase_spans(merge: PhaseMerge, executions: Any,
     return spans
 
 
-def unlocked_live_bytes(objects: ObjectTable, placement: Placement,
-                        spans: list[tuple[int, int]]) -> int:
-    """Room the unlocked objects need while a phase's plan is in force [bytes]: the objects
-    its placement leaves wholly slow whose lifetime overlaps one of its spans (phase_spans);
-    every wholly slow object when the table has no lifetimes. An object allocated in a later
-    phase, or freed in an earlier one, needs no room under this one's plan."""
+def unlocked_live_bytes(placement: Placement, objects: ObjectTable | None = None,
+                        spans: list[tuple[int, int]] | None = None) -> int:
+    """Room the objects a placement leaves wholly slow need [bytes]. With a phase's spans
+    (phase_spans) and a table with lifetimes, only those whose lifetime overlaps one of the
+    spans count: an object allocated in a later phase, or freed in an earlier one, needs no
+    room while this phase's plan is in force. Without spans (or lifetimes), every wholly slow
+    object counts."""
     slow = placement.fast_bytes == 0
-    if objects.alloc_ns is not None and objects.free_ns is not None:
+    if (spans is not None and objects is not None and objects.alloc_ns is not None
+            and objects.free_ns is not None):
         alloc = objects.alloc_ns.astype(np.int64)
         free = np.where(objects.free_ns < 0, np.iinfo(np.int64).max,
                         objects.free_ns).astype(np.int64)
@@ -233,4 +235,4 @@ def unlocked_live_bytes(objects: ObjectTable, placement: Placement,
         for start, end in spans:
             live |= (alloc < end) & (free > start)
         slow = slow & live
-    return int(objects.size[slow].sum())
+    return int(placement.size[slow].sum())
