@@ -11,9 +11,6 @@ from typing import Any
 from objtier.errors import UsageError
 
 NAME = "compare"
-# Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
-# 19.3 s from 1 profile, 15.2 s from 4 and from 8 (docs/benchmarks.md, "Profile depth").
-PAGE_PROFILES = 4
 HELP = "measure a program under limited local memory: kernel reclaim vs an objtier plan (A/B)"
 
 
@@ -145,10 +142,7 @@ def run(args: argparse.Namespace) -> int:
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
     args.algo = args.algo or "auto"
-    ranks_pages = args.algo in ("auto", "pages")
-    if args.profiles is None:
-        args.profiles = PAGE_PROFILES if ranks_pages else 1
-    elif args.profiles > 1 and not ranks_pages:
+    if args.profiles is not None and args.profiles > 1 and args.algo not in ("auto", "pages"):
         raise UsageError("--profiles applies to --algo auto and pages (the other algorithms "
                          "plan from one recording)")
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,

@@ -34,6 +34,9 @@ from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.harness import enforce
 from objtier.harness.results import RunRow, summarize, write_csv, write_summary
 
+# Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
+# 19.3 s from 1 profile, 15.2 s from 4 and from 8 (docs/benchmarks.md, "Profile depth").
+PAGE_PROFILES = 4
 MIN_FOOTPRINT_BYTES = 16 << 20   # below this a cgroup limit is mostly page cache and stacks
 MEMCG_KEYS = ("pgmajfault", "workingset_refault_anon", "pswpout")
 
@@ -49,7 +52,7 @@ class CompareSettings:
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
     rate: int = 20000              # profile: most samples per second (10x record's default)
-    profiles: int = 4              # recordings for the plan (auto and pages sum them per page)
+    profiles: int | None = None    # recordings for the plan; None = profile_count(algo)
     phases: bool = False           # one placement per program phase (the program's markers)
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
@@ -134,19 +137,29 @@ def measure_footprint(command: list[str], say: Callable[[str], None]):
     return unlimited, footprint, (cache if peak else 0)
 
 
+def profile_count(algo: str) -> int:
+    """Recordings `compare` makes by default: PAGE_PROFILES for the algorithms that sum
+    samples per page (auto, pages), else 1."""
+    from objtier import plan as planner
+
+    return PAGE_PROFILES if algo in planner.NEEDS_PAGE_SAMPLES else 1
+
+
 def record_profile(command: list[str], settings: CompareSettings,
                    say: Callable[[str], None]) -> list[Path]:
-    """Record the program settings.profiles times, unlimited, into DIR/profile.otr, then
-    DIR/profile-2.otr, … (its output: DIR/profile.log, appended). Returns the recordings."""
+    """Record the program settings.profiles times (default profile_count), unlimited, into
+    DIR/profile.otr, then DIR/profile-2.otr, … (its output: DIR/profile.log, appended).
+    Returns the recordings."""
     from objtier.record.sampler_choice import choose_sampler
     from objtier.record.session import RecordSettings, record_program
 
+    count = settings.profiles or profile_count(settings.algo)
     sampler, reason = choose_sampler(settings.sampler)
-    say(f"recording {settings.profiles} profile(s) (sampler {sampler}: {reason})")
+    say(f"recording {count} profile(s) (sampler {sampler}: {reason})")
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
                             stack_depth=settings.stack_depth)
     profiles = []
-    for i in range(1, settings.profiles + 1):
+    for i in range(1, count + 1):
         profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
         with _output_to(settings.output / "profile.log", append=i > 1):
             returncode, _ = record_program(command, profile, record, force=True)
@@ -381,6 +394,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                   "mlock_limit_bytes": limit, "swap": settings.swap,
                   "pressure_guard": settings.guard},
         "plan": {"algorithm": settings.algo, "backfill": settings.backfill,
+                 "profiles": len(profiles),
                  "path": str(settings.output / "plan.json"),
                  # the whole run's plan, or the phase plan that locks most
                  **max(plan.get("summary") or [{}],

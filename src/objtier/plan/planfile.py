@@ -91,7 +91,7 @@ def _summary(phase: str, placement: Placement) -> dict[str, Any]:
     return {
         "phase": phase, "objects": len(placement),
         "fast_objects": int((placement.tier == "fast").sum()),
-        "split_objects": int((placement.tier == "split").sum()),
+        "split_objects": int(np.isin(placement.tier, ("split", "pages")).sum()),  # partly fast
         "fast_bytes": placement.used_bytes,
         "peak_fast_bytes": placement.peak_bytes,
         "fast_access_share": placement.fast_accesses / total if total > 0 else 0.0,
