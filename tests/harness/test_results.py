@@ -100,6 +100,12 @@ def test_local_and_margin():
             enforce.parse_local(bad, 100 << 20)
     with pytest.raises(UsageError, match="leaves nothing to lock"):
         enforce.mlock_limit(16 << 20, None)
+    # compare's fitted margin starts from at most half of a small local memory, never below
+    # 8 MiB: 22 MiB (GUPS's 32 MiB table at 70 %) gets a plan, 8 MiB does not
+    assert enforce.mlock_limit(22 << 20, None, fitted=True) == (11 << 20, 11 << 20)
+    assert enforce.mlock_limit(100 << 20, None, fitted=True) == (68 << 20, 32 << 20)
+    with pytest.raises(UsageError, match="leaves nothing to lock"):
+        enforce.mlock_limit(8 << 20, None, fitted=True)
     assert enforce.check_nodes("0-1, 3", "--fast-nodes") == "0-1,3"
     with pytest.raises(UsageError):
         enforce.check_nodes("a", "--slow-nodes")
@@ -112,6 +118,7 @@ def test_fitted_margin_is_room_for_the_unlocked_objects_within_8_mib_and_the_def
     assert enforce.fitted_margin(100 * mib, 8 * mib) == 12 * mib       # ... and 4 MiB of slack
     assert enforce.fitted_margin(100 * mib, 60 * mib) == 32 * mib      # capped at the default
     assert enforce.fitted_margin(1 << 30, 200 * mib) == (1 << 30) // 10
+    assert enforce.fitted_margin(40 * mib, 30 * mib) == 20 * mib       # half of a small local
 
 
 def test_fit_margin_shrinks_to_the_unlocked_objects_and_grows_when_the_placement_changes():

@@ -19,14 +19,19 @@ MIB = 1 << 20
 MLOCK, MUNLOCK, COLD, PAGEOUT, MBIND = 1, 2, 3, 4, 5   # enum ot_placement_action
 
 # A hot and a cold array from two call sites. argv: hot MiB, cold MiB, seconds of hot loop,
-# "phases" (enter phases "first" and "second"). Reports the Locked: kB of /proc/self/smaps over
-# each array's range after allocation and after each phase marker; exits with 3.
+# "phases" (enter phases "first" and "second"; "phases-dropped": also drop the cold array's
+# pages from 4 MiB on after "first", and touch all of it after "second"). Reports the Locked:
+# kB of /proc/self/smaps over each array's range after allocation and after each phase marker;
+# exits with 3.
 HOTCOLD = r"""
 #define _GNU_SOURCE
 #include <objtier/phase.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <time.h>
 #define MIB (1024 * 1024)
 __attribute__((noinline)) char *alloc_hot(size_t n) { char *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
@@ -36,7 +41,8 @@ static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
 int main(int argc, char **argv) {
     size_t hot_n = strtoul(argv[1], 0, 0) * MIB, cold_n = strtoul(argv[2], 0, 0) * MIB;
     double secs = atof(argv[3]);
-    int phases = argc > 4 && strcmp(argv[4], "phases") == 0;
+    int dropped = argc > 4 && strcmp(argv[4], "phases-dropped") == 0;
+    int phases = dropped || (argc > 4 && strcmp(argv[4], "phases") == 0);
     char *hot = alloc_hot(hot_n), *cold = alloc_cold(cold_n);
     memset(cold, 1, cold_n);
     memset(hot, 2, hot_n);
@@ -51,8 +57,16 @@ int main(int argc, char **argv) {
     if (phases) {
         objtier_phase("first");
         printf("first_hot %ld\nfirst_cold %ld\n", locked_kb(hot, hot_n), locked_kb(cold, cold_n));
+        if (dropped) { /* pages of the cold array the first phase leaves unlocked: not present */
+            char *from = (char *)(((uintptr_t)cold + 4 * MIB + 4095) & ~(uintptr_t)4095);
+            madvise(from, (size_t)((cold + cold_n - from) & ~(ptrdiff_t)4095), MADV_DONTNEED);
+        }
         objtier_phase("second");
         printf("second_hot %ld\nsecond_cold %ld\n", locked_kb(hot, hot_n), locked_kb(cold, cold_n));
+        if (dropped) {
+            memset(cold, 3, cold_n);
+            printf("touched_cold %ld\n", locked_kb(cold, cold_n));
+        }
         objtier_phase_end();
         printf("end_hot %ld\nend_cold %ld\n", locked_kb(hot, hot_n), locked_kb(cold, cold_n));
     }
@@ -285,6 +299,32 @@ def test_phases_lock_and_unlock_per_phase(hotcold, run_traced, tmp_path):
         lock = sum(r["length"] for r in recs if r["alloc_seq"] == seq and r["action"] == MLOCK)
         unlock = sum(r["length"] for r in recs if r["alloc_seq"] == seq and r["action"] == MUNLOCK)
         assert lock == unlock > 0
+
+
+def test_a_phase_change_locks_the_new_fast_set_as_it_is_touched(hotcold, run_traced, tmp_path):
+    """The pages a phase's plan makes fast are locked at the change when present, and when the
+    program next touches them otherwise (MLOCK_ONFAULT): the change does not fault in the
+    whole new set. The cold array's part unlocked in "first" is dropped before "second"."""
+    hot, cold = record_keys(hotcold, run_traced)
+    entries = [f"{hot} * {8 * MIB} {8 * MIB} fast {8 * MIB} *",
+               f"{cold} * {16 * MIB} {16 * MIB} slow 0 *",
+               f"{hot} * {8 * MIB} {8 * MIB} slow 0 first",
+               f"{cold} * {16 * MIB} {16 * MIB} split {4 * MIB} first",
+               f"{cold} 0 {16 * MIB} {16 * MIB} fast {16 * MIB} second",
+               f"{hot} 0 {8 * MIB} {8 * MIB} slow 0 second"]
+    proc, out = run_plan(hotcold, tmp_path, plan_text(entries, ("first", "second")),
+                         8, 16, 0, "phases-dropped")
+    assert proc.returncode == 3, proc.stderr
+    kb = values(proc.stdout)
+    assert 4 * 1024 - 8 <= kb["first_cold"] <= 4 * 1024
+    # at the change only the 4 MiB still present are locked, not the dropped 12 MiB ...
+    assert 4 * 1024 - 8 <= kb["second_cold"] <= 4 * 1024 + 8, proc.stdout
+    # ... which are locked as the program touches them
+    assert 16 * 1024 - 8 <= kb["touched_cold"] <= 16 * 1024, proc.stdout
+    recs = placements(out)
+    assert all(r["result"] == 0 for r in recs)
+    assert any(r["alloc_seq"] == 2 and r["action"] == MLOCK and r["length"] >= 16 * MIB - 8192
+               for r in recs)
 
 
 def test_numa_tier_binds_and_residency_on_one_node(hotcold, run_traced, tmp_path):

@@ -212,7 +212,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
             return placement if settings.backfill else planner.without_backfill(view, placement)
         return place
 
-    limit, margin = enforce.mlock_limit(local, settings.margin)
+    limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
     if settings.phases:
         placement, limit = _place_phases(traces, raw, objects, placer, settings, local, limit,
                                          margin)
@@ -349,7 +349,8 @@ def run_compare(command: list[str], settings: CompareSettings,
     warnings: list[str] = []
     unlimited, footprint, page_cache = measure_footprint(command, say)
     local = enforce.parse_local(settings.local, footprint)
-    enforce.mlock_limit(local, settings.margin)  # a margin leaving nothing fails before profiling
+    # a margin leaving nothing fails before profiling
+    enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
     say(f"footprint {footprint >> 20} MiB (+ {page_cache >> 20} MiB of file page cache, not "
         f"counted); local {local >> 20} MiB")
     profiles = record_profile(command, settings, say)

@@ -50,17 +50,25 @@ def default_margin(local_bytes: int) -> int:
     return max(int(local_bytes * MARGIN_FRACTION), MIN_MARGIN_BYTES)
 
 
+def fitted_margin_cap(local_bytes: int) -> int:
+    """The largest fitted margin [bytes]: the default margin, but at most half of local memory
+    (never below FITTED_MIN_MARGIN_BYTES), so that a small program (GUPS's 32 MiB table at 70 %:
+    22 MiB local, under the default's 32 MiB) still gets a plan. Equal to the default from 64
+    MiB of local memory up."""
+    return min(default_margin(local_bytes), max(FITTED_MIN_MARGIN_BYTES, local_bytes // 2))
+
+
 def fitted_margin(local_bytes: int, unlocked_object_bytes: int) -> int:
     """`compare`'s margin when none is given [bytes]: room for the objects a plan leaves wholly
     unlocked (unsampled ones included: the profile may have missed them) plus
-    FITTED_SLACK_BYTES, at least FITTED_MIN_MARGIN_BYTES and at most the default margin. The
+    FITTED_SLACK_BYTES, at least FITTED_MIN_MARGIN_BYTES and at most fitted_margin_cap. The
     tail of a split object is not counted: it is swept, and a locked MiB of it saves more than
     a free one. Measured (docs/benchmarks.md, third series): an 8 MiB margin raised CC's
     speed-up from 1.56x to 2.0x and killed BC, whose 28 MiB of per-source arrays the profile had
     barely sampled; a margin of exactly the unlocked objects' 8 MiB killed CC in its
     verification, which fills an 8 MiB array while reading the whole graph (docs/benchmarks.md,
     "Graph set with ranked pages after that")."""
-    return min(default_margin(local_bytes),
+    return min(fitted_margin_cap(local_bytes),
                max(FITTED_MIN_MARGIN_BYTES, unlocked_object_bytes + FITTED_SLACK_BYTES))
 
 
@@ -116,11 +124,17 @@ def parse_local(text: str, footprint_bytes: int | None) -> int:
     return size
 
 
-def mlock_limit(local_bytes: int, margin_text: str | None) -> tuple[int, int]:
-    """(mlock limit, margin) in bytes for a cgroup limit; UsageError when nothing is left."""
+def mlock_limit(local_bytes: int, margin_text: str | None,
+                fitted: bool = False) -> tuple[int, int]:
+    """(mlock limit, margin) in bytes for a cgroup limit; UsageError when nothing is left.
+    Without margin_text the margin is the default one, or with fitted (compare's fitted
+    margin, whose first placement uses it) fitted_margin_cap."""
     from objtier.plan import parse_size
 
-    margin = default_margin(local_bytes) if margin_text is None else parse_size(margin_text)
+    if margin_text is None:
+        margin = fitted_margin_cap(local_bytes) if fitted else default_margin(local_bytes)
+    else:
+        margin = parse_size(margin_text)
     limit = local_bytes - margin
     if limit <= 0:
         raise UsageError(f"local memory {local_bytes >> 20} MiB leaves nothing to lock after the "
