@@ -16,6 +16,11 @@ with a few armed windows per page the counts of a small, always-used array and o
 are alike, so it locked a little of everything, left no object wholly to the kernel (which
 spill's fitted margin makes room for) and made BC time out (docs/benchmarks.md).
 
+`auto` (`compare`'s default) ranks a split object's pages only when its samples show pages
+never touched beyond what sparse sampling explains (cold_page_excess >= COLD_EXCESS), and keeps
+spill's prefix otherwise: where every page is re-used alike, ranking orders noise and scatters
+the locked set over thousands of ranges, which cost time at equal swap-ins.
+
 A split object gets tier "pages" and its fast pages as ranges (objtier.plan.placement); a page
 is index k of the object's whole pages (see page_samples); an object of S bytes has at most
 floor(S / page) of them, the bound used here (the runtime clips ranges to the pages the object
@@ -131,5 +136,5 @@ def pages(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     params = {**base.params, "backfill": backfill}
     if only_with_cold_pages:
         params["cold_excess"] = COLD_EXCESS
-    return replace(base, algorithm="auto" if only_with_cold_pages else "pages", params=params, tier=tier, reason=reason,
-                   fast_bytes=fast_bytes, ranges=tuple(ranges))
+    return replace(base, algorithm="auto" if only_with_cold_pages else "pages", params=params,
+                   tier=tier, reason=reason, fast_bytes=fast_bytes, ranges=tuple(ranges))
