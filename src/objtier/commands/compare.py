@@ -141,8 +141,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--phases applies to --tier swap only")
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
+    from objtier.plan import NEEDS_PAGE_SAMPLES
+
     args.algo = args.algo or "auto"
-    if args.profiles is not None and args.profiles > 1 and args.algo not in ("auto", "pages"):
+    if args.profiles is not None and args.profiles > 1 and args.algo not in NEEDS_PAGE_SAMPLES:
         raise UsageError("--profiles applies to --algo auto and pages (the other algorithms "
                          "plan from one recording)")
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
