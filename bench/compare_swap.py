@@ -29,9 +29,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: how the docs' section names --phases / --no-phases / compare's default
+PHASES_NOTE = {None: "", True: " (--phases)", False: " (--no-phases)"}
 PY = sys.executable
-#: workloads that mark their phases (objtier_phase in workloads/graph)
-GRAPH_KERNELS = {"bfs_kron", "bc_kron", "cc_kron", "bfs_urand", "bc_urand", "cc_urand"}
 
 
 def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
@@ -156,9 +156,10 @@ def main() -> int:
     parser.add_argument("--profiles", type=int, default=None,
                         help="passed to objtier compare (default: compare's, 4 for --algo "
                              "auto and pages, else 1)")
-    parser.add_argument("--phases", action="store_true",
-                        help="passed to objtier compare (one placement per marked phase; "
-                             "the graph kernels mark theirs, the others run with one)")
+    parser.add_argument("--phases", action=argparse.BooleanOptionalAction, default=None,
+                        help="passed to objtier compare (default there: one placement per "
+                             "marked phase where the program marks them — the graph kernels "
+                             "do — else one for the run)")
     parser.add_argument("--timeout", type=float, default=180, help="per limited run [s]")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="passed to objtier compare (default there: fitted to the plan, "
@@ -194,7 +195,8 @@ def main() -> int:
                        "-o", str(target),
                        *(["--mlock-margin", args.mlock_margin] if args.mlock_margin else []),
                        *(["--profiles", str(args.profiles)] if args.profiles else []),
-                       *(["--phases"] if args.phases and name in GRAPH_KERNELS else []),
+                       *([] if args.phases is None
+                         else ["--phases" if args.phases else "--no-phases"]),
                        "--", *suite[name]]
             print(f"== {name} at {local}", file=sys.stderr, flush=True)
             run = subprocess.run(command, capture_output=True, text=True)
@@ -227,7 +229,7 @@ def main() -> int:
             f"Memory cgroup v1 limited to --local of the footprint (cgroup peak of an "
             f"unlimited run), zram (lz4) behind it; baseline and objtier runs interleaved, "
             f"medians of {args.repeat}; plan algorithm {args.algo}"
-            f"{' with phases on the graph kernels' if args.phases else ''}. "
+            f"{PHASES_NOTE[args.phases]}. "
             f"Runtime enforces plans: "
             f"{'yes' if enforced else 'NO — the objtier column is the runtime without placement'}"
             f".\n\n{table}\n")

@@ -173,12 +173,16 @@ def test_pages_plan_from_two_profiles(hotcold, tmp_path):
     assert len(hot) == 1 and hot[0]["tier"] in ("fast", "pages")
     assert hot[0]["fast_bytes"] >= (24 << 20) - 2 * 4096      # every whole page of it
     assert plan["algorithm"]["name"] == "pages"
+    # no phase markers in the program: one placement for the whole run, not an error
+    assert [p["name"] for p in plan["phases"]] == ["*"]
+    assert result.summary["plan"]["phases_with_own_plan"] == ["*"]
 
 
 @needs_enforcement
 def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
-    """--phases: the plan in force in each phase locks that phase's array; the objtier run
-    unlocks one array at the phase change and locks the other (PLACEMENT records), and does
+    """A program that marks phases gets one plan per phase by default (settings.phases None,
+    as with no --phases): the plan in force in each phase locks that phase's array; the objtier
+    run unlocks one array at the phase change and locks the other (PLACEMENT records), and does
     not fail (the kernel alone may be OOM-killed here: docs/compare.md)."""
     from objtier.native import NATIVE_DIR
     from objtier.trace import open_trace
@@ -186,7 +190,7 @@ def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
     exe = compile_c(phased_source(32), "phased",
                     flags=("-O1", "-g", f"-I{NATIVE_DIR / 'include'}", "-ldl"))
     out = tmp_path / "out"
-    settings = CompareSettings(local="60%", repeat=1, margin="12M", algo="spill", phases=True,
+    settings = CompareSettings(local="60%", repeat=1, margin="12M", algo="spill",
                                rate=200_000, output=out)
     result = run_compare([str(exe)], settings)
     assert [r.returncode for r in result.rows if r.config == "objtier"] == [0]
@@ -210,6 +214,18 @@ def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
     # MLOCK = 1, MUNLOCK = 2 (enum ot_placement_action): a lock at start, an unlock at the
     # phase change and a lock after it
     assert len(locks) >= 2 and unlocks and unlocks[0] < locks[-1]
+
+
+@needs_enforcement
+def test_phases_asked_of_a_program_without_markers_is_a_clear_error(hotcold, tmp_path):
+    before = machine_state()
+    run = objtier("compare", "-q", "--phases", "--repeat", "1", "--local", "60%",
+                  "--mlock-margin", "8M", "-o", str(tmp_path / "out"), "--", str(hotcold),
+                  "24", "72", "1")
+    assert run.returncode != 0 and one_line_error(run.stderr)
+    assert "no phase markers" in run.stderr
+    after = machine_state()
+    assert leftovers(before, after, after) == []
 
 
 def test_not_root_is_a_clear_error(monkeypatch, tmp_path):

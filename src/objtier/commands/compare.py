@@ -32,9 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profiles", type=int, default=None, metavar="N",
                         help="recordings of the program to plan from (default 4 for --algo "
                              "auto and pages, which sum their samples per page, else 1)")
-    parser.add_argument("--phases", action="store_true",
+    parser.add_argument("--phases", action=argparse.BooleanOptionalAction, default=None,
                         help="swap: one placement per phase the program marks (objtier_phase), "
-                             "switched by the runtime as the phases change")
+                             "switched by the runtime as the phases change (default: where "
+                             "the recording has phase markers; --no-phases: one for the run)")
     parser.add_argument("--backfill", action="store_true",
                         help="swap: let colder objects fill the gaps the first object that "
                              "does not fit leaves (off: unlocked memory goes to the kernel)")

@@ -53,7 +53,8 @@ class CompareSettings:
     margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
     rate: int = 20000              # profile: most samples per second (10x record's default)
     profiles: int | None = None    # recordings for the plan; None = profile_count(algo)
-    phases: bool = False           # one placement per program phase (the program's markers)
+    phases: bool | None = None     # one placement per program phase (the program's markers);
+                                   # None = where the recording has markers, else one plan
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
@@ -181,8 +182,9 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     margin shrunk to the bytes of the objects that placement leaves wholly unlocked plus some
     slack (enforce.fitted_margin) and the objects placed again, until the objects the final
     placement leaves unlocked have their room — room for the objects the plan does not lock,
-    not for the tail of the one it splits. With settings.phases each phase the program marks
-    gets its own placement and margin (_place_phases); the margin returned is the smallest."""
+    not for the tail of the one it splits. With phases (settings.phases, or where it is None:
+    the recording has phase markers) each phase the program marks gets its own placement and
+    margin (_place_phases); the margin returned is the smallest."""
     from objtier import plan as planner
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
@@ -195,10 +197,11 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     page = min(pages) if pages else 4096
 
     traces = [trace] + [open_trace(p) for p in profiles[1:]]
+    phases = uses_phases(settings, trace)
     params = {}
     if settings.algo in planner.NEEDS_PAGE_SAMPLES:
         params["backfill"] = settings.backfill
-        if not settings.phases:  # per phase: _place_phases
+        if not phases:  # per phase: _place_phases
             from objtier.analysis.page_samples import merged_page_samples
 
             params["page_samples"] = merged_page_samples(traces)
@@ -213,7 +216,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
         return place
 
     limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
-    if settings.phases:
+    if phases:
         placement, limit = _place_phases(traces, raw, objects, placer, settings, local, limit,
                                          margin)
         margin = local - limit
@@ -227,6 +230,13 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     planner.write_plan(plan, settings.output / "plan.json")
     (settings.output / "plan.txt").write_text(planner.to_text(plan))
     return plan, limit, margin
+
+
+def uses_phases(settings: CompareSettings, trace) -> bool:
+    """Whether to plan one placement per phase: as settings.phases says, or where it is None,
+    when the recording has phase markers (a program without them gets one plan for the run;
+    asking for phases without markers is an error, raised by analysis.phases)."""
+    return settings.phases if settings.phases is not None else trace.phases.num_rows > 0
 
 
 def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings, local: int,
@@ -356,6 +366,14 @@ def run_compare(command: list[str], settings: CompareSettings,
     profiles = record_profile(command, settings, say)
     plan, limit, margin = plan_profile(profiles, command, settings, footprint, local)
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
+    phases = plan.get("phases", [])      # the whole program "*" and the marked phases
+    own = [p["name"] for p in phases if p["name"] == p["target"]]
+    if len(own) > 1:
+        say(f"one placement per phase, switched as the program marks them: {', '.join(own)}")
+    elif len(phases) > 1:
+        say("the marked phases are too short or too alike: one placement for the whole run")
+    elif settings.phases is None:
+        say("no phase markers in the recording: one placement for the whole run")
     warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
     if not supported:
         warnings.append("this objtier runtime does not enforce plans yet (no OBJTIER_PLAN): "
