@@ -36,6 +36,7 @@ rt_writer rt_w;
 _Atomic uint64_t rt_min_size = UINT64_MAX;
 
 static _Atomic uint64_t seq_counter; /* ALLOC and FREE order, from 1 */
+_Atomic uint64_t rt_newest_tracked_seq;
 static const rt_sampler_ops *sampler;
 static pthread_key_t thread_key;
 static RT_TLS rt_tbuf *tls_buf;
@@ -107,10 +108,11 @@ void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is
                 .prot = prot,
                 .kind = kind};
     rt_place_on_alloc(&o, ctx); /* plan: mlock/mbind before the sampler can arm it */
-    if (is_map)
-        rt_maps_add(&o);
-    else
-        rt_reg_insert(&o);
+    if ((is_map ? rt_maps_add(&o) : rt_reg_insert(&o)) == 0) {
+        uint64_t seen = atomic_load(&rt_newest_tracked_seq); /* raise to o.seq, never lower */
+        while (seen < o.seq && !atomic_compare_exchange_weak(&rt_newest_tracked_seq, &seen, o.seq))
+            ;
+    }
     ot_alloc_record r = {.time_ns = rt_now_ns(),
                          .seq = o.seq,
                          .addr = o.addr,

@@ -14,6 +14,10 @@ extern rt_writer rt_w;
  * malloc fast path. */
 extern _Atomic uint64_t rt_min_size;
 
+/* The highest ALLOC seq of an object put in the registry or the map list so far (0: none);
+ * the fault sampler compares it with its snapshot's to notice objects allocated since. */
+extern _Atomic uint64_t rt_newest_tracked_seq;
+
 /* A new object [addr, addr+size) with the caller's context. is_map: an anonymous
  * mapping (tracked in the map list) rather than a heap block. Caller checked size and
  * rt_guard == 0. */

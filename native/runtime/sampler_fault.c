@@ -19,7 +19,9 @@
  * second of the fault budget however large the footprint is, and every object (small
  * ones in proportion to their size) is sampled in every pass. Clusters keep mprotect
  * calls — and the TLB shootdowns each one sends to the program's other CPUs — to one per
- * CLUSTER_PAGES armed pages. With S = 1 a window is one contiguous range.
+ * CLUSTER_PAGES armed pages. With S = 1 a window is one contiguous range. Objects
+ * allocated during a pass are put next in it (take_fresh), so that an array that lives for
+ * one short phase is sampled while it lives.
  *
  * Invariants
  *   - At most one window is armed. Its description (win_*) is written only under
@@ -316,15 +318,29 @@ int rt_fault_recently_armed(const void *buf, uint64_t len)
 /* ---- scanner ---------------------------------------------------------------- */
 
 static rt_obj *snap;
-static size_t snap_cap, snap_n, snap_heap_n, snap_i;
+static size_t snap_cap, snap_n, snap_i;
 static uint64_t cursor; /* next page to arm in snap[snap_i]; 0 = start of object */
+static uint64_t snap_newest; /* highest ALLOC seq the pass knows of: newer objects are fresh */
+/* The object fresh ones were put before, part-way through: it goes on from resume_cursor
+ * when the pass comes back to it (resume_seq 0: none). Pieces of one mapping share a seq,
+ * and the first piece with it after the fresh objects is the one that was interrupted. */
+static uint64_t resume_seq, resume_cursor;
 #define CLUSTER_PAGES 16 /* armed pages per mprotect call when arming sparsely */
 #define PASS_WINDOWS 5   /* windows per pass at most: a pass lasts <= 5 dwells (250 ms) */
 static uint64_t period = 1, cluster = 1, phase; /* this pass's arming pattern (pages) */
 static uint64_t pass_count;
 
+static uint64_t newest_of(const rt_obj *objs, size_t n, uint64_t floor)
+{
+    for (size_t i = 0; i < n; i++)
+        if (objs[i].seq > floor)
+            floor = objs[i].seq;
+    return floor;
+}
+
 static void take_snapshot(void)
 {
+    uint64_t newest = atomic_load(&rt_newest_tracked_seq);
     size_t need = (size_t)atomic_load(&rt_reg_live) + (size_t)atomic_load(&rt_maps_live) + 64;
     if (need > snap_cap) {
         rt_sys_munmap(snap, snap_cap * sizeof(rt_obj));
@@ -335,10 +351,12 @@ static void take_snapshot(void)
             return;
         }
     }
-    snap_heap_n = rt_reg_snapshot(snap, snap_cap);
-    snap_n = snap_heap_n + rt_maps_snapshot(snap + snap_heap_n, snap_cap - snap_heap_n);
+    snap_n = rt_reg_snapshot(snap, snap_cap);
+    snap_n += rt_maps_snapshot(snap + snap_n, snap_cap - snap_n);
     snap_i = 0;
     cursor = 0;
+    resume_seq = 0;
+    snap_newest = newest_of(snap, snap_n, newest);
     uint64_t pages = 0;
     for (size_t i = 0; i < snap_n; i++) {
         uint64_t first = page_up(snap[i].addr), last = page_down(snap[i].addr + snap[i].size);
@@ -368,10 +386,43 @@ static void take_snapshot(void)
     phase = (z ^ (z >> 31)) % period;
 }
 
+/* Objects allocated since the pass began (seq above snap_newest) go next in it, before the
+ * object being scanned: a new object is armed within one dwell of its allocation instead of
+ * waiting for the pass to end and for the objects ahead of it in the next one — so an object
+ * that lives for a short phase is sampled in it. At most half the free room of the snapshot
+ * array is taken (the rest holds the copy they are picked from); objects that do not fit
+ * come with the next pass. */
+static void take_fresh(void)
+{
+    uint64_t newest = atomic_load(&rt_newest_tracked_seq);
+    size_t room = snap_cap - snap_n;
+    rt_obj *copy = snap + snap_n;
+    size_t got = rt_reg_snapshot(copy, room);
+    got += rt_maps_snapshot(copy + got, room - got);
+    size_t fresh = 0;
+    for (size_t k = 0; k < got && fresh < room / 2; k++)
+        if (copy[k].seq > snap_newest)
+            copy[fresh++] = copy[k];
+    snap_newest = newest_of(copy, fresh, newest > snap_newest ? newest : snap_newest);
+    if (fresh == 0)
+        return;
+    /* the fresh ones to the end of the array, the rest of the pass up by `fresh`, then the
+     * fresh ones into the gap at snap_i (room >= 2 * fresh keeps the two apart) */
+    memmove(snap + snap_cap - fresh, copy, fresh * sizeof(rt_obj));
+    memmove(snap + snap_i + fresh, snap + snap_i, (snap_n - snap_i) * sizeof(rt_obj));
+    memcpy(snap + snap_i, snap + snap_cap - fresh, fresh * sizeof(rt_obj));
+    if (cursor != 0 && resume_seq == 0) { /* an earlier interrupted object keeps its place */
+        resume_seq = snap[snap_i + fresh].seq;
+        resume_cursor = cursor;
+    }
+    cursor = 0;
+    snap_n += fresh;
+}
+
 static int still_live(size_t i, uint64_t start, uint64_t len)
 {
     rt_obj o;
-    if (i < snap_heap_n)
+    if (snap[i].kind != OT_ALLOC_MMAP) /* heap objects are in the registry, mappings not */
         return rt_reg_lookup(snap[i].addr, &o) && o.seq == snap[i].seq;
     return rt_maps_contains(start, len, snap[i].seq);
 }
@@ -408,6 +459,10 @@ static int arm_next(void)
     while (snap_i < snap_n) {
         rt_obj *o = &snap[snap_i];
         uint64_t first = page_up(o->addr), last = page_down(o->addr + o->size);
+        if (cursor == 0 && resume_seq != 0 && o->seq == resume_seq) {
+            cursor = resume_cursor;
+            resume_seq = 0;
+        }
         if (cursor < first)
             cursor = first;
         /* start of the next cluster at or after cursor: (page - phase) mod period == 0 */
@@ -488,6 +543,8 @@ static void *scan_loop(void *arg)
         last = now;
         if (snap_i >= snap_n)
             take_snapshot();
+        else if (atomic_load(&rt_newest_tracked_seq) > snap_newest)
+            take_fresh();
         if (tokens < 1.0 || !arm_next()) {
             sleep_ns(TICK_NS);
             continue;

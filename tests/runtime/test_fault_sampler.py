@@ -51,6 +51,49 @@ def test_samples_only_in_touched_array(compile_c, run_traced):
     assert stats["samples"] == t.samples.num_rows and stats["windows"] > 0 and stats["pages_armed"] > 0
 
 
+LATE_OBJECT = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+int main(void) {
+    size_t big = 96u << 20, small = 4u << 20;
+    char *a = malloc(big);
+    memset(a, 1, big);
+    volatile long s = 0;
+    double t0 = now();
+    while (now() - t0 < 0.6)                   /* a's first 2 MiB only: its windows dwell */
+        for (size_t i = 0; i < (2u << 20); i += 4096) s += a[i]++;
+    char *b = malloc(small);                   /* the short phase: 0.1 s on a new object */
+    double t1 = now();
+    printf("b %p\nt1 0x%llx\n", (void *)b, (unsigned long long)(t1 * 1e9));
+    fflush(stdout);
+    while (now() - t1 < 0.1)
+        for (size_t i = 0; i < small; i += 4096) s += b[i]++;
+    free(b);
+    free(a);
+    return 0;
+}
+"""
+
+
+def test_an_object_allocated_mid_pass_is_sampled_while_it_lives(compile_c, run_traced):
+    """The scanner arms an object allocated during a pass next, before the rest of the pass:
+    a new array touched for 0.1 s gets samples even though a pass over the 96 MiB array whose
+    windows mostly dwell untouched takes longer than that (PASS_WINDOWS dwells)."""
+    exe = compile_c(LATE_OBJECT, name="late_object")
+    run = run_traced(exe, window_pages=1024, rate=20000)
+    assert run.returncode == 0, run.stderr
+    where = printed(run.stdout)
+    t = run.trace()
+    assert samples_in(t, where["b"], 4 << 20) > 0
+    # the window that found them was armed on b after it was allocated
+    seq = t.allocations.filter(pc.equal(t.allocations.column("addr"), where["b"])).column("seq")
+    windows = t.windows.filter(pc.equal(t.windows.column("alloc_seq"), seq[0]))
+    assert windows.num_rows > 0 and min(windows.column("arm_ns").to_pylist()) >= where["t1"] - 10**6
+
+
 THREADS = r"""
 #include <pthread.h>
 #include <stdio.h>
