@@ -144,3 +144,32 @@ def test_bad_ranges_are_refused(ranges):
         entry["ranges"] = ranges
     with pytest.raises(UsageError, match="pages entry needs ranges"):
         validate_plan(doc)
+
+
+def test_each_object_is_ranked_by_the_phase_that_touches_it_most():
+    """dominant_phase_samples: object 0 is search's (5 of its accesses against 1 and 0), object
+    1 the root's (10); the load's heavy samples of both are not used, and two phases that
+    split object 0 by different amounts then lock nested sets of its pages."""
+    import pyarrow as pa
+
+    from objtier.analysis.page_samples import dominant_phase_samples
+
+    def samples(obj, page, count):
+        return pa.table({"object": pa.array(obj, pa.int64()), "page": pa.array(page, pa.int64()),
+                         "samples": pa.array(count, pa.int64())})
+
+    per_phase = {"*": samples([0, 1], [0, 5], [1, 1]),
+                 "load": samples([0, 0, 1], [1, 2, 3], [9, 9, 9]),
+                 "search": samples([0, 0], [7, 8], [4, 4])}
+    accesses = {"*": np.array([0.0, 10.0]), "load": np.array([1.0, 2.0]),
+                "search": np.array([5.0, 1.0])}
+    order = dominant_phase_samples(per_phase, accesses)
+    assert list(zip(*(order.column(c).to_pylist() for c in ("object", "page", "samples")))) == \
+        [(0, 7, 4), (0, 8, 4), (1, 5, 1)]
+
+    def fast_pages(capacity_pages):   # object 1 (2 pages) fast, object 0 split with the rest
+        placed = pages(table(), capacity_pages * PG, PG, page_samples=order.to_pydict())
+        return {(start + k * PG) // PG for start, length in placed.ranges[0].tolist()
+                for k in range(length // PG)}
+
+    assert fast_pages(4) == {7, 8} and fast_pages(4) < fast_pages(6)

@@ -89,3 +89,25 @@ def merged_page_samples(traces: list, phases: list[str] | None = None) -> pa.Tab
         counts.append(more.column("samples").to_numpy()[keep])
     obj, page, count = (np.concatenate(x).astype(np.int64) for x in (objects, pages, counts))
     return _per_page(obj, page, count)
+
+
+def dominant_phase_samples(per_phase: dict[str, pa.Table], accesses: dict[str, np.ndarray]
+                           ) -> pa.Table:
+    """One page-samples table for planning every phase: each object's rows from the phase whose
+    accesses of it are the highest (per_phase: phase -> its page-samples table; accesses: phase
+    -> accesses per object row, as the planner's phase vectors; ties go to the phase first in
+    the dict). Ranking a split object's pages by this in every phase makes which pages are fast
+    follow one order through the run, the phases deciding only how many, so that a phase change
+    moves only the difference instead of trading one locked set for another; and the order is
+    that of the phase that matters most to the object, not diluted by phases that touch it a
+    little (a load that reads every page once)."""
+    names = list(per_phase)
+    dominant = np.argmax(np.stack([np.asarray(accesses[name], dtype=np.float64)
+                                   for name in names]), axis=0)
+    pieces = []
+    for index, name in enumerate(names):
+        table = per_phase[name]
+        keep = dominant[table.column("object").to_numpy()] == index
+        pieces.append(table.filter(pa.array(keep)))
+    return _per_page(*(np.concatenate([t.column(c).to_numpy() for t in pieces]).astype(np.int64)
+                       for c in COLUMNS))
