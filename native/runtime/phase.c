@@ -17,6 +17,7 @@
 #include "placement.h"
 #include "rt.h"
 #include "runtime.h"
+#include "sampler.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -136,8 +137,10 @@ __attribute__((visibility("default"))) void objtier_phase(const char *name)
     rt_guard++;
     size_t n = strnlen(name, MAX_NAME_BYTES);
     uint32_t id = intern(name, n);
-    if (id && id != tls_phase)
+    if (id && id != tls_phase) {
         write_events(id);
+        rt_fault_phase_changed();
+    }
     rt_place_phase(name, n);
     rt_guard--;
 }

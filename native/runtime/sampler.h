@@ -45,6 +45,7 @@ int rt_sample_emit(const ot_sample_record *s, int in_signal);
 void rt_fault_disarm(uint64_t addr, uint64_t len);      /* before memory is released */
 void rt_fault_touch(const void *buf, uint64_t len);     /* before a syscall uses buf */
 int rt_fault_recently_armed(const void *buf, uint64_t len); /* EFAULT may be ours */
+void rt_fault_phase_changed(void);                      /* objtier_phase entered another */
 /* Brackets a system call that uses buf: restores armed pages and keeps the scanner off
  * the range until io_end. Returns a slot for io_end (-1: nothing to end). */
 int rt_fault_io_begin(const void *buf, uint64_t len);

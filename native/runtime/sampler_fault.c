@@ -19,9 +19,13 @@
  * second of the fault budget however large the footprint is, and every object (small
  * ones in proportion to their size) is sampled in every pass. Clusters keep mprotect
  * calls — and the TLB shootdowns each one sends to the program's other CPUs — to one per
- * CLUSTER_PAGES armed pages. With S = 1 a window is one contiguous range. Objects
- * allocated during a pass are put next in it (take_fresh), so that an array that lives for
- * one short phase is sampled while it lives.
+ * CLUSTER_PAGES armed pages. With S = 1 a window is one contiguous range.
+ *
+ * Order: a pass visits objects smallest first, and objects allocated during a pass are put
+ * next in it (take_fresh); a phase change (objtier_phase) starts a new pass unless the pass
+ * under way was itself started by one. So the small arrays a phase works on are sampled
+ * within a few dwells of its start, and an array that lives for one short phase while it
+ * lives; every object is still armed once per pass.
  *
  * Invariants
  *   - At most one window is armed. Its description (win_*) is written only under
@@ -48,6 +52,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -329,6 +334,16 @@ static uint64_t resume_seq, resume_cursor;
 #define PASS_WINDOWS 5   /* windows per pass at most: a pass lasts <= 5 dwells (250 ms) */
 static uint64_t period = 1, cluster = 1, phase; /* this pass's arming pattern (pages) */
 static uint64_t pass_count;
+static _Atomic int phase_changed; /* set by rt_fault_phase_changed, taken by the scanner */
+static int pass_by_phase;         /* the pass under way began at a phase change */
+
+void rt_fault_phase_changed(void) { atomic_store(&phase_changed, 1); }
+
+static int smaller_first(const void *a, const void *b)
+{
+    const rt_obj *x = a, *y = b;
+    return (x->size > y->size) - (x->size < y->size);
+}
 
 static uint64_t newest_of(const rt_obj *objs, size_t n, uint64_t floor)
 {
@@ -353,6 +368,7 @@ static void take_snapshot(void)
     }
     snap_n = rt_reg_snapshot(snap, snap_cap);
     snap_n += rt_maps_snapshot(snap + snap_n, snap_cap - snap_n);
+    qsort(snap, snap_n, sizeof(rt_obj), smaller_first);
     snap_i = 0;
     cursor = 0;
     resume_seq = 0;
@@ -419,11 +435,13 @@ static void take_fresh(void)
     snap_n += fresh;
 }
 
+/* Heap objects are in the registry, mappings in the map list; a seq is one object's, so
+ * whichever holds it answers (the snapshot mixes both since take_fresh). */
 static int still_live(size_t i, uint64_t start, uint64_t len)
 {
     rt_obj o;
-    if (snap[i].kind != OT_ALLOC_MMAP) /* heap objects are in the registry, mappings not */
-        return rt_reg_lookup(snap[i].addr, &o) && o.seq == snap[i].seq;
+    if (rt_reg_lookup(snap[i].addr, &o) && o.seq == snap[i].seq)
+        return 1;
     return rt_maps_contains(start, len, snap[i].seq);
 }
 
@@ -541,10 +559,13 @@ static void *scan_loop(void *arg)
             tokens = cap;
         pthread_mutex_unlock(&arm_lock);
         last = now;
-        if (snap_i >= snap_n)
+        int at_phase = atomic_exchange(&phase_changed, 0);
+        if (snap_i >= snap_n || (at_phase && !pass_by_phase)) {
             take_snapshot();
-        else if (atomic_load(&rt_newest_tracked_seq) > snap_newest)
+            pass_by_phase = at_phase;
+        } else if (atomic_load(&rt_newest_tracked_seq) > snap_newest) {
             take_fresh();
+        }
         if (tokens < 1.0 || !arm_next()) {
             sleep_ns(TICK_NS);
             continue;
