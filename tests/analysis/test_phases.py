@@ -117,7 +117,8 @@ def test_samples_of_an_unmarked_thread_go_to_the_phase_in_force(compile_c, tmp_p
 
 def test_pages_plan_per_phase_ranks_the_pages_of_each_phase(recording, tmp_path):
     """--algo pages --phases: the plan in force in each phase gives its bytes to the pages of
-    the array that phase sweeps (page samples of that phase only)."""
+    the array that phase sweeps (each array's pages ranked by the samples of the phase that
+    touches it most: its own sweep)."""
     exe, out = recording
     plan = tmp_path / "plan.json"
     run = subprocess.run([sys.executable, "-m", "objtier", "plan", str(out), "--fast", "17M",

@@ -111,3 +111,12 @@ def dominant_phase_samples(per_phase: dict[str, pa.Table], accesses: dict[str, n
         pieces.append(table.filter(pa.array(keep)))
     return _per_page(*(np.concatenate([t.column(c).to_numpy() for t in pieces]).astype(np.int64)
                        for c in COLUMNS))
+
+
+def phase_page_order(traces: list, merge) -> pa.Table:
+    """dominant_phase_samples of several recordings for a phase merge (plan.PhaseMerge): each
+    surviving phase's page samples over the phases it covers, and its accesses per object."""
+    names = merge.survivors()
+    return dominant_phase_samples({name: merged_page_samples(traces, merge.members(name))
+                                   for name in names},
+                                  {name: merge.vectors[name] for name in names})

@@ -100,9 +100,9 @@ def _trace_exe(trace: Any, table: Any) -> str | None:
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any]:
-    """(object table, phase table, phase accesses, exe, page_bytes, samples per page or None)
-    from the input; samples per page only for a recording planned with --algo pages: a
-    function of the phases to count (None: all samples) returning the page-samples table."""
+    """(object table, phase table, phase accesses, exe, page_bytes, recordings or None) from
+    the input; the recordings (the first and any further ones of the same program) only for
+    a recording planned with an algorithm that counts samples per page (NEEDS_PAGE_SAMPLES)."""
     path = Path(args.input[0])
     for given in args.input:
         if not Path(given).exists():
@@ -153,15 +153,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
     pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
     page = min(pages) if pages else DEFAULT_PAGE_BYTES
     exe = args.exe or _trace_exe(trace, table)
-    per_page = None
-    if args.algo in NEEDS_PAGE_SAMPLES:
-        from objtier.analysis.page_samples import merged_page_samples
-
-        traces = [trace] + _same_program(more, exe)
-
-        def per_page(phases: list[str] | None = None) -> Any:
-            return merged_page_samples(traces, phases)
-    return table, phases, accesses, exe, page, per_page
+    traces = [trace] + _same_program(more, exe) if args.algo in NEEDS_PAGE_SAMPLES else None
+    return table, phases, accesses, exe, page, traces
 
 
 def _same_program(paths: list[Path], exe: str | None) -> list[Any]:
@@ -202,18 +195,22 @@ def run(args: argparse.Namespace) -> int:
     from objtier import plan as planner
 
     params = _params(args)
-    raw, phases, accesses, exe, page, per_page = _load(args)
-    phase_params = None
+    raw, phases, accesses, exe, page, traces = _load(args)
+    merge_params = None
     if args.algo in planner.NEEDS_PAGE_SAMPLES:
-        if per_page is None:
+        if traces is None:
             raise UsageError(f"--algo {args.algo} needs a recording (samples per page), not an "
                              f"object table")
         params["backfill"] = not args.no_backfill
-        if args.phases:  # each phase's plan ranks the pages by the samples of its phases
-            def phase_params(members: list[str]) -> dict[str, Any]:
-                return {"page_samples": per_page(members)}
+        if args.phases:  # every phase's plan ranks the pages in one order (phase_page_order)
+            from objtier.analysis.page_samples import phase_page_order
+
+            def merge_params(merged) -> dict[str, Any]:
+                return {"page_samples": phase_page_order(traces, merged)}
         else:
-            params["page_samples"] = per_page()
+            from objtier.analysis.page_samples import merged_page_samples
+
+            params["page_samples"] = merged_page_samples(traces)
     objects = planner.object_table(raw)
     page = args.page_bytes or page
     peak = planner.parse_size(args.footprint) if args.footprint else None
@@ -230,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
         result: Any = planner.plan_phases(
             objects, phases, accesses, algo, budget.bytes, page,
             min_duration_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
-            hint_budget=args.hint_budget, phase_params=phase_params, **params)
+            hint_budget=args.hint_budget, merge_params=merge_params, **params)
         if args.no_backfill:
             result.placements.update({name: planner.without_backfill(objects, placed)
                                       for name, placed in result.placements.items()})

@@ -253,6 +253,7 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
 
     from objtier import plan as planner
     from objtier.analysis.objects import trace_end_ns
+    from objtier.analysis.page_samples import phase_page_order
     from objtier.analysis.phases import phase_accesses, phase_table
 
     trace = traces[0]
@@ -261,7 +262,7 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
     merge = planner.merge_phases(objects, planner.phase_table(executions, accesses))
     spans = planner.phase_spans(merge, executions, trace_end_ns(trace))
     placements, limits = {}, {}
-    own = {"page_samples": _page_order(traces, merge)} \
+    own = {"page_samples": phase_page_order(traces, merge)} \
         if settings.algo in planner.NEEDS_PAGE_SAMPLES else {}
     for name in merge.survivors():
         place = placer(replace(objects, accesses=merge.vectors[name]), own)
@@ -272,18 +273,6 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
         else:
             limits[name], placements[name] = limit, place(limit)
     return planner.PhasePlacement(merge=merge, placements=placements), max(limits.values())
-
-
-def _page_order(traces: list, merge):
-    """The page samples that rank a split object's pages in every phase: each object's own
-    from the phase (with those merged into it) that touches it most, in every recording
-    (analysis.page_samples.dominant_phase_samples)."""
-    from objtier.analysis.page_samples import dominant_phase_samples, merged_page_samples
-
-    names = merge.survivors()
-    return dominant_phase_samples(
-        {name: merged_page_samples(traces, merge.members(name)) for name in names},
-        {name: merge.vectors[name] for name in names})
 
 
 @contextlib.contextmanager

@@ -180,18 +180,18 @@ def plan_phases(objects: ObjectTable, phases: Any, phase_accesses: Any,
                 algorithm: Callable[..., Placement], capacity_bytes: int,
                 page_bytes: int = 4096, min_duration_ns: int = DEFAULT_MIN_DURATION_NS,
                 similarity: float = DEFAULT_SIMILARITY, hint_budget: int | None = None,
-                phase_params: Callable[[list[str]], dict[str, Any]] | None = None,
+                merge_params: Callable[[PhaseMerge], dict[str, Any]] | None = None,
                 **params: Any) -> PhasePlacement:
-    """Merge phases, then run `algorithm` on each surviving phase's accesses. phase_params,
-    given the phases a survivor's plan covers (PhaseMerge.members), returns parameters of
-    that survivor's own (the `pages` algorithm's page samples of those phases)."""
+    """Merge phases, then run `algorithm` on each surviving phase's accesses. merge_params,
+    given the merge, returns more parameters for every survivor's plan (the `pages`
+    algorithm's page order: analysis.page_samples.phase_page_order)."""
     table = phases if isinstance(phases, PhaseTable) else phase_table(phases, phase_accesses)
     merged = merge_phases(objects, table, min_duration_ns, similarity, hint_budget)
+    params = {**params, **(merge_params(merged) if merge_params else {})}
     placements = {}
     for name in merged.survivors():
         view = replace(objects, accesses=merged.vectors[name])
-        own = phase_params(merged.members(name)) if phase_params else {}
-        placements[name] = algorithm(view, capacity_bytes, page_bytes, **{**params, **own})
+        placements[name] = algorithm(view, capacity_bytes, page_bytes, **params)
     return PhasePlacement(merge=merged, placements=placements)
 
 
