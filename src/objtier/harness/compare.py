@@ -206,12 +206,12 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
 
             params["page_samples"] = merged_page_samples(traces)
 
-    def placer(view, own: dict[str, Any] | None = None):
+    def placer(view, more: dict[str, Any] | None = None):
         """place(fast_bytes) for an object table (the whole run's, or a phase's accesses) and
-        the algorithm's parameters (own: a phase's, over the common ones)."""
+        the algorithm's parameters (more: over the common ones, e.g. the phases' page order)."""
         def place(fast_bytes: int):
             placement = planner.algorithm(settings.algo)(view, fast_bytes, page,
-                                                         **{**params, **(own or {})})
+                                                         **{**params, **(more or {})})
             return placement if settings.backfill else planner.without_backfill(view, placement)
         return place
 
@@ -243,10 +243,11 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
                   limit: int, margin: int):
     """(PhasePlacement, mlock limit) for recordings with phase markers: phases merged as
     `objtier plan --phases` does (on the first recording), then each surviving phase placed
-    on its own accesses — for `pages`, the page samples of its phases in every recording —
-    with a margin of its own, fitted (enforce.fit_margin) to the objects its placement leaves
-    wholly unlocked while its plan is in force (plan.unlocked_live_bytes), unless
-    settings.margin fixes one for all; placer(view, own params) -> place(fast_bytes). Phases
+    on its own accesses — for `pages` and `auto`, a split object's pages ranked in one order
+    for every phase (analysis.page_samples.phase_page_order) — with a margin of its own,
+    fitted (enforce.fit_margin) to the objects its placement leaves wholly unlocked while its
+    plan is in force (plan.unlocked_live_bytes), unless settings.margin fixes one for all;
+    placer(view, more params) -> place(fast_bytes). Phases
     run one at a time and the runtime unlocks the old phase's set before it locks the new
     one, so the limit is the largest phase's."""
     from dataclasses import replace
@@ -262,10 +263,10 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
     merge = planner.merge_phases(objects, planner.phase_table(executions, accesses))
     spans = planner.phase_spans(merge, executions, trace_end_ns(trace))
     placements, limits = {}, {}
-    own = {"page_samples": phase_page_order(traces, merge)} \
+    order = {"page_samples": phase_page_order(traces, merge)} \
         if settings.algo in planner.NEEDS_PAGE_SAMPLES else {}
     for name in merge.survivors():
-        place = placer(replace(objects, accesses=merge.vectors[name]), own)
+        place = placer(replace(objects, accesses=merge.vectors[name]), order)
         if settings.margin is None:
             limits[name], _, placements[name] = enforce.fit_margin(
                 local, margin, place,
