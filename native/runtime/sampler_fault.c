@@ -345,6 +345,13 @@ static int smaller_first(const void *a, const void *b)
     return (x->size > y->size) - (x->size < y->size);
 }
 
+/* Copies up to cap tracked objects, heap objects then mappings, into out; returns how many. */
+static size_t copy_tracked(rt_obj *out, size_t cap)
+{
+    size_t n = rt_reg_snapshot(out, cap);
+    return n + rt_maps_snapshot(out + n, cap - n);
+}
+
 static uint64_t newest_of(const rt_obj *objs, size_t n, uint64_t floor)
 {
     for (size_t i = 0; i < n; i++)
@@ -366,8 +373,7 @@ static void take_snapshot(void)
             return;
         }
     }
-    snap_n = rt_reg_snapshot(snap, snap_cap);
-    snap_n += rt_maps_snapshot(snap + snap_n, snap_cap - snap_n);
+    snap_n = copy_tracked(snap, snap_cap);
     qsort(snap, snap_n, sizeof(rt_obj), smaller_first);
     snap_i = 0;
     cursor = 0;
@@ -413,8 +419,7 @@ static void take_fresh(void)
     uint64_t newest = atomic_load(&rt_newest_tracked_seq);
     size_t room = snap_cap - snap_n;
     rt_obj *copy = snap + snap_n;
-    size_t got = rt_reg_snapshot(copy, room);
-    got += rt_maps_snapshot(copy + got, room - got);
+    size_t got = copy_tracked(copy, room);
     size_t fresh = 0;
     for (size_t k = 0; k < got && fresh < room / 2; k++)
         if (copy[k].seq > snap_newest)
@@ -436,7 +441,7 @@ static void take_fresh(void)
 }
 
 /* Heap objects are in the registry, mappings in the map list; a seq is one object's, so
- * whichever holds it answers (the snapshot mixes both since take_fresh). */
+ * whichever holds it answers (the snapshot, sorted by size, mixes both). */
 static int still_live(size_t i, uint64_t start, uint64_t len)
 {
     rt_obj o;
