@@ -56,6 +56,11 @@ def test_compare_writes_one_row_per_run_and_restores_the_machine(hotcold, tmp_pa
     local = result.summary["local"]["bytes"]
     assert all(int(r["memcg_peak_bytes"]) <= local for r in rows)
     assert all(int(r["major_faults"]) > 0 for r in rows)
+    # CPU time is the program's own: swapping costs kernel time; no more than its threads
+    # (at most one per CPU here) can have spent in the run's wall time.
+    assert all(0 < float(r["system_s"]) and 0 < float(r["user_s"]) for r in rows)
+    assert all(float(r["user_s"]) + float(r["system_s"])
+               <= float(r["wall_s"]) * os.cpu_count() + 0.05 for r in rows)
     assert all(r["fom_name"] == "hotcold" for r in rows)
 
     summary = json.loads((out / "summary.json").read_text())

@@ -15,7 +15,8 @@ from objtier.harness.results import RunRow, summarize, write_csv
 
 def row(config, repeat, wall, pswpout, returncode=0, fom=None):
     return RunRow(config=config, repeat=repeat, order=0, returncode=returncode, timed_out=False,
-                  wall_s=wall, fom_name="x" if fom else None, fom_value=fom,
+                  wall_s=wall, user_s=wall / 4, system_s=wall / 2,
+                  fom_name="x" if fom else None, fom_value=fom,
                   fom_unit="MB/s" if fom else None, fom_seconds=wall - 0.5 if fom else None,
                   pswpin=pswpout // 2, pswpout=pswpout, major_faults=pswpout // 2,
                   max_rss_bytes=100 << 20, memcg_peak_bytes=None, memcg_pgmajfault=None,
@@ -31,6 +32,7 @@ def test_medians_skip_failed_runs_and_ratios_are_baseline_over_objtier():
     base, obj = summary["medians"]["baseline"], summary["medians"]["objtier"]
     assert base["wall_s"] == 11.0 and base["failed"] == 0 and base["runs"] == 3
     assert obj["wall_s"] == 4.5 and obj["failed"] == 1 and obj["runs"] == 3
+    assert (base["user_s"], base["system_s"]) == (11.0 / 4, 11.0 / 2)
     assert summary["ratios"]["speedup"] == pytest.approx(11.0 / 4.5)
     assert summary["ratios"]["swapout_reduction"] == pytest.approx(1000 / 250)
     assert summary["ratios"]["fom_ratio"] == pytest.approx(2.25 / 0.9)

@@ -84,13 +84,15 @@ def print_table(result) -> None:
 
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 150)
     table = Table(title="objtier compare: per run and medians")
-    for name in ("run", "config", "status", "wall s", "FoM", "timed s", "swap-outs",
+    for name in ("run", "config", "status", "wall s", "user s", "sys s", "FoM", "timed s",
+                 "swap-outs",
                  "swap-ins", "majflt", "memcg refaults", "peak RSS", "locked"):
         table.add_column(name, justify="right" if name not in ("config", "status") else "left")
     for r in result.rows:
         status = "ok" if r.ok else ("timeout" if r.timed_out else
                                     "OOM-killed" if r.oom_killed else f"exit {r.returncode}")
-        table.add_row(str(r.order), r.config, status, _fmt(r.wall_s), _fmt(r.fom_value),
+        table.add_row(str(r.order), r.config, status, _fmt(r.wall_s), _fmt(r.user_s),
+                      _fmt(r.system_s), _fmt(r.fom_value),
                       _fmt(r.fom_seconds), str(r.pswpout), str(r.pswpin), str(r.major_faults),
                       _fmt(r.memcg_refault_anon), format_bytes(r.max_rss_bytes),
                       "-" if r.locked_bytes is None else format_bytes(r.locked_bytes))
@@ -98,7 +100,8 @@ def print_table(result) -> None:
     for config in ("baseline", "objtier"):
         m = medians[config]
         table.add_row("median", config, f"{m['runs'] - m['failed']}/{m['runs']} ok",
-                      _fmt(m["wall_s"]), _fmt(m["fom_value"]), _fmt(m["fom_seconds"]),
+                      _fmt(m["wall_s"]), _fmt(m["user_s"]), _fmt(m["system_s"]),
+                      _fmt(m["fom_value"]), _fmt(m["fom_seconds"]),
                       _fmt(m["pswpout"]), _fmt(m["pswpin"]), _fmt(m["major_faults"]),
                       _fmt(m["memcg_refault_anon"]),
                       "-" if m["max_rss_bytes"] is None else format_bytes(m["max_rss_bytes"]),

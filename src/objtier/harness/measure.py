@@ -1,5 +1,5 @@
-"""Run a program once and measure it: wall time, exit status, peak RSS, major faults, swap
-traffic (vmstat deltas), its figure of merit when it prints a FOM line."""
+"""Run a program once and measure it: wall time, exit status, CPU time, peak RSS, major faults,
+swap traffic (vmstat deltas), its figure of merit when it prints a FOM line."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ class Measurement:
     pswpout: int               # pages swapped out during the run
     stdout: str
     stderr: str
+    user_s: float | None = None    # CPU time in user mode, all the program's threads [s]
+    system_s: float | None = None  # CPU time in the kernel for the program: its page faults,
+    #                                swap-ins, and the direct reclaim its allocations do [s]
     fom_name: str | None = None
     fom_value: float | None = None
     fom_unit: str | None = None
@@ -70,6 +73,7 @@ def run_measured(label: str, command: list[str], env: dict[str, str] | None = No
         label=label, returncode=process.returncode, wall_s=wall,
         max_rss_bytes=usage.ru_maxrss * 1024, major_faults=usage.ru_majflt,
         pswpin=after["pswpin"] - before["pswpin"], pswpout=after["pswpout"] - before["pswpout"],
+        user_s=usage.ru_utime, system_s=usage.ru_stime,
         stdout=chunks.get("out", b"").decode(errors="replace"),
         stderr=chunks.get("err", b"").decode(errors="replace"))
     _attach_fom(measurement)

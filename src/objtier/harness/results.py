@@ -28,6 +28,9 @@ class RunRow:
     returncode: int               # negative: killed by that signal
     timed_out: bool
     wall_s: float                 # whole run, fork to reap [s]
+    user_s: float | None          # the program's CPU time in user mode, all threads (wait4) [s]
+    system_s: float | None        # the program's CPU time in the kernel: faults, swap-ins,
+    #                               direct reclaim (wait4) [s]
     fom_name: str | None
     fom_value: float | None       # the workload's figure of merit, in fom_unit
     fom_unit: str | None
@@ -58,8 +61,8 @@ class RunRow:
 COLUMNS = [f.name for f in fields(RunRow)]
 
 #: Per-configuration medians reported (row field -> summary key).
-MEDIAN_FIELDS = ("wall_s", "fom_value", "fom_seconds", "pswpin", "pswpout", "major_faults",
-                 "max_rss_bytes", "memcg_peak_bytes", "memcg_pgmajfault", "memcg_refault_anon",
+MEDIAN_FIELDS = ("wall_s", "user_s", "system_s", "fom_value", "fom_seconds", "pswpin",
+                 "pswpout", "major_faults", "max_rss_bytes", "memcg_peak_bytes", "memcg_pgmajfault", "memcg_refault_anon",
                  "memcg_pswpout", "locked_bytes")
 
 
