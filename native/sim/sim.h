@@ -65,7 +65,9 @@ _Static_assert(sizeof(sim_config) == 40, "sim_config is 40 bytes");
  *     fast tier's; when fast memory is full, the coldest unpinned fast page (second-chance LRU)
  *     is swapped out first (pswpout). Pinned pages (mlock of a plan's fast objects) are never
  *     swapped out. When every fast page is pinned the page stays in swap (the whole sample is
- *     charged slow and pgmigrate_fail counts it): the cgroup thrashes.
+ *     charged slow, no swap-in is counted, and swap_fault_pinned and pgmigrate_fail count it):
+ *     the plan pins more than the cgroup can hold, which a real cgroup answers with harder
+ *     reclaim or its OOM killer; the driver notes it, since swap-ins are understated then.
  *   - a page a static plan pins (mlock) at allocation swaps an unpinned fast page out when fast
  *     memory is full, as mlock's population does under a memcg limit;
  *   - a page placed in the slow tier at allocation has never been written: it is in neither

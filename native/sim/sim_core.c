@@ -35,7 +35,7 @@ static const char *const COUNTER_NAMES[SIM_C_COUNT_] = {
     "pgmigrate_fail", "kswapd_wake", "peak_pages", "peak_fast_pages",
     "hot_threshold_ms",
     "pswpin", "pswpout", "pgmajfault", "pgfault_first_touch",
-    "phase_switches", "pgmigrate_phase",
+    "phase_switches", "pgmigrate_phase", "swap_fault_pinned",
 };
 
 static const sim_policy_ops *find_policy(const char *name)
@@ -342,12 +342,10 @@ static uint64_t make_room(sim_t *s)
 static uint64_t swap_fault(sim_t *s, sim_page *pg, bool store, uint64_t w)
 {
     bool fresh = (pg->flags & SIM_PG_UNTOUCHED) != 0;
-    if (s->fast_pages >= s->fast_cap && make_room(s) == 0) {
+    if (s->fast_pages >= s->fast_cap && (make_room(s) == 0 || s->fast_pages >= s->fast_cap)) {
+        /* every fast page pinned, or fast_cap == 0 */
         s->counter[SIM_C_PGMIGRATE_FAIL]++;
-        return w;
-    }
-    if (s->fast_pages >= s->fast_cap) { /* fast_cap == 0 */
-        s->counter[SIM_C_PGMIGRATE_FAIL]++;
+        s->counter[SIM_C_SWAP_FAULT_PINNED]++;
         return w;
     }
     pg->tier = SIM_FAST;

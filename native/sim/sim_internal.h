@@ -55,6 +55,9 @@ enum sim_counter {
     SIM_C_PSWPIN, SIM_C_PSWPOUT, SIM_C_PGMAJFAULT, /* swap mode; pgmajfault = faulting swap-ins */
     SIM_C_PGFAULT_FIRST_TOUCH,                      /* swap mode: zero-fill faults */
     SIM_C_PHASE_SWITCHES, SIM_C_PGMIGRATE_PHASE,    /* phases: switches, pages moved by them */
+    SIM_C_SWAP_FAULT_PINNED, /* swap mode: faults that found every fast page pinned (no room
+                              * to swap in: the access is charged slow, a real cgroup would
+                              * reclaim harder or OOM-kill); also counted in pgmigrate_fail */
     SIM_C_COUNT_
 };
 

@@ -32,6 +32,7 @@ def test_every_slow_access_is_a_swap_in(swap_run):
         c = r.counters
         slow = c["slow_loads"] + c["slow_stores"]
         assert c["pgmigrate_fail"] == 0, name  # plans left 10% unpinned: no thrash
+        assert c["swap_fault_pinned"] == 0, name
         assert c["pswpin"] == c["pgmajfault"] == slow, name  # each brings one page in
         assert int(r.bins["swap_in"].sum()) == c["pswpin"], name
         assert int(r.bins["swap_out"].sum()) == c["pswpout"], name
@@ -130,6 +131,25 @@ def test_cyclic_scan_larger_than_memory_always_faults(tmp_path):
                    plan_doc=plan).results[0].counters
     assert obj["fast_loads"] >= rounds * 6  # pinned pages: always fast
     assert obj["pswpin"] == (rounds - 1) * 6  # 6 pages through 2 frames: every access faults
+
+
+def test_a_plan_that_pins_more_than_fast_memory_is_noted(hot_cold_trace):
+    """Both objects (20 MiB) planned fast with 8 MiB of fast memory: once the pinned pages fill
+    it, an access to a swapped page finds no room. Those accesses are counted apart and named
+    in a note, never passed off as a run without swap-ins."""
+    trace = open_trace(hot_cold_trace)
+    plan = {"format": "objtier-plan", "version": 1, "entries": [
+        {"phase": "*", "context_key": key, "occurrence": None, "size_min": 0,
+         "size_max": 1 << 40, "tier": "fast", "fast_bytes": 1 << 40}
+        for key in trace.contexts.column("key").to_pylist()]}
+    sim = simulate(trace, ["object"], FAST, load_preset("zram"), plan_doc=plan)
+    c = sim.results[0].counters
+    assert c["swap_fault_pinned"] > 0
+    assert c["swap_fault_pinned"] == c["slow_loads"] + c["slow_stores"] - c["pswpin"]
+    assert [n for n in sim.notes if n.startswith("object:") and "pinned" in n]
+    # the 10 % reserve of plans made here keeps the same program clear of it
+    fine = simulate(trace, ["object"], FAST, load_preset("zram"))
+    assert fine.results[0].counters["swap_fault_pinned"] == 0 and not fine.notes
 
 
 def test_swap_mode_can_be_forced_off(hot_cold_trace):

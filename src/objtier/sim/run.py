@@ -307,6 +307,12 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         per_object = np.zeros(source.objects, dtype=np.uint64) if swap else None
         counters, bins = run_policy(source, policy, fast_bytes, page_shift, bin_ns, per[policy],
                                     placement, chunk, swap, per_object)
+        if swap and counters.get("swap_fault_pinned"):
+            sim.notes.append(
+                f"{policy}: {counters['swap_fault_pinned']:,} accesses to swapped pages found "
+                "every fast page pinned and were charged slow with no swap-in (the plan pins "
+                "more than the fast tier can hold; a real cgroup would reclaim harder or "
+                "OOM-kill): its swap-ins are understated; plan for less than --fast")
         sim.results.append(PolicyResult(policy, counters, bins,
                                         stall_ns(bins, model, bin_ns, 1 << page_shift),
                                         object_swap_ins=per_object))
