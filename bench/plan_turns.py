@@ -2,11 +2,13 @@
 """Two or more plans for one program, run in turn under the same memory limit.
 
     bench/plan_turns.py --plan NAME=PLAN.json[@MARGIN] [--plan ...] --local BYTES
-        [--mlock-margin BYTES] [--repeat 3] [-o turns.csv] -- CMD [ARGS...]
+        [--mlock-margin BYTES] [--env NAME:VAR=VALUE ...] [--repeat 3] [-o turns.csv]
+        -- CMD [ARGS...]
 
 Each round runs `objtier run --plan P --local BYTES --mlock-margin M -- CMD` once per plan
-(M: the plan's own @MARGIN, else --mlock-margin, else objtier run's default),
-in the order given, so that the machine's drift (its speed changes by tens of percent over
+(M: the plan's own @MARGIN, else --mlock-margin, else objtier run's default; --env adds a
+runtime setting such as OBJTIER_READAHEAD_KB=1024 to the runs of plan NAME only, so one plan
+file listed under two names compares a setting), in the order given, so that the machine's drift (its speed changes by tens of percent over
 an hour here) falls on every plan alike. Per run: wall time [s], the program's timed region
 (the `time=` of its FOM line) [s], and the system-wide pswpin / pswpout deltas of /proc/vmstat
 (pages; run on an otherwise quiet machine). Prints one row per run and the medians per plan;
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import re
 import statistics
 import subprocess
@@ -35,13 +38,15 @@ def vmstat() -> dict[str, int]:
     return out
 
 
-def one_run(plan: Path, local: str, margin: str | None, command: list[str]) -> dict:
+def one_run(plan: Path, local: str, margin: str | None, command: list[str],
+            env: dict[str, str] | None = None) -> dict:
     args = [sys.executable, "-m", "objtier", "run", "--plan", str(plan), "--local", local]
     if margin is not None:
         args += ["--mlock-margin", margin]
     before = vmstat()
     start = time.monotonic()
-    done = subprocess.run(args + ["--"] + command, capture_output=True, text=True)
+    done = subprocess.run(args + ["--"] + command, capture_output=True, text=True,
+                          env={**os.environ, **env} if env else None)
     wall = time.monotonic() - start
     after = vmstat()
     timed = FOM_TIME.search(done.stdout)
@@ -57,6 +62,8 @@ def main() -> int:
     parser.add_argument("--plan", action="append", required=True, metavar="NAME=PLAN[@MARGIN]")
     parser.add_argument("--local", required=True, help="cgroup limit, as for objtier run")
     parser.add_argument("--mlock-margin", default=None)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME:VAR=VALUE",
+                        help="an environment variable for the runs of plan NAME")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("-o", "--output", default="turns.csv")
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -71,10 +78,18 @@ def main() -> int:
         if not sep or not Path(path).is_file():
             parser.error(f"bad --plan {item!r}: expected NAME=PLAN.json of an existing file")
         plans.append((name, Path(path), margin or args.mlock_margin))
+    envs: dict[str, dict[str, str]] = {}
+    for item in args.env:
+        name, sep, setting = item.partition(":")
+        var, eq, value = setting.partition("=")
+        if not sep or not eq or name not in [p[0] for p in plans]:
+            parser.error(f"bad --env {item!r}: expected NAME:VAR=VALUE for a NAME of --plan")
+        envs.setdefault(name, {})[var] = value
     rows = []
     for i in range(1, args.repeat + 1):
         for name, path, margin in plans:
-            row = {"round": i, "plan": name, **one_run(path, args.local, margin, command)}
+            row = {"round": i, "plan": name,
+                   **one_run(path, args.local, margin, command, envs.get(name))}
             rows.append(row)
             print(" ".join(f"{k}={v}" for k, v in row.items() if k != "last_line"), flush=True)
     with open(args.output, "w", newline="") as f:

@@ -35,6 +35,10 @@ typedef struct rt_config {
                                 cgroup is at its limit; 0 = never */
     uint32_t inactive_pct;   /* OBJTIER_INACTIVE_PCT: under pressure, advise slow pages cold
                                 while inactive anonymous memory is below this % of the limit */
+    uint32_t readahead_kb;   /* OBJTIER_READAHEAD_KB: swap tier, under a memory limit: KiB
+                                advised MADV_WILLNEED ahead of each ascending stream of page
+                                faults in planned objects (swapahead.c); 0 = none (the default:
+                                it costs more than it saves on most programs measured) */
     char fast_nodes[64];     /* OBJTIER_FAST_NODES: node list such as "0" or "0-1,3" */
     char slow_nodes[64];     /* OBJTIER_SLOW_NODES */
     int numa_strict;         /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */

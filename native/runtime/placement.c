@@ -26,12 +26,14 @@
 #include "plankey.h"
 #include "rt.h"
 #include "runtime.h"
+#include "swapahead.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -64,10 +66,12 @@ typedef struct pobj {
 typedef struct { uint64_t key, count; } occ_slot; /* count 0 = empty */
 
 _Atomic int rt_place_on;
+_Atomic uint64_t rt_place_generation;
 static rt_plan plan;
 static int tier;              /* enum rt_tier_kind */
 static int pageout;
 static uint32_t advise_ms, pressure_ms, inactive_pct, residency_ms;
+static uint64_t readahead_bytes; /* swap tier: OBJTIER_READAHEAD_KB, bytes; 0 = none */
 static rt_memcg memcg;        /* swap tier: the cgroup whose limit makes the fast tier */
 static int residency_on;
 static int numa_strict;
@@ -185,6 +189,7 @@ int rt_place_init(const rt_config *cfg, int tracing)
     pageout = cfg->pageout;
     advise_ms = cfg->advise_ms;
     pressure_ms = cfg->pressure_ms;
+    readahead_bytes = (uint64_t)cfg->readahead_kb << 10;
     inactive_pct = cfg->inactive_pct;
     numa_strict = cfg->numa_strict;
     if (tier == RT_TIER_SWAP) {
@@ -549,6 +554,11 @@ static void numa_bind(pobj *o)
     o->bound_split = o->split;
 }
 
+static void changed(void)
+{
+    atomic_fetch_add_explicit(&rt_place_generation, 1, memory_order_release);
+}
+
 static void forget(pobj *o)
 {
     if (tier == RT_TIER_SWAP)
@@ -557,6 +567,7 @@ static void forget(pobj *o)
         maps_live--;
     o->addr = DELETED;
     objs_live--;
+    changed();
 }
 
 /* ---- hooks ----------------------------------------------------------------------- */
@@ -604,6 +615,7 @@ void rt_place_on_alloc(const rt_obj *ob, uint32_t ctx)
         swap_lock(d);
     else
         numa_bind(d);
+    changed();
     flush_records();
     pthread_mutex_unlock(&lock);
 }
@@ -648,6 +660,7 @@ void rt_place_phase(const char *name, size_t len)
     pthread_mutex_lock(&lock);
     if (plan.phases[ph].target != plan.phases[phase_now].target) {
         phase_now = ph;
+        changed();
         /* unlock what is no longer fast first, so that the new fast set has the room; and
          * advise the unlocked pages cold, so that they are the first that reclaim takes when
          * the faults of the mlock that follows charge the cgroup. Without the advice a phase
@@ -680,6 +693,27 @@ void rt_place_phase(const char *name, size_t len)
     } else
         phase_now = ph;
     pthread_mutex_unlock(&lock);
+}
+
+static int by_lo(const void *a, const void *b)
+{
+    const rt_extent *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+size_t rt_place_slow_objects(rt_extent *out, size_t cap)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&lock);
+    for (uint64_t i = 0; i < objs_cap && n < cap; i++) {
+        const pobj *o = &objs[i];
+        if (o->addr > DELETED && o->planned && o->hi > o->lo &&
+            (o->pages != RT_PLAN_NONE || o->split < o->hi))
+            out[n++] = (rt_extent){o->lo / rt_page_bytes, o->hi / rt_page_bytes};
+    }
+    pthread_mutex_unlock(&lock);
+    qsort(out, n, sizeof *out, by_lo);
+    return n;
 }
 
 /* ---- advice on the planned-slow runs ------------------------------------------------ */
@@ -911,6 +945,11 @@ static void *place_loop(void *arg)
 
 void rt_place_start(void)
 {
+    /* under a memory limit only: without one nothing is swapped, and sampling every fault
+     * would cost for nothing */
+    if (atomic_load(&rt_place_on) && tier == RT_TIER_SWAP && readahead_bytes &&
+        memcg.limit != UINT64_MAX)
+        rt_ahead_start(readahead_bytes);
     int advise = atomic_load(&rt_place_on) && tier == RT_TIER_SWAP &&
                  (advise_ms > 0 || (pressure_ms > 0 && memcg.limit != UINT64_MAX));
     int resid = residency_on && residency_ms > 0;
@@ -942,6 +981,7 @@ static void stop_thread(void)
 
 void rt_place_finish(void)
 {
+    rt_ahead_stop();
     stop_thread();
     if (residency_on)
         rt_residency_pass(rt_now_ns());
@@ -975,6 +1015,7 @@ void rt_place_fork_child(int follow)
     pthread_mutex_init(&tlock, NULL);
     thread_started = 0;
     batch_n = 0;
+    rt_ahead_fork_child();
     if (atomic_load(&rt_place_on)) {
         /* mlocks are not inherited: the child starts with no locked or planned object */
         memset(objs, 0, objs_cap * sizeof *objs);

@@ -20,6 +20,18 @@
 /* 1 while a plan is enforced in this process. */
 extern _Atomic int rt_place_on;
 
+/* Changes whenever the set of planned objects or the phase in force changes (readers
+ * re-read rt_place_slow_objects then). */
+extern _Atomic uint64_t rt_place_generation;
+
+/* A page range [lo, hi), in pages (address / page size). */
+typedef struct { uint64_t lo, hi; } rt_extent;
+
+/* Swap tier: the whole-page extents of the planned objects that have a planned-slow part in
+ * the phase in force, in address order (disjoint); at most cap of them; returns the count.
+ * Takes the placement lock. */
+size_t rt_place_slow_objects(rt_extent *out, size_t cap);
+
 /* Start-up, before the runtime is ACTIVE: loads cfg->plan (a bad file is one warning and
  * no plan), reads the mlock limits, parses node lists. Returns 1 when a plan is enforced,
  * 0 otherwise. `tracing`: a trace file is written (residency needs one). */
