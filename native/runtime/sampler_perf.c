@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "sampler.h"
+#include "perf_ring.h"
 #include "rt.h"
 
 #include <errno.h>
@@ -344,43 +345,20 @@ static void handle_sample(const event *e, const unsigned char *p)
         atomic_fetch_add(&n_lost, 1);
 }
 
+static void on_record(void *ctx, const struct perf_event_header *h, const unsigned char *rec)
+{
+    if (h->type == PERF_RECORD_SAMPLE)
+        handle_sample(ctx, rec + sizeof *h);
+    else if (h->type == PERF_RECORD_LOST) {
+        uint64_t lost;
+        memcpy(&lost, rec + sizeof *h + 8, 8); /* u64 id, u64 lost */
+        atomic_fetch_add(&n_lost, lost);
+    }
+}
+
 static void drain(event *e)
 {
-    struct perf_event_mmap_page *meta = e->ring;
-    unsigned char *data = (unsigned char *)e->ring + rt_page_bytes;
-    uint64_t size = (uint64_t)RING_PAGES * rt_page_bytes;
-    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-    uint64_t tail = meta->data_tail;
-    unsigned char tmp[512];
-    while (tail < head) {
-        struct perf_event_header h;
-        uint64_t off = tail % size;
-        /* a record may wrap around the end of the ring: copy it out in two parts */
-        for (uint64_t i = 0; i < sizeof h; i++)
-            ((unsigned char *)&h)[i] = data[(off + i) % size];
-        if (h.size < sizeof h || tail + h.size > head)
-            break;
-        const unsigned char *rec;
-        if (off + h.size <= size)
-            rec = data + off;
-        else {
-            uint64_t n = h.size < sizeof tmp ? h.size : sizeof tmp, first = size - off;
-            if (first > n)
-                first = n;
-            memcpy(tmp, data + off, first);
-            memcpy(tmp + first, data, n - first);
-            rec = tmp;
-        }
-        if (h.type == PERF_RECORD_SAMPLE)
-            handle_sample(e, rec + sizeof h);
-        else if (h.type == PERF_RECORD_LOST) {
-            uint64_t lost;
-            memcpy(&lost, rec + sizeof h + 8, 8); /* u64 id, u64 lost */
-            atomic_fetch_add(&n_lost, lost);
-        }
-        tail += h.size;
-    }
-    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    rt_perf_ring_drain(e->ring, RING_PAGES, on_record, e);
 }
 
 static void *read_loop(void *arg)

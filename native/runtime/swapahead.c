@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "swapahead.h"
+#include "perf_ring.h"
 #include "placement.h"
 #include "rt.h"
 
@@ -129,33 +130,14 @@ static void on_fault(uint64_t addr)
     s->ahead = to;
 }
 
-/* Every complete record between the ring's tail and head; a record that wraps around the
- * end of the ring is copied out first. */
-static void drain(void *ring)
+static void on_record(void *ctx, const struct perf_event_header *h, const unsigned char *rec)
 {
-    struct perf_event_mmap_page *meta = ring;
-    unsigned char *data = (unsigned char *)ring + rt_page_bytes;
-    uint64_t size = (uint64_t)RING_PAGES * rt_page_bytes;
-    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-    uint64_t tail = meta->data_tail;
-    unsigned char copy[64];
-    while (tail + sizeof(struct perf_event_header) <= head) {
-        struct perf_event_header h;
-        uint64_t at = tail % size;
-        for (size_t i = 0; i < sizeof h; i++)
-            ((unsigned char *)&h)[i] = data[(at + i) % size];
-        if (h.size < sizeof h || tail + h.size > head)
-            break;
-        if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8 && h.size <= sizeof copy) {
-            for (size_t i = 0; i < h.size; i++)
-                copy[i] = data[(at + i) % size];
-            uint64_t addr;
-            memcpy(&addr, copy + sizeof h, sizeof addr);
-            on_fault(addr);
-        }
-        tail += h.size;
+    (void)ctx;
+    if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof *h + 8) {
+        uint64_t addr; /* PERF_SAMPLE_ADDR alone: the record's body is the address */
+        memcpy(&addr, rec + sizeof *h, sizeof addr);
+        on_fault(addr);
     }
-    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
 static void *ahead_loop(void *arg)
@@ -172,7 +154,7 @@ static void *ahead_loop(void *arg)
         if (p[n_fds].revents)
             break;
         for (int i = 0; i < n_fds; i++)
-            drain(rings[i]);
+            rt_perf_ring_drain(rings[i], RING_PAGES, on_record, NULL);
     }
     return NULL;
 }
