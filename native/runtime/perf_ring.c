@@ -2,7 +2,38 @@
 #include "perf_ring.h"
 #include "rt.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+size_t rt_perf_ring_bytes(uint64_t data_pages)
+{
+    return (size_t)(data_pages + 1) * rt_page_bytes;
+}
+
+int rt_perf_open_ring(struct perf_event_attr *a, int cpu, uint64_t data_pages, int *fd,
+                      void **ring)
+{
+    long f = syscall(SYS_perf_event_open, a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (f < 0 && a->inherit_thread) { /* kernels before 5.13 */
+        a->inherit_thread = 0;
+        f = syscall(SYS_perf_event_open, a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    if (f < 0)
+        return -errno;
+    void *r = mmap(NULL, rt_perf_ring_bytes(data_pages), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   (int)f, 0);
+    if (r == MAP_FAILED) {
+        int e = errno;
+        close((int)f);
+        return -e;
+    }
+    *fd = (int)f;
+    *ring = r;
+    return 0;
+}
 
 void rt_perf_ring_drain(void *ring, uint64_t data_pages, rt_perf_record_fn on_record,
                         void *ctx)

@@ -36,7 +36,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 512 /* events x CPUs */
@@ -64,11 +63,6 @@ static uint16_t main_source = OT_SRC_PERF_SWFAULT;
 /* The kernel refuses to mmap an inherited per-task event (cpu == -1), so every event is
  * opened once per CPU: pid 0 (this process and, by inheritance, its threads) on cpu c. */
 static int n_cpus = 1;
-
-static long perf_open(struct perf_event_attr *a, int cpu)
-{
-    return syscall(SYS_perf_event_open, a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
 
 /* A small sysfs file without its trailing newline and spaces; 0, or -1 when unreadable or
  * empty. */
@@ -141,26 +135,17 @@ static int add_event_cpu(struct perf_event_attr *a, int cpu, uint16_t source, ui
 {
     if (n_events == MAX_EVENTS)
         return -ENOSPC;
-    long fd = perf_open(a, cpu);
-    if (fd < 0 && a->inherit_thread) { /* kernels before 5.13 */
-        a->inherit_thread = 0;
-        fd = perf_open(a, cpu);
-    }
-    if (fd < 0 && (a->sample_type & PERF_SAMPLE_WEIGHT_STRUCT)) { /* before 5.12 */
+    int fd;
+    void *ring;
+    int r = rt_perf_open_ring(a, cpu, RING_PAGES, &fd, &ring);
+    if (r < 0 && (a->sample_type & PERF_SAMPLE_WEIGHT_STRUCT)) { /* before 5.12 */
         a->sample_type = (a->sample_type & ~(uint64_t)PERF_SAMPLE_WEIGHT_STRUCT) | PERF_SAMPLE_WEIGHT;
-        fd = perf_open(a, cpu);
+        r = rt_perf_open_ring(a, cpu, RING_PAGES, &fd, &ring);
     }
-    if (fd < 0)
-        return -errno;
-    size_t bytes = (size_t)(RING_PAGES + 1) * rt_page_bytes;
-    void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
-    if (ring == MAP_FAILED) {
-        int e = errno;
-        close((int)fd);
-        return -e;
-    }
+    if (r < 0)
+        return r;
     event *e = &events[n_events++];
-    e->fd = (int)fd;
+    e->fd = fd;
     e->ring = ring;
     e->source = source;
     e->flags = flags;
@@ -381,7 +366,7 @@ static void *read_loop(void *arg)
 static void close_events(void)
 {
     for (int i = 0; i < n_events; i++) {
-        munmap(events[i].ring, (size_t)(RING_PAGES + 1) * rt_page_bytes);
+        munmap(events[i].ring, rt_perf_ring_bytes(RING_PAGES));
         close(events[i].fd);
     }
     n_events = 0;
@@ -451,7 +436,7 @@ static void perf_fork_child(int restart)
 {
     /* the parent's rings belong to the parent: drop them in the child */
     for (int i = 0; i < n_events; i++) {
-        munmap(events[i].ring, (size_t)(RING_PAGES + 1) * rt_page_bytes);
+        munmap(events[i].ring, rt_perf_ring_bytes(RING_PAGES));
         close(events[i].fd);
     }
     n_events = 0;

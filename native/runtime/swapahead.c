@@ -34,7 +34,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_CPUS 256
@@ -55,7 +54,6 @@ typedef struct {
 
 static int fds[MAX_CPUS], n_fds = 0, stop_fd = -1;
 static void *rings[MAX_CPUS];
-static size_t ring_bytes;
 static pthread_t thread;
 static int running;
 static uint64_t window_pages;
@@ -162,7 +160,7 @@ static void *ahead_loop(void *arg)
 static void close_events(void)
 {
     for (int i = 0; i < n_fds; i++) {
-        munmap(rings[i], ring_bytes);
+        munmap(rings[i], rt_perf_ring_bytes(RING_PAGES));
         close(fds[i]);
     }
     n_fds = 0;
@@ -188,28 +186,14 @@ void rt_ahead_start(uint64_t window_bytes)
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
     a.wakeup_events = WAKEUP_EVENTS;
-    ring_bytes = (size_t)(RING_PAGES + 1) * rt_page_bytes;
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
     int err = 0;
     for (long cpu = 0; cpu < cpus && cpu < MAX_CPUS; cpu++) {
-        long fd = syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0 && a.inherit_thread) { /* kernels before 5.13 */
-            a.inherit_thread = 0;
-            fd = syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        }
-        if (fd < 0) {
-            if (errno != ENODEV) /* an offline CPU */
-                err = errno;
-            continue;
-        }
-        void *ring = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
-        if (ring == MAP_FAILED) {
-            err = errno;
-            close((int)fd);
-            continue;
-        }
-        fds[n_fds] = (int)fd;
-        rings[n_fds++] = ring;
+        int r = rt_perf_open_ring(&a, (int)cpu, RING_PAGES, &fds[n_fds], &rings[n_fds]);
+        if (r == 0)
+            n_fds++;
+        else if (r != -ENODEV) /* ENODEV: an offline CPU */
+            err = -r;
     }
     stop_fd = eventfd(0, EFD_CLOEXEC);
     if (n_fds == 0 || stop_fd < 0) {
