@@ -85,8 +85,7 @@ def print_table(result) -> None:
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 150)
     table = Table(title="objtier compare: per run and medians")
     for name in ("run", "config", "status", "wall s", "user s", "sys s", "FoM", "timed s",
-                 "swap-outs",
-                 "swap-ins", "majflt", "memcg refaults", "peak RSS", "locked"):
+                 "swap-outs", "swap-ins", "majflt", "memcg refaults", "peak RSS", "locked"):
         table.add_column(name, justify="right" if name not in ("config", "status") else "left")
     for r in result.rows:
         status = "ok" if r.ok else ("timeout" if r.timed_out else
