@@ -10,8 +10,9 @@ Each round runs `objtier run --plan P --local BYTES --mlock-margin M -- CMD` onc
 runtime setting such as OBJTIER_READAHEAD_KB=1024 to the runs of plan NAME only, so one plan
 file listed under two names compares a setting), in the order given, so that the machine's drift (its speed changes by tens of percent over
 an hour here) falls on every plan alike. Per run: wall time [s], the program's timed region
-(the `time=` of its FOM line) [s], and the system-wide pswpin / pswpout deltas of /proc/vmstat
-(pages; run on an otherwise quiet machine). Prints one row per run and the medians per plan;
+(the `time=` of its FOM line) [s], the system-wide pswpin / pswpout deltas of /proc/vmstat
+(pages; run on an otherwise quiet machine) and of the kernel's large-folio swap-ins (folios of
+any size above a base page, transparent_hugepage/hugepages-*/stats/swpin; 0 before 6.8). Prints one row per run and the medians per plan;
 writes the runs as CSV. Needs root (objtier run --local builds the cgroup and the zram device).
 """
 
@@ -35,6 +36,8 @@ def vmstat() -> dict[str, int]:
     for line in Path("/proc/vmstat").read_text().splitlines():
         key, value = line.split()
         out[key] = int(value)
+    out["folio_swpin"] = sum(int(p.read_text()) for p in Path(
+        "/sys/kernel/mm/transparent_hugepage").glob("hugepages-*/stats/swpin"))
     return out
 
 
@@ -54,6 +57,7 @@ def one_run(plan: Path, local: str, margin: str | None, command: list[str],
             "timed_s": float(timed.group(1)) if timed else None,
             "pswpin": after["pswpin"] - before["pswpin"],
             "pswpout": after["pswpout"] - before["pswpout"],
+            "folio_swpin": after["folio_swpin"] - before["folio_swpin"],
             "last_line": (done.stderr.strip().splitlines() or [""])[-1][:120]}
 
 
@@ -97,18 +101,19 @@ def main() -> int:
         writer.writeheader()
         writer.writerows(rows)
     print("| plan | runs ok | wall s (median) | timed s (median) | swap-ins (median) | "
-          "swap-outs (median) |")
-    print("|---|---|---|---|---|---|")
+          "swap-outs (median) | large-folio swap-ins (median) |")
+    print("|---|---|---|---|---|---|---|")
     for name, _, _ in plans:
         ok = [r for r in rows if r["plan"] == name and r["returncode"] == 0]
         if not ok:
-            print(f"| {name} | 0/{args.repeat} | – | – | – | – |")
+            print(f"| {name} | 0/{args.repeat} | – | – | – | – | – |")
             continue
         timed = [r["timed_s"] for r in ok if r["timed_s"] is not None]  # None: no FOM line
-        med = {k: statistics.median(r[k] for r in ok) for k in ("wall_s", "pswpin", "pswpout")}
+        med = {k: statistics.median(r[k] for r in ok)
+               for k in ("wall_s", "pswpin", "pswpout", "folio_swpin")}
         print(f"| {name} | {len(ok)}/{args.repeat} | {med['wall_s']:.2f} | "
               f"{f'{statistics.median(timed):.2f}' if timed else '–'} "
-              f"| {med['pswpin']:,.0f} | {med['pswpout']:,.0f} |")
+              f"| {med['pswpin']:,.0f} | {med['pswpout']:,.0f} | {med['folio_swpin']:,.0f} |")
     return 0
 
 

@@ -40,6 +40,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_PRESSURE_MS", T_U64, "10", 0, 3600000, F(pressure_ms)},
     {"OBJTIER_INACTIVE_PCT", T_U64, "12", 1, 100, F(inactive_pct)},
     {"OBJTIER_READAHEAD_KB", T_U64, "0", 0, 1 << 20, F(readahead_kb)},
+    {"OBJTIER_LARGE_FOLIOS", T_BOOL, "1", 0, 1, F(large_folios)},
     {"OBJTIER_FAST_NODES", T_PATH, "", 0, 0, F(fast_nodes)},
     {"OBJTIER_SLOW_NODES", T_PATH, "", 0, 0, F(slow_nodes)},
     {"OBJTIER_NUMA_STRICT", T_BOOL, "1", 0, 1, F(numa_strict)},

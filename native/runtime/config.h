@@ -39,6 +39,9 @@ typedef struct rt_config {
                                 advised MADV_WILLNEED ahead of each ascending stream of page
                                 faults in planned objects (swapahead.c); 0 = none (the default:
                                 it costs more than it saves on most programs measured) */
+    int large_folios;        /* OBJTIER_LARGE_FOLIOS: swap tier: 1 (default) = the plan's `folio`
+                                objects get MADV_HUGEPAGE on their planned-slow runs at
+                                allocation (placement.c); 0 = base pages everywhere */
     char fast_nodes[64];     /* OBJTIER_FAST_NODES: node list such as "0" or "0-1,3" */
     char slow_nodes[64];     /* OBJTIER_SLOW_NODES */
     int numa_strict;         /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */

@@ -72,6 +72,7 @@ static int tier;              /* enum rt_tier_kind */
 static int pageout;
 static uint32_t advise_ms, pressure_ms, inactive_pct, residency_ms;
 static uint64_t readahead_bytes; /* swap tier: OBJTIER_READAHEAD_KB, bytes; 0 = none */
+static int large_folios;         /* swap tier: OBJTIER_LARGE_FOLIOS: honour `folio` records */
 static rt_memcg memcg;        /* swap tier: the cgroup whose limit makes the fast tier */
 static int residency_on;
 static int numa_strict;
@@ -190,6 +191,7 @@ int rt_place_init(const rt_config *cfg, int tracing)
     advise_ms = cfg->advise_ms;
     pressure_ms = cfg->pressure_ms;
     readahead_bytes = (uint64_t)cfg->readahead_kb << 10;
+    large_folios = cfg->large_folios;
     inactive_pct = cfg->inactive_pct;
     numa_strict = cfg->numa_strict;
     if (tier == RT_TIER_SWAP) {
@@ -572,6 +574,19 @@ static void forget(pobj *o)
 
 /* ---- hooks ----------------------------------------------------------------------- */
 
+/* MADV_HUGEPAGE on every planned-slow run of o, at allocation: after the fast part is locked
+ * (populated with base pages) and before the program touches the rest, so the slow runs are
+ * faulted in, swapped out and swapped back in as folios of the large sizes the machine
+ * enables for madvised memory (transparent_hugepage/hugepages-<size>kB/enabled). Pages that
+ * only a later phase's plan leaves slow keep base pages. One HUGEPAGE record per run. */
+static void advise_large_folios(pobj *o)
+{
+    uint64_t s, e;
+    for (uint64_t at = o->lo; slow_run(o, at, &s, &e); at = e)
+        record(o, s, e, OT_PLACE_HUGEPAGE,
+               sys_result(syscall(SYS_madvise, (void *)(uintptr_t)s, e - s, MADV_HUGEPAGE)), 0);
+}
+
 void rt_place_on_alloc(const rt_obj *ob, uint32_t ctx)
 {
     if (!atomic_load_explicit(&rt_place_on, memory_order_acquire) || ctx == 0)
@@ -611,9 +626,11 @@ void rt_place_on_alloc(const rt_obj *ob, uint32_t ctx)
     objs_live++;
     maps_live += o.is_map;
     plan_for_phase(d);
-    if (tier == RT_TIER_SWAP)
+    if (tier == RT_TIER_SWAP) {
         swap_lock(d);
-    else
+        if (large_folios && rt_plan_large_folio(&plan, key, d->occurrence, d->size))
+            advise_large_folios(d);
+    } else
         numa_bind(d);
     changed();
     flush_records();

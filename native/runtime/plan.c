@@ -213,6 +213,24 @@ static int is_word(const fields *f, int i, const char *w)
     return f->n[i] == n && memcmp(f->s[i], w, n) == 0;
 }
 
+/* KEY OCC SIZE_MIN SIZE_MAX at fields at..at+3, the object match of entries and `folio`
+ * records: OCC decimal or "*" (RT_PLAN_ANY), SIZE_MIN <= SIZE_MAX. */
+static int parse_match(const fields *f, int at, uint64_t *key, uint64_t *occurrence,
+                       uint64_t *size_min, uint64_t *size_max)
+{
+    if (parse_key(f->s[at], f->n[at], key) != 0)
+        return -1;
+    if (is_word(f, at + 1, "*"))
+        *occurrence = RT_PLAN_ANY;
+    else if (parse_dec(f->s[at + 1], f->n[at + 1], occurrence) != 0 ||
+             *occurrence == RT_PLAN_ANY)
+        return -1;
+    return parse_dec(f->s[at + 2], f->n[at + 2], size_min) == 0 &&
+                   parse_dec(f->s[at + 3], f->n[at + 3], size_max) == 0 && *size_min <= *size_max
+               ? 0
+               : -1;
+}
+
 static void fail_line(char *err, size_t err_len, uint32_t number, const char *line, size_t len)
 {
     char shown[64];
@@ -282,17 +300,16 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
                     target_lens[i] = tl;
                 }
             }
+        } else if (f.count >= 1 && is_word(&f, 0, "folio")) {
+            rt_plan_folio r;
+            ok = f.count == 5 && parse_match(&f, 1, &r.key, &r.occurrence, &r.size_min,
+                                             &r.size_max) == 0;
+            if (ok && pass == 2)
+                p->folios[p->n_folios++] = r;
         } else if (f.count == 7 || (f.count == 8 && is_word(&f, 4, "pages"))) {
             rt_plan_entry e;
             memset(&e, 0, sizeof e);
-            ok = parse_key(f.s[0], f.n[0], &e.key) == 0;
-            if (ok && is_word(&f, 1, "*"))
-                e.occurrence = RT_PLAN_ANY;
-            else
-                ok = ok && parse_dec(f.s[1], f.n[1], &e.occurrence) == 0 &&
-                     e.occurrence != RT_PLAN_ANY;
-            ok = ok && parse_dec(f.s[2], f.n[2], &e.size_min) == 0 &&
-                 parse_dec(f.s[3], f.n[3], &e.size_max) == 0 && e.size_min <= e.size_max &&
+            ok = parse_match(&f, 0, &e.key, &e.occurrence, &e.size_min, &e.size_max) == 0 &&
                  parse_dec(f.s[5], f.n[5], &e.fast_bytes) == 0;
             if (ok && is_word(&f, 4, "fast"))
                 e.tier = RT_PLAN_FAST;
@@ -342,14 +359,17 @@ int rt_plan_parse(rt_plan *p, const char *text, size_t len, char *err, size_t er
         lines += text[i] == '\n';
     p->map_entries_bytes = (size_t)lines * sizeof(rt_plan_entry);
     p->map_entries = rt_sys_mmap(p->map_entries_bytes);
+    p->map_folios_bytes = (size_t)lines * sizeof(rt_plan_folio);
+    p->map_folios = rt_sys_mmap(p->map_folios_bytes);
     p->strings_cap = len + 16;
     p->strings = rt_sys_mmap(p->strings_cap);
-    if (!p->map_entries || !p->strings) {
+    if (!p->map_entries || !p->map_folios || !p->strings) {
         snprintf(err, err_len, "out of memory reading the plan");
         rt_plan_free(p);
         return -1;
     }
     p->entries = p->map_entries;
+    p->folios = p->map_folios;
     /* every range takes at least 4 bytes of the file ("0:1,"), so len / 4 + 1 bound them */
     p->map_ranges_bytes = ((size_t)len / 4 + 1) * sizeof(rt_plan_range);
     p->map_ranges = rt_sys_mmap(p->map_ranges_bytes);
@@ -428,6 +448,7 @@ void rt_plan_free(rt_plan *p)
 {
     rt_sys_munmap(p->map_entries, p->map_entries_bytes);
     rt_sys_munmap(p->map_ranges, p->map_ranges_bytes);
+    rt_sys_munmap(p->map_folios, p->map_folios_bytes);
     rt_sys_munmap(p->strings, p->strings_cap);
     memset(p, 0, sizeof *p);
 }
@@ -460,6 +481,17 @@ uint64_t rt_plan_match(const rt_plan *p, uint64_t key, uint64_t occurrence, uint
             any = i;
     }
     return any;
+}
+
+int rt_plan_large_folio(const rt_plan *p, uint64_t key, uint64_t occurrence, uint64_t size)
+{
+    for (uint64_t i = 0; i < p->n_folios; i++) {
+        const rt_plan_folio *r = &p->folios[i];
+        if (r->key == key && size >= r->size_min && size <= r->size_max &&
+            (r->occurrence == RT_PLAN_ANY || r->occurrence == occurrence))
+            return 1;
+    }
+    return 0;
 }
 
 int rt_plan_has_key(const rt_plan *p, uint64_t key)

@@ -44,6 +44,12 @@ typedef struct rt_plan_entry {
                            * says it all; RT_PLAN_PAGES: the ranges do) */
 } rt_plan_entry;
 
+/* A `folio` record: objects matching it fault their planned-slow pages in as large folios
+ * (swap tier; placement.c). Matching as for entries, with no phase. */
+typedef struct rt_plan_folio {
+    uint64_t key, occurrence, size_min, size_max;
+} rt_plan_folio;
+
 typedef struct rt_plan_phase {
     const char *name;     /* decoded, NUL-terminated, in the plan's string arena */
     uint32_t len;         /* bytes of name */
@@ -55,6 +61,8 @@ typedef struct rt_plan {
     uint64_t n_entries;
     rt_plan_range *ranges;  /* of all "pages" entries, each entry's ranges contiguous */
     uint64_t n_ranges;
+    rt_plan_folio *folios;  /* in file order; few, searched linearly */
+    uint64_t n_folios;
     rt_plan_phase phases[RT_PLAN_MAX_PHASES];
     uint32_t n_phases;
     uint64_t budget_bytes;  /* `budget` record, 0 when absent */
@@ -65,6 +73,8 @@ typedef struct rt_plan {
     size_t map_entries_bytes;
     void *map_ranges;
     size_t map_ranges_bytes;
+    void *map_folios;
+    size_t map_folios_bytes;
     char *strings;
     size_t strings_used, strings_cap;
 } rt_plan;
@@ -84,6 +94,9 @@ uint32_t rt_plan_phase_index(const rt_plan *p, const char *name, size_t len);
  * with an explicit occurrence wins over a "*" one. */
 uint64_t rt_plan_match(const rt_plan *p, uint64_t key, uint64_t occurrence, uint64_t size,
                        uint32_t phase);
+
+/* 1 if a `folio` record matches (key, occurrence, size). */
+int rt_plan_large_folio(const rt_plan *p, uint64_t key, uint64_t occurrence, uint64_t size);
 
 /* 1 if any entry has this key (any phase, any size). */
 int rt_plan_has_key(const rt_plan *p, uint64_t key);

@@ -45,6 +45,43 @@ LOCKED_KB_C = r"""static long locked_kb(const void *p, size_t n) {
 """
 
 
+# argv: MiB of the array, read-only sweeps over it. Writes the array once, then sums one byte
+# per 256 of every page on each sweep; prints the sum.
+SWEEP_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) unsigned char *alloc_data(size_t n) { return malloc(n); }
+int main(int argc, char **argv) {
+    size_t n = strtoul(argv[1], 0, 0) << 20;
+    int sweeps = atoi(argv[2]);
+    unsigned char *data = alloc_data(n);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (unsigned char)(i * 2654435761u >> 13);
+    unsigned long sum = 0;
+    for (int s = 0; s < sweeps; s++)
+        for (size_t i = 0; i < n; i += 256)
+            sum += data[i];
+    printf("sum %lu\n", sum);
+    free(data);
+    return 0;
+}
+"""
+
+
+def keys_by_size(trace) -> dict[int, str]:
+    """Object size -> context key of the recording (each size is one call site here)."""
+    from objtier.analysis.objects import object_table
+
+    table = object_table(trace, labels=False)
+    return dict(zip(table.column("size").to_pylist(), table.column("context_key").to_pylist()))
+
+
+def plan_text(entries: list[str], phases: tuple[str, ...] = ()) -> str:
+    lines = ["objtier-plan 1", "# written by the test", "budget 8388608 4096", "phase * - *"]
+    lines += [f"phase {p} * {p}" for p in phases]
+    return "\n".join(lines + entries) + "\n"
+
+
 def runtime_env(out: Path | None, **settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
     env["LD_PRELOAD"] = str(native.runtime_library())

@@ -13,7 +13,7 @@ from objtier import native
 from objtier.analysis.objects import object_table as trace_objects
 from objtier.plan import Budget, build_plan, object_table, parse_text, rank, to_text
 
-from .conftest import LOCKED_KB_C, printed, runtime_env
+from .conftest import LOCKED_KB_C, keys_by_size, plan_text, printed, runtime_env
 
 MIB = 1 << 20
 MLOCK, MUNLOCK, COLD, PAGEOUT, MBIND = 1, 2, 3, 4, 5   # enum ot_placement_action
@@ -92,23 +92,11 @@ def hotcold(compile_c):
     return compile_c(HOTCOLD, name="hotcold", flags=flags)
 
 
-def keys_by_size(trace) -> dict[int, str]:
-    """Object size -> context key of the recording (each size is one call site here)."""
-    table = trace_objects(trace, labels=False)
-    return dict(zip(table.column("size").to_pylist(), table.column("context_key").to_pylist()))
-
-
 def record_keys(hotcold, run_traced, hot=8, cold=16) -> tuple[str, str]:
     rec = run_traced(hotcold, hot, cold, 0, sampler="none")
     assert rec.returncode == 3, rec.stderr
     keys = keys_by_size(rec.trace())
     return keys[hot * MIB], keys[cold * MIB]
-
-
-def plan_text(entries: list[str], phases: tuple[str, ...] = ()) -> str:
-    lines = ["objtier-plan 1", "# written by the test", "budget 8388608 4096", "phase * - *"]
-    lines += [f"phase {p} * {p}" for p in phases]
-    return "\n".join(lines + entries) + "\n"
 
 
 def run_plan(exe, tmp_path, text: str, *args, trace=True, **settings):
@@ -210,6 +198,8 @@ def test_plan_that_matches_nothing_warns_at_exit(hotcold, tmp_path):
     ("objtier-plan 1\n0123456789abcdef * 1 9 pages 4 * 0:4,\n", "line 2"),
     ("objtier-plan 1\n0123456789abcdef * 1 9 pages 4 *\n", "line 2"),          # no ranges
     ("objtier-plan 1\n0123456789abcdef * 1 9 split 4 * 0:4\n", "line 2"),
+    ("objtier-plan 1\nfolio 0123456789abcdef * 9 1\n", "line 2"),               # min > max
+    ("objtier-plan 1\nfolio 0123456789abcdef *\n", "line 2"),
     ("", "first line"),
 ])
 def test_malformed_plan_is_one_warning_and_the_program_runs(hotcold, tmp_path, text, why):

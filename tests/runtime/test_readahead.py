@@ -12,39 +12,16 @@ import pytest
 
 from objtier.tiers.swap import SwapTier, read_vmstat_swap
 
-from .conftest import runtime_env
-from .test_plan_enforcement import keys_by_size, plan_text
+from .conftest import SWEEP_C, keys_by_size, plan_text, runtime_env
 
 pytestmark = pytest.mark.root
 
 MIB = 1 << 20
 
-# argv: MiB of the array, read-only sweeps over it. Writes the array once, then sums one byte
-# per 256 of every page on each sweep; prints the sum.
-SWEEP = r"""
-#include <stdio.h>
-#include <stdlib.h>
-__attribute__((noinline)) unsigned char *alloc_data(size_t n) { return malloc(n); }
-int main(int argc, char **argv) {
-    size_t n = strtoul(argv[1], 0, 0) << 20;
-    int sweeps = atoi(argv[2]);
-    unsigned char *data = alloc_data(n);
-    for (size_t i = 0; i < n; i++)
-        data[i] = (unsigned char)(i * 2654435761u >> 13);
-    unsigned long sum = 0;
-    for (int s = 0; s < sweeps; s++)
-        for (size_t i = 0; i < n; i += 256)
-            sum += data[i];
-    printf("sum %lu\n", sum);
-    free(data);
-    return 0;
-}
-"""
-
 
 def test_readahead_brings_a_slow_sweep_in_through_the_swap_cache(compile_c, run_traced,
                                                                   tmp_path):
-    exe = compile_c(SWEEP, name="sweep", flags=("-O1", "-g", "-fno-builtin"))
+    exe = compile_c(SWEEP_C, name="sweep", flags=("-O1", "-g", "-fno-builtin"))
     rec = run_traced(exe, 48, 0, sampler="none")
     assert rec.returncode == 0, rec.stderr
     key = keys_by_size(rec.trace())[48 * MIB]

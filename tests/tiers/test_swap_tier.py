@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from objtier.harness.measure import run_measured
-from objtier.tiers.swap import SwapTier
+from objtier.tiers.swap import THP_SYSFS, SwapTier
 
 pytestmark = pytest.mark.root
 
@@ -40,7 +40,12 @@ def machine_state():
     swaps = [line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]]
     cgroups = sorted(p.name for p in Path("/sys/fs/cgroup/memory").glob("objtier-*"))
     zram = sorted(p.name for p in Path("/sys/block").glob("zram*"))
-    return swaps, cgroups, zram
+    folios = sorted((p.name, (p / "enabled").read_text()) for p in THP_SYSFS.glob("hugepages-*")
+                    if (p / "enabled").exists())
+    return swaps, cgroups, zram, folios
+
+
+HAS_16K_FOLIOS = (THP_SYSFS / "hugepages-16kB" / "enabled").exists()
 
 
 def test_limited_program_swaps_and_everything_is_undone(compile_c):
@@ -69,9 +74,10 @@ def test_sigint_mid_run_restores_the_machine(compile_c, tmp_path):
     script = tmp_path / "experiment.py"
     script.write_text(textwrap.dedent(f"""
         import sys
-        from objtier.tiers.swap import SwapTier
+        from objtier.tiers.swap import THP_SYSFS, SwapTier
         from objtier.harness.measure import run_measured
-        with SwapTier(32 << 20, name="objtier-sigint-test") as tier:
+        with SwapTier(32 << 20, name="objtier-sigint-test",
+                      large_folio_bytes={(16 << 10) if HAS_16K_FOLIOS else None}) as tier:
             print("ready", flush=True)
             run_measured("x", ["{exe}", "48", "1", "sleep"], preexec=tier.preexec)
     """))
@@ -91,6 +97,16 @@ def test_sigint_mid_run_restores_the_machine(compile_c, tmp_path):
     process.wait(timeout=60)
     assert process.returncode != 0
     assert not cgroup.exists()
+    assert machine_state() == before
+
+
+def test_large_folio_size_the_kernel_lacks_is_a_clear_error():
+    from objtier.errors import EnvironmentProblem
+
+    before = machine_state()
+    with pytest.raises(EnvironmentProblem, match="no 4096 KiB large folios"):
+        with SwapTier(32 << 20, large_folio_bytes=4 << 20):
+            pass
     assert machine_state() == before
 
 

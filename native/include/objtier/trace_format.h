@@ -327,10 +327,12 @@ typedef struct ot_residency_record {
 } ot_residency_record;
 _Static_assert(sizeof(ot_residency_record) == 32, "ot_residency_record is 32 bytes");
 
-/* ot_placement_record.action */
+/* ot_placement_record.action: MLOCK, MUNLOCK, COLD (MADV_COLD), PAGEOUT (MADV_PAGEOUT), MBIND,
+ * HUGEPAGE (MADV_HUGEPAGE on a planned-slow run, so that it swaps as large folios). New values
+ * may be added without a version change; a reader counts an unknown one as an action. */
 enum ot_placement_action {
     OT_PLACE_MLOCK = 1, OT_PLACE_MUNLOCK = 2, OT_PLACE_COLD = 3, OT_PLACE_PAGEOUT = 4,
-    OT_PLACE_MBIND = 5,
+    OT_PLACE_MBIND = 5, OT_PLACE_HUGEPAGE = 6,
 };
 
 /* A plan action the runtime applied (or failed to apply) to a range of an object. */

@@ -29,6 +29,9 @@ This is the table the planner and the simulator read. Columns (units in brackets
   retouch_us    float64 fault sampler: mean time from arming a page to its next touch (its
                         hint-fault latency) [us], a page's re-reference interval seen from the
                         object; null when no fault sample of it has a latency
+  sequential    float64 share of short forward steps (1-4 pages) among its samples, thread by
+                        thread in time order, in its dominant phase (analysis.sweeps): 0.9+
+                        for a swept array, low for gathers; null below 32 steps
   cache_samples, fast_samples, slow_samples  int64  samples served by caches / fast memory
                         (local DRAM, uncached) / slow tier (remote DRAM, PMEM, CXL, swap)
   slow_share    float64 slow / (fast + slow); null when no sample of it says its level
@@ -42,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 
 from objtier.analysis.mapping import NEVER, ObjectIndex
+from objtier.analysis.sweeps import sequential_shares
 from objtier.trace.format import SOURCE_FAULT
 
 MIB = 1 << 20
@@ -267,6 +271,7 @@ def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -
         retouch_us = fault_sum / fault_n
         memory = fast_n + slow_n
         slow_share = slow_n / memory
+    sequential = sequential_shares(trace, mapped)
     columns = {
         "object": pa.array(np.arange(n, dtype=np.int64)),
         "pid": pa.array(pid), "seq": pa.array(seq), "context": pa.array(ctx),
@@ -285,6 +290,7 @@ def object_table(trace, mapped: np.ndarray | None = None, labels: bool = True) -
         "mean_latency": pa.array(mean_latency, mask=lat_n == 0),
         "latency_cost": pa.array(lat_sum),
         "retouch_us": pa.array(retouch_us, mask=fault_n == 0),
+        "sequential": pa.array(sequential, mask=np.isnan(sequential)),
         "cache_samples": pa.array(cache_n), "fast_samples": pa.array(fast_n),
         "slow_samples": pa.array(slow_n),
         "slow_share": pa.array(slow_share, mask=memory == 0),

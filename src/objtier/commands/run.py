@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="swap tier: no pressure guard (no MADV_COLD of planned-slow pages "
                         "when the cgroup's inactive list runs dry): faster where kernel reclaim "
                         "copes, but the cgroup's OOM killer may end the program (docs/compare.md)")
+    parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
+                        help="swap: folio size for the objects the plan marks as swept (their "
+                        "slow pages are swapped in SIZE at a time); with --local the size is "
+                        "enabled for madvised memory during the run (default 16K; off: base "
+                        "pages everywhere)")
     parser.add_argument("--fast-nodes", default=None, metavar="NODES",
                         help="numa tier: fast nodes (e.g. 0 or 0-1)")
     parser.add_argument("--slow-nodes", default=None, metavar="NODES",
@@ -55,6 +60,8 @@ def _check_args(args: argparse.Namespace) -> None:
             raise UsageError("--mlock-margin applies to --tier swap only")
         if not args.guard:
             raise UsageError("--no-guard applies to --tier swap only")
+        if args.large_folio is not None:
+            raise UsageError("--large-folio applies to --tier swap only")
     else:
         if args.fast_nodes is not None or args.slow_nodes is not None:
             raise UsageError("--fast-nodes and --slow-nodes apply to --tier numa only")
@@ -74,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     _check_args(args)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     command = resolve_command(command)
+    folio_size = enforce.parse_large_folio(args.large_folio or enforce.DEFAULT_LARGE_FOLIO)
     plan = load_plan(args.plan)
     fast_nodes = enforce.check_nodes(args.fast_nodes, "--fast-nodes")
     slow_nodes = enforce.check_nodes(args.slow_nodes, "--slow-nodes")
@@ -104,14 +112,19 @@ def run(args: argparse.Namespace) -> int:
         else:
             output = scratch_dir / "run.otr"
             output.mkdir()
+        folio = folio_size if plan.get("large_folios") else None
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, output, args.tier, fast_nodes, slow_nodes,
-                                   pressure_guard=args.guard)
+                                   pressure_guard=args.guard,
+                                   large_folios=folio_size is not None)
         env = runtime_env(settings.settings())
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
                 f"at most {limit >> 20} MiB locked ({margin >> 20} MiB margin)")
-            tier = SwapTier(local, swap=args.swap)
+            if folio:
+                say(f"{len(plan['large_folios'])} swept object(s) swapped in "
+                    f"{folio >> 10} KiB folios")
+            tier = SwapTier(local, swap=args.swap, large_folio_bytes=folio)
         else:
             tier = None
         with tier if tier is not None else contextlib.nullcontext():
@@ -120,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
         for text in enforce.enforcement_warnings(plan, found, supported):
             warn(text)
         if found is not None:
+            folios = (f"{found.large_folio_bytes >> 20} MiB on large folios, "
+                      if found.large_folio_bytes else "")
             say(f"{found.matched} of {found.objects} objects matched the plan; "
                 f"{found.locked_bytes >> 20} MiB locked, {found.cold_bytes >> 20} MiB advised "
-                f"cold, {found.failed_actions} failed action(s)")
+                f"cold, {folios}{found.failed_actions} failed action(s)")
         if args.output:
             say(f"trace written to {output}/")
     return exit_code(returncode)

@@ -49,6 +49,7 @@ class CompareSettings:
     algo: str = "auto"             # spill, ranking a split object's pages where some are cold
     backfill: bool = False         # let colder objects fill gaps (planner.without_backfill)
     guard: bool = True             # the runtime's pressure guard (enforce.PlanRun.pressure_guard)
+    large_folio: str = enforce.DEFAULT_LARGE_FOLIO  # SIZE|off: folios of the plan's swept objects
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
     rate: int = 20000              # profile: most samples per second (10x record's default)
@@ -385,7 +386,11 @@ def run_compare(command: list[str], settings: CompareSettings,
     runs_dir = settings.output / "runs"
     runs_dir.mkdir()
     rows: list[RunRow] = []
-    with SwapTier(local, swap=settings.swap) as tier:
+    folio = enforce.parse_large_folio(settings.large_folio) if plan.get("large_folios") else None
+    if folio:
+        say(f"{len(plan['large_folios'])} swept object(s) swapped in {folio >> 10} KiB folios "
+            f"(enabled for madvised memory in both arms; only objtier's runs advise it)")
+    with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier:
         for i in range(1, settings.repeat + 1):
             for config in ("baseline", "objtier"):
                 order = len(rows) + 1
@@ -396,7 +401,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                     trace_dir.mkdir()
                     run = enforce.PlanRun(settings.output / "plan.txt", limit,
                                           enforce.plan_min_size(plan), settings.stack_depth,
-                                          trace_dir, pressure_guard=settings.guard)
+                                          trace_dir, pressure_guard=settings.guard,
+                                          large_folios=folio is not None)
                     env = runtime_env(run.settings())
                 row = one_run(tier, config, i, order, command, env, timeout, runs_dir, plan,
                               trace_dir)
@@ -415,7 +421,8 @@ def run_compare(command: list[str], settings: CompareSettings,
         "local": {"given": settings.local, "bytes": local, "margin_bytes": margin,
                   "margin_fitted": settings.margin is None,
                   "mlock_limit_bytes": limit, "swap": settings.swap,
-                  "pressure_guard": settings.guard},
+                  "pressure_guard": settings.guard, "large_folio_bytes": folio,
+                  "large_folio_objects": len(plan.get("large_folios", []))},
         "plan": {"algorithm": settings.algo, "backfill": settings.backfill,
                  "profiles": len(profiles),
                  "path": str(settings.output / "plan.json"),

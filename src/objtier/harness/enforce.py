@@ -159,6 +159,23 @@ def plan_min_size(plan: dict[str, Any]) -> int:
     return max(1, min(sizes)) if sizes else DEFAULT_MIN_SIZE
 
 
+DEFAULT_LARGE_FOLIO = "16K"  # compare/run --large-folio: measured on the graph set (benchmarks.md)
+
+
+def parse_large_folio(text: str) -> int | None:
+    """Bytes of --large-folio SIZE (a power of two >= 8 KiB), or None for "off"."""
+    from objtier.tiers.swap import large_folio_size_problem
+    from objtier.units import parse_size
+
+    if str(text).strip().lower() == "off":
+        return None
+    size = parse_size(text, "--large-folio size")
+    problem = large_folio_size_problem(size)
+    if problem:
+        raise UsageError(f"--large-folio {text}: {problem} (or off)")
+    return size
+
+
 @dataclass
 class PlanRun:
     """The runtime settings of one enforced run (values are strings, as in the environment)."""
@@ -172,6 +189,7 @@ class PlanRun:
     fast_nodes: str | None = None
     slow_nodes: str | None = None
     pressure_guard: bool = True      # swap: MADV_COLD slow pages when the inactive list runs dry
+    large_folios: bool = True        # swap: MADV_HUGEPAGE the plan's swept objects' slow runs
 
     def settings(self) -> dict[str, str]:
         out = {
@@ -190,6 +208,8 @@ class PlanRun:
             out["OBJTIER_SLOW_NODES"] = self.slow_nodes
         if not self.pressure_guard:
             out["OBJTIER_PRESSURE_MS"] = "0"
+        if not self.large_folios:
+            out["OBJTIER_LARGE_FOLIOS"] = "0"
         return out
 
 
@@ -219,9 +239,10 @@ class Enforcement:
                             # in time order: the program's frees munlock, so the total at exit
                             # is usually 0 [bytes]
     cold_bytes: int         # sum of successful COLD + PAGEOUT lengths
+    large_folio_bytes: int = 0  # sum of successful HUGEPAGE lengths
 
 
-MLOCK, MUNLOCK, COLD, PAGEOUT = 1, 2, 3, 4   # enum ot_placement_action (trace_format.h)
+MLOCK, MUNLOCK, COLD, PAGEOUT, MBIND, HUGEPAGE = 1, 2, 3, 4, 5, 6  # enum ot_placement_action
 
 
 def read_enforcement(plan: dict[str, Any], trace_dir: Path) -> Enforcement | None:
@@ -256,10 +277,11 @@ def read_enforcement(plan: dict[str, Any], trace_dir: Path) -> Enforcement | Non
             np.where(ok & (action == MUNLOCK), length, 0)
         locked = max(0, int(np.cumsum(change[order]).max()))
         cold = int(length[ok & ((action == COLD) | (action == PAGEOUT))].sum())
+        large = int(length[ok & (action == HUGEPAGE)].sum())
         failed = int((~ok).sum())
     else:
-        locked = cold = failed = 0
-    return Enforcement(allocations.num_rows, matched, actions, failed, locked, cold)
+        locked = cold = failed = large = 0
+    return Enforcement(allocations.num_rows, matched, actions, failed, locked, cold, large)
 
 
 def enforcement_warnings(plan: dict[str, Any], found: Enforcement | None,

@@ -8,6 +8,8 @@ fast_bytes >= size), "slow" (fast_bytes = 0) or "split" (fast_bytes a page multi
 A "pages" entry (objtier.plan.pages) instead makes fast the byte ranges `ranges`, a list of
 [offset, length] pairs counted from the object's first whole page (page multiples, sorted,
 disjoint; their lengths sum to fast_bytes), and every other page slow.
+`large_folios` (optional) lists the objects — context_key, occurrence (null = any), size range —
+whose planned-slow pages the swap tier faults in as large folios (objtier.plan.folios).
 A context whose objects all got the same whole-object tier is written as one entry with
 occurrence null and the size range of its objects; otherwise one entry per object.
 """
@@ -27,6 +29,7 @@ import numpy as np
 from objtier import __version__
 from objtier.errors import UsageError
 from objtier.plan.budget import Budget
+from objtier.plan.folios import large_folio_objects
 from objtier.plan.phases import ROOT, PhasePlacement
 from objtier.plan.placement import TIERS, Placement
 from objtier.plan.table import ObjectTable
@@ -137,6 +140,7 @@ def build_plan(objects: ObjectTable, result: Placement | PhasePlacement, budget:
         "warnings": warnings,
         "phases": phases,
         "summary": [_summary(p, pl) for p, pl in placements.items()],
+        "large_folios": large_folio_objects(objects, placements),
         "entries": entries,
     }
 
@@ -225,21 +229,36 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
     if not isinstance(entries, list):
         _fail(where, "plan has no entry list")
     for i, e in enumerate(entries):
-        if not isinstance(e, dict):
-            _fail(where, f"entry {i} is not an object")
-        if not isinstance(e.get("context_key"), str) or not _KEY.match(e["context_key"]):
-            _fail(where, f"entry {i}: context_key must be 16 lowercase hex digits")
-        occ = e.get("occurrence")
-        if occ is not None and (not isinstance(occ, int) or isinstance(occ, bool) or occ < 0):
-            _fail(where, f"entry {i}: occurrence must be null or an integer >= 0")
-        ints = [e.get(k) for k in ("size_min", "size_max", "fast_bytes")]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints):
-            _fail(where, f"entry {i}: size_min, size_max and fast_bytes must be integers >= 0")
-        if e["size_min"] > e["size_max"]:
-            _fail(where, f"entry {i}: size_min > size_max")
+        _check_match(where, f"entry {i}", e, ("size_min", "size_max", "fast_bytes"))
         if e.get("tier") not in TIERS:
             _fail(where, f"entry {i}: tier must be one of {', '.join(TIERS)}")
         if e["tier"] == "pages":
             _check_ranges(where, i, e)
         if e.get("phase") not in names:
             _fail(where, f"entry {i}: unknown phase {e.get('phase')!r}")
+    _check_large_folios(where, plan.get("large_folios", []))
+
+
+def _check_match(where: str, what: str, record: Any, sizes: tuple[str, ...]) -> None:
+    """The object match of an entry or a large_folios record: a 16-hex context_key, an
+    occurrence (null or >= 0), the byte fields `sizes` integers >= 0, size_min <= size_max."""
+    if not isinstance(record, dict):
+        _fail(where, f"{what} is not an object")
+    if not isinstance(record.get("context_key"), str) or not _KEY.match(record["context_key"]):
+        _fail(where, f"{what}: context_key must be 16 lowercase hex digits")
+    occ = record.get("occurrence")
+    if occ is not None and (not isinstance(occ, int) or isinstance(occ, bool) or occ < 0):
+        _fail(where, f"{what}: occurrence must be null or an integer >= 0")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+               for v in (record.get(k) for k in sizes)):
+        _fail(where, f"{what}: {', '.join(sizes[:-1])} and {sizes[-1]} must be integers >= 0")
+    if record["size_min"] > record["size_max"]:
+        _fail(where, f"{what}: size_min > size_max")
+
+
+def _check_large_folios(where: str, records: Any) -> None:
+    """The optional large_folios list: records that match objects as entries do."""
+    if not isinstance(records, list):
+        _fail(where, "large_folios must be a list")
+    for i, r in enumerate(records):
+        _check_match(where, f"large_folios record {i}", r, ("size_min", "size_max"))

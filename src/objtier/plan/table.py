@@ -100,6 +100,8 @@ class ObjectTable:
     alloc_ns: np.ndarray | None = None  # int64, or None when the table has no lifetimes
     free_ns: np.ndarray | None = None   # int64, < 0 = never freed
     retouch_us: np.ndarray | None = None  # float64 [us], NaN = unknown; None = no such column
+    sequential: np.ndarray | None = None  # float64 share of short forward steps (sweeps),
+                                          # NaN = unknown; None = no such column
 
     def __len__(self) -> int:
         return len(self.object)
@@ -149,10 +151,15 @@ def object_table(table: Any) -> ObjectTable:
         retouch_us = np.asarray(cols["retouch_us"], dtype=np.float64)
         if np.any(retouch_us < 0):
             raise UsageError(f"{what}: negative retouch_us")
+    sequential = None
+    if "sequential" in cols:
+        sequential = np.asarray(cols["sequential"], dtype=np.float64)
+        if np.any((sequential < 0) | (sequential > 1)):
+            raise UsageError(f"{what}: sequential must lie in [0, 1]")
     return ObjectTable(
         object=ids, context_key=keys, occurrence=_as_int(cols["occurrence"], "occurrence", what),
         size=size, accesses=accesses, label=_as_str(cols["label"]),
-        alloc_ns=alloc_ns, free_ns=free_ns, retouch_us=retouch_us,
+        alloc_ns=alloc_ns, free_ns=free_ns, retouch_us=retouch_us, sequential=sequential,
     )
 
 

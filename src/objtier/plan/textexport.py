@@ -18,6 +18,9 @@ Grammar (one record per line, fields separated by single spaces, "\\n" line ends
                                                      a "pages" entry: RANGES = OFF:LEN pairs
                                                      joined by ",", decimal bytes from the
                                                      object's first whole page (planfile)
+    folio KEY OCC SIZE_MIN SIZE_MAX                  an object whose planned-slow pages are
+                                                     faulted in as large folios (plan.folios);
+                                                     OCC decimal or "*"
 Names (PATH, NAME, PARENT, TARGET, PHASE) are UTF-8 with "%", "#", control characters and
 whitespace written as %XX (hex of each byte), so no field holds a space.
 """
@@ -78,6 +81,9 @@ def to_text(plan: dict[str, Any]) -> str:
     for p in plan["phases"]:
         lines.append(f"phase {escape(p['name'])} {escape(p['parent']) if p.get('parent') else '-'}"
                      f" {escape(p['target'])}")
+    for r in plan.get("large_folios", []):
+        occ = "*" if r["occurrence"] is None else str(r["occurrence"])
+        lines.append(f"folio {r['context_key']} {occ} {r['size_min']} {r['size_max']}")
     for e in plan["entries"]:
         occ = "*" if e["occurrence"] is None else str(e["occurrence"])
         ranges = (" " + ",".join(f"{o}:{n}" for o, n in e["ranges"])
@@ -92,7 +98,8 @@ def parse_text(text: str) -> dict[str, Any]:
     lines = text.split("\n")
     if not lines or lines[0].strip() != HEADER:
         raise UsageError(f"not an objtier text plan (first line is not {HEADER!r})")
-    out: dict[str, Any] = {"binary": None, "budget": None, "phases": [], "entries": []}
+    out: dict[str, Any] = {"binary": None, "budget": None, "phases": [], "entries": [],
+                           "large_folios": []}
     for number, line in enumerate(lines[1:], start=2):
         if not line or line.startswith("#"):
             continue
@@ -108,6 +115,11 @@ def parse_text(text: str) -> dict[str, Any]:
                 out["phases"].append({"name": unescape(f[1]),
                                       "parent": None if f[2] == "-" else unescape(f[2]),
                                       "target": unescape(f[3])})
+            elif f[0] == "folio" and len(f) == 5 and len(f[1]) == 16 \
+                    and not f[1].strip("0123456789abcdef"):
+                out["large_folios"].append({
+                    "context_key": f[1], "occurrence": None if f[2] == "*" else int(f[2]),
+                    "size_min": int(f[3]), "size_max": int(f[4])})
             elif len(f) == (8 if f[4:5] == ["pages"] else 7) and len(f[0]) == 16 \
                     and not f[0].strip("0123456789abcdef"):
                 entry = {

@@ -23,6 +23,7 @@ from objtier.harness.restore import Restorer
 CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 CGROUP_V2 = Path("/sys/fs/cgroup")
 ZRAM_CONTROL = Path("/sys/class/zram-control")
+THP_SYSFS = Path("/sys/kernel/mm/transparent_hugepage")
 
 
 def require_root(what: str) -> None:
@@ -176,6 +177,41 @@ class DeviceSwap:
         restorer.push(f"swapon {device}", lambda: _run(["swapoff", device]))
 
 
+def large_folio_size_problem(size_bytes: int) -> str | None:
+    """Why size_bytes cannot be a large-folio size (a power of two of at least 8 KiB), or None."""
+    if size_bytes < 8192 or size_bytes & (size_bytes - 1):
+        return f"{size_bytes} bytes is not a power of two of at least 8 KiB"
+    return None
+
+
+class LargeFolios:
+    """One large-folio size enabled for madvised anonymous memory while the experiment runs:
+    transparent_hugepage/hugepages-<KiB>kB/enabled set to "madvise" when it was "never",
+    restored after. Only memory a program advises MADV_HUGEPAGE (the runtime does, for the
+    objects a plan names) gets such folios, so an arm without the advice keeps base pages;
+    the setting is the same for every arm. Kernels before 6.8 have no per-size setting:
+    EnvironmentProblem. On a synchronous swap device (zram), kernels from 6.13 on also swap
+    such folios back in whole."""
+
+    def __init__(self, size_bytes: int, restorer: Restorer):
+        problem = large_folio_size_problem(size_bytes)
+        if problem:
+            raise EnvironmentProblem(f"large folio size: {problem}")
+        self.path = THP_SYSFS / f"hugepages-{size_bytes >> 10}kB" / "enabled"
+        if not self.path.exists():
+            sizes = sorted(int(p.name[len("hugepages-"):-2])
+                           for p in THP_SYSFS.glob("hugepages-*kB") if (p / "enabled").exists())
+            raise EnvironmentProblem(
+                f"this kernel has no {size_bytes >> 10} KiB large folios ({self.path} missing; "
+                f"sizes offered: {', '.join(f'{k}K' for k in sizes) or 'none, kernel < 6.8'}); "
+                f"use --large-folio off")
+        text = self.path.read_text()
+        self.previous = text[text.index("[") + 1:text.index("]")] if "[" in text else None
+        if self.previous == "never":
+            restorer.push(f"{self.path} = never", lambda: self.path.write_text("never"))
+            self.path.write_text("madvise")
+
+
 def _run(command: list[str]) -> None:
     if not shutil.which(command[0]):
         raise EnvironmentProblem(f"{command[0]} is not installed")
@@ -203,8 +239,10 @@ class SwapTier:
     """
 
     def __init__(self, local_bytes: int, swap: str = "zram", swap_bytes: int | None = None,
-                 name: str | None = None, swappiness: int | None = None):
+                 name: str | None = None, swappiness: int | None = None,
+                 large_folio_bytes: int | None = None):
         self.local_bytes = local_bytes
+        self.large_folio_bytes = large_folio_bytes  # None: leave the machine's setting
         self.swap = swap
         self.swap_bytes = swap_bytes
         self.name = name or f"objtier-{os.getpid()}"
@@ -224,6 +262,8 @@ class SwapTier:
                 self.swap_device = DeviceSwap(self.swap, self.restorer)
             self.cgroup = MemoryCgroup.create(self.name, self.local_bytes, self.restorer,
                                               self.swappiness)
+            if self.large_folio_bytes:
+                LargeFolios(self.large_folio_bytes, self.restorer)
         except BaseException:
             self.restorer.__exit__(None, None, None)
             raise
