@@ -86,11 +86,14 @@ def test_default_margin_is_fitted_to_what_the_plan_leaves_unlocked(hotcold, tmp_
     # margin shrinks to its 8 MiB floor and the plan is made again for local - 8 MiB.
     settings = CompareSettings(local="80%", repeat=1, rate=200_000, algo="spill", profiles=1,
                                output=tmp_path / "out")
-    result = run_compare([str(hotcold), "24", "72", "2"], settings)
+    # Four rounds: with two, the profile saw few scan windows on the hot array's loop, and
+    # once (in a full run of the suite) the plan left the hot array unlocked.
+    result = run_compare([str(hotcold), "24", "72", "4"], settings)
     local = result.summary["local"]
-    assert local["margin_bytes"] == 8 << 20
-    assert local["mlock_limit_bytes"] == local["bytes"] - (8 << 20)
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    placed = [(e["tier"], e["size_min"], round(e.get("accesses", 0))) for e in plan["entries"]]
+    assert local["margin_bytes"] == 8 << 20, placed
+    assert local["mlock_limit_bytes"] == local["bytes"] - (8 << 20)
     assert plan["budget"]["bytes"] == local["mlock_limit_bytes"]
     tiers = sorted(e["tier"] for e in plan["entries"])
     assert tiers == ["fast", "split"]
