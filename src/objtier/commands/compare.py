@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="swap: no pressure guard (no MADV_COLD of planned-slow pages when the "
                         "cgroup's inactive list runs dry): faster where kernel reclaim copes, "
                         "but the cgroup's OOM killer may end a run (docs/compare.md)")
-    parser.add_argument("--large-folio", default="16K", metavar="SIZE|off",
+    parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept, enabled "
                         "for madvised memory during both arms (default 16K; off: base pages)")
     parser.add_argument("--sampler", default="auto", choices=["auto", "fault", "perf"],
@@ -147,17 +147,18 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--phases applies to --tier swap only")
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
-    from objtier.harness.enforce import parse_large_folio
+    from objtier.harness.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
     from objtier.plan import NEEDS_PAGE_SAMPLES
 
-    parse_large_folio(args.large_folio)  # a bad size fails now, not after the profiles
+    large_folio = args.large_folio or DEFAULT_LARGE_FOLIO
+    parse_large_folio(large_folio)  # a bad size fails now, not after the profiles
     args.algo = args.algo or "auto"
     if args.profiles is not None and args.profiles > 1 and args.algo not in NEEDS_PAGE_SAMPLES:
         raise UsageError("--profiles applies to --algo auto and pages (the other algorithms "
                          "plan from one recording)")
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
                                algo=args.algo, backfill=args.backfill, guard=args.guard,
-                               sampler=args.sampler, large_folio=args.large_folio,
+                               sampler=args.sampler, large_folio=large_folio,
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
                                timeout_s=args.timeout,

@@ -62,8 +62,8 @@ COLUMNS = [f.name for f in fields(RunRow)]
 
 #: Per-configuration medians reported (row field -> summary key).
 MEDIAN_FIELDS = ("wall_s", "user_s", "system_s", "fom_value", "fom_seconds", "pswpin",
-                 "pswpout", "major_faults", "max_rss_bytes", "memcg_peak_bytes", "memcg_pgmajfault", "memcg_refault_anon",
-                 "memcg_pswpout", "locked_bytes")
+                 "pswpout", "major_faults", "max_rss_bytes", "memcg_peak_bytes",
+                 "memcg_pgmajfault", "memcg_refault_anon", "memcg_pswpout", "locked_bytes")
 
 
 def median_of(rows: list[RunRow], name: str) -> float | None:

@@ -206,8 +206,8 @@ class LargeFolios:
                 f"sizes offered: {', '.join(f'{k}K' for k in sizes) or 'none, kernel < 6.8'}); "
                 f"use --large-folio off")
         text = self.path.read_text()
-        self.previous = text[text.index("[") + 1:text.index("]")] if "[" in text else None
-        if self.previous == "never":
+        chosen = text[text.index("[") + 1:text.index("]")] if "[" in text else None
+        if chosen == "never":
             restorer.push(f"{self.path} = never", lambda: self.path.write_text("never"))
             self.path.write_text("madvise")
 
