@@ -1,0 +1,98 @@
+"""The stat-flush reader: a read-only sidecar that keeps a memory cgroup's LRU statistics fresh.
+
+On memory cgroup v1 kernels with the classic LRU, reclaim decides from per-memcg LRU statistics
+that are flushed lazily (up to about 2 s stale). Under swap thrash the stale counters make
+reclaim deactivate nothing, the swap-in charge fails and the memcg OOM killer fires with swap
+mostly free. Reading the cgroup's `memory.stat` forces the flush. This reader does exactly that,
+every `period_ms` milliseconds, from a thread of the objtier process (outside the program), and
+nothing else: no advice, no limits, no placement. Every arm of a swap-tier experiment runs with
+the same reader at the same period so that no arm is denied the flush.
+
+Invariant: the reader only opens and reads `memory.stat`; it never writes to the cgroup.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PERIOD_MS = 10  # the period of the runtime's pressure guard (OBJTIER_GUARD_MS)
+
+
+@dataclass
+class StatFlushStats:
+    """What the reader did: reads made, and the longest gap between two reads (ms)."""
+    period_ms: float
+    reads: int = 0
+    max_gap_ms: float = 0.0
+    errors: int = 0
+    running_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"period_ms": self.period_ms, "reads": self.reads,
+                "max_gap_ms": round(self.max_gap_ms, 3), "errors": self.errors,
+                "running_s": round(self.running_s, 3)}
+
+
+class StatFlushReader:
+    """Read `<cgroup>/memory.stat` every `period_ms` ms while inside the `with` block.
+
+        with StatFlushReader(cgroup_path, period_ms=10) as reader:
+            ... run the program in the cgroup ...
+        reader.stats.reads   # how many flushes were made
+
+    `period_ms <= 0` disables the reader (the block runs without it; stats.reads stays 0).
+    """
+
+    def __init__(self, cgroup_path: Path | str, period_ms: float = DEFAULT_PERIOD_MS):
+        if period_ms < 0:
+            raise ValueError(f"stat-flush period must be >= 0 ms, got {period_ms}")
+        self.path = Path(cgroup_path) / "memory.stat"
+        self.stats = StatFlushStats(period_ms=period_ms)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.stats.period_ms > 0
+
+    def __enter__(self) -> "StatFlushReader":
+        if self.enabled:
+            self._thread = threading.Thread(target=self._loop, name="objtier-statflush",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        period_s = self.stats.period_ms / 1000.0
+        start = last = time.monotonic()
+        try:
+            fd = open(self.path, "rb", buffering=0)
+        except OSError as error:
+            self.stats.notes.append(f"cannot open {self.path}: {error.strerror}")
+            return
+        with fd:
+            while not self._stop.is_set():
+                try:
+                    fd.seek(0)
+                    while fd.read(65536):
+                        pass
+                    self.stats.reads += 1
+                except OSError:
+                    # The cgroup is being removed at the end of the run: stop quietly.
+                    self.stats.errors += 1
+                    if self.stats.errors > 3:
+                        break
+                now = time.monotonic()
+                if self.stats.reads > 1:
+                    self.stats.max_gap_ms = max(self.stats.max_gap_ms, (now - last) * 1000.0)
+                last = now
+                self._stop.wait(period_s)
+        self.stats.running_s = time.monotonic() - start
