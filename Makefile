@@ -10,7 +10,7 @@ BUILD   := build/native
 NATIVE  := src/objtier/_native
 DEMO    := demo-out
 
-.PHONY: help setup build demo test test-all bench clean
+.PHONY: help setup build demo test bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -29,8 +29,8 @@ demo: build ## record -> report on the default graph workload
 test: build ## run the default test suite
 	@$(PY) -m pytest -q tests
 
-bench: build ## run the benchmarks (results go to docs/benchmarks.md by hand)
-	@$(PY) bench/run_all.py
+bench: build ## list the benchmarks (each is run on its own; results go to docs/benchmarks.md)
+	@for f in bench/*.py; do printf '%-32s %s\n' "$$f" "$$($(PY) -c 'import ast,sys; d=ast.get_docstring(ast.parse(open(sys.argv[1]).read())) or ""; print(d.splitlines()[0] if d else "")' $$f)"; done
 
 clean: ## remove build outputs
 	rm -rf build $(NATIVE) $(DEMO)
