@@ -45,6 +45,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_SLOW_NODES", T_PATH, "", 0, 0, F(slow_nodes)},
     {"OBJTIER_NUMA_STRICT", T_BOOL, "1", 0, 1, F(numa_strict)},
     {"OBJTIER_RESIDENCY_MS", T_U64, "500", 0, 3600000, F(residency_ms)},
+    {"OBJTIER_STATICS", T_BOOL, "1", 0, 1, F(statics)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

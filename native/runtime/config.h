@@ -46,6 +46,8 @@ typedef struct rt_config {
     char slow_nodes[64];     /* OBJTIER_SLOW_NODES */
     int numa_strict;         /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */
     uint32_t residency_ms;   /* OBJTIER_RESIDENCY_MS: numa tier residency period; 0 = at exit */
+    int statics;             /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
+                                OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
 } rt_config;
 
 #define RT_MAX_STACK_DEPTH 32

@@ -62,6 +62,25 @@ __attribute__((noinline)) uint32_t rt_context_capture(rt_writer *w)
     return id;
 }
 
+uint32_t rt_context_of_address(rt_writer *w, uint64_t addr)
+{
+    ot_frame frame;
+    uint64_t base = 0;
+    pthread_mutex_lock(&lock);
+    frame.module = rt_modules_map(w, addr, &base);
+    frame.reserved = 0;
+    frame.offset = addr - base + 1;
+    int is_new;
+    uint32_t id = rt_ctxtab_intern(&table, &frame, 1, &is_new);
+    if (is_new && id) {
+        ot_context_record r = {.id = id, .depth = 1};
+        rt_write_var_record(w, OT_TAG_CONTEXT, &r, sizeof r, &frame, (uint32_t)sizeof frame,
+                            NULL, 0, NULL, 0);
+    }
+    pthread_mutex_unlock(&lock);
+    return id;
+}
+
 /* The file name part of path[0..len). */
 static const char *base_name(const char *path, size_t len, size_t *name_len)
 {

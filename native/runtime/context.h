@@ -12,6 +12,11 @@ int rt_context_init(uint32_t depth); /* 0 or -errno */
  * writes MODULE and CONTEXT records the first time. 0 when unwinding fails. */
 uint32_t rt_context_capture(rt_writer *w);
 
+/* The context id of a one-frame context naming a data address: frame = (module holding addr,
+ * addr - load bias + 1), the +1 so that symbolizers, which look up offset - 1, find the
+ * symbol that starts at addr. Writes MODULE and CONTEXT records the first time; 0 on failure. */
+uint32_t rt_context_of_address(rt_writer *w, uint64_t addr);
+
 /* The stable key of context id (trace_format.h, "Stable context key"): FNV-1a over its frames
  * as recorded — module basename, NUL, offset; a frame in no module has an empty name and its
  * absolute ip as offset. 0 when id is unknown. */

@@ -17,6 +17,7 @@
 #include "registry.h"
 #include "rt.h"
 #include "sampler.h"
+#include "statics.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -96,12 +97,10 @@ static void put_free(uint64_t addr, uint64_t size, uint16_t kind)
         rt_append(&rt_w, t, RT_BUF_FREE, &r, 0);
 }
 
-void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map)
+/* Tracks [addr, addr+size) as a new object of context ctx and writes its ALLOC record. */
+static void track_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map,
+                        uint32_t ctx)
 {
-    if (!rt_active())
-        return;
-    rt_guard++;
-    uint32_t ctx = rt_context_capture(&rt_w);
     rt_obj o = {.addr = (uint64_t)(uintptr_t)addr,
                 .size = size,
                 .seq = atomic_fetch_add(&seq_counter, 1) + 1,
@@ -123,6 +122,24 @@ void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is
     rt_tbuf *t = rt_thread_buffers(0);
     if (t)
         rt_append(&rt_w, t, RT_BUF_ALLOC, &r, 0);
+}
+
+void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map)
+{
+    if (!rt_active())
+        return;
+    rt_guard++;
+    track_alloc(addr, size, kind, prot, is_map, rt_context_capture(&rt_w));
+    rt_guard--;
+}
+
+void rt_on_static(uint64_t addr, uint64_t size)
+{
+    if (!rt_active())
+        return;
+    rt_guard++;
+    track_alloc((void *)(uintptr_t)addr, size, OT_ALLOC_STATIC, PROT_READ | PROT_WRITE, 1,
+                rt_context_of_address(&rt_w, addr));
     rt_guard--;
 }
 
@@ -553,6 +570,8 @@ static int wrapped_main(int argc, char **argv, char **envp)
 {
     if (rt_active())
         on_exit(on_exit_handler, NULL);
+    if (rt_active() && rt_cfg.statics) /* every DT_NEEDED module is loaded by now */
+        rt_statics_register(rt_cfg.min_size);
     return real_main(argc, argv, envp);
 }
 

@@ -116,6 +116,8 @@ enum ot_alloc_kind {
     OT_ALLOC_MMAP = 9,          /* anonymous mmap called by the program */
     OT_ALLOC_MREMAP = 10,       /* the new range of an mremap; the old one gets a FREE */
     OT_ALLOC_NEW = 11,          /* C++ operator new / new[] */
+    OT_ALLOC_STATIC = 12,       /* a .data/.bss symbol of a loaded module, registered when main
+                                   starts; its context is one frame: (module, symbol value + 1) */
 };
 
 /* ot_free_record.kind */

@@ -46,7 +46,8 @@ TAG_NAMES = {
 }
 
 ALLOC_KINDS = {1: "malloc", 2: "calloc", 3: "realloc", 4: "posix_memalign", 5: "aligned_alloc",
-               6: "memalign", 7: "valloc", 8: "pvalloc", 9: "mmap", 10: "mremap", 11: "new"}
+               6: "memalign", 7: "valloc", 8: "pvalloc", 9: "mmap", 10: "mremap", 11: "new",
+               12: "static"}
 FREE_KINDS = {1: "free", 2: "realloc", 3: "munmap", 4: "mremap", 5: "exit"}
 FREE_MUNMAP = 3
 FREE_MREMAP = 4

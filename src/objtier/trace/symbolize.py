@@ -13,6 +13,8 @@ import subprocess
 from collections import defaultdict
 from collections.abc import Iterable
 
+from objtier.trace.datasyms import data_symbol
+
 _cache: dict[tuple[str, int], str] = {}
 
 
@@ -37,6 +39,9 @@ def _lookup_module(module: str, offsets: list[int]) -> dict[int, str]:
         return out
     for i, offset in enumerate(offsets):
         function, location = lines[2 * i], lines[2 * i + 1]
+        variable = data_symbol(module, max(offset - 1, 0))
+        if variable:  # a static data object: name the variable, not the nearest function
+            function = variable
         if function == "??":
             continue
         location = location.split(" (discriminator")[0]

@@ -1,0 +1,149 @@
+/*
+ * Static data objects. A program's global and static arrays live in .data/.bss, where no
+ * allocator call names them. When main is about to run, every module loaded then (the
+ * executable and its DT_NEEDED libraries) is read from its file, its writable data symbols of
+ * at least OBJTIER_MIN_SIZE bytes (elfsyms.c) become objects like allocations: an ALLOC record
+ * of kind STATIC whose context is one frame (module, symbol value + 1), so offline
+ * symbolization (offset - 1) names the symbol and the stable context key survives ASLR.
+ * They are tracked in the map list (never freed; dlclose unmaps them through munmap only if
+ * the program calls it), covered by the samplers and placed by a plan like any object.
+ *
+ * Not covered: libraries loaded later with dlopen, thread-local (.tbss/.tdata) data, and
+ * symbols of stripped files without .dynsym entries. The runtime's own module is skipped.
+ */
+#define _GNU_SOURCE
+#include "statics.h"
+#include "elfsyms.h"
+#include "modules.h"
+#include "rt.h"
+#include "runtime.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_STATICS 4096 /* per module; a program with more large arrays keeps the first ones */
+
+typedef struct {
+    uint64_t addr, size;
+} span;
+
+typedef struct {
+    span *spans;
+    int n;
+    uint64_t bias;                   /* module load bias */
+    const struct dl_phdr_info *info; /* its program headers: symbols must lie in a RW PT_LOAD */
+} collect;
+
+typedef struct {
+    uint64_t min_size;
+    uint64_t self;  /* an address inside the runtime's own module */
+    span *spans;    /* MAX_STATICS scratch entries */
+    int registered;
+} scan_state;
+
+/* [addr, addr + size) inside one writable PT_LOAD segment of the module in memory. */
+static int in_writable_segment(const struct dl_phdr_info *info, uint64_t addr, uint64_t size)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+            continue;
+        uint64_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+        if (addr >= s && addr <= e && size <= e - addr)
+            return 1;
+    }
+    return 0;
+}
+
+static int on_symbol(uint64_t value, uint64_t size, const char *name, void *arg)
+{
+    (void)name;
+    collect *c = arg;
+    uint64_t addr = c->bias + value;
+    if (!in_writable_segment(c->info, addr, size))
+        return 0; /* the file on disk does not match the image in memory */
+    if (c->n < MAX_STATICS)
+        c->spans[c->n++] = (span){addr, size};
+    return 0;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->size < y->size ? 1 : (x->size > y->size ? -1 : 0); /* larger first */
+}
+
+/* The module's file, opened read-only without following a final symlink (the path is
+ * resolved first). -1 when it cannot be opened. */
+static int open_module(const char *name)
+{
+    char link[PATH_MAX], real[PATH_MAX];
+    if (!name || !*name) {
+        ssize_t n = readlink("/proc/self/exe", link, sizeof link - 1);
+        if (n <= 0)
+            return -1;
+        link[n] = 0;
+        name = link;
+    }
+    if (!realpath(name, real))
+        return -1;
+    return (int)syscall(SYS_openat, AT_FDCWD, real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    scan_state *st = arg;
+    uint64_t lo, hi;
+    rt_load_span(info, &lo, &hi);
+    if (hi == 0 || (st->self >= lo && st->self < hi))
+        return 0; /* no segments, or the runtime itself */
+    if (info->dlpi_name && strncmp(info->dlpi_name, "linux-vdso", 10) == 0)
+        return 0;
+    int fd = open_module(info->dlpi_name);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    void *image = MAP_FAILED;
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0)
+        image = (void *)syscall(SYS_mmap, NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    syscall(SYS_close, fd);
+    if (image == MAP_FAILED)
+        return 0;
+    collect c = {st->spans, 0, info->dlpi_addr, info};
+    rt_elf_data_symbols(image, (size_t)sb.st_size, st->min_size, on_symbol, &c);
+    syscall(SYS_munmap, image, (size_t)sb.st_size);
+    qsort(c.spans, (size_t)c.n, sizeof(span), by_addr);
+    uint64_t end = 0;
+    for (int i = 0; i < c.n; i++) {
+        if (c.spans[i].addr < end)
+            continue; /* an alias or a symbol inside the previous one */
+        rt_on_static(c.spans[i].addr, c.spans[i].size);
+        end = c.spans[i].addr + c.spans[i].size;
+        st->registered++;
+    }
+    return 0;
+}
+
+int rt_statics_register(uint64_t min_size)
+{
+    scan_state st = {.min_size = min_size ? min_size : 1,
+                     .self = (uint64_t)(uintptr_t)&rt_statics_register,
+                     .spans = rt_sys_mmap(MAX_STATICS * sizeof(span))};
+    if (!st.spans)
+        return 0;
+    rt_guard++;
+    dl_iterate_phdr(scan_module, &st);
+    rt_guard--;
+    rt_sys_munmap(st.spans, MAX_STATICS * sizeof(span));
+    return st.registered;
+}
