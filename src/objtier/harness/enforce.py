@@ -192,25 +192,15 @@ class PlanRun:
     large_folios: bool = True        # swap: MADV_HUGEPAGE the plan's swept objects' slow runs
 
     def settings(self) -> dict[str, str]:
-        out = {
-            "OBJTIER_PLAN": str(self.plan_text.resolve()),
-            "OBJTIER_SAMPLER": "none",
-            "OBJTIER_MLOCK_LIMIT": str(self.mlock_limit),
-            "OBJTIER_MIN_SIZE": str(self.min_size),
-            "OBJTIER_STACK_DEPTH": str(self.stack_depth),
-            "OBJTIER_TIER": self.tier,
-        }
-        if self.output is not None:
-            out["OBJTIER_OUTPUT"] = str(self.output.resolve())
-        if self.fast_nodes:
-            out["OBJTIER_FAST_NODES"] = self.fast_nodes
-        if self.slow_nodes:
-            out["OBJTIER_SLOW_NODES"] = self.slow_nodes
-        if not self.pressure_guard:
-            out["OBJTIER_PRESSURE_MS"] = "0"
-        if not self.large_folios:
-            out["OBJTIER_LARGE_FOLIOS"] = "0"
-        return out
+        from objtier.runtime_settings import runtime_env
+
+        return runtime_env(
+            plan=self.plan_text.resolve(), sampler="none", mlock_limit=self.mlock_limit,
+            min_size=self.min_size, stack_depth=self.stack_depth, tier=self.tier,
+            output=self.output.resolve() if self.output is not None else None,
+            fast_nodes=self.fast_nodes or None, slow_nodes=self.slow_nodes or None,
+            pressure_ms=None if self.pressure_guard else 0,
+            large_folios=None if self.large_folios else 0)
 
 
 def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike) -> list[str]:

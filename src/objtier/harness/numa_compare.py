@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from objtier.errors import ObjtierError, UsageError
+from objtier.runtime_settings import runtime_env
 
 BALANCING = "/proc/sys/kernel/numa_balancing"
 DEMOTION = "/sys/kernel/mm/numa/demotion_enabled"
@@ -432,10 +433,9 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
             profile = output / "profile.otr"
             profile.mkdir()
             rc, _, _, _ = run_in_guest(tb, command, {
-                "LD_PRELOAD": lib, "OBJTIER_OUTPUT": str(profile),
-                "OBJTIER_SAMPLER": settings.sampler, "OBJTIER_RATE": str(settings.rate),
-                "OBJTIER_MIN_SIZE": str(settings.min_size),
-                "OBJTIER_STACK_DEPTH": str(settings.stack_depth)},
+                "LD_PRELOAD": lib, **runtime_env(
+                    output=profile, sampler=settings.sampler, rate=settings.rate,
+                    min_size=settings.min_size, stack_depth=settings.stack_depth)},
                 output / "profile", settings.timeout_s)
             if rc != 0:
                 err = (output / "profile.err").read_text(errors="replace")
@@ -455,13 +455,11 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                     stem = runs_dir / f"{order:02d}-{config}-{i}"
                     trace_dir = stem.with_suffix(".otr")
                     trace_dir.mkdir()
-                    env = {"LD_PRELOAD": lib, "OBJTIER_OUTPUT": str(trace_dir),
-                           "OBJTIER_SAMPLER": "none", "OBJTIER_TIER": "numa",
-                           "OBJTIER_FAST_NODES": fast_list, "OBJTIER_SLOW_NODES": slow_list,
-                           "OBJTIER_MIN_SIZE": str(min_size),
-                           "OBJTIER_STACK_DEPTH": str(settings.stack_depth)}
-                    if config == "objtier":
-                        env["OBJTIER_PLAN"] = str(output / "plan.txt")
+                    env = {"LD_PRELOAD": lib, **runtime_env(
+                        output=trace_dir, sampler="none", tier="numa", fast_nodes=fast_list,
+                        slow_nodes=slow_list, min_size=min_size,
+                        stack_depth=settings.stack_depth,
+                        plan=output / "plan.txt" if config == "objtier" else None)}
                     state.knobs(*KNOBS[config])
                     rc, wall, v0, v1 = run_in_guest(tb, command, env, stem, settings.timeout_s)
                     if rc == -signal.SIGINT:
