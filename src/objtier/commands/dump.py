@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from objtier import bounds as B
 from objtier.trace import format as F
 from objtier.trace.reader import (RawFile, decode_context, decode_module, decode_named,
                                   decode_process, open_trace)
@@ -20,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(e.g. ALLOC,FREE,CONTEXT)")
     parser.add_argument("--no-symbols", action="store_true", help="print contexts as "
                         "module+offset, without symbolization")
-    parser.add_argument("--limit", type=int, default=0, help="at most N records per tag (0 = all)")
+    parser.add_argument("--limit", type=B.int_option(0), default=0, metavar="N",
+                        help="at most N records per tag (0 = all)")
 
 
 def _fields(record, dtype, start_ns: int) -> str:
