@@ -127,3 +127,17 @@ def plan_json() -> str:
 
 def plan_text() -> str:
     return to_text(plan_document())
+
+
+def fuzz_settings(examples: int):
+    """Hypothesis settings of the fuzz tests: `examples` derandomized cases in the default
+    suite (reproducible, bounded time); OBJTIER_FUZZ_EXAMPLES=N runs N random ones instead
+    (a longer search, by hand)."""
+    import os
+
+    from hypothesis import HealthCheck, settings
+
+    deep = os.environ.get("OBJTIER_FUZZ_EXAMPLES")
+    return settings(max_examples=int(deep) if deep else examples, deadline=None,
+                    derandomize=not deep, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

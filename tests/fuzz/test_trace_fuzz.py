@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from objtier.errors import TraceError
@@ -22,10 +22,9 @@ from objtier.trace import format as F
 from objtier.trace import open_trace
 from objtier.trace.reader import decode_context, decode_module, decode_named, decode_process
 
-from .seeds import blocks, fix_checksums, write_counters_trace, write_process_trace
+from .seeds import fuzz_settings, blocks, fix_checksums, write_counters_trace, write_process_trace
 
-FUZZ = settings(max_examples=250, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = fuzz_settings(150)
 TABLES = ("processes", "allocations", "frees", "samples", "phases", "sampler_stats",
           "access_counts", "cct_nodes", "residency", "placements", "windows", "ends",
           "modules", "contexts", "counters", "names", "start_ns")

@@ -270,7 +270,9 @@ def _check_match(where: str, what: str, record: Any, sizes: tuple[str, ...]) -> 
         _fail(where, f"{what} is not an object")
     if not isinstance(record.get("context_key"), str) or not _KEY.fullmatch(record["context_key"]):
         _fail(where, f"{what}: context_key must be 16 lowercase hex digits")
-    occ = record.get("occurrence")
+    if "occurrence" not in record:
+        _fail(where, f"{what}: occurrence is missing (null for any)")
+    occ = record["occurrence"]
     if occ is not None and (not _is_int(occ) or not 0 <= occ <= MAX_OCCURRENCE):
         _fail(where, f"{what}: occurrence must be null or an integer from 0 to "
                      f"{MAX_OCCURRENCE}")

@@ -75,7 +75,8 @@ def to_text(plan: dict[str, Any]) -> str:
     binary = plan.get("binary") or {}
     lines = [
         HEADER,
-        f"# algorithm {escape(plan['algorithm']['name'])} budget {escape(str(plan['budget']['given']))}"
+        f"# algorithm {escape(plan['algorithm']['name'])} "
+        f"budget {escape(str(plan['budget'].get('given', '')))}"
         f" generator {escape(plan.get('generator', ''))}",
         f"binary {binary.get('build_id') or '-'} "
         f"{'-' if binary.get('size') is None else binary['size']} "

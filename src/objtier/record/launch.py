@@ -55,22 +55,27 @@ ESCALATE_AFTER_S = 5.0  # seconds between SIGINT and SIGTERM, and between SIGTER
 _SIGINT_BIT = 1 << (signal.SIGINT - 1)
 
 
-def sigint_refusal(pid: int) -> str | None:
-    """'ignores' or 'blocks' when process pid cannot be stopped by SIGINT (from the SigIgn
-    mask of /proc/PID/status, and the SigBlk mask of its main thread), else None."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
+def _signal_masks(status_path: Path) -> dict[str, int]:
     masks = {}
-    for line in status.splitlines():
+    for line in status_path.read_text().splitlines():
         name, _, value = line.partition(":")
         if name in ("SigIgn", "SigBlk"):
             masks[name] = int(value.strip() or "0", 16)
-    if masks.get("SigIgn", 0) & _SIGINT_BIT:
-        return "ignores"
-    if masks.get("SigBlk", 0) & _SIGINT_BIT:
-        return "blocks"
+    return masks
+
+
+def sigint_refusal(pid: int) -> str | None:
+    """'ignores' or 'blocks' when process pid cannot be stopped by SIGINT, else None: from
+    its SigIgn mask (/proc/PID/status), or SIGINT in the SigBlk mask of every one of its
+    threads (one thread that takes it is enough for the default action to end the process)."""
+    try:
+        if _signal_masks(Path(f"/proc/{pid}/status")).get("SigIgn", 0) & _SIGINT_BIT:
+            return "ignores"
+        tasks = list(Path(f"/proc/{pid}/task").glob("*/status"))
+        if tasks and all(_signal_masks(t).get("SigBlk", 0) & _SIGINT_BIT for t in tasks):
+            return "blocks"
+    except OSError:  # the process (or a thread) is gone: it is stopping
+        return None
     return None
 
 
