@@ -91,7 +91,8 @@ SWEEP = [
     (["simulate", "{rec}", "--fast", "50%", "--param", "period=0"], "--param period must be from 1"),
     (["simulate", "{rec}", "--fast", "50%", "--param", "scale=-2"], "--param scale must be from 1"),
     (["simulate", "{rec}", "--fast", "50%", "--param", "chunk=0"], "--param chunk must be from 1"),
-    (["simulate", "{rec}", "--fast", "50%", "--param", "swap_reserve=1"], "--param swap_reserve must be from 0 to 0.99"),
+    (["simulate", "{rec}", "--fast", "50%", "--param", "swap_reserve=1"], "--param swap_reserve must be in [0, 1)"),
+    (["simulate", "{rec}", "--fast", "50%", "--param", "swap_reserve=nan"], "must be a finite number"),
     (["simulate", "{rec}", "--fast", "50%", "--param", "numab2.hot_threshold_ms=nan"], "must be a finite number"),
     (["simulate", "{rec}", "--fast", "0"], "budget"),
 ]

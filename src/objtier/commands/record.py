@@ -18,6 +18,13 @@ HELP = "run a program, recording its objects, access samples and memory counters
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from objtier.record.launch import ESCALATE_AFTER_S
+
+    parser.epilog = (f"Ctrl-C reaches the program. If it ignores or blocks SIGINT, objtier says "
+                     f"so, sends SIGTERM {ESCALATE_AFTER_S:g} s later and SIGKILL "
+                     f"{ESCALATE_AFTER_S:g} s after that (each further Ctrl-C takes the next "
+                     f"step at once); the trace keeps what the runtime had written. The "
+                     f"recording directory is created mode 0700, its files 0600.")
     parser.add_argument("-o", "--output", default="run.otr",
                         help="recording directory to write (default: run.otr)")
     parser.add_argument("-f", "--force", action="store_true",

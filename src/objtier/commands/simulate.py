@@ -8,10 +8,10 @@ import sys
 from objtier import bounds as B
 from objtier.errors import UsageError
 
-# driver settings: (lowest, highest[, lowest excluded]) of their numbers
+# driver settings: (lowest, highest[, lowest excluded]) of their numbers; swap_reserve's
+# [0, 1) is checked by the simulator (objtier.sim.run)
 DRIVER_BOUNDS = {"bin_ms": (0, B.INTERVAL_MS_MAX, True), "period": (1, B.COUNT_MAX),
-                 "scale": (1, B.COUNT_MAX), "chunk": (1, B.COUNT_MAX),
-                 "swap_reserve": (0, 0.99)}
+                 "scale": (1, B.COUNT_MAX), "chunk": (1, B.COUNT_MAX)}
 
 NAME = "simulate"
 HELP = "simulate kernel tiering policies and objtier plans on a recorded trace"
@@ -62,9 +62,9 @@ def _params(items: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from objtier.outputs import make_private_dir, private_umask
     from objtier.sim import load_preset, simulate
     from objtier.sim.output import print_table, write_csv, write_plots
-    from objtier.outputs import make_private_dir, private_umask
     from objtier.trace import open_trace
 
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
