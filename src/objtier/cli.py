@@ -6,19 +6,26 @@ Each subcommand module defines:
     add_arguments(parser) -> None
     run(args) -> int              the exit code
 Modules are discovered, so adding a subcommand is adding one module.
-Every ObjtierError reaches the user as one line on stderr and a non-zero exit code.
+Every ObjtierError reaches the user as one line on stderr and a non-zero exit code; so do an
+OSError no command translated (exit 1) and, as a last resort, any other exception (exit 70,
+"internal error": the traceback is shown only with OBJTIER_DEBUG=1).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from types import ModuleType
 
 from objtier import __version__
 from objtier.errors import ObjtierError
+
+
+OS_ERROR_EXIT = 1          # an OSError no command turned into a typed error
+INTERNAL_ERROR_EXIT = 70   # EX_SOFTWARE: a defect in objtier
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,10 +73,29 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except ObjtierError as error:
-        sys.stderr.write(f"objtier {args.subcommand}: {error}\n")
+        sys.stderr.write(f"objtier {args.subcommand}: {one_line(error)}\n")
         return error.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"objtier {args.subcommand}: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as error:  # the file system or the machine refused: not a bug of ours
+        where = f": {error.filename}" if error.filename else ""
+        sys.stderr.write(f"objtier {args.subcommand}: {error.strerror or one_line(error)}"
+                         f"{where}\n")
+        return OS_ERROR_EXIT
+    except Exception as error:  # a defect: one line, the traceback only when asked for
+        if os.environ.get("OBJTIER_DEBUG"):
+            raise
+        sys.stderr.write(f"objtier {args.subcommand}: internal error: "
+                         f"{type(error).__name__}: {one_line(error)} (run with OBJTIER_DEBUG=1 "
+                         f"for the traceback, and please report it)\n")
+        return INTERNAL_ERROR_EXIT
+
+
+def one_line(error: BaseException) -> str:
+    """The first line of an error's message, at most 300 characters."""
+    text = str(error).strip().splitlines()
+    line = text[0] if text else type(error).__name__
+    return line if len(line) <= 300 else line[:297] + "..."

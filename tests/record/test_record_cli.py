@@ -74,9 +74,9 @@ def test_exit_status_and_signals_pass_through(program, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--rate", "0", "--", "true"], "--rate must be positive"),
-    (["--stack-depth", "99", "--", "true"], "--stack-depth must be between 1 and 32"),
-    (["--min-size", "12Q", "--", "true"], "invalid --min-size"),
+    (["--rate", "0", "--", "true"], "argument --rate: must be from 1 to 10000000"),
+    (["--stack-depth", "99", "--", "true"], "argument --stack-depth: must be from 1 to 32"),
+    (["--min-size", "12Q", "--", "true"], "argument --min-size: invalid size '12Q'"),
     (["--", "no-such-program-xyz"], "command not found"),
     ([], "no command given"),
     (["--sampler", "bogus", "--", "true"], "invalid choice"),

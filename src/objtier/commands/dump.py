@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from objtier.trace import format as F
-from objtier.trace.reader import (RawFile, decode_context, decode_module, decode_named,
-                                  decode_process, open_trace)
-from objtier.trace.symbolize import symbolize
+from objtier import bounds as B
 
 NAME = "dump"
 HELP = "print every record of a trace as text"
@@ -20,10 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(e.g. ALLOC,FREE,CONTEXT)")
     parser.add_argument("--no-symbols", action="store_true", help="print contexts as "
                         "module+offset, without symbolization")
-    parser.add_argument("--limit", type=int, default=0, help="at most N records per tag (0 = all)")
+    parser.add_argument("--limit", type=B.int_option(0), default=0, metavar="N",
+                        help="at most N records per tag (0 = all)")
 
 
 def _fields(record, dtype, start_ns: int) -> str:
+    from objtier.trace import format as F
+
     parts = []
     for name in dtype.names:
         if name.startswith("reserved"):
@@ -48,7 +48,12 @@ def _fields(record, dtype, start_ns: int) -> str:
     return " ".join(parts)
 
 
-def _dump_file(raw: RawFile, tags: set[int], limit: int, symbols: bool, out) -> None:
+def _dump_file(raw, tags: set[int], limit: int, symbols: bool, out) -> None:
+    """Every record of one decoded file (objtier.trace.reader.RawFile), in file order."""
+    from objtier.trace import format as F
+    from objtier.trace.reader import decode_context, decode_module, decode_named, decode_process
+    from objtier.trace.symbolize import symbolize
+
     h = raw.header
     out.write(f"# {raw.path.name}: format {int(h['version_major'])}.{int(h['version_minor'])} "
               f"kind={'process' if int(h['kind']) == F.FILE_PROCESS else 'counters'} "
@@ -100,6 +105,8 @@ def _dump_file(raw: RawFile, tags: set[int], limit: int, symbols: bool, out) -> 
 
 def run(args: argparse.Namespace) -> int:
     from objtier.errors import UsageError
+    from objtier.trace import format as F
+    from objtier.trace.reader import open_trace
 
     wanted: set[int] = set()
     by_name = {v: k for k, v in F.TAG_NAMES.items()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from objtier.errors import UsageError
+from objtier import bounds as B
 
 NAME = "objects"
 HELP = "print the objects of a recording with their sample metrics"
@@ -11,7 +11,8 @@ HELP = "print the objects of a recording with their sample metrics"
 def add_arguments(parser) -> None:
     parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file")
     parser.add_argument("--sort", choices=("density", "samples", "size"), default="samples")
-    parser.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
+    parser.add_argument("--top", type=B.int_option(1), default=20, metavar="N",
+                        help="rows (default 20)")
     parser.add_argument("--no-symbols", action="store_true",
                         help="skip symbolization of allocation call stacks")
 
@@ -23,8 +24,6 @@ def run(args) -> int:
     from objtier.report.summary import objects_rich_table
     from objtier.trace import open_trace
 
-    if args.top < 1:
-        raise UsageError("--top must be at least 1")
     trace = open_trace(args.trace)
     mapped = sample_objects(trace)
     table = object_table(trace, mapped, labels=not args.no_symbols)

@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from objtier import bounds as B
 from objtier.errors import EnvironmentProblem, TraceError, UsageError
 
 NAME = "plan"
 HELP = "choose which objects go to fast memory (whole, split, per phase) and write a plan"
 
 DEFAULT_PAGE_BYTES = 4096
+PAGE_BYTES_MAX = 1 << 30   # the largest page a placement can be planned in (1 GiB huge page)
+EXPONENT_MAX = 16.0        # halving's exponents: beyond this accesses^alpha overflows doubles
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,11 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algo", default="halving",
                         choices=["rank", "spill", "reuse", "halving", "exact", "pages", "auto"],
                         help="placement algorithm (default: halving)")
-    parser.add_argument("--alpha", type=float, default=None, help="halving: accesses exponent (1)")
-    parser.add_argument("--beta", type=float, default=None, help="halving: size exponent (1)")
-    parser.add_argument("--max-cells", type=int, default=None,
+    parser.add_argument("--alpha", type=B.float_option(0, EXPONENT_MAX), default=None,
+                        help=f"halving: accesses exponent (1; 0 to {EXPONENT_MAX})")
+    parser.add_argument("--beta", type=B.float_option(0, EXPONENT_MAX), default=None,
+                        help=f"halving: size exponent (1; 0 to {EXPONENT_MAX})")
+    parser.add_argument("--max-cells", type=B.int_option(1), default=None,
                         help="exact: largest objects x pages table before falling back to rank")
-    parser.add_argument("--page-bytes", type=int, default=None,
+    parser.add_argument("--page-bytes", type=B.int_option(1, PAGE_BYTES_MAX, "bytes"),
+                        default=None,
                         help="placement granularity in bytes (default: the trace's page size)")
     parser.add_argument("--footprint", default=None, metavar="SIZE",
                         help="footprint a percentage refers to (default: peak live bytes, "
@@ -44,12 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "object fills the gap (for the swap tier, where unlocked memory "
                              "goes to the hottest pages anyway)")
     parser.add_argument("--phases", action="store_true", help="one hot set per program phase")
-    parser.add_argument("--min-phase-ms", type=float, default=10.0,
+    parser.add_argument("--min-phase-ms", type=B.float_option(0, B.INTERVAL_MS_MAX, unit="ms"),
+                        default=10.0,
                         help="phases: merge phases shorter than this per execution (10)")
-    parser.add_argument("--similarity", type=float, default=0.9,
+    parser.add_argument("--similarity", type=B.float_option(0, 1), default=0.9,
                         help="phases: merge a phase whose access mix has this cosine "
                         "similarity to its parent's (0.9)")
-    parser.add_argument("--hint-budget", type=int, default=None,
+    parser.add_argument("--hint-budget", type=B.int_option(0, B.COUNT_MAX, "phases"),
+                        default=None,
                         help="phases: at most this many phases with their own plan")
     parser.add_argument("--phase-table", default=None, help="phases of an object-table input "
                         "(.parquet/.csv: phase, parent, start_ns, end_ns)")
@@ -59,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "recording)")
     parser.add_argument("--explain", action="store_true",
                         help="print why each object went where it went")
-    parser.add_argument("--explain-rows", type=int, default=40,
+    parser.add_argument("--explain-rows", type=B.int_option(0), default=40,
                         help="rows of --explain per phase (0 = all; default 40)")
     parser.add_argument("-o", "--output", default="plan.json", help="plan file (plan.json)")
     parser.add_argument("--text", default=None, metavar="PATH",
@@ -213,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             params["page_samples"] = merged_page_samples(traces)
     objects = planner.object_table(raw)
     page = args.page_bytes or page
-    peak = planner.parse_size(args.footprint) if args.footprint else None
+    peak = B.parse_bytes(args.footprint, "--footprint", 1) if args.footprint else None
     foot = planner.footprint(objects.size, objects.alloc_ns, objects.free_ns, peak)
     budget = planner.parse_budget(args.fast, foot)
     if args.no_lifetimes:
@@ -247,10 +255,9 @@ def run(args: argparse.Namespace) -> int:
                                 "cannot be checked against the binary it is used with")
     planner.write_plan(plan, args.output)
     if args.text:
-        try:
-            Path(args.text).write_text(planner.to_text(plan))
-        except OSError as error:
-            raise UsageError(f"cannot write {args.text}: {error.strerror}") from None
+        from objtier.outputs import write_private
+
+        write_private(args.text, planner.to_text(plan), "text plan")
 
     from objtier.plan.explain import explain, explain_phases, summary_line
     if args.explain:

@@ -6,34 +6,47 @@ import argparse
 import sys
 from pathlib import Path
 
+from objtier import bounds as B
 from objtier.errors import UsageError
 from objtier.record.launch import exit_code, resolve_command
 from objtier.record.sampler_choice import SAMPLERS, choose_sampler
 from objtier.record.session import RecordSettings, record_program
-from objtier.units import format_bytes, parse_size
+from objtier.units import format_bytes
 
 NAME = "record"
 HELP = "run a program, recording its objects, access samples and memory counters"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from objtier.record.launch import ESCALATE_AFTER_S
+
+    parser.epilog = (f"Ctrl-C reaches the program. If it ignores or blocks SIGINT, objtier says "
+                     f"so, sends SIGTERM {ESCALATE_AFTER_S:g} s later and SIGKILL "
+                     f"{ESCALATE_AFTER_S:g} s after that (each further Ctrl-C takes the next "
+                     f"step at once); the trace keeps what the runtime had written. The "
+                     f"recording directory is created mode 0700, its files 0600.")
     parser.add_argument("-o", "--output", default="run.otr",
                         help="recording directory to write (default: run.otr)")
     parser.add_argument("-f", "--force", action="store_true",
                         help="replace the output directory if it exists")
     parser.add_argument("--sampler", default="auto", choices=SAMPLERS,
                         help="access sampler (default auto: perf with PEBS/IBS, else fault)")
-    parser.add_argument("--rate", type=int, default=2000,
-                        help="most access samples per second (default 2000)")
-    parser.add_argument("--min-size", default="128K",
+    parser.add_argument("--rate", type=B.int_option(1, B.RATE_MAX, "samples per second"),
+                        default=2000,
+                        help=f"most access samples per second (default 2000, 1 to {B.RATE_MAX})")
+    parser.add_argument("--min-size", default="128K", type=B.bytes_option(1, B.BYTES_MAX // 2),
                         help="smallest allocation recorded as an object (default 128K)")
-    parser.add_argument("--stack-depth", type=int, default=8,
+    parser.add_argument("--stack-depth", type=B.int_option(1, B.STACK_DEPTH_MAX, "frames"),
+                        default=8,
                         help="frames per allocation context (default 8, at most 32)")
-    parser.add_argument("--counters-interval", type=int, default=100, metavar="MS",
-                        help="counters timeline period in milliseconds (default 100; 0 = off)")
+    parser.add_argument("--counters-interval", default=100, metavar="MS",
+                        type=B.int_option(0, B.INTERVAL_MS_MAX, "ms (0 = off)"),
+                        help="counters timeline period in milliseconds (default 100; 0 = off; "
+                        f"at most {B.INTERVAL_MS_MAX})")
     parser.add_argument("--follow-forks", action="store_true",
                         help="also record child processes (fork and exec)")
-    parser.add_argument("--trace-limit", type=int, default=0, metavar="N",
+    parser.add_argument("--trace-limit", type=B.int_option(0, B.BYTES_MAX // 2, "records"),
+                        default=0, metavar="N",
                         help="--sampler trace: also write the first N accesses as a full "
                         "address trace (default 0)")
     parser.add_argument("--llc", default=None, metavar="SIZE,WAYS,LINE",
@@ -49,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     command = resolve_command(command)
     sampler, reason = choose_sampler(args.sampler)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
-                              min_size=parse_size(args.min_size, "--min-size"),
+                              min_size=args.min_size,
                               stack_depth=args.stack_depth,
                               counters_interval_ms=args.counters_interval,
                               follow_forks=args.follow_forks,
@@ -70,7 +83,9 @@ def _parse_llc(text: str | None) -> tuple[int, int, int] | None:
     parts = text.split(",")
     if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
         raise UsageError(f"--llc takes SIZE,WAYS,LINE (e.g. 32M,16,64), got '{text}'")
-    return parse_size(parts[0], "--llc size"), int(parts[1]), int(parts[2])
+    return (B.parse_bytes(parts[0], "--llc size", 1, B.LLC_BYTES_MAX),
+            B.parse_int(parts[1], "--llc ways", 1, B.LLC_WAYS_MAX),
+            B.parse_int(parts[2], "--llc line", 1, B.LLC_LINE_MAX, "bytes"))
 
 
 def summarize(output: Path, elapsed: float, returncode: int, say) -> None:

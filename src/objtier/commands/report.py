@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from objtier.errors import UsageError
+from objtier import bounds as B
 
 NAME = "report"
 HELP = "characterize a recording: objects, pages, tiers, counters (HTML + CSV/Parquet)"
@@ -14,7 +14,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="output directory (default: <trace>.report next to the trace)")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
+    parser.add_argument("--top", type=B.int_option(1), default=10, metavar="N",
                         help="objects in the summary table and Fig. 6 (default 10)")
     parser.add_argument("--no-symbols", action="store_true",
                         help="skip symbolization of allocation call stacks")
@@ -26,16 +26,16 @@ def run(args) -> int:
 
     from objtier.report.build import build_report
     from objtier.report.summary import objects_rich_table
+    from objtier.outputs import make_private_dir, private_umask
     from objtier.trace import open_trace
 
-    if args.top < 1:
-        raise UsageError("--top must be at least 1")
     trace_path = Path(args.trace)
     out = Path(args.output) if args.output else trace_path.with_name(
         trace_path.name.removesuffix(".otr") + ".report")
     console = make_console(stderr=True)
     trace = open_trace(trace_path)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+    make_private_dir(out, "report directory", exist_ok=True)
+    with private_umask(), Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("reading the trace", total=None)
         report = build_report(trace, out, top=args.top, labels=not args.no_symbols,

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from objtier import bounds as B
 from objtier.errors import UsageError
 
 NAME = "run"
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="numa tier: fast nodes (e.g. 0 or 0-1)")
     parser.add_argument("--slow-nodes", default=None, metavar="NODES",
                         help="numa tier: slow nodes (e.g. 2)")
-    parser.add_argument("--stack-depth", type=int, default=8,
+    parser.add_argument("--stack-depth", type=B.int_option(1, B.STACK_DEPTH_MAX, "frames"),
+                        default=8,
                         help="frames per allocation context; must equal the recording's "
                         "(default 8)")
     parser.add_argument("-o", "--output", default=None,
@@ -67,14 +69,13 @@ def _check_args(args: argparse.Namespace) -> None:
             raise UsageError("--fast-nodes and --slow-nodes apply to --tier numa only")
         if args.mlock_margin is not None and args.local is None:
             raise UsageError("--mlock-margin needs --local")
-    if not 1 <= args.stack_depth <= 32:
-        raise UsageError(f"--stack-depth must be between 1 and 32, got {args.stack_depth}")
 
 
 def run(args: argparse.Namespace) -> int:
     from objtier.harness import enforce
     from objtier.plan import load_plan, to_text
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
+    from objtier.outputs import write_private
     from objtier.record.session import prepare_output
     from objtier.tiers.swap import SwapTier
 
@@ -105,13 +106,13 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="objtier-run-") as scratch:
         scratch_dir = Path(scratch)
         plan_text = scratch_dir / "plan.txt"
-        plan_text.write_text(to_text(plan))
+        write_private(plan_text, to_text(plan), "text plan")
         if args.output:
             output = Path(args.output)
             prepare_output(output, args.force)
         else:
             output = scratch_dir / "run.otr"
-            output.mkdir()
+            output.mkdir(mode=0o700)
         folio = folio_size if plan.get("large_folios") else None
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, output, args.tier, fast_nodes, slow_nodes,
@@ -128,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             tier = None
         with tier if tier is not None else contextlib.nullcontext():
-            returncode = run_program(command, env, preexec=tier.preexec if tier else None)
+            returncode = run_program(command, env, preexec=tier.preexec if tier else None,
+                                     name="objtier run")
         found = enforce.read_enforcement(plan, output)
         for text in enforce.enforcement_warnings(plan, found, supported):
             warn(text)

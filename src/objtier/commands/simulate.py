@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from objtier import bounds as B
 from objtier.errors import UsageError
+
+# driver settings: (lowest, highest[, lowest excluded]) of their numbers; swap_reserve's
+# [0, 1) is checked by the simulator (objtier.sim.run)
+DRIVER_BOUNDS = {"bin_ms": (0, B.INTERVAL_MS_MAX, True), "period": (1, B.COUNT_MAX),
+                 "scale": (1, B.COUNT_MAX), "chunk": (1, B.COUNT_MAX)}
 
 NAME = "simulate"
 HELP = "simulate kernel tiering policies and objtier plans on a recorded trace"
@@ -44,13 +49,20 @@ def _params(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--param {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        bound = DRIVER_BOUNDS.get(key)
+        if bound is not None:
+            B.parse_float(value, f"--param {key}", *bound)
+        elif key not in ("page", "swap"):  # those two are words (4K|2M, 0|1), checked later
+            B.parse_float(value, f"--param {key}")  # finite: nan and inf are refused
+        out[key] = value
     return out
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from objtier.outputs import make_private_dir, private_umask
     from objtier.sim import load_preset, simulate
     from objtier.sim.output import print_table, write_csv, write_plots
     from objtier.trace import open_trace
@@ -61,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if len(set(policies)) != len(policies):
         raise UsageError("--policy: a policy is listed twice")
     model = load_preset(args.preset)
+    out = make_private_dir(args.output, exist_ok=True) if args.output else None
     plan_doc = None
     if args.plan:
         from objtier.plan import load_plan
@@ -75,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
     print_table(sim, Console() if sys.stdout.isatty() else Console(width=160))
     for note in sim.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
-    if args.output:
-        out = Path(args.output)
-        paths = write_csv(sim, out) + write_plots(sim, out)
+    if out is not None:
+        with private_umask():
+            paths = write_csv(sim, out) + write_plots(sim, out)
         console.print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -28,6 +28,7 @@ import numpy as np
 
 from objtier import __version__
 from objtier.errors import UsageError
+from objtier.outputs import write_private
 from objtier.plan.budget import Budget
 from objtier.plan.folios import large_folio_objects
 from objtier.plan.phases import ROOT, PhasePlacement
@@ -37,6 +38,12 @@ from objtier.plan.table import ObjectTable
 FORMAT = "objtier-plan"
 VERSION = 1
 _KEY = re.compile(r"^[0-9a-f]{16}$")
+MAX_BYTES = (1 << 63) - 1      # sizes, fast_bytes, budget: int64 in tables, u64 in the runtime
+MAX_PAGE_BYTES = 1 << 30       # the largest planning page (a 1 GiB huge page)
+MAX_OCCURRENCE = (1 << 63) - 1  # the runtime reserves UINT64_MAX for "*"
+MAX_PHASES = 256               # RT_PLAN_MAX_PHASES (native/runtime/plan.h)
+MAX_PHASE_NAME_BYTES = 255     # RT_PLAN_MAX_NAME: bytes of a decoded phase name
+_HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 def plan_entries(objects: ObjectTable, placement: Placement, phase: str = ROOT
@@ -160,11 +167,12 @@ def write_plan(plan: dict[str, Any], path: str | os.PathLike) -> None:
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     try:
-        tmp.write_text(dumps(plan))
+        write_private(tmp, dumps(plan), "plan")  # mode 0600: plans name binaries and paths
         os.replace(tmp, target)
-    except OSError as error:
+    except (OSError, UsageError) as error:
         tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path}: {error.strerror}") from None
+        reason = error.strerror if isinstance(error, OSError) else str(error).rpartition(": ")[2]
+        raise UsageError(f"cannot write {path}: {reason}") from None
 
 
 def load_plan(path: str | os.PathLike) -> dict[str, Any]:
@@ -194,9 +202,8 @@ def _check_ranges(where: str, i: int, e: dict[str, Any]) -> None:
     ok = isinstance(ranges, list) and len(ranges) > 0
     end = total = 0
     for r in ranges if ok else []:
-        ok = (isinstance(r, list) and len(r) == 2
-              and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
-              and r[0] >= end and r[1] > 0)
+        ok = (isinstance(r, list) and len(r) == 2 and all(_is_int(v) for v in r)
+              and end <= r[0] <= MAX_BYTES and 0 < r[1] <= MAX_BYTES - r[0])
         if not ok:
             break
         end, total = r[0] + r[1], total + r[1]
@@ -215,13 +222,30 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
     if version != VERSION:
         _fail(where, f"plan version {version} is not supported (this objtier reads {VERSION})")
     budget = plan.get("budget")
-    if not isinstance(budget, dict) or not isinstance(budget.get("bytes"), int) \
-            or not isinstance(budget.get("page_bytes"), int) or budget["page_bytes"] < 1:
+    if not isinstance(budget, dict) or not _is_int(budget.get("bytes")) \
+            or not _is_int(budget.get("page_bytes")):
         _fail(where, "plan has no valid budget (bytes, page_bytes)")
+    if not 1 <= budget["bytes"] <= MAX_BYTES:
+        _fail(where, f"budget bytes must be from 1 to {MAX_BYTES}, got {budget['bytes']}")
+    if not 1 <= budget["page_bytes"] <= MAX_PAGE_BYTES:
+        _fail(where, f"budget page_bytes must be from 1 to {MAX_PAGE_BYTES}, "
+                     f"got {budget['page_bytes']}")
+    if "footprint_bytes" in budget and budget["footprint_bytes"] is not None and not (
+            _is_int(budget["footprint_bytes"]) and 0 <= budget["footprint_bytes"] <= MAX_BYTES):
+        _fail(where, f"budget footprint_bytes must be null or an integer from 0 to {MAX_BYTES}")
+    _check_header(where, plan)
     phases = plan.get("phases")
     if not isinstance(phases, list) or not all(isinstance(p, dict) and isinstance(
-            p.get("name"), str) and isinstance(p.get("target"), str) for p in phases):
+            p.get("name"), str) and isinstance(p.get("target"), str) and isinstance(
+            p.get("parent"), (str, type(None))) for p in phases):
         _fail(where, "plan has no valid phase list")
+    if len(phases) > MAX_PHASES:
+        _fail(where, f"plan has {len(phases)} phases; the runtime takes at most {MAX_PHASES}")
+    for p in phases:
+        for name in filter(None, (p["name"], p["target"], p.get("parent"))):
+            if _utf8_bytes(where, "a phase name", name) > MAX_PHASE_NAME_BYTES:
+                _fail(where, f"phase name {_shown(name)} is longer than "
+                             f"{MAX_PHASE_NAME_BYTES} bytes")
     names = {p["name"] for p in phases}
     if ROOT not in names or not all(p["target"] in names for p in phases):
         _fail(where, f"plan phases must include {ROOT!r} and target known phases")
@@ -234,8 +258,8 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
             _fail(where, f"entry {i}: tier must be one of {', '.join(TIERS)}")
         if e["tier"] == "pages":
             _check_ranges(where, i, e)
-        if e.get("phase") not in names:
-            _fail(where, f"entry {i}: unknown phase {e.get('phase')!r}")
+        if not isinstance(e.get("phase"), str) or e["phase"] not in names:
+            _fail(where, f"entry {i}: unknown phase {_shown(e.get('phase'))}")
     _check_large_folios(where, plan.get("large_folios", []))
 
 
@@ -244,16 +268,68 @@ def _check_match(where: str, what: str, record: Any, sizes: tuple[str, ...]) -> 
     occurrence (null or >= 0), the byte fields `sizes` integers >= 0, size_min <= size_max."""
     if not isinstance(record, dict):
         _fail(where, f"{what} is not an object")
-    if not isinstance(record.get("context_key"), str) or not _KEY.match(record["context_key"]):
+    if not isinstance(record.get("context_key"), str) or not _KEY.fullmatch(record["context_key"]):
         _fail(where, f"{what}: context_key must be 16 lowercase hex digits")
-    occ = record.get("occurrence")
-    if occ is not None and (not isinstance(occ, int) or isinstance(occ, bool) or occ < 0):
-        _fail(where, f"{what}: occurrence must be null or an integer >= 0")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-               for v in (record.get(k) for k in sizes)):
-        _fail(where, f"{what}: {', '.join(sizes[:-1])} and {sizes[-1]} must be integers >= 0")
+    if "occurrence" not in record:
+        _fail(where, f"{what}: occurrence is missing (null for any)")
+    occ = record["occurrence"]
+    if occ is not None and (not _is_int(occ) or not 0 <= occ <= MAX_OCCURRENCE):
+        _fail(where, f"{what}: occurrence must be null or an integer from 0 to "
+                     f"{MAX_OCCURRENCE}")
+    for name in sizes:
+        value = record.get(name)
+        if not _is_int(value) or not 0 <= value <= MAX_BYTES:
+            _fail(where, f"{what}: {name} must be an integer from 0 to {MAX_BYTES} (bytes), "
+                         f"got {_shown(value)}")
     if record["size_min"] > record["size_max"]:
         _fail(where, f"{what}: size_min > size_max")
+
+
+def _check_header(where: str, plan: dict[str, Any]) -> None:
+    """The fields the text form and `objtier run` read besides budget, phases and entries."""
+    algorithm = plan.get("algorithm")
+    if not isinstance(algorithm, dict) or not isinstance(algorithm.get("name"), str):
+        _fail(where, "plan has no algorithm name")
+    if not isinstance(plan.get("generator", ""), str):
+        _fail(where, "plan generator must be a string")
+    _utf8_bytes(where, "the algorithm name", algorithm["name"])
+    _utf8_bytes(where, "the generator", plan.get("generator", ""))
+    _utf8_bytes(where, "the budget as given", str(plan["budget"].get("given")))
+    binary = plan.get("binary")
+    if binary is None:
+        return
+    if not isinstance(binary, dict):
+        _fail(where, "plan binary must be an object or null")
+    for name in ("path", "build_id"):
+        if not isinstance(binary.get(name), (str, type(None))):
+            _fail(where, f"plan binary {name} must be a string or null")
+        _utf8_bytes(where, f"the binary {name}", binary.get(name) or "")
+    build_id = binary.get("build_id")
+    if build_id and not _HEX.fullmatch(build_id):
+        _fail(where, "plan binary build_id must be hex digits")
+    size = binary.get("size")
+    if size is not None and not (_is_int(size) and 0 <= size <= MAX_BYTES):
+        _fail(where, f"plan binary size must be null or an integer from 0 to {MAX_BYTES}")
+
+
+def _utf8_bytes(where: str, what: str, text: str) -> int:
+    """Bytes of text in UTF-8; a string that has no UTF-8 form (a lone surrogate from a
+    JSON \\ud800 escape) cannot be written to the text form."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        _fail(where, f"{what} is not valid Unicode text")
+    return 0
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (int, float, str, bool, type(None))) \
+        else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _check_large_folios(where: str, records: Any) -> None:

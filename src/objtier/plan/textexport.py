@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from objtier.errors import UsageError
+from objtier.plan.phases import ROOT as ROOT_PHASE
 from objtier.plan.planfile import VERSION, validate_plan
 
 HEADER = f"objtier-plan {VERSION}"
@@ -57,7 +58,10 @@ def unescape(field: str) -> str:
     raw = field.encode("utf-8")
     while i < len(raw):
         if raw[i] == ord("%") and i + 2 < len(raw):
-            data.append(int(raw[i + 1:i + 3], 16))
+            digits = raw[i + 1:i + 3]
+            if not all(c in b"0123456789abcdefABCDEF" for c in digits):
+                raise ValueError(field)
+            data.append(int(digits, 16))
             i += 3
         else:
             data.append(raw[i])
@@ -71,7 +75,8 @@ def to_text(plan: dict[str, Any]) -> str:
     binary = plan.get("binary") or {}
     lines = [
         HEADER,
-        f"# algorithm {plan['algorithm']['name']} budget {escape(str(plan['budget']['given']))}"
+        f"# algorithm {escape(plan['algorithm']['name'])} "
+        f"budget {escape(str(plan['budget'].get('given', '')))}"
         f" generator {escape(plan.get('generator', ''))}",
         f"binary {binary.get('build_id') or '-'} "
         f"{'-' if binary.get('size') is None else binary['size']} "
@@ -93,46 +98,124 @@ def to_text(plan: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+U64_MAX = (1 << 64) - 1
+MAX_PHASES = 256           # RT_PLAN_MAX_PHASES (native/runtime/plan.h)
+MAX_NAME_BYTES = 255       # RT_PLAN_MAX_NAME
+
+
+def _dec(field: str) -> int:
+    """A decimal u64 as the runtime reads it: 1 to 20 ASCII digits, at most 2^64 - 1 (no sign,
+    no spaces, no underscores). ValueError otherwise."""
+    if not 1 <= len(field) <= 20 or not field.isascii() or not field.isdigit():
+        raise ValueError(field)
+    value = int(field)
+    if value > U64_MAX:
+        raise ValueError(field)
+    return value
+
+
+def _key(field: str) -> str:
+    if len(field) != 16 or field.strip("0123456789abcdef"):
+        raise ValueError(field)
+    return field
+
+
+def _name(field: str) -> str:
+    name = unescape(field)
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise ValueError(field)
+    return name
+
+
+def _match(f: list[str]) -> dict[str, Any]:
+    """KEY OCC SIZE_MIN SIZE_MAX: OCC decimal below 2^64 - 1 or "*", SIZE_MIN <= SIZE_MAX."""
+    occurrence = None if f[1] == "*" else _dec(f[1])
+    if occurrence == U64_MAX:  # the runtime's "*"
+        raise ValueError(f[1])
+    size_min, size_max = _dec(f[2]), _dec(f[3])
+    if size_min > size_max:
+        raise ValueError(f[2])
+    return {"context_key": _key(f[0]), "occurrence": occurrence, "size_min": size_min,
+            "size_max": size_max}
+
+
+def _ranges(field: str, fast_bytes: int) -> list[list[int]]:
+    """OFF:LEN pairs, LEN > 0, sorted, disjoint, no overflow, lengths summing to fast_bytes."""
+    out, end = [], 0
+    for part in field.split(","):
+        off_text, colon, len_text = part.partition(":")
+        if not colon:
+            raise ValueError(part)
+        off, length = _dec(off_text), _dec(len_text)
+        if length == 0 or off < end or off > U64_MAX - length:
+            raise ValueError(part)
+        out.append([off, length])
+        end = off + length
+    if sum(length for _, length in out) != fast_bytes:
+        raise ValueError(field)
+    return out
+
+
 def parse_text(text: str) -> dict[str, Any]:
-    """Parse the text form back (the reference for the C parser); UsageError when malformed."""
+    """Parse the text form back (the reference for the C parser, native/runtime/plan.c, with
+    its checks: decimal u64 fields, size_min <= size_max, sorted disjoint ranges summing to
+    fast_bytes, at most 256 phases, names of at most 255 bytes, targets that are phases;
+    names must also be UTF-8 here); UsageError (one line) when malformed."""
     lines = text.split("\n")
-    if not lines or lines[0].strip() != HEADER:
+    if lines[0].removesuffix("\r") != HEADER:
         raise UsageError(f"not an objtier text plan (first line is not {HEADER!r})")
     out: dict[str, Any] = {"binary": None, "budget": None, "phases": [], "entries": [],
                            "large_folios": []}
+    phases: dict[str, str | None] = {ROOT_PHASE: None}  # name -> target named by a record
     for number, line in enumerate(lines[1:], start=2):
+        line = line.removesuffix("\r")
         if not line or line.startswith("#"):
             continue
         f = line.split(" ")
         try:
-            if f[0] == "binary" and len(f) == 4:
-                out["binary"] = {"build_id": None if f[1] == "-" else f[1],
-                                 "size": None if f[2] == "-" else int(f[2]),
+            if f[0] == "binary":
+                if len(f) != 4:
+                    raise ValueError
+                size = int(f[2]) if f[2].isascii() and f[2].isdigit() else None  # informative
+                out["binary"] = {"build_id": None if f[1] == "-" else f[1], "size": size,
                                  "path": unescape(f[3])}
-            elif f[0] == "budget" and len(f) == 3:
-                out["budget"] = {"bytes": int(f[1]), "page_bytes": int(f[2])}
-            elif f[0] == "phase" and len(f) == 4:
-                out["phases"].append({"name": unescape(f[1]),
-                                      "parent": None if f[2] == "-" else unescape(f[2]),
-                                      "target": unescape(f[3])})
-            elif f[0] == "folio" and len(f) == 5 and len(f[1]) == 16 \
-                    and not f[1].strip("0123456789abcdef"):
-                out["large_folios"].append({
-                    "context_key": f[1], "occurrence": None if f[2] == "*" else int(f[2]),
-                    "size_min": int(f[3]), "size_max": int(f[4])})
-            elif len(f) == (8 if f[4:5] == ["pages"] else 7) and len(f[0]) == 16 \
-                    and not f[0].strip("0123456789abcdef"):
-                entry = {
-                    "context_key": f[0], "occurrence": None if f[1] == "*" else int(f[1]),
-                    "size_min": int(f[2]), "size_max": int(f[3]), "tier": f[4],
-                    "fast_bytes": int(f[5]), "phase": unescape(f[6])}
-                if len(f) == 8:
-                    entry["ranges"] = [[int(v) for v in r.split(":", 1)] for r in f[7].split(",")]
-                    if any(len(r) != 2 for r in entry["ranges"]):
+            elif f[0] == "budget":
+                if len(f) != 3:
+                    raise ValueError
+                out["budget"] = {"bytes": _dec(f[1]), "page_bytes": _dec(f[2])}
+            elif f[0] == "phase":
+                if len(f) != 4:
+                    raise ValueError
+                name, target = _name(f[1]), _name(f[3])
+                parent = None if f[2] == "-" else _name(f[2])
+                if name not in phases and len(phases) == MAX_PHASES:
+                    raise ValueError
+                phases[name] = target
+                out["phases"].append({"name": name, "parent": parent, "target": target})
+            elif f[0] == "folio":
+                if len(f) != 5:
+                    raise ValueError
+                out["large_folios"].append(_match(f[1:]))
+            elif len(f) == 7 or (len(f) == 8 and f[4] == "pages"):
+                entry = _match(f)
+                entry.update(tier=f[4], fast_bytes=_dec(f[5]), phase=_name(f[6]))
+                if entry["tier"] not in ("fast", "slow", "split", "pages"):
+                    raise ValueError
+                if (entry["tier"] == "pages") != (len(f) == 8):
+                    raise ValueError
+                if entry["tier"] == "pages":
+                    entry["ranges"] = _ranges(f[7], entry["fast_bytes"])
+                if entry["phase"] not in phases:  # a phase with no `phase` record
+                    if len(phases) == MAX_PHASES:
                         raise ValueError
+                    phases[entry["phase"]] = None
                 out["entries"].append(entry)
             else:
                 raise ValueError
-        except ValueError:
+        except ValueError:  # UnicodeDecodeError of a %XX name is a ValueError too
             raise UsageError(f"text plan line {number}: cannot parse {line[:60]!r}") from None
+    for name, target in phases.items():
+        if target is not None and target not in phases:
+            raise UsageError(f"text plan: phase {name!r} has target {target!r}, which is not "
+                             f"a phase")
     return out

@@ -11,6 +11,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,18 +51,113 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+ESCALATE_AFTER_S = 5.0  # seconds between SIGINT and SIGTERM, and between SIGTERM and SIGKILL
+_SIGINT_BIT = 1 << (signal.SIGINT - 1)
+
+
+def _signal_masks(status_path: Path) -> dict[str, int]:
+    masks = {}
+    for line in status_path.read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("SigIgn", "SigBlk"):
+            masks[name] = int(value.strip() or "0", 16)
+    return masks
+
+
+def sigint_refusal(pid: int) -> str | None:
+    """'ignores' or 'blocks' when process pid cannot be stopped by SIGINT, else None: from
+    its SigIgn mask (/proc/PID/status), or SIGINT in the SigBlk mask of every one of its
+    threads (one thread that takes it is enough for the default action to end the process)."""
+    try:
+        if _signal_masks(Path(f"/proc/{pid}/status")).get("SigIgn", 0) & _SIGINT_BIT:
+            return "ignores"
+        tasks = list(Path(f"/proc/{pid}/task").glob("*/status"))
+        if tasks and all(_signal_masks(t).get("SigBlk", 0) & _SIGINT_BIT for t in tasks):
+            return "blocks"
+    except OSError:  # the process (or a thread) is gone: it is stopping
+        return None
+    return None
+
+
+class _Rearm(Exception):
+    """Raised by the signal handler to leave a wait() that has no timeout."""
+
+
+class _Escalation:
+    """Ctrl-C on a program that ignores or blocks SIGINT: say so at once, then SIGTERM and
+    SIGKILL, each ESCALATE_AFTER_S later (a further Ctrl-C takes the next step at once).
+    A program that handles SIGINT is left to finish; a second Ctrl-C escalates it too."""
+
+    STEPS = ((signal.SIGTERM, "SIGTERM"), (signal.SIGKILL, "SIGKILL"))
+
+    def __init__(self, process: subprocess.Popen, name: str, delay_s: float):
+        self.process = process
+        self.name = name
+        self.delay_s = delay_s
+        self.step = 0               # index into STEPS of the next signal
+        self.deadline: float | None = None
+        self.interrupts = 0
+
+    def say(self, text: str) -> None:
+        sys.stderr.write(f"{self.name}: {text}\n")
+        sys.stderr.flush()
+
+    def interrupted(self) -> None:
+        self.interrupts += 1
+        if self.interrupts > 1 and self.step < len(self.STEPS):
+            self.next_step()
+            return
+        refusal = sigint_refusal(self.process.pid)
+        if refusal:
+            self.say(f"the program {refusal} SIGINT; sending SIGTERM in "
+                     f"{self.delay_s:g} s, then SIGKILL {self.delay_s:g} s later "
+                     f"(Ctrl-C again to do it now); the trace keeps what was written")
+            self.deadline = time.monotonic() + self.delay_s
+
+    def next_step(self) -> None:
+        signum, name = self.STEPS[self.step]
+        self.step += 1
+        more = (f"; SIGKILL in {self.delay_s:g} s if it is still running"
+                if self.step < len(self.STEPS) else "")
+        self.say(f"sending {name} to the program (pid {self.process.pid}){more}")
+        try:
+            self.process.send_signal(signum)
+        except ProcessLookupError:
+            pass
+        self.deadline = (time.monotonic() + self.delay_s) if self.step < len(self.STEPS) \
+            else None
+
+    def timeout(self) -> float | None:
+        """Seconds until the next step is due (None: nothing pending)."""
+        if self.deadline is None:
+            return None
+        return max(self.deadline - time.monotonic(), 0.0)
+
+
 def run_program(command: list[str], env: dict[str, str],
                 on_start: Callable[[int], None] | None = None,
-                preexec: Callable[[], None] | None = None) -> int:
-    """Run command to completion; returns its raw returncode (negative = killed by signal)."""
+                preexec: Callable[[], None] | None = None, name: str = "objtier",
+                escalate_after_s: float = ESCALATE_AFTER_S) -> int:
+    """Run command to completion; returns its raw returncode (negative = killed by signal).
+    SIGINT, SIGTERM and SIGHUP reach the program; a program that will not stop on SIGINT is
+    escalated (see _Escalation); `name` prefixes the messages ("objtier record")."""
     process = subprocess.Popen(command, env=env, preexec_fn=preexec)
     previous = {}
-
+    escalation = _Escalation(process, name, escalate_after_s)
     interactive = os.isatty(0)
+    waiting = [False]  # inside process.wait(): a handler may interrupt it
 
     def forward(signum, _frame):
-        if signum == signal.SIGINT and interactive:
-            return  # the terminal already sent Ctrl-C to the program's process group
+        if signum == signal.SIGINT:
+            if not interactive:  # the terminal sends Ctrl-C to the whole group itself
+                try:
+                    process.send_signal(signum)
+                except ProcessLookupError:
+                    pass
+            escalation.interrupted()
+            if escalation.deadline is not None and waiting[0]:
+                raise _Rearm  # out of a blocking wait(), back in with a timeout
+            return
         try:
             process.send_signal(signum)
         except ProcessLookupError:
@@ -73,9 +170,14 @@ def run_program(command: list[str], env: dict[str, str],
             on_start(process.pid)
         while True:
             try:
-                return process.wait()
-            except KeyboardInterrupt:
+                waiting[0] = True
+                return process.wait(timeout=escalation.timeout())
+            except subprocess.TimeoutExpired:
+                escalation.next_step()
+            except (KeyboardInterrupt, _Rearm):
                 continue
+            finally:
+                waiting[0] = False
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

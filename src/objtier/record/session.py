@@ -3,7 +3,7 @@ Used by `objtier record` and by the experiment harness."""
 
 from __future__ import annotations
 
-import shutil
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +26,25 @@ class RecordSettings:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:
-        if self.rate <= 0:
-            raise UsageError(f"--rate must be positive, got {self.rate}")
-        if not 1 <= self.stack_depth <= 32:
-            raise UsageError(f"--stack-depth must be between 1 and 32, got {self.stack_depth}")
-        if self.counters_interval_ms < 0:
-            raise UsageError("--counters-interval must be 0 (off) or a positive number of ms")
-        if self.min_size < 1:
-            raise UsageError("--min-size must be at least 1 byte")
+        """The runtime's bounds (native/runtime/config.c), checked before the program starts:
+        a value the runtime would refuse would otherwise record nothing."""
+        from objtier import bounds as B
+
+        B.check_range(self.rate, "--rate", 1, B.RATE_MAX, unit="samples per second")
+        B.check_range(self.stack_depth, "--stack-depth", 1, B.STACK_DEPTH_MAX, unit="frames")
+        B.check_range(self.counters_interval_ms, "--counters-interval", 0, B.INTERVAL_MS_MAX,
+                      unit="ms (0 = off)")
+        B.check_range(self.min_size, "--min-size", 1, B.BYTES_MAX // 2, unit="bytes")
+        B.check_range(self.trace_limit, "--trace-limit", 0, B.BYTES_MAX // 2, unit="records")
+        if self.llc is not None:
+            B.check_range(self.llc[0], "--llc size", 1, B.LLC_BYTES_MAX, unit="bytes")
+            B.check_range(self.llc[1], "--llc ways", 1, B.LLC_WAYS_MAX)
+            B.check_range(self.llc[2], "--llc line", 1, B.LLC_LINE_MAX, unit="bytes")
+            if self.llc[2] & (self.llc[2] - 1):
+                raise UsageError(f"--llc line must be a power of two, got {self.llc[2]}")
+            if self.llc[0] < self.llc[2]:
+                raise UsageError(f"--llc size ({self.llc[0]} bytes) is smaller than its line "
+                                 f"({self.llc[2]} bytes)")
 
     def runtime_settings(self, output: Path) -> dict[str, str]:
         return {
@@ -51,15 +62,23 @@ class RecordSettings:
 
 
 def prepare_output(output: Path, force: bool) -> None:
-    """Create the recording directory; replace an old recording only with force."""
-    if output.exists():
-        if not force:
-            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
-        if output.is_dir() and all(p.suffix == ".otr" for p in output.iterdir()):
-            shutil.rmtree(output)
-        else:
-            raise UsageError(f"{output} is not a recording directory; refusing to replace it")
-    output.mkdir(parents=True)
+    """Create the recording directory (mode 0700); replace an old recording only with force,
+    never through a symbolic link."""
+    from objtier.outputs import replace_dir
+
+    replace_dir(output, force, lambda p: all(c.suffix == ".otr" for c in p.iterdir()),
+                what="recording directory")
+
+
+def _make_private(output: Path) -> None:
+    """Mode 0600 for every trace file of the recording, whoever created it (the directory
+    is 0700 from the start, so no other user could read them meanwhile)."""
+    for path in output.glob("*.otr"):
+        try:
+            if not path.is_symlink():
+                os.chmod(path, 0o600)
+        except OSError:
+            pass
 
 
 def record_program(command: list[str], output: Path, settings: RecordSettings,
@@ -79,8 +98,10 @@ def record_program(command: list[str], output: Path, settings: RecordSettings,
 
     started = time.monotonic()
     try:
-        returncode = run_program(command, env, on_start=start_counters, preexec=preexec)
+        returncode = run_program(command, env, on_start=start_counters, preexec=preexec,
+                                 name="objtier record")
     finally:
         for collector in collectors:
             collector.stop()
+        _make_private(output)
     return returncode, time.monotonic() - started

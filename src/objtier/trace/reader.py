@@ -8,6 +8,7 @@ file — a process killed mid-write — is dropped with a warning; everything be
 
 from __future__ import annotations
 
+import stat
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -59,6 +60,10 @@ def read_file(path: str | Path) -> RawFile:
     """Decode one .otr file. Raises TraceError for anything that is not a readable trace."""
     path = Path(path)
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or device would block or not end
+            if path.is_dir():
+                raise IsADirectoryError
+            raise TraceError(f"{path} is not a regular file; expected an .otr file")
         data = path.read_bytes()
     except FileNotFoundError:
         raise TraceError(f"no such trace file: {path}") from None
@@ -157,39 +162,63 @@ def _decode_block(raw: RawFile, tag: int, record_size: int, count: int, data: by
 
 
 # --- variable-record decoders ------------------------------------------------------------
+# Each checks every length against the record body: a corrupt body is a TraceError, never a
+# read past the end (numpy and struct would raise their own errors) or a silent short field.
 
-def _string_at(body: bytes, position: int) -> tuple[str, int]:
+def _corrupt(what: str) -> TraceError:
+    return TraceError(f"corrupt trace: a {what} record is shorter than its fields say")
+
+
+def _head(body: bytes, dtype: np.dtype, what: str) -> np.void:
+    if len(body) < dtype.itemsize:
+        raise _corrupt(what)
+    return np.frombuffer(body, dtype=dtype, count=1)[0]
+
+
+def _bytes_at(body: bytes, position: int, length: int, what: str) -> bytes:
+    if position + length > len(body):
+        raise _corrupt(what)
+    return body[position:position + length]
+
+
+def _string_at(body: bytes, position: int, what: str = "PROCESS") -> tuple[str, int]:
+    if position + 4 > len(body):
+        raise _corrupt(what)
     (length,) = struct.unpack_from("<I", body, position)
-    text = body[position + 4: position + 4 + length].decode("utf-8", "replace")
+    text = _bytes_at(body, position + 4, length, what).decode("utf-8", "replace")
     return text, position + 4 + length
 
 
 def decode_process(body: bytes) -> dict:
-    head = np.frombuffer(body, dtype=F.PROCESS_HEAD, count=1)[0]
+    head = _head(body, F.PROCESS_HEAD, "PROCESS")
     position = F.PROCESS_HEAD.itemsize
     exe, position = _string_at(body, position)
+    argc = int(head["argc"])
+    if argc > (len(body) - position) // 4:  # every argument takes at least its 4-byte length
+        raise _corrupt("PROCESS")
     argv = []
-    for _ in range(int(head["argc"])):
+    for _ in range(argc):
         arg, position = _string_at(body, position)
         argv.append(arg)
-    config_text = body[position: position + int(head["config_len"])].decode("utf-8", "replace")
+    config_text = _bytes_at(body, position, int(head["config_len"]), "PROCESS").decode(
+        "utf-8", "replace")
     config = dict(line.split("=", 1) for line in config_text.splitlines() if "=" in line)
     return {"pid": int(head["pid"]), "ppid": int(head["ppid"]), "time_ns": int(head["time_ns"]),
             "exe": exe, "argv": argv, "config": config}
 
 
 def decode_module(body: bytes) -> dict:
-    head = np.frombuffer(body, dtype=F.MODULE_HEAD, count=1)[0]
+    head = _head(body, F.MODULE_HEAD, "MODULE")
     position = F.MODULE_HEAD.itemsize
     build_len, path_len = int(head["build_id_len"]), int(head["path_len"])
-    build_id = body[position: position + build_len].hex()
-    path = body[position + build_len: position + build_len + path_len].decode("utf-8", "replace")
+    build_id = _bytes_at(body, position, build_len, "MODULE").hex()
+    path = _bytes_at(body, position + build_len, path_len, "MODULE").decode("utf-8", "replace")
     return {"id": int(head["id"]), "path": path, "build_id": build_id, "base": int(head["base"]),
             "start": int(head["start"]), "end": int(head["end"])}
 
 
 def decode_context(body: bytes) -> tuple[int, np.ndarray]:
-    head = np.frombuffer(body, dtype=F.CONTEXT_HEAD, count=1)[0]
+    head = _head(body, F.CONTEXT_HEAD, "CONTEXT")
     depth = int(head["depth"])
     if F.CONTEXT_HEAD.itemsize + depth * F.FRAME.itemsize > len(body):
         raise TraceError("corrupt trace: a context record is shorter than its depth")
@@ -198,15 +227,16 @@ def decode_context(body: bytes) -> tuple[int, np.ndarray]:
 
 
 def decode_named(body: bytes, head_dtype: np.dtype) -> dict:
-    head = np.frombuffer(body, dtype=head_dtype, count=1)[0]
+    what = "COUNTER_DEF" if head_dtype is F.COUNTER_DEF_HEAD else "NAME"
+    head = _head(body, head_dtype, what)
     position = head_dtype.itemsize
     if head_dtype is F.COUNTER_DEF_HEAD:
         name_len, unit_len = int(head["name_len"]), int(head["unit_len"])
-        name = body[position: position + name_len].decode("utf-8", "replace")
-        unit = body[position + name_len: position + name_len + unit_len].decode("utf-8", "replace")
+        name = _bytes_at(body, position, name_len, what).decode("utf-8", "replace")
+        unit = _bytes_at(body, position + name_len, unit_len, what).decode("utf-8", "replace")
         return {"id": int(head["id"]), "name": name, "unit": unit}
     return {"id": int(head["id"]),
-            "name": body[position: position + int(head["len"])].decode("utf-8", "replace")}
+            "name": _bytes_at(body, position, int(head["len"]), what).decode("utf-8", "replace")}
 
 
 # --- the recording -------------------------------------------------------------------------
@@ -264,6 +294,10 @@ class Trace:
             contexts = [decode_context(b)[0] for b in raw.variable.get(F.TAG_CONTEXT, [])]
             next_seq[pid] = self._seq_offset[id(raw)] + (max(seqs) + 1 if seqs else 0)
             next_ctx[pid] = self._ctx_offset[id(raw)] + (max(contexts) if contexts else 0)
+            # later images' ids are shifted in their own fields (u64 seq, u32 context)
+            if next_seq[pid] >= 1 << 64 or next_ctx[pid] >= 1 << 32:
+                raise TraceError(f"corrupt trace: pid {pid}'s images number their objects or "
+                                 f"contexts beyond the format's range ({raw.path})")
 
     # -- processes and metadata --
     @cached_property
@@ -416,14 +450,15 @@ class Trace:
             records = raw.records(F.TAG_COUNTERS)
             if not len(records):
                 continue
-            ids = records["id"]
+            # one lookup per distinct id (ids are u32: a table indexed by id could be huge)
+            distinct, inverse = np.unique(records["id"], return_inverse=True)
             lookup_names = np.array([defs.get(i, {"name": f"counter{i}"})["name"]
-                                     for i in range(int(ids.max()) + 1)], dtype=object)
+                                     for i in distinct.tolist()], dtype=object)
             lookup_units = np.array([defs.get(i, {"unit": ""})["unit"]
-                                     for i in range(int(ids.max()) + 1)], dtype=object)
+                                     for i in distinct.tolist()], dtype=object)
             times.append(records["time_ns"])
-            names.append(lookup_names[ids])
-            units.append(lookup_units[ids])
+            names.append(lookup_names[inverse])
+            units.append(lookup_units[inverse])
             values.append(records["value"])
         if not times:
             return pa.table({"time_ns": pa.array([], pa.uint64()), "name": pa.array([], pa.string()),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from objtier.outputs import open_private
 from objtier.trace import format as F
 
 _KINDS = {"process": F.FILE_PROCESS, "counters": F.FILE_COUNTERS}
@@ -37,7 +38,7 @@ class TraceWriter:
                  start_mono_ns: int | None = None, start_real_ns: int | None = None,
                  page_bytes: int = 4096):
         self.path = Path(path)
-        self._file = open(self.path, "wb")
+        self._file = open_private(self.path, what="trace")  # 0600, never through a link
         header = np.zeros(1, dtype=F.FILE_HEADER)
         header["magic"] = F.MAGIC
         header["version_major"] = F.VERSION_MAJOR
