@@ -305,6 +305,17 @@ static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep)
     return t;
 }
 
+/* A miss needs a free miss register when its hit phase ends; when none is free by then, the
+ * request waits before the level (a replayed load: not active there, and the level above
+ * sees the wait as part of its miss phase), so that every hit phase lasts the hit latency. */
+static void wait_for(uint64_t *start, uint64_t *hit_end, uint64_t release)
+{
+    if (release > *hit_end) {
+        *start += release - *hit_end;
+        *hit_end = release;
+    }
+}
+
 static int feed_one(camat_model *m, const camat_access *a)
 {
     const camat_config *cfg = &m->cfg;
@@ -366,8 +377,7 @@ static int feed_one(camat_model *m, const camat_access *a)
                 }
             }
             uint32_t r1 = mshr_pick(&k->m1);
-            if (k->m1.release[r1] > hit_end[0])
-                hit_end[0] = k->m1.release[r1]; /* waits at L1 for a register */
+            wait_for(&start[0], &hit_end[0], k->m1.release[r1]);
             /* L2 */
             start[1] = hit_end[0];
             hit_end[1] = start[1] + m->hit[1];
@@ -382,8 +392,7 @@ static int feed_one(camat_model *m, const camat_access *a)
             } else {
                 missed[1] = 1;
                 r2 = mshr_pick(&k->m2);
-                if (k->m2.release[r2] > hit_end[1])
-                    hit_end[1] = k->m2.release[r2];
+                wait_for(&start[1], &hit_end[1], k->m2.release[r2]);
                 /* LLC (shared); coherence actions happen here */
                 uint32_t extra = 0;
                 if (multi) {
@@ -411,8 +420,7 @@ static int feed_one(camat_model *m, const camat_access *a)
                 } else {
                     missed[2] = 1;
                     rl = mshr_pick(&m->mllc);
-                    if (m->mllc.release[rl] > hit_end[2])
-                        hit_end[2] = m->mllc.release[rl];
+                    wait_for(&start[2], &hit_end[2], m->mllc.release[rl]);
                     start[3] = hit_end[2];
                     hit_end[3] = start[3] + m->hit[3];
                     cm_cache_fill(&m->llc, line, ST_S);
@@ -425,8 +433,7 @@ static int feed_one(camat_model *m, const camat_access *a)
                     } else {
                         missed[3] = 1;
                         rm = mshr_pick(&k->mmem);
-                        if (k->mmem.release[rm] > hit_end[3])
-                            hit_end[3] = k->mmem.release[rm];
+                        wait_for(&start[3], &hit_end[3], k->mmem.release[rm]);
                         start[4] = hit_end[3];
                         hit_end[4] = start[4] + m->hit[4];
                         deepest = 4;

@@ -12,8 +12,10 @@
  *     the retirement of the access `window` places before it (an out-of-order window).
  *   - An access arriving at a level spends that level's hit cycles there (its hit phase).
  *     A miss then holds one of the level's miss-status registers (mshrs; per core for L1/L2/
- *     MEM, shared for the LLC) until the data returns; with all of them busy the request waits,
- *     and the wait is part of the next level's hit phase. A miss on a line already
+ *     MEM, shared for the LLC) until the data returns; with all of them busy the request waits
+ *     before the level (as a replayed load does: not active there; the level above counts the
+ *     wait in its miss phase), so every hit phase lasts exactly the level's hit latency (plus
+ *     coherence_cycles for a transfer from another core at the LLC). A miss on a line already
  *     outstanding from the same core merges with it (no new request).
  *   - Cores stay within `lag` cycles of the most advanced one (the trace's interleaving is
  *     taken as simultaneity).
