@@ -280,9 +280,9 @@ static int snoop_read(camat_model *m, uint32_t me, uint64_t line)
 #define REG(l, r) m->by_region[(size_t)(l) * m->cfg.regions + (r)]
 
 /* Issue cycle of the next access of core k. */
-static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep)
+static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floor)
 {
-    uint64_t t = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
+    uint64_t t = floor;
     if (k->cycle > t)
         t = k->cycle;
     if (k->n >= m->cfg.window) {
@@ -316,7 +316,8 @@ static void wait_for(uint64_t *start, uint64_t *hit_end, uint64_t release)
     }
 }
 
-static int feed_one(camat_model *m, const camat_access *a)
+/* One access, issued no earlier than floor; timelines are not advanced here. */
+static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
 {
     const camat_config *cfg = &m->cfg;
     if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
@@ -329,7 +330,7 @@ static int feed_one(camat_model *m, const camat_access *a)
     uint32_t obj = a->object, reg = a->region, me = a->core;
     int write = a->flags & CAMAT_WRITE;
     uint64_t line = a->addr >> m->line_shift;
-    uint64_t t = issue_cycle(m, k, a->dep);
+    uint64_t t = issue_cycle(m, k, a->dep, floor);
     if (t > m->gmax)
         m->gmax = t;
     int multi = cfg->cores > 1;
@@ -346,8 +347,15 @@ static int feed_one(camat_model *m, const camat_access *a)
     hit_end[0] = t + m->hit[0];
     if (s1 >= 0 && !upgrade) {
         cm_cache_touch(&k->l1, s1);
-        if (write)
+        if (write) {
             k->l1.state[s1] = ST_M;
+            if (multi) /* the owner's later stores count for the cores it took the line from */
+                for (uint32_t c = 0; c < cfg->cores; c++) {
+                    inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
+                    if (c != me && e->line == line + 1)
+                        e->written |= bytes;
+                }
+        }
         deepest = 0;
         done = hit_end[0];
     } else {
@@ -482,19 +490,91 @@ static int feed_one(camat_model *m, const camat_access *a)
     k->n++;
     if (done > m->last_done)
         m->last_done = done;
-    uint64_t frontier = m->gmax > cfg->lag ? m->gmax - cfg->lag : 0;
+    return 0;
+}
+
+static void advance_all(camat_model *m, uint64_t frontier)
+{
     for (uint32_t l = 0; l < m->levels; l++)
         cm_timeline_advance(&m->tl[l], frontier);
-    return 0;
+}
+
+/* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. */
+static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
+{
+    uint32_t cores = m->cfg.cores;
+    size_t *first = calloc(cores + 1, sizeof *first), *pos = calloc(cores, sizeof *pos);
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    int rc = 0;
+    if (!first || !pos || !order) {
+        m->error = "out of memory";
+        rc = -1;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].core >= cores) {
+            m->error = "access core out of range";
+            rc = -1;
+            goto out;
+        }
+        first[a[i].core + 1]++;
+    }
+    for (uint32_t c = 0; c < cores; c++)
+        first[c + 1] += first[c];
+    for (uint32_t c = 0; c < cores; c++)
+        pos[c] = first[c];
+    for (size_t i = 0; i < n; i++)
+        order[pos[a[i].core]++] = i;
+    for (uint32_t c = 0; c < cores; c++)
+        pos[c] = first[c];
+    uint64_t floor = 0;
+    for (;;) {
+        /* the earliest pending stream position, then the eligible core with the earliest clock */
+        size_t cursor = SIZE_MAX;
+        for (uint32_t c = 0; c < cores; c++)
+            if (pos[c] < first[c + 1] && order[pos[c]] < cursor)
+                cursor = order[pos[c]];
+        if (cursor == SIZE_MAX)
+            break;
+        int64_t pick = -1;
+        uint64_t best = UINT64_MAX, lowest = UINT64_MAX;
+        for (uint32_t c = 0; c < cores; c++) {
+            if (pos[c] >= first[c + 1] || order[pos[c]] - cursor >= m->cfg.reorder)
+                continue;
+            uint64_t clock = m->cores[c].cycle > floor ? m->cores[c].cycle : floor;
+            if (clock < best)
+                best = clock, pick = c;
+            if (clock < lowest)
+                lowest = clock;
+        }
+        if (feed_one(m, &a[order[pos[pick]++]], floor) != 0) {
+            rc = -1;
+            goto out;
+        }
+        /* every later issue is at or after the eligible cores' earliest clock */
+        if (lowest > floor)
+            floor = lowest;
+        advance_all(m, floor);
+    }
+out:
+    free(first);
+    free(pos);
+    free(order);
+    return rc;
 }
 
 int camat_feed(camat_model *m, const camat_access *a, size_t n)
 {
     if (m->error)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        if (feed_one(m, &a[i]) != 0)
+    if (m->cfg.reorder)
+        return feed_by_clock(m, a, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t floor = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
+        if (feed_one(m, &a[i], floor) != 0)
             return -1;
+        advance_all(m, m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0);
+    }
     return 0;
 }
 

@@ -17,8 +17,13 @@
  *     wait in its miss phase), so every hit phase lasts exactly the level's hit latency (plus
  *     coherence_cycles for a transfer from another core at the LLC). A miss on a line already
  *     outstanding from the same core merges with it (no new request).
- *   - Cores stay within `lag` cycles of the most advanced one (the trace's interleaving is
- *     taken as simultaneity).
+ *   - Interleaving of cores. reorder == 0: accesses are taken in stream order and cores stay
+ *     within `lag` cycles of the most advanced one (the trace's interleaving is taken as
+ *     simultaneity). reorder > 0: each core runs its own accesses in order and the core with
+ *     the earliest clock goes next, among the cores whose next access lies fewer than
+ *     `reorder` stream positions after the earliest pending one (so threads still start,
+ *     stop and meet where the stream says, within that window, while a recording made on a
+ *     busy machine, where threads ran in turns, still overlaps them).
  *   - Coherence (MESI-like, over the private L1/L2): a store to a line not held Modified or
  *     Exclusive invalidates every other core's copy; a load of a line another core holds
  *     Modified is served by that core (LLC hit plus coherence_cycles) and downgrades it.
@@ -81,7 +86,9 @@ typedef struct camat_config {
     uint32_t cores;           /* 1..CAMAT_MAX_CORES */
     uint32_t issue_width;     /* accesses per cycle per core, >= 1 */
     uint32_t window;          /* accesses in flight per core, 1..4096 */
-    uint32_t lag;             /* cycles a core may trail the most advanced one, >= 1 */
+    uint32_t lag;             /* reorder == 0: cycles a core may trail the most advanced one */
+    uint32_t reorder;         /* 0, or the stream window of clock-ordered interleaving; then
+                                 camat_feed must be given the whole stream in one call */
     uint32_t mem_cycles;      /* MEM hit latency */
     uint32_t mem_mshrs;       /* per core: outstanding MEM misses (to FAR); swap faults: 1 */
     uint32_t far_cycles;      /* FAR latency */

@@ -221,6 +221,41 @@ static void test_false_sharing(void)
     CHECK(camat_terms(&shared) > 2 * camat_terms(&padded));
 }
 
+/* Two threads that ran in turns (1000 accesses each) on a busy machine: in stream order they
+ * never overlap; interleaved by the model's clocks they do, and share the line again. */
+static void test_clock_interleaving(void)
+{
+    printf("clock-ordered interleaving overlaps threads that ran in turns\n");
+    camat_counts by_stream, by_clock;
+    enum { N = 8000 };
+    camat_access *a = calloc(N, sizeof *a);
+    for (int i = 0; i < N; i++) {
+        uint32_t c = (uint32_t)((i / 1000) & 1);
+        a[i] = (camat_access){.addr = 0x2000 + c * 4, .core = c, .object = 1, .region = 1,
+                              .flags = (uint16_t)((4 << 8) | (i & 1 ? CAMAT_WRITE : 0))};
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        camat_config cfg = base_config(2);
+        cfg.reorder = pass ? 4096 : 0;
+        camat_model *m = camat_create(&cfg, NULL);
+        CHECK(camat_feed(m, a, N) == 0);
+        camat_finish(m);
+        *(pass ? &by_clock : &by_stream) = camat_totals(m)[CAMAT_L1];
+        check_sums(m, &cfg);
+        for (int l = 0; l < CAMAT_FAR; l++)
+            if (camat_totals(m)[l].accesses)
+                check_apc(&camat_totals(m)[l]);
+        camat_destroy(m);
+    }
+    printf("  coherence misses: stream order %llu, clock order %llu\n",
+           (unsigned long long)by_stream.coherence_misses,
+           (unsigned long long)by_clock.coherence_misses);
+    CHECK(by_stream.accesses == N && by_clock.accesses == N);
+    CHECK(by_stream.coherence_misses < 20);
+    CHECK(by_clock.coherence_misses > 1000);
+    free(a);
+}
+
 static void test_local_buffer(void)
 {
     printf("local buffer: page LRU\n");
@@ -294,6 +329,7 @@ int main(void)
     test_streaming();
     test_hits_overlap();
     test_false_sharing();
+    test_clock_interleaving();
     test_local_buffer();
     test_bad_input();
     if (failures) {

@@ -152,6 +152,8 @@ def machine_info() -> dict:
 
 LATENCY_BOUND_CM = 1.5   # L1 miss concurrency below this: misses are served one at a time
 SIGNIFICANT_SHARE = 0.05 # of the L1 active cycles
+FALSE_SHARING_MIN = 100     # false-sharing misses of a region worth a finding ...
+FALSE_SHARING_SHARE = 0.01  # ... and at least this share of its accesses
 
 
 def findings(doc: dict) -> list[str]:
@@ -172,7 +174,7 @@ def findings(doc: dict) -> list[str]:
     rtotal = sum(r.get("l1_active_share", 0.0) for r in regs) or 1.0
     for r in regs:
         fs = r.get("false_sharing_misses", 0)
-        if fs and r.get("l1_active_share", 0.0) / rtotal >= 0.01:
+        if fs >= FALSE_SHARING_MIN and fs >= FALSE_SHARING_SHARE * r.get("accesses", 0):
             l1 = next((lv for lv in r["levels"] if lv["level"] == "L1"), {})
             out.append(f"region {r['region']}: {fs} false-sharing misses (lines another thread's "
                        f"stores invalidated, on bytes those stores did not write); its L1 C-AMAT "

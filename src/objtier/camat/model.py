@@ -41,7 +41,8 @@ class _Cache(ctypes.Structure):
 class _Config(ctypes.Structure):
     _fields_ = [("cache", _Cache * 3), ("line_bytes", ctypes.c_uint32), ("cores", ctypes.c_uint32),
                 ("issue_width", ctypes.c_uint32), ("window", ctypes.c_uint32),
-                ("lag", ctypes.c_uint32), ("mem_cycles", ctypes.c_uint32),
+                ("lag", ctypes.c_uint32), ("reorder", ctypes.c_uint32),
+                ("mem_cycles", ctypes.c_uint32),
                 ("mem_mshrs", ctypes.c_uint32), ("far_cycles", ctypes.c_uint32),
                 ("coherence_cycles", ctypes.c_uint32), ("page_shift", ctypes.c_uint32),
                 ("local_pages", ctypes.c_uint64), ("objects", ctypes.c_uint32),
@@ -69,6 +70,8 @@ class Hierarchy:
     issue_width: int = 2
     window: int = 192
     lag: int = 256
+    reorder: int = 65536        # interleave threads by the model's clocks within this many
+                                # stream positions (0: in recorded order, within `lag` cycles)
     mem_cycles: int = 250
     coherence_cycles: int = 70
     far_cycles: int = 9000      # far level behind the local buffer (3 us at 3 GHz, RDMA-like)
@@ -141,7 +144,7 @@ def _c_config(cfg: SimConfig) -> tuple[_Config, object]:
     if h.page_bytes & (h.page_bytes - 1) or h.page_bytes < 64:
         raise UsageError(f"page size {h.page_bytes} is not a power of two of at least 64")
     c.line_bytes, c.cores, c.issue_width, c.window = h.line_bytes, cfg.cores, h.issue_width, h.window
-    c.lag, c.mem_cycles, c.mem_mshrs, c.far_cycles = h.lag, h.mem_cycles, h.far_mshrs, h.far_cycles
+    c.lag, c.reorder, c.mem_cycles, c.mem_mshrs, c.far_cycles = h.lag, h.reorder, h.mem_cycles, h.far_mshrs, h.far_cycles
     c.coherence_cycles, c.page_shift = h.coherence_cycles, h.page_bytes.bit_length() - 1
     c.local_pages, c.objects, c.regions = cfg.local_pages, cfg.objects, cfg.regions
     keep = None
@@ -167,6 +170,8 @@ def simulate(accesses: np.ndarray, cfg: SimConfig, chunk: int = 1 << 20) -> SimC
         raise UsageError(f"C-AMAT model: bad parameter {what}")
     try:
         data = np.ascontiguousarray(accesses)
+        if c.reorder:  # clock-ordered interleaving takes the whole stream at once
+            chunk = max(len(data), 1)
         for start in range(0, len(data), chunk):
             part = data[start:start + chunk]
             if lib.camat_feed(model, part.ctypes.data, len(part)) != 0:
