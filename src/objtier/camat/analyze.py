@@ -78,7 +78,9 @@ def _entry(key: str, label: str, rows: np.ndarray, levels: int) -> dict:
     entry = {key: label, **{k: top[k] for k in ("H", "C_H", "pMR", "pAMP", "C_M", "kappa",
                                                  "camat")},
              "levels": [schema_level(LEVELS[l], per_level[l]) for l in range(levels)
-                        if per_level[l]["accesses"]]}
+                        if per_level[l]["accesses"]],
+             "level_accesses": {LEVELS[l]: per_level[l]["accesses"] for l in range(levels)
+                                if per_level[l]["accesses"]}}
     return entry
 
 
