@@ -169,9 +169,10 @@ def findings(doc: dict) -> list[str]:
         l1 = next((lv for lv in o["levels"] if lv["level"] == "L1"), None)
         if share < SIGNIFICANT_SHARE or not l1 or l1["C_M"] is None:
             continue
-        kind = ("latency-bound" if l1["C_M"] < LATENCY_BOUND_CM else "concurrency-bound")
-        out.append(f"object {o['object']}: {kind}, L1 miss concurrency {l1['C_M']:.1f}, "
-                   f"{100 * share:.0f} % of L1 active cycles")
+        if l1["C_M"] < LATENCY_BOUND_CM:
+            out.append(f"object {o['object']}: latency-bound, L1 miss concurrency "
+                       f"{l1['C_M']:.1f} (its misses wait one after the other), "
+                       f"{100 * share:.0f} % of L1 active cycles")
     regs = doc.get("regions", [])
     rtotal = sum(r.get("l1_active_share", 0.0) for r in regs) or 1.0
     for r in regs:
