@@ -53,15 +53,25 @@ typedef struct cm_pending {
     uint32_t missed, reserved;
 } cm_pending;
 
+/* Running sums before one cycle (prefixes), kept together so a look-up is one cache line. */
+typedef struct cm_prefix {
+    uint64_t pure;        /* pure-miss cycles */
+    double qh, qm, qp;    /* sum of 1/hits over hit cycles, 1/misses over miss cycles and
+                             over pure-miss cycles */
+} cm_prefix;
+
+typedef struct cm_delta {
+    int32_t dh, dm;       /* +1/-1 at hit-phase and miss-phase starts/ends */
+} cm_delta;
+
 typedef struct cm_timeline {
     uint64_t ring, mask;  /* cycles held: ring (a power of two) */
-    int32_t *dh, *dm;     /* +1/-1 at phase starts/ends, indexed cycle & mask */
+    cm_delta *delta;      /* indexed cycle & mask */
     uint64_t *events;     /* bitmap over the ring: a phase starts or ends at that cycle.
                              Between events the counts are constant, so the sweep jumps
                              from event to event; prefixes are written at events only (every
                              later look-up is at some phase's start or end, an event). */
-    uint64_t *pure;       /* prefix: pure-miss cycles before cycle t */
-    double *qh, *qm, *qp; /* prefix: sum of 1/hits, 1/misses (miss cycles), 1/misses (pure) */
+    cm_prefix *prefix;    /* before cycle t, indexed t & mask (written at events only) */
     uint64_t t;           /* cycles < t are swept (final) */
     int64_t hits, misses; /* phases open at cycle t */
     uint64_t pure_now;

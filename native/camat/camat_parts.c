@@ -57,12 +57,8 @@ int cm_timeline_init(cm_timeline *tl, uint64_t ring, camat_counts *total, camat_
     memset(tl, 0, sizeof *tl);
     tl->ring = ring;
     tl->mask = ring - 1;
-    tl->dh = calloc(ring, sizeof *tl->dh);
-    tl->dm = calloc(ring, sizeof *tl->dm);
-    tl->pure = calloc(ring, sizeof *tl->pure);
-    tl->qh = calloc(ring, sizeof *tl->qh);
-    tl->qm = calloc(ring, sizeof *tl->qm);
-    tl->qp = calloc(ring, sizeof *tl->qp);
+    tl->delta = calloc(ring, sizeof *tl->delta);
+    tl->prefix = calloc(ring, sizeof *tl->prefix);
     tl->events = calloc(ring / 64, sizeof *tl->events);
     tl->qcap = 4096;
     tl->q = malloc(tl->qcap * sizeof *tl->q);
@@ -71,17 +67,13 @@ int cm_timeline_init(cm_timeline *tl, uint64_t ring, camat_counts *total, camat_
     tl->by_region = by_region;
     tl->objects = objects;
     tl->regions = regions;
-    return tl->dh && tl->dm && tl->pure && tl->qh && tl->qm && tl->qp && tl->q && tl->events ? 0 : -1;
+    return tl->delta && tl->prefix && tl->q && tl->events ? 0 : -1;
 }
 
 void cm_timeline_free(cm_timeline *tl)
 {
-    free(tl->dh);
-    free(tl->dm);
-    free(tl->pure);
-    free(tl->qh);
-    free(tl->qm);
-    free(tl->qp);
+    free(tl->delta);
+    free(tl->prefix);
     free(tl->events);
     free(tl->q);
     memset(tl, 0, sizeof *tl);
@@ -104,13 +96,13 @@ int cm_timeline_add(cm_timeline *tl, uint64_t start, uint64_t hit_end, uint64_t 
         tl->qcap *= 2;
     }
     uint64_t s = start & tl->mask, h = hit_end & tl->mask, d = done & tl->mask;
-    tl->dh[s]++;
-    tl->dh[h]--;
+    tl->delta[s].dh++;
+    tl->delta[h].dh--;
     tl->events[s / 64] |= 1ULL << (s % 64);
     tl->events[h / 64] |= 1ULL << (h % 64);
     if (missed) {
-        tl->dm[h]++;
-        tl->dm[d]--;
+        tl->delta[h].dm++;
+        tl->delta[d].dm--;
         tl->events[d / 64] |= 1ULL << (d % 64);
     }
     tl->q[(tl->qhead + tl->qlen++) % tl->qcap] =
@@ -137,14 +129,16 @@ static void add_final(camat_counts *c, const cm_pending *p, uint64_t pure, doubl
 /* Final shares of the FIFO head (its last cycle is swept). */
 static void finalize(cm_timeline *tl, const cm_pending *p)
 {
-    uint64_t m = tl->mask, s = p->start & m, h = p->hit_end & m, d = p->done & m;
-    double hs = tl->qh[h] - tl->qh[s];
+    uint64_t m = tl->mask;
+    const cm_prefix *s = &tl->prefix[p->start & m], *h = &tl->prefix[p->hit_end & m];
+    double hs = h->qh - s->qh;
     uint64_t pure = 0;
     double ms = 0, ps = 0;
     if (p->missed) {
-        pure = tl->pure[d] - tl->pure[h];
-        ms = tl->qm[d] - tl->qm[h];
-        ps = tl->qp[d] - tl->qp[h];
+        const cm_prefix *d = &tl->prefix[p->done & m];
+        pure = d->pure - h->pure;
+        ms = d->qm - h->qm;
+        ps = d->qp - h->qp;
     }
     add_final(tl->total, p, pure, hs, ms, ps);
     add_final(&tl->by_object[p->object], p, pure, hs, ms, ps);
@@ -217,13 +211,10 @@ void cm_timeline_advance(cm_timeline *tl, uint64_t frontier)
         /* an event cycle: prefixes before it, then its phase changes, then the cycle */
         uint64_t i = tl->t & tl->mask;
         tl->events[i / 64] &= ~(1ULL << (i % 64));
-        tl->pure[i] = tl->pure_now;
-        tl->qh[i] = tl->qh_now;
-        tl->qm[i] = tl->qm_now;
-        tl->qp[i] = tl->qp_now;
-        tl->hits += tl->dh[i];
-        tl->misses += tl->dm[i];
-        tl->dh[i] = tl->dm[i] = 0;
+        tl->prefix[i] = (cm_prefix){tl->pure_now, tl->qh_now, tl->qm_now, tl->qp_now};
+        tl->hits += tl->delta[i].dh;
+        tl->misses += tl->delta[i].dm;
+        tl->delta[i] = (cm_delta){0, 0};
         count_cycles(tl, tot, 1);
         tl->t++;
     }
