@@ -57,6 +57,8 @@ def test_json_schema_and_file_modes(report):
             assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
     for name in ("camat-levels.csv", "camat-objects.parquet", "camat-regions.csv"):
         assert (out / name).exists()
+    page = (out / "camat.html").read_text()
+    assert 'id="camat"' in page and "<svg" in page and "chase" in page
     assert [lv["level"] for lv in doc["levels"]] == ["L1", "L2", "LLC", "MEM"]
     assert all(list(lv) == LEVEL_KEYS for lv in doc["levels"])
     assert doc["objects"] and all(list(o)[:len(OBJECT_KEYS)] == OBJECT_KEYS for o in doc["objects"])

@@ -60,10 +60,14 @@ def _table(rows: list[dict]) -> pa.Table:
 
 
 def write_outputs(doc: dict, out: Path) -> list[Path]:
-    """camat.json plus camat-{levels,objects,regions}.{csv,parquet} in out (0700, files 0600)."""
+    """camat.json, camat.html and camat-{levels,objects,regions}.{csv,parquet} in out (0700,
+    files 0600)."""
     private_dir(out)
-    paths = [out / "camat.json"]
+    from objtier.camat.html import page_html
+
+    paths = [out / "camat.json", out / "camat.html"]
     _write_bytes(paths[0], (json.dumps(doc, indent=1) + "\n").encode())
+    _write_bytes(paths[1], page_html(doc).encode())
     for key in ("levels", "objects", "regions"):
         if key not in doc:
             continue
