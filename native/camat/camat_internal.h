@@ -4,6 +4,10 @@
 
 #include "camat.h"
 
+/* Zeroed memory for n items of size bytes (huge-page aligned and advised when large); free()
+ * releases it. NULL when out of memory. */
+void *cm_zalloc(size_t n, size_t size);
+
 /* MESI states of a line in a private cache (shared caches use VALID only). */
 enum { ST_I = 0, ST_S = 1, ST_E = 2, ST_M = 3 };
 
