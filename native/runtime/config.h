@@ -25,6 +25,7 @@ typedef struct rt_config {
     uint32_t llc_ways;       /* OBJTIER_LLC_WAYS: cache model associativity */
     uint32_t llc_line;       /* OBJTIER_LLC_LINE: cache model line size, bytes (power of two) */
     uint64_t trace_limit;    /* OBJTIER_TRACE_LIMIT: SAMPLE records of the address trace; 0 = none */
+    uint64_t trace_stream;   /* OBJTIER_TRACE_STREAM: ACCESS records (ordered stream); 0 = none */
     /* plan enforcement (placement.c) */
     char plan[1024];         /* OBJTIER_PLAN: text-form plan file; empty = no plan */
     int tier;                /* OBJTIER_TIER: enum rt_tier_kind */

@@ -18,6 +18,13 @@
  * At exit the sampler writes CONTEXT records naming each node's (function, call site),
  * CCT_NODE records and ACCESS_COUNT records (trace_format.h).
  *
+ * With OBJTIER_TRACE_STREAM=N, the first N loads and stores of the process (any address)
+ * also become ACCESS records, in a per-thread buffer of STREAM_CHUNK records written as one
+ * block when full, at thread exit and at stop. A thread claims its records from the shared
+ * budget a chunk at a time, so the hot path takes one atomic (the order counter) per record.
+ * For 8-byte loads the value about to be loaded is read first (the program reads the same
+ * bytes next), to name the data dependence of later accesses on it (ot_access_record.dep).
+ *
  * The object index is fed by link-time wrappers (-Wl,--wrap, see CMakeLists.txt) around
  * the registry's insert/remove and the map list's add/remove, so it sees exactly the
  * objects the runtime records, with their ALLOC seq, without a hook in the interposers.
@@ -50,6 +57,9 @@
 #define OBJ_SLOTS 4     /* per-thread cache of recent objects */
 #define NEG_PAGES 64    /* per-thread direct-mapped cache of object-free pages */
 #define NEG_SHIFT 12    /* 4 KiB pages for the negative cache (any page size is correct) */
+#define STREAM_CHUNK (OT_BLOCK_TARGET_BYTES / sizeof(ot_access_record)) /* records per block */
+#define STREAM_VALUES 4 /* last 8-byte loaded values kept for dependence detection */
+#define STREAM_DEP_SPAN 4096 /* an address this far above a loaded value depends on it */
 /* Never instrument the callbacks themselves (should this file be built by an instrumenting
  * compiler): they would call themselves. */
 #if defined(__clang__)
@@ -82,6 +92,14 @@ typedef struct tr_thread {
     uint64_t neg[NEG_PAGES];/* page numbers that hold no tracked byte; UINT64_MAX = empty */
     rt_llc llc;
     rt_cct cct;
+    /* ordered access stream (OBJTIER_TRACE_STREAM) */
+    unsigned char *sbuf;    /* block header + STREAM_CHUNK records; NULL until first use */
+    uint32_t sn, scap;      /* records in sbuf / records claimed for it from the budget */
+    int sdone;              /* the budget is spent: record nothing more */
+    uint32_t vpos;          /* next slot of values[] */
+    uint64_t nacc;          /* this thread's stream index of the next record */
+    uint64_t values[STREAM_VALUES]; /* last 8-byte loaded values (0 = none) */
+    uint64_t value_at[STREAM_VALUES]; /* their stream indices */
 } tr_thread;
 
 /* ---- shared state ------------------------------------------------------------------ */
@@ -103,6 +121,9 @@ static uint32_t llc_ways, llc_line;
 static _Atomic int64_t trace_left; /* address-trace records still allowed */
 static int trace_on;
 static _Atomic uint64_t trace_written, trace_lost;
+static int stream_on;                 /* OBJTIER_TRACE_STREAM > 0 */
+static _Atomic int64_t stream_left;   /* ACCESS records not yet claimed by a thread */
+static _Atomic uint64_t stream_order; /* next ot_access_record.order */
 
 /* ---- the object index ---------------------------------------------------------------- */
 
@@ -232,10 +253,23 @@ RT_HIDDEN NOINST int __wrap_rt_maps_remove(uint64_t addr, uint64_t len,
 
 /* ---- per-thread state ---------------------------------------------------------------- */
 
+/* Writes t's buffered ACCESS records as one block. Called by the owner, or at stop. */
+static NOINST void stream_flush(tr_thread *t)
+{
+    if (t->sbuf && t->sn) {
+        uint32_t n = t->sn;
+        t->sn = 0;
+        t->scap -= n;
+        rt_write_block(&rt_w, t->sbuf, OT_TAG_ACCESS, sizeof(ot_access_record),
+                       n * (uint32_t)sizeof(ot_access_record), n);
+    }
+}
+
 static NOINST void thread_release(void *arg)
 {
     tr_thread *t = arg;
     if (t && t == tls_tr) {
+        stream_flush(t);
         tls_tr = NULL;
         tls_done = 1;
         t->exited = 1;
@@ -331,6 +365,57 @@ static NOINST __attribute__((noinline)) void trace_record(tr_thread *t, uint64_t
         atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
 }
 
+/* One ACCESS record of the ordered stream (OBJTIER_TRACE_STREAM). */
+static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_t a,
+                                                           uint64_t size, int store)
+{
+    if (t->sdone)
+        return;
+    if (t->sn == t->scap) { /* buffer full or budget of this chunk spent: write, claim more */
+        stream_flush(t);
+        if (!t->sbuf && !(t->sbuf = rt_sys_mmap(sizeof(ot_block_header) + OT_BLOCK_TARGET_BYTES))) {
+            t->sdone = 1;
+            return;
+        }
+        int64_t left = atomic_fetch_sub_explicit(&stream_left, (int64_t)STREAM_CHUNK,
+                                                 memory_order_relaxed);
+        if (left <= 0) {
+            t->sdone = 1;
+            return;
+        }
+        t->sn = 0;
+        t->scap = left < (int64_t)STREAM_CHUNK ? (uint32_t)left : (uint32_t)STREAM_CHUNK;
+    }
+    uint64_t me = t->nacc++;
+    uint64_t dep = 0;
+    for (int k = 0; k < STREAM_VALUES; k++) {
+        uint64_t back = me - t->value_at[k];
+        if (t->values[k] && a - t->values[k] < STREAM_DEP_SPAN && back <= UINT16_MAX &&
+            (!dep || back < dep))
+            dep = back;
+    }
+    if (!store && size == 8) {
+        uint64_t v;
+        memcpy(&v, (const void *)(uintptr_t)a, 8); /* the bytes the program loads next */
+        if (v >= STREAM_DEP_SPAN) {
+            t->values[t->vpos] = v;
+            t->value_at[t->vpos] = me;
+            t->vpos = (t->vpos + 1) % STREAM_VALUES;
+        }
+    }
+    ot_access_record *r = (ot_access_record *)(t->sbuf + sizeof(ot_block_header)) + t->sn++;
+    *r = (ot_access_record){
+        .order = atomic_fetch_add_explicit(&stream_order, 1, memory_order_relaxed),
+        .addr = a,
+        .tid = rt_tid(),
+        .cct_node = t->cct.nodes[t->node].id,
+        .size = (uint16_t)size,
+        .flags = (uint16_t)(store ? OT_ACCESS_WRITE : 0),
+        .dep = (uint16_t)dep};
+    if (t->sn == t->scap)
+        stream_flush(t);
+}
+
 static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t size, int store)
 {
     if (RT_LIKELY(!atomic_load_explicit(&tr_on, memory_order_relaxed)))
@@ -344,6 +429,8 @@ static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t
     uint32_t miss = (uint32_t)rt_llc_access(&t->llc, line);
     if (RT_UNLIKELY(((a + size - 1) >> shift) != line))
         miss |= (uint32_t)rt_llc_access(&t->llc, line + 1);
+    if (RT_UNLIKELY(stream_on))
+        stream_record(t, a, size, store);
     /* 2. object */
     uint64_t gen = atomic_load_explicit(&idx_gen, memory_order_relaxed);
     if (RT_UNLIKELY(gen != t->gen))
@@ -572,6 +659,8 @@ static int trace_init(const rt_config *cfg)
         return -EAGAIN;
     atomic_store(&trace_left, (int64_t)cfg->trace_limit);
     trace_on = cfg->trace_limit > 0;
+    atomic_store(&stream_left, (int64_t)cfg->trace_stream);
+    stream_on = cfg->trace_stream > 0;
     /* follow the registry from here on: objects allocated before start() are known */
     atomic_store(&idx_on, 1);
     return 0;
@@ -588,6 +677,9 @@ static void trace_stop(void)
     if (!atomic_exchange(&tr_on, 0))
         return;
     atomic_store(&idx_on, 0);
+    for (tr_thread *t = atomic_load(&threads); t; t = t->next)
+        if (!t->exited)
+            stream_flush(t);
     emit_all();
 }
 
@@ -617,6 +709,7 @@ static void trace_fork_child(int restart)
     /* the parent's counts stay in the parent's trace; the child counts nothing */
     atomic_store(&tr_on, 0);
     atomic_store(&idx_on, 0);
+    stream_on = 0;
     if (restart)
         rt_log(0, "trace sampler: forked children are not traced");
 }

@@ -39,7 +39,7 @@
 
 #define OT_MAGIC "OBJTIER\0"  /* 8 bytes, includes the NUL */
 #define OT_VERSION_MAJOR 1    /* readers reject a different major version */
-#define OT_VERSION_MINOR 1    /* additions only: new tags, new trailing fields */
+#define OT_VERSION_MINOR 2    /* additions only: new tags, new trailing fields */
 #define OT_BLOCK_MAGIC 0x4B42544FU /* "OTBK" read as a little-endian uint32 */
 #define OT_BLOCK_TARGET_BYTES (64 * 1024) /* writers flush a block at about this size */
 
@@ -100,6 +100,7 @@ enum ot_tag {
     OT_TAG_RESIDENCY = 15,     /* fixed: ot_residency_record (pages per node) */
     OT_TAG_PLACEMENT = 16,     /* fixed: ot_placement_record (plan actions applied) */
     OT_TAG_WINDOW = 17,        /* fixed: ot_window_record (fault sampler exposure), since 1.1 */
+    OT_TAG_ACCESS = 18,        /* fixed: ot_access_record (ordered access stream), since 1.2 */
     OT_TAG_COUNT_              /* one past the last tag */
 };
 
@@ -366,6 +367,30 @@ typedef struct ot_window_record {
     uint32_t touched;         /* armed pages touched (each one SAMPLE, unless it was lost) */
 } ot_window_record;
 _Static_assert(sizeof(ot_window_record) == 48, "ot_window_record is 48 bytes");
+
+/* ot_access_record.flags bits */
+#define OT_ACCESS_WRITE 0x1    /* a store (else a load) */
+
+/* Exact tracing, OBJTIER_TRACE_STREAM=N: one record per load or store of the instrumented
+ * code, in program order per thread, for the first N accesses of the process (tracked objects
+ * or not: stack, globals and small heap blocks too). `order` is one process-wide counter taken
+ * at each access, so sorting all threads' records by order gives one interleaving the program
+ * really had (up to the few instructions between the callback and the access). `dep` names a
+ * data dependence seen at run time: the address lies within 4 KiB above the 8-byte value that
+ * one of this thread's last four 8-byte loads returned (a pointer load feeding this access). A
+ * block holds records of one thread, in order. Since version 1.2. */
+typedef struct ot_access_record {
+    uint64_t order;           /* process-wide access order, from 0 */
+    uint64_t addr;            /* data virtual address */
+    uint32_t tid;             /* gettid() of the accessing thread */
+    uint32_t cct_node;        /* ot_cct_node_record.id of the innermost function; 0 = root */
+    uint16_t size;            /* bytes accessed (1, 2, 4, 8 or 16) */
+    uint16_t flags;           /* OT_ACCESS_* bits */
+    uint16_t dep;             /* this thread's accesses back to the load whose value gave
+                                 the address (1 = the previous one); 0 = none seen */
+    uint16_t reserved;
+} ot_access_record;
+_Static_assert(sizeof(ot_access_record) == 32, "ot_access_record is 32 bytes");
 
 /* Stable context key --------------------------------------------------------
  * A calling context's identity across runs, PIE/ASLR and machines: FNV-1a 64 over,

@@ -156,7 +156,10 @@ def _render(report: Report, trace, top: int) -> None:
     tables = {name: _table_html(t) for name, t in report.tables.items() if name != "objects"}
     processes = [{"pid": p.pid, "exe": p.exe, "argv": " ".join(p.argv),
                   "complete": p.complete} for p in trace.processes]
+    from objtier.camat.html import recording_section  # C-AMAT, when the trace has a stream
+
     page = template.render(
+        camat_html=recording_section(trace),
         title=f"objtier report: {trace.path.name}",
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         processes=processes, total_samples=report.total_samples, unmapped=report.unmapped,

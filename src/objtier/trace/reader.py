@@ -394,6 +394,13 @@ class Trace:
         return self._fixed_table(F.TAG_WINDOW)
 
     @cached_property
+    def accesses(self) -> pa.Table:
+        """The ordered access stream (OBJTIER_TRACE_STREAM, format 1.2+), sorted by
+        (pid, order): one interleaving of all threads' loads and stores."""
+        return self._fixed_table(F.TAG_ACCESS).sort_by([("pid", "ascending"),
+                                                        ("order", "ascending")])
+
+    @cached_property
     def ends(self) -> pa.Table:
         return self._fixed_table(F.TAG_END)
 

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Throughput of the C-AMAT timing model (native, one thread): accesses simulated per second
+on synthetic streams of known shape and on a recorded stream.
+
+    .venv/bin/python bench/camat_throughput.py [--accesses N] [--repeat R] [--recording DIR]
+
+Prints one line per stream: median CPU seconds of R runs (process time, so that other load on
+a shared machine does not count) and M accesses/s per core (the model is single-threaded), with
+the spread of the R rates as min..max."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from objtier.camat.model import ACCESS_DTYPE, SimConfig, hierarchy, simulate
+
+
+def synthetic(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    a = np.zeros(n, dtype=ACCESS_DTYPE)
+    a["flags"] = 8 << 8
+    if kind == "l1-resident loop":        # 16 KiB working set: L1 hits
+        a["addr"] = 0x100000 + (np.arange(n) % 2048) * 8
+    elif kind == "sequential 8-byte":     # 8 accesses per line, streaming through memory
+        a["addr"] = 0x10000000 + np.arange(n, dtype=np.uint64) * 8
+    elif kind == "random 64 MiB":         # independent random loads
+        a["addr"] = 0x10000000 + rng.integers(0, 1 << 26, n, dtype=np.uint64) // 8 * 8
+    elif kind == "pointer chase 64 MiB":  # dependent random loads
+        a["addr"] = 0x10000000 + rng.integers(0, 1 << 26, n, dtype=np.uint64) // 8 * 8
+        a["dep"] = 1
+    elif kind == "mix 80/15/5, 2 threads":
+        pick = rng.random(n)
+        hot = 0x100000 + rng.integers(0, 4096, n, dtype=np.uint64) * 8
+        seq = 0x10000000 + np.arange(n, dtype=np.uint64) * 8
+        rnd = 0x40000000 + rng.integers(0, 1 << 27, n, dtype=np.uint64) // 8 * 8
+        a["addr"] = np.where(pick < 0.8, hot, np.where(pick < 0.95, seq, rnd))
+        a["core"] = np.arange(n) % 2
+        a["flags"] |= (rng.random(n) < 0.25).astype(np.uint16)
+    return a
+
+
+def timed(stream: np.ndarray, cores: int, repeat: int) -> list[float]:
+    cfg = SimConfig(hierarchy("skylake"), cores, 1, 1)
+    out = []
+    for _ in range(repeat):
+        t = time.process_time()  # CPU time: the machine is shared, wall time is not ours
+        simulate(stream, cfg)
+        out.append(time.process_time() - t)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--accesses", type=int, default=5_000_000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--recording", help="a recording with an access stream (run.otr/)")
+    args = p.parse_args()
+    rng = np.random.default_rng(1)
+    streams = [(k, synthetic(k, args.accesses, rng)) for k in
+               ("l1-resident loop", "sequential 8-byte", "random 64 MiB", "pointer chase 64 MiB",
+                "mix 80/15/5, 2 threads")]
+    if args.recording:
+        from objtier.camat.stream import load_stream
+        from objtier.trace import open_trace
+
+        s = load_stream(open_trace(args.recording))
+        a = s.accesses.copy()
+        a["object"] = 0
+        a["region"] = 0
+        streams.append((f"recorded {args.recording}", a))
+    print(f"{'stream':32s} {'accesses':>10s} {'median s':>9s} {'M acc/s':>8s}  range")
+    for name, stream in streams:
+        cores = int(stream["core"].max()) + 1
+        times = timed(stream, cores, args.repeat)
+        med = statistics.median(times)
+        rates = sorted(len(stream) / t / 1e6 for t in times)
+        print(f"{name:32s} {len(stream):10d} {med:9.3f} {len(stream) / med / 1e6:8.1f}  "
+              f"{rates[0]:.1f}..{rates[-1]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,591 @@
+/* The C-AMAT timing model (camat.h): cores, the path of one access down the hierarchy,
+ * miss-status registers, coherence, and the hand-off to the per-level timelines. */
+#include "camat_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HIST 4096        /* per-core ring of done/retire cycles; >= the largest window */
+#define INV_SLOTS 4096   /* per-core direct-mapped table of lines lost to invalidation */
+
+typedef struct mshr_set {
+    uint64_t *release;   /* cycle each register frees */
+    uint64_t *line;      /* line it fetches (L1 only: for merging) */
+    uint32_t n;
+} mshr_set;
+
+typedef struct inv_entry {
+    uint64_t line;       /* line + 1; 0 = empty */
+    uint64_t written;    /* byte-chunk mask written by the invalidating stores */
+} inv_entry;
+
+typedef struct core {
+    cm_cache l1, l2;
+    mshr_set m1, m2, mmem;
+    uint64_t done[HIST], retire[HIST];
+    uint64_t n;          /* accesses issued */
+    uint64_t cycle;      /* cycle of the last issue */
+    uint32_t in_cycle;   /* accesses issued in that cycle */
+    uint32_t reserved;
+    inv_entry *inv;
+} core;
+
+struct camat_model {
+    camat_config cfg;
+    uint32_t line_shift, chunk_shift; /* chunk = line / 64: one bit of a byte mask */
+    uint32_t hit[CAMAT_LEVELS];
+    uint32_t levels;     /* 4, or 5 with FAR */
+    core *cores;
+    cm_cache llc;
+    mshr_set mllc;
+    cm_local local;
+    uint8_t *pinned;
+    uint64_t gmax;       /* most advanced issue cycle */
+    uint64_t last_done;
+    cm_timeline tl[CAMAT_LEVELS];
+    camat_counts totals[CAMAT_LEVELS];
+    camat_counts *by_object, *by_region;
+    const char *error;
+};
+
+static int mshr_init(mshr_set *s, uint32_t n, int lines)
+{
+    s->n = n;
+    s->release = calloc(n, sizeof *s->release);
+    s->line = lines ? calloc(n, sizeof *s->line) : NULL;
+    return s->release && (!lines || s->line) ? 0 : -1;
+}
+
+static void mshr_free(mshr_set *s)
+{
+    free(s->release);
+    free(s->line);
+}
+
+/* The register that frees first. */
+static uint32_t mshr_pick(const mshr_set *s)
+{
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < s->n; i++)
+        if (s->release[i] < s->release[best])
+            best = i;
+    return best;
+}
+
+static const char *check_config(const camat_config *c)
+{
+    static const char *const names[3][4] = {
+        {"l1.size_bytes", "l1.ways", "l1.hit_cycles", "l1.mshrs"},
+        {"l2.size_bytes", "l2.ways", "l2.hit_cycles", "l2.mshrs"},
+        {"llc.size_bytes", "llc.ways", "llc.hit_cycles", "llc.mshrs"}};
+    if (c->line_bytes < 8 || c->line_bytes > 4096 || (c->line_bytes & (c->line_bytes - 1)))
+        return "line_bytes";
+    for (int i = 0; i < 3; i++) {
+        const camat_cache *k = &c->cache[i];
+        if (k->size_bytes < c->line_bytes)
+            return names[i][0];
+        if (k->ways < 1 || k->ways > 64)
+            return names[i][1];
+        if (k->hit_cycles < 1 || k->hit_cycles > 100000)
+            return names[i][2];
+        if (k->mshrs < 1 || k->mshrs > 256)
+            return names[i][3];
+    }
+    if (c->cores < 1 || c->cores > CAMAT_MAX_CORES)
+        return "cores";
+    if (c->issue_width < 1 || c->issue_width > 64)
+        return "issue_width";
+    if (c->window < 1 || c->window > HIST)
+        return "window";
+    if (c->lag < 1 || c->lag > 1000000)
+        return "lag";
+    if (c->mem_cycles < 1 || c->mem_cycles > 1000000)
+        return "mem_cycles";
+    if (c->mem_mshrs < 1 || c->mem_mshrs > 256)
+        return "mem_mshrs";
+    if (c->local_pages && (c->far_cycles < 1 || c->far_cycles > 10000000))
+        return "far_cycles";
+    if (c->coherence_cycles > 100000)
+        return "coherence_cycles";
+    if (c->page_shift < 6 || c->page_shift > 30)
+        return "page_shift";
+    if (c->objects < 1 || c->regions < 1)
+        return c->objects < 1 ? "objects" : "regions";
+    if (c->local_pages && c->pinned_pages > c->local_pages)
+        return "pinned_pages";
+    if (c->local_pages >= UINT32_MAX)
+        return "local_pages";
+    return NULL;
+}
+
+camat_model *camat_create(const camat_config *cfg, const char **err)
+{
+    const char *bad = check_config(cfg);
+    if (bad) {
+        if (err)
+            *err = bad;
+        return NULL;
+    }
+    if (err)
+        *err = "out of memory";
+    camat_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->cfg = *cfg;
+    m->cfg.pinned = NULL;
+    m->line_shift = (uint32_t)__builtin_ctz(cfg->line_bytes);
+    m->chunk_shift = cfg->line_bytes > 64 ? (uint32_t)__builtin_ctz(cfg->line_bytes / 64) : 0;
+    for (int i = 0; i < 3; i++)
+        m->hit[i] = cfg->cache[i].hit_cycles;
+    m->hit[CAMAT_MEM] = cfg->mem_cycles;
+    m->hit[CAMAT_FAR] = cfg->far_cycles;
+    m->levels = cfg->local_pages ? CAMAT_LEVELS : CAMAT_FAR;
+    int ok = 1;
+    m->cores = calloc(cfg->cores, sizeof *m->cores);
+    ok = ok && m->cores;
+    for (uint32_t c = 0; ok && c < cfg->cores; c++) {
+        core *k = &m->cores[c];
+        ok = cm_cache_init(&k->l1, cfg->cache[0].size_bytes, cfg->cache[0].ways, cfg->line_bytes) == 0 &&
+             cm_cache_init(&k->l2, cfg->cache[1].size_bytes, cfg->cache[1].ways, cfg->line_bytes) == 0 &&
+             mshr_init(&k->m1, cfg->cache[0].mshrs, 1) == 0 &&
+             mshr_init(&k->m2, cfg->cache[1].mshrs, 0) == 0 &&
+             mshr_init(&k->mmem, cfg->mem_mshrs, 0) == 0 &&
+             (cfg->cores == 1 || (k->inv = calloc(INV_SLOTS, sizeof *k->inv)) != NULL);
+    }
+    ok = ok && cm_cache_init(&m->llc, cfg->cache[2].size_bytes, cfg->cache[2].ways, cfg->line_bytes) == 0;
+    ok = ok && mshr_init(&m->mllc, cfg->cache[2].mshrs, 0) == 0;
+    if (ok && cfg->local_pages) {
+        ok = cm_local_init(&m->local, cfg->local_pages - cfg->pinned_pages) == 0;
+        if (ok && cfg->pinned) {
+            ok = (m->pinned = malloc(cfg->objects)) != NULL;
+            if (ok)
+                memcpy(m->pinned, cfg->pinned, cfg->objects);
+        }
+    }
+    /* The ring must hold the longest life of an access plus the lag: at worst a whole window
+     * queues, one after the other, for the scarcest miss register of the deepest level. */
+    uint64_t trip = cfg->coherence_cycles;
+    uint32_t fewest = cfg->local_pages ? cfg->mem_mshrs : 256;
+    for (int i = 0; i < CAMAT_LEVELS; i++)
+        trip += i == CAMAT_FAR && !cfg->local_pages ? 0 : m->hit[i];
+    for (int i = 0; i < 3; i++)
+        fewest = cfg->cache[i].mshrs < fewest ? cfg->cache[i].mshrs : fewest;
+    uint64_t span = (uint64_t)cfg->lag + trip + (uint64_t)cfg->window * cfg->cores * trip / fewest;
+    uint64_t ring = 1ULL << 16;
+    while (ring < 2 * span && ring < (1ULL << 23))
+        ring <<= 1;
+    m->by_object = ok ? calloc((size_t)CAMAT_LEVELS * cfg->objects, sizeof *m->by_object) : NULL;
+    m->by_region = ok ? calloc((size_t)CAMAT_LEVELS * cfg->regions, sizeof *m->by_region) : NULL;
+    ok = ok && m->by_object && m->by_region;
+    for (uint32_t l = 0; ok && l < m->levels; l++)
+        ok = cm_timeline_init(&m->tl[l], ring, &m->totals[l], m->by_object + (size_t)l * cfg->objects,
+                              cfg->objects, m->by_region + (size_t)l * cfg->regions,
+                              cfg->regions) == 0;
+    if (!ok) {
+        camat_destroy(m);
+        return NULL;
+    }
+    if (err)
+        *err = NULL;
+    return m;
+}
+
+void camat_destroy(camat_model *m)
+{
+    if (!m)
+        return;
+    for (uint32_t c = 0; m->cores && c < m->cfg.cores; c++) {
+        core *k = &m->cores[c];
+        cm_cache_free(&k->l1);
+        cm_cache_free(&k->l2);
+        mshr_free(&k->m1);
+        mshr_free(&k->m2);
+        mshr_free(&k->mmem);
+        free(k->inv);
+    }
+    free(m->cores);
+    cm_cache_free(&m->llc);
+    mshr_free(&m->mllc);
+    cm_local_free(&m->local);
+    free(m->pinned);
+    for (int l = 0; l < CAMAT_LEVELS; l++)
+        cm_timeline_free(&m->tl[l]);
+    free(m->by_object);
+    free(m->by_region);
+    free(m);
+}
+
+/* Byte-chunk mask of [addr, addr + size) within its line (64 chunks per line). */
+static uint64_t chunk_mask(const camat_model *m, uint64_t addr, uint32_t size)
+{
+    uint64_t off = (addr & (m->cfg.line_bytes - 1)) >> m->chunk_shift;
+    uint64_t last = ((addr & (m->cfg.line_bytes - 1)) + (size ? size : 1) - 1) >> m->chunk_shift;
+    if (last > 63)
+        last = 63;
+    uint64_t hi = last == 63 ? ~0ULL : ((1ULL << (last + 1)) - 1);
+    return hi & ~((1ULL << off) - 1);
+}
+
+/* Coherence on a store that needs ownership: drop every other core's copy and remember, in
+ * that core's table, which bytes the store wrote. Returns the copies invalidated. */
+static uint64_t invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask)
+{
+    uint64_t n = 0;
+    for (uint32_t c = 0; c < m->cfg.cores; c++) {
+        if (c == me)
+            continue;
+        core *k = &m->cores[c];
+        int64_t s1 = cm_cache_find(&k->l1, line), s2 = cm_cache_find(&k->l2, line);
+        if (s1 < 0 && s2 < 0)
+            continue;
+        for (uint32_t i = 0; i < k->m1.n; i++) /* its fetch in flight no longer counts */
+            if (k->m1.line[i] == line + 1)
+                k->m1.line[i] = 0;
+        if (s1 >= 0)
+            k->l1.tag[s1] = 0, k->l1.state[s1] = ST_I;
+        if (s2 >= 0)
+            k->l2.tag[s2] = 0, k->l2.state[s2] = ST_I;
+        inv_entry *e = &k->inv[line % INV_SLOTS];
+        if (e->line != line + 1)
+            *e = (inv_entry){line + 1, 0};
+        e->written |= mask;
+        n++;
+    }
+    return n;
+}
+
+/* On a read miss in the private caches: is the line held by another core, Modified there?
+ * Downgrades every other copy to Shared. Returns 2 (modified elsewhere), 1 (shared), 0. */
+static int snoop_read(camat_model *m, uint32_t me, uint64_t line)
+{
+    int found = 0;
+    for (uint32_t c = 0; c < m->cfg.cores; c++) {
+        if (c == me)
+            continue;
+        core *k = &m->cores[c];
+        int64_t s1 = cm_cache_find(&k->l1, line), s2 = cm_cache_find(&k->l2, line);
+        if (s1 >= 0) {
+            found = found > 1 || k->l1.state[s1] == ST_M ? 2 : 1;
+            k->l1.state[s1] = ST_S;
+        }
+        if (s2 >= 0) {
+            found = found > 1 || k->l2.state[s2] == ST_M ? 2 : (found ? found : 1);
+            k->l2.state[s2] = ST_S;
+        }
+    }
+    return found;
+}
+
+#define OBJ(l, o) m->by_object[(size_t)(l) * m->cfg.objects + (o)]
+#define REG(l, r) m->by_region[(size_t)(l) * m->cfg.regions + (r)]
+
+/* Issue cycle of the next access of core k. */
+static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floor)
+{
+    uint64_t t = floor;
+    if (k->cycle > t)
+        t = k->cycle;
+    if (k->n >= m->cfg.window) {
+        uint64_t r = k->retire[(k->n - m->cfg.window) % HIST];
+        if (r > t)
+            t = r;
+    }
+    if (dep && dep <= k->n && dep <= m->cfg.window) {
+        uint64_t d = k->done[(k->n - dep) % HIST];
+        if (d > t)
+            t = d;
+    }
+    if (t == k->cycle && k->n && k->in_cycle >= m->cfg.issue_width)
+        t++;
+    if (t != k->cycle || !k->n) {
+        k->cycle = t;
+        k->in_cycle = 0;
+    }
+    k->in_cycle++;
+    return t;
+}
+
+/* A miss needs a free miss register when its hit phase ends; when none is free by then, the
+ * request waits before the level (a replayed load: not active there, and the level above
+ * sees the wait as part of its miss phase), so that every hit phase lasts the hit latency. */
+static void wait_for(uint64_t *start, uint64_t *hit_end, uint64_t release)
+{
+    if (release > *hit_end) {
+        *start += release - *hit_end;
+        *hit_end = release;
+    }
+}
+
+/* One access, issued no earlier than floor; timelines are not advanced here. */
+static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
+{
+    const camat_config *cfg = &m->cfg;
+    if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
+        m->error = a->core >= cfg->cores ? "access core out of range"
+                   : a->object >= cfg->objects ? "access object out of range"
+                                               : "access region out of range";
+        return -1;
+    }
+    core *k = &m->cores[a->core];
+    uint32_t obj = a->object, reg = a->region, me = a->core;
+    int write = a->flags & CAMAT_WRITE;
+    uint64_t line = a->addr >> m->line_shift;
+    uint64_t t = issue_cycle(m, k, a->dep, floor);
+    if (t > m->gmax)
+        m->gmax = t;
+    int multi = cfg->cores > 1;
+    uint64_t bytes = multi ? chunk_mask(m, a->addr, a->flags >> 8) : 0;
+
+    /* Which level serves it. */
+    uint64_t start[CAMAT_LEVELS] = {0}, hit_end[CAMAT_LEVELS] = {0};
+    int missed[CAMAT_LEVELS] = {0};
+    int deepest; /* level that served the data */
+    uint64_t done;
+    int64_t s1 = cm_cache_find(&k->l1, line);
+    int upgrade = s1 >= 0 && write && k->l1.state[s1] == ST_S; /* needs ownership: RFO */
+    start[0] = t;
+    hit_end[0] = t + m->hit[0];
+    if (s1 >= 0 && !upgrade) {
+        cm_cache_touch(&k->l1, s1);
+        if (write) {
+            k->l1.state[s1] = ST_M;
+            if (multi) /* the owner's later stores count for the cores it took the line from */
+                for (uint32_t c = 0; c < cfg->cores; c++) {
+                    inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
+                    if (c != me && e->line == line + 1)
+                        e->written |= bytes;
+                }
+        }
+        deepest = 0;
+        done = hit_end[0];
+    } else {
+        missed[0] = 1;
+        /* a miss on a line this core already fetches merges with that request */
+        int64_t merged = -1;
+        for (uint32_t i = 0; i < k->m1.n && !upgrade; i++)
+            if (k->m1.line[i] == line + 1 && k->m1.release[i] > hit_end[0])
+                merged = i;
+        if (merged >= 0) {
+            deepest = 0;
+            done = k->m1.release[merged];
+        } else {
+            /* coherence: a private miss on a line another core took away */
+            if (multi && !upgrade) {
+                inv_entry *e = &k->inv[line % INV_SLOTS];
+                if (e->line == line + 1) {
+                    OBJ(0, obj).coherence_misses++;
+                    REG(0, reg).coherence_misses++;
+                    m->totals[0].coherence_misses++;
+                    if (!(e->written & bytes)) {
+                        OBJ(0, obj).false_sharing++;
+                        REG(0, reg).false_sharing++;
+                        m->totals[0].false_sharing++;
+                    }
+                    e->line = 0;
+                }
+            }
+            uint32_t r1 = mshr_pick(&k->m1);
+            wait_for(&start[0], &hit_end[0], k->m1.release[r1]);
+            /* L2 */
+            start[1] = hit_end[0];
+            hit_end[1] = start[1] + m->hit[1];
+            int64_t s2 = upgrade ? -1 : cm_cache_find(&k->l2, line);
+            if (s2 >= 0 && write && k->l2.state[s2] == ST_S)
+                s2 = -1; /* ownership comes from the LLC */
+            uint32_t r2 = 0, rl = 0, rm = 0;
+            if (s2 >= 0) {
+                cm_cache_touch(&k->l2, s2);
+                deepest = 1;
+                done = hit_end[1];
+            } else {
+                missed[1] = 1;
+                r2 = mshr_pick(&k->m2);
+                wait_for(&start[1], &hit_end[1], k->m2.release[r2]);
+                /* LLC (shared); coherence actions happen here */
+                uint32_t extra = 0;
+                if (multi) {
+                    if (write) {
+                        uint64_t n = invalidate_others(m, me, line, bytes);
+                        OBJ(2, obj).invalidations += n;
+                        REG(2, reg).invalidations += n;
+                        m->totals[2].invalidations += n;
+                        if (n)
+                            extra = cfg->coherence_cycles;
+                    } else if (snoop_read(m, me, line) == 2) {
+                        extra = cfg->coherence_cycles;
+                    }
+                }
+                start[2] = hit_end[1];
+                hit_end[2] = start[2] + m->hit[2] + extra;
+                int64_t s3 = cm_cache_find(&m->llc, line);
+                if (s3 >= 0 || upgrade || extra) {
+                    if (s3 >= 0)
+                        cm_cache_touch(&m->llc, s3);
+                    else
+                        cm_cache_fill(&m->llc, line, ST_S);
+                    deepest = 2;
+                    done = hit_end[2];
+                } else {
+                    missed[2] = 1;
+                    rl = mshr_pick(&m->mllc);
+                    wait_for(&start[2], &hit_end[2], m->mllc.release[rl]);
+                    start[3] = hit_end[2];
+                    hit_end[3] = start[3] + m->hit[3];
+                    cm_cache_fill(&m->llc, line, ST_S);
+                    int local = 1;
+                    if (cfg->local_pages && !(m->pinned && m->pinned[obj]))
+                        local = cm_local_access(&m->local, a->addr >> cfg->page_shift);
+                    if (local) {
+                        deepest = 3;
+                        done = hit_end[3];
+                    } else {
+                        missed[3] = 1;
+                        rm = mshr_pick(&k->mmem);
+                        wait_for(&start[3], &hit_end[3], k->mmem.release[rm]);
+                        start[4] = hit_end[3];
+                        hit_end[4] = start[4] + m->hit[4];
+                        deepest = 4;
+                        done = hit_end[4];
+                        k->mmem.release[rm] = done;
+                    }
+                    m->mllc.release[rl] = done;
+                }
+                k->m2.release[r2] = done;
+            }
+            k->m1.release[r1] = done;
+            k->m1.line[r1] = line + 1;
+            /* fill the private caches with the line's new state */
+            uint8_t st = write ? ST_M : ST_E;
+            if (multi && !write) {
+                /* snoop_read already downgraded the others; shared if anyone kept a copy */
+                for (uint32_t c = 0; c < cfg->cores && st == ST_E; c++)
+                    if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
+                                    cm_cache_find(&m->cores[c].l2, line) >= 0))
+                        st = ST_S;
+            }
+            if (upgrade)
+                k->l1.state[s1] = ST_M, cm_cache_touch(&k->l1, s1);
+            else
+                cm_cache_fill(&k->l1, line, st);
+            int64_t s2b = cm_cache_find(&k->l2, line);
+            if (s2b >= 0)
+                k->l2.state[s2b] = st;
+            else
+                cm_cache_fill(&k->l2, line, st);
+        }
+    }
+    /* the levels it visited: hit phase, and the miss phase down to the data */
+    for (int l = 0; l <= deepest; l++) {
+        uint64_t he = hit_end[l] < done ? hit_end[l] : done;
+        int ms = missed[l] && done > he;
+        if (cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg) != 0) {
+            m->error = "timeline overrun: a miss outlasts the model's cycle window "
+                       "(lower far_cycles or the lag)";
+            return -1;
+        }
+    }
+    k->done[k->n % HIST] = done;
+    uint64_t prev = k->n ? k->retire[(k->n - 1) % HIST] : 0;
+    k->retire[k->n % HIST] = done > prev ? done : prev;
+    k->n++;
+    if (done > m->last_done)
+        m->last_done = done;
+    return 0;
+}
+
+static void advance_all(camat_model *m, uint64_t frontier)
+{
+    for (uint32_t l = 0; l < m->levels; l++)
+        cm_timeline_advance(&m->tl[l], frontier);
+}
+
+/* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. */
+static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
+{
+    uint32_t cores = m->cfg.cores;
+    size_t *first = calloc(cores + 1, sizeof *first), *pos = calloc(cores, sizeof *pos);
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    int rc = 0;
+    if (!first || !pos || !order) {
+        m->error = "out of memory";
+        rc = -1;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].core >= cores) {
+            m->error = "access core out of range";
+            rc = -1;
+            goto out;
+        }
+        first[a[i].core + 1]++;
+    }
+    for (uint32_t c = 0; c < cores; c++)
+        first[c + 1] += first[c];
+    for (uint32_t c = 0; c < cores; c++)
+        pos[c] = first[c];
+    for (size_t i = 0; i < n; i++)
+        order[pos[a[i].core]++] = i;
+    for (uint32_t c = 0; c < cores; c++)
+        pos[c] = first[c];
+    uint64_t floor = 0;
+    for (;;) {
+        /* the earliest pending stream position, then the eligible core with the earliest clock */
+        size_t cursor = SIZE_MAX;
+        for (uint32_t c = 0; c < cores; c++)
+            if (pos[c] < first[c + 1] && order[pos[c]] < cursor)
+                cursor = order[pos[c]];
+        if (cursor == SIZE_MAX)
+            break;
+        int64_t pick = -1;
+        uint64_t best = UINT64_MAX, lowest = UINT64_MAX;
+        for (uint32_t c = 0; c < cores; c++) {
+            if (pos[c] >= first[c + 1] || order[pos[c]] - cursor >= m->cfg.reorder)
+                continue;
+            uint64_t clock = m->cores[c].cycle > floor ? m->cores[c].cycle : floor;
+            if (clock < best)
+                best = clock, pick = c;
+            if (clock < lowest)
+                lowest = clock;
+        }
+        if (feed_one(m, &a[order[pos[pick]++]], floor) != 0) {
+            rc = -1;
+            goto out;
+        }
+        /* every later issue is at or after the eligible cores' earliest clock */
+        if (lowest > floor)
+            floor = lowest;
+        advance_all(m, floor);
+    }
+out:
+    free(first);
+    free(pos);
+    free(order);
+    return rc;
+}
+
+int camat_feed(camat_model *m, const camat_access *a, size_t n)
+{
+    if (m->error)
+        return -1;
+    if (m->cfg.reorder)
+        return feed_by_clock(m, a, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t floor = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
+        if (feed_one(m, &a[i], floor) != 0)
+            return -1;
+        advance_all(m, m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0);
+    }
+    return 0;
+}
+
+void camat_finish(camat_model *m)
+{
+    for (uint32_t l = 0; l < m->levels; l++)
+        cm_timeline_advance(&m->tl[l], m->last_done + 1);
+}
+
+const camat_counts *camat_totals(const camat_model *m) { return m->totals; }
+const camat_counts *camat_by_object(const camat_model *m) { return m->by_object; }
+const camat_counts *camat_by_region(const camat_model *m) { return m->by_region; }
+uint64_t camat_cycles(const camat_model *m) { return m->last_done; }
+const char *camat_error(const camat_model *m) { return m->error; }

@@ -1,0 +1,341 @@
+/*
+ * C unit tests of the C-AMAT model on synthetic access streams whose concurrency is known:
+ * a dependent pointer chase (one miss at a time), independent streaming loads (as many misses
+ * as miss-status registers), two cores writing neighbouring bytes of one line (false sharing)
+ * and of separate lines, the page-LRU local buffer, and bad configurations.
+ * Each failed check prints its line; the program exits non-zero on any failure.
+ */
+#include "camat_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond)                                                                              \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);             \
+            failures++;                                                                          \
+        }                                                                                        \
+    } while (0)
+
+static camat_config base_config(uint32_t cores)
+{
+    camat_config c = {
+        .cache = {{32 << 10, 8, 4, 10, 0}, {256 << 10, 8, 12, 16, 0}, {2 << 20, 16, 40, 32, 0}},
+        .line_bytes = 64, .cores = cores, .issue_width = 2, .window = 128, .lag = 64,
+        .mem_cycles = 200, .mem_mshrs = 1, .far_cycles = 3000, .coherence_cycles = 60,
+        .page_shift = 12, .local_pages = 0, .objects = 3, .regions = 2};
+    return c;
+}
+
+/* H/C_H + pMR * pAMP / C_M from the counts, as the Python side computes it. */
+static double camat_terms(const camat_counts *c)
+{
+    double n = (double)c->accesses;
+    double h = c->hit_phase / n, ch = (double)c->hit_phase / (double)c->hit_cycles;
+    double v = h / ch;
+    if (c->pure_misses) {
+        double pmr = c->pure_misses / n, pamp = (double)c->pure_phase / (double)c->pure_misses;
+        double cm = (double)c->pure_phase / (double)c->pure_cycles;
+        v += pmr * pamp / cm;
+    }
+    return v;
+}
+
+static double miss_concurrency(const camat_counts *c)
+{
+    return (double)c->pure_phase / (double)c->pure_cycles;
+}
+
+static void check_apc(const camat_counts *c)
+{
+    double apc = (double)c->accesses / (double)c->active_cycles;
+    CHECK(fabs(apc * camat_terms(c) - 1.0) < 0.02);
+}
+
+/* Sums over objects (and over regions) equal the level's totals. */
+static void check_sums(camat_model *m, const camat_config *cfg)
+{
+    for (int l = 0; l < CAMAT_LEVELS; l++) {
+        const camat_counts *t = &camat_totals(m)[l];
+        for (int pass = 0; pass < 2; pass++) {
+            uint32_t n = pass ? cfg->regions : cfg->objects;
+            const camat_counts *p = (pass ? camat_by_region(m) : camat_by_object(m)) + (size_t)l * n;
+            uint64_t acc = 0, mis = 0, pm = 0, pp = 0;
+            double hs = 0, ps = 0, ms = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                acc += p[i].accesses;
+                mis += p[i].misses;
+                pm += p[i].pure_misses;
+                pp += p[i].pure_phase;
+                hs += p[i].hit_share;
+                ps += p[i].pure_share;
+                ms += p[i].miss_share;
+            }
+            CHECK(acc == t->accesses && mis == t->misses && pm == t->pure_misses &&
+                  pp == t->pure_phase);
+            CHECK(fabs(hs - (double)t->hit_cycles) <= 1e-6 * (1 + (double)t->hit_cycles));
+            CHECK(fabs(ps - (double)t->pure_cycles) <= 1e-6 * (1 + (double)t->pure_cycles));
+            CHECK(fabs(ms - (double)t->miss_cycles) <= 1e-6 * (1 + (double)t->miss_cycles));
+        }
+    }
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void test_pointer_chase(void)
+{
+    printf("pointer chase: miss concurrency 1\n");
+    camat_config cfg = base_config(1);
+    const char *err;
+    camat_model *m = camat_create(&cfg, &err);
+    CHECK(m != NULL);
+    enum { N = 20000 };
+    camat_access *a = calloc(N, sizeof *a);
+    uint64_t s = 88172645463325252ULL;
+    for (int i = 0; i < N; i++) /* random lines of a 256 MiB array, each on the previous */
+        a[i] = (camat_access){.addr = 0x10000000ULL + (rng(&s) % (1 << 22)) * 64, .object = 1,
+                              .region = 1, .flags = 8 << 8, .dep = i ? 1 : 0};
+    CHECK(camat_feed(m, a, N) == 0);
+    camat_finish(m);
+    const camat_counts *t = camat_totals(m);
+    CHECK(t[CAMAT_L1].accesses == N);
+    CHECK(t[CAMAT_L1].misses > N * 9 / 10);
+    double cm1 = miss_concurrency(&t[CAMAT_L1]), cmm = t[CAMAT_MEM].accesses ? 1.0 : 0;
+    printf("  L1 C_M %.3f  MR %.3f  C-AMAT %.1f\n", cm1,
+           (double)t[CAMAT_L1].misses / N, camat_terms(&t[CAMAT_L1]));
+    CHECK(cm1 > 0.95 && cm1 < 1.05);
+    CHECK(cmm == 1.0);
+    for (int l = 0; l < CAMAT_FAR; l++)
+        if (t[l].accesses)
+            check_apc(&t[l]);
+    /* each miss waits its full latency: L1 C-AMAT is about the memory round trip */
+    CHECK(camat_terms(&t[CAMAT_L1]) > 200);
+    check_sums(m, &cfg);
+    camat_destroy(m);
+    free(a);
+}
+
+static void test_streaming(void)
+{
+    printf("independent streaming loads: miss concurrency near the L1 registers\n");
+    camat_config cfg = base_config(1);
+    camat_model *m = camat_create(&cfg, NULL);
+    enum { N = 40000 };
+    camat_access *a = calloc(N, sizeof *a);
+    for (int i = 0; i < N; i++) /* one load per line, no dependence */
+        a[i] = (camat_access){.addr = 0x40000000ULL + (uint64_t)i * 64, .object = 2,
+                              .region = i & 1, .flags = 8 << 8};
+    CHECK(camat_feed(m, a, N) == 0);
+    camat_finish(m);
+    const camat_counts *t = camat_totals(m);
+    double cm1 = miss_concurrency(&t[CAMAT_L1]);
+    printf("  L1 C_M %.3f (registers %u)  C-AMAT %.2f  APC %.3f\n", cm1, cfg.cache[0].mshrs,
+           camat_terms(&t[CAMAT_L1]), (double)t[0].accesses / (double)t[0].active_cycles);
+    CHECK(cm1 > 0.8 * cfg.cache[0].mshrs && cm1 <= cfg.cache[0].mshrs + 1e-9);
+    for (int l = 0; l < CAMAT_FAR; l++)
+        if (t[l].accesses)
+            check_apc(&t[l]);
+    check_sums(m, &cfg);
+    /* the same stream with dependences is serial: far higher C-AMAT */
+    double parallel = camat_terms(&t[CAMAT_L1]);
+    camat_destroy(m);
+    m = camat_create(&cfg, NULL);
+    for (int i = 1; i < N; i++)
+        a[i].dep = 1;
+    CHECK(camat_feed(m, a, N) == 0);
+    camat_finish(m);
+    double serial = camat_terms(&camat_totals(m)[CAMAT_L1]);
+    CHECK(serial > 5 * parallel);
+    camat_destroy(m);
+    free(a);
+}
+
+static void test_hits_overlap(void)
+{
+    printf("hits overlap hits: C_H up to issue width x hit latency\n");
+    camat_config cfg = base_config(1);
+    camat_model *m = camat_create(&cfg, NULL);
+    enum { N = 10000 };
+    camat_access *a = calloc(N, sizeof *a);
+    for (int i = 0; i < N; i++) /* 16 KiB loop: all L1 hits after the first pass */
+        a[i] = (camat_access){.addr = 0x1000 + (uint64_t)(i % 2048) * 8, .flags = 8 << 8};
+    CHECK(camat_feed(m, a, N) == 0);
+    camat_finish(m);
+    const camat_counts *t = camat_totals(m);
+    double ch = (double)t[0].hit_phase / (double)t[0].hit_cycles;
+    printf("  L1 C_H %.2f  H %.2f\n", ch, (double)t[0].hit_phase / N);
+    CHECK(ch > 7.0 && ch <= 8.0 + 1e-9); /* 2 per cycle x 4 cycles */
+    check_apc(&t[0]);
+    camat_destroy(m);
+    free(a);
+}
+
+/* Two cores increment their own counter; the counters share a line or not. */
+static void sharing(int padded, camat_counts *out)
+{
+    camat_config cfg = base_config(2);
+    camat_model *m = camat_create(&cfg, NULL);
+    enum { N = 4000 };
+    camat_access *a = calloc(N, sizeof *a);
+    for (int i = 0; i < N; i++) {
+        uint32_t c = (uint32_t)(i & 1);
+        uint64_t addr = 0x2000 + (padded ? c * 64 : c * 4);
+        a[i] = (camat_access){.addr = addr, .core = c, .object = 1, .region = 1,
+                              .flags = (uint16_t)((4 << 8) | ((i >> 1) & 1 ? CAMAT_WRITE : 0))};
+    }
+    CHECK(camat_feed(m, a, N) == 0);
+    camat_finish(m);
+    *out = camat_totals(m)[CAMAT_L1];
+    out->invalidations = camat_totals(m)[CAMAT_LLC].invalidations;
+    check_sums(m, &cfg);
+    check_apc(&camat_totals(m)[CAMAT_L1]);
+    camat_destroy(m);
+    free(a);
+}
+
+static void test_false_sharing(void)
+{
+    printf("false sharing: invalidation misses on a shared line, none when padded\n");
+    camat_counts shared, padded;
+    sharing(0, &shared);
+    sharing(1, &padded);
+    printf("  shared: coherence misses %llu (false %llu), invalidations %llu, C-AMAT %.2f\n",
+           (unsigned long long)shared.coherence_misses, (unsigned long long)shared.false_sharing,
+           (unsigned long long)shared.invalidations, camat_terms(&shared));
+    printf("  padded: coherence misses %llu, C-AMAT %.2f\n",
+           (unsigned long long)padded.coherence_misses, camat_terms(&padded));
+    CHECK(shared.coherence_misses > 500);
+    CHECK(shared.false_sharing == shared.coherence_misses);
+    CHECK(shared.invalidations > 500);
+    CHECK(padded.coherence_misses == 0 && padded.invalidations == 0);
+    CHECK(camat_terms(&shared) > 2 * camat_terms(&padded));
+}
+
+/* Two threads that ran in turns (1000 accesses each) on a busy machine: in stream order they
+ * never overlap; interleaved by the model's clocks they do, and share the line again. */
+static void test_clock_interleaving(void)
+{
+    printf("clock-ordered interleaving overlaps threads that ran in turns\n");
+    camat_counts by_stream, by_clock;
+    enum { N = 8000 };
+    camat_access *a = calloc(N, sizeof *a);
+    for (int i = 0; i < N; i++) {
+        uint32_t c = (uint32_t)((i / 1000) & 1);
+        a[i] = (camat_access){.addr = 0x2000 + c * 4, .core = c, .object = 1, .region = 1,
+                              .flags = (uint16_t)((4 << 8) | (i & 1 ? CAMAT_WRITE : 0))};
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        camat_config cfg = base_config(2);
+        cfg.reorder = pass ? 4096 : 0;
+        camat_model *m = camat_create(&cfg, NULL);
+        CHECK(camat_feed(m, a, N) == 0);
+        camat_finish(m);
+        *(pass ? &by_clock : &by_stream) = camat_totals(m)[CAMAT_L1];
+        check_sums(m, &cfg);
+        for (int l = 0; l < CAMAT_FAR; l++)
+            if (camat_totals(m)[l].accesses)
+                check_apc(&camat_totals(m)[l]);
+        camat_destroy(m);
+    }
+    printf("  coherence misses: stream order %llu, clock order %llu\n",
+           (unsigned long long)by_stream.coherence_misses,
+           (unsigned long long)by_clock.coherence_misses);
+    CHECK(by_stream.accesses == N && by_clock.accesses == N);
+    CHECK(by_stream.coherence_misses < 20);
+    CHECK(by_clock.coherence_misses > 1000);
+    free(a);
+}
+
+static void test_local_buffer(void)
+{
+    printf("local buffer: page LRU\n");
+    cm_local b;
+    CHECK(cm_local_init(&b, 2) == 0);
+    CHECK(cm_local_access(&b, 1) == 0);
+    CHECK(cm_local_access(&b, 2) == 0);
+    CHECK(cm_local_access(&b, 1) == 1);
+    CHECK(cm_local_access(&b, 3) == 0); /* evicts 2 */
+    CHECK(cm_local_access(&b, 1) == 1);
+    CHECK(cm_local_access(&b, 2) == 0); /* evicts 3 */
+    CHECK(cm_local_access(&b, 3) == 0);
+    cm_local_free(&b);
+    /* many pages through a small buffer: hits only within the recency window */
+    CHECK(cm_local_init(&b, 100) == 0);
+    int hits = 0;
+    for (int round = 0; round < 3; round++)
+        for (uint64_t p = 0; p < 100; p++)
+            hits += cm_local_access(&b, p * 7919);
+    CHECK(hits == 200);
+    for (uint64_t p = 1000; p < 1300; p++)
+        hits += cm_local_access(&b, p);
+    CHECK(hits == 200);
+    cm_local_free(&b);
+
+    /* a model with a far level: a random walk over 4x the buffer mostly misses it */
+    camat_config cfg = base_config(1);
+    cfg.local_pages = 256;
+    camat_model *m = camat_create(&cfg, NULL);
+    enum { N = 20000 };
+    camat_access *a = calloc(N, sizeof *a);
+    uint64_t s = 12345;
+    for (int i = 0; i < N; i++)
+        a[i] = (camat_access){.addr = (rng(&s) % (1024 * 4096)) & ~63ULL, .flags = 8 << 8};
+    CHECK(camat_feed(m, a, N) == 0);
+    camat_finish(m);
+    const camat_counts *t = camat_totals(m);
+    double mr = (double)t[CAMAT_MEM].misses / (double)t[CAMAT_MEM].accesses;
+    printf("  local buffer miss ratio %.3f (expected about 0.75)\n", mr);
+    CHECK(mr > 0.65 && mr < 0.85);
+    CHECK(t[CAMAT_FAR].accesses == t[CAMAT_MEM].misses);
+    for (int l = 0; l < CAMAT_LEVELS; l++)
+        check_apc(&t[l]);
+    check_sums(m, &cfg);
+    camat_destroy(m);
+    free(a);
+}
+
+static void test_bad_input(void)
+{
+    printf("bad configurations and accesses are refused\n");
+    const char *err = NULL;
+    camat_config cfg = base_config(1);
+    cfg.line_bytes = 48;
+    CHECK(camat_create(&cfg, &err) == NULL && strcmp(err, "line_bytes") == 0);
+    cfg = base_config(1);
+    cfg.cache[1].ways = 0;
+    CHECK(camat_create(&cfg, &err) == NULL && strcmp(err, "l2.ways") == 0);
+    cfg = base_config(0);
+    CHECK(camat_create(&cfg, &err) == NULL && strcmp(err, "cores") == 0);
+    cfg = base_config(1);
+    camat_model *m = camat_create(&cfg, &err);
+    camat_access a = {.addr = 64, .object = 7};
+    CHECK(camat_feed(m, &a, 1) == -1 && strstr(camat_error(m), "object"));
+    camat_destroy(m);
+}
+
+int main(void)
+{
+    test_pointer_chase();
+    test_streaming();
+    test_hits_overlap();
+    test_false_sharing();
+    test_clock_interleaving();
+    test_local_buffer();
+    test_bad_input();
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("all camat tests passed\n");
+    return 0;
+}

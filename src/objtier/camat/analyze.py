@@ -1,0 +1,186 @@
+"""C-AMAT of a recording from the timing model: per level, per object, per code region, and
+with the far level behind a local buffer of X % of the footprint (Xmem(X %)).
+
+Everything here is a pure function of the stream and the parameters; I/O is in output.py.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+
+import numpy as np
+
+import objtier
+from objtier.camat.model import LEVELS, Hierarchy, SimConfig, SimCounts, simulate
+from objtier.camat.stream import Stream
+from objtier.camat.terms import apc_identity_error, level_terms, recursive_camat, schema_level
+from objtier.errors import UsageError
+
+FILLS = ("lru", "objects")
+MEM = 3
+
+
+def local_pages(stream: Stream, percent: float) -> int:
+    if not 0 < percent <= 100:
+        raise UsageError(f"--local must be in (0, 100] %, got {percent:g}")
+    return max(1, math.ceil(stream.footprint_pages * percent / 100.0))
+
+
+def object_pages(stream: Stream, page_bytes: int) -> np.ndarray:
+    return (stream.object_bytes + page_bytes - 1) // page_bytes
+
+
+def pinned_objects(counts: SimCounts, stream: Stream, pages: int, page_bytes: int) -> np.ndarray:
+    """Object-aware fill of the local buffer: objects by memory accesses per page, densest
+    first, while they fit; the untracked object (0) never. Flags per object (uint8)."""
+    mem = counts.by_object[MEM]["accesses"].astype(np.float64)
+    size = object_pages(stream, page_bytes)
+    density = np.where(size > 0, mem / np.maximum(size, 1), 0.0)
+    pinned = np.zeros(len(size), dtype=np.uint8)
+    used = 0
+    for i in np.argsort(-density, kind="stable").tolist():
+        if i == 0 or mem[i] == 0 or used + int(size[i]) > pages:
+            continue
+        pinned[i] = 1
+        used += int(size[i])
+    return pinned
+
+
+def run_model(stream: Stream, hier: Hierarchy, local_percent: float | None = None,
+              fill: str = "lru") -> tuple[SimCounts, dict]:
+    """Counts of one model run, and its parameters as recorded in camat.json."""
+    if fill not in FILLS:
+        raise UsageError(f"--fill must be one of {', '.join(FILLS)}, not {fill!r}")
+    cores = int(stream.accesses["core"].max()) + 1 if len(stream.accesses) else 1
+    base = SimConfig(hier, cores, len(stream.object_labels), len(stream.region_labels))
+    params = {"hierarchy": hier.to_dict(), "cores": cores, "accesses": int(len(stream.accesses)),
+              "footprint_pages": stream.footprint_pages, "local_percent": local_percent,
+              "local_pages": 0, "fill": None}
+    if local_percent is None:
+        return simulate(stream.accesses, base), params
+    pages = local_pages(stream, local_percent)
+    params.update(local_pages=pages, fill=fill)
+    cfg = SimConfig(hier, cores, base.objects, base.regions, local_pages=pages)
+    if fill == "objects":
+        pinned = pinned_objects(simulate(stream.accesses, base), stream, pages, hier.page_bytes)
+        pinned_pages = int(object_pages(stream, hier.page_bytes)[pinned == 1].sum())
+        cfg = SimConfig(hier, cores, base.objects, base.regions, local_pages=pages,
+                        pinned=pinned, pinned_pages=pinned_pages)
+        params["pinned_objects"] = [stream.object_labels[i] for i in np.flatnonzero(pinned)]
+    return simulate(stream.accesses, cfg), params
+
+
+def _entry(key: str, label: str, rows: np.ndarray, levels: int) -> dict:
+    """One object or region: top-level terms of its accesses that go to memory, and levels."""
+    per_level = [level_terms(rows[l], totals=False) for l in range(levels)]
+    top = per_level[MEM]
+    entry = {key: label, **{k: top[k] for k in ("H", "C_H", "pMR", "pAMP", "C_M", "kappa",
+                                                 "camat")},
+             "levels": [schema_level(LEVELS[l], per_level[l]) for l in range(levels)
+                        if per_level[l]["accesses"]],
+             "level_accesses": {LEVELS[l]: per_level[l]["accesses"] for l in range(levels)
+                                if per_level[l]["accesses"]}}
+    return entry
+
+
+def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
+    """The camat.json document."""
+    n = counts.levels
+    totals = [level_terms(counts.totals[l], totals=True) for l in range(n)]
+    rec = recursive_camat(totals)
+    objects = []
+    order = np.argsort(-(counts.by_object[0]["hit_share"] + counts.by_object[0]["pure_share"]),
+                       kind="stable")
+    for i in order.tolist():
+        if counts.by_object[0][i]["accesses"]:
+            e = _entry("object", stream.object_labels[i], counts.by_object[:, i], n)
+            e["accesses"] = int(counts.by_object[0][i]["accesses"])
+            e["bytes"] = int(stream.object_bytes[i])
+            e["l1_active_share"] = float(counts.by_object[0][i]["hit_share"]
+                                         + counts.by_object[0][i]["pure_share"])
+            objects.append(e)
+    regions = []
+    order = np.argsort(-(counts.by_region[0]["hit_share"] + counts.by_region[0]["pure_share"]),
+                       kind="stable")
+    for i in order.tolist():
+        r = counts.by_region[0][i]
+        if r["accesses"]:
+            e = _entry("region", stream.region_labels[i], counts.by_region[:, i], n)
+            e.update(accesses=int(r["accesses"]),
+                     l1_camat=level_terms(r, totals=False)["camat"],
+                     l1_active_share=float(r["hit_share"] + r["pure_share"]),
+                     coherence_misses=int(r["coherence_misses"]),
+                     false_sharing_misses=int(r["false_sharing"]),
+                     invalidations=int(counts.by_region[2][i]["invalidations"]))
+            regions.append(e)
+    errors = [apc_identity_error(t) for t in totals]
+    return {
+        "tool": "objtier camat",
+        "tool_version": objtier.__version__,
+        "machine": machine_info(),
+        "source": "sim",
+        "parameters": params,
+        "levels": [schema_level(LEVELS[l], totals[l]) for l in range(n)],
+        "objects": objects,
+        "regions": regions,
+        "counts": [{"level": LEVELS[l], "accesses": t["accesses"], "apc": t["apc"],
+                    "active_cycles": t["active_cycles"], "camat_recursive": rec[l],
+                    "coherence_misses": int(counts.totals[l]["coherence_misses"]),
+                    "false_sharing_misses": int(counts.totals[l]["false_sharing"]),
+                    "invalidations": int(counts.totals[l]["invalidations"])}
+                   for l, t in enumerate(totals)],
+        "cycles": counts.cycles,
+        "checks": {"apc_identity_max_error": max((e for e in errors if e is not None),
+                                                 default=None)},
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> dict:
+    return {"hostname": platform.node(), "kernel": platform.release(),
+            "arch": platform.machine(), "cpu": _cpu_model()}
+
+
+LATENCY_BOUND_CM = 1.5   # L1 miss concurrency below this: misses are served one at a time
+SIGNIFICANT_SHARE = 0.05 # of the L1 active cycles
+FALSE_SHARING_MIN = 100     # false-sharing misses of a region worth a finding ...
+FALSE_SHARING_SHARE = 0.01  # ... and at least this share of its accesses
+
+
+def findings(doc: dict) -> list[str]:
+    """One-line readings of the report: latency-bound objects, regions that lose lines to
+    other threads' stores (false sharing), and what dominates C-AMAT."""
+    out = []
+    objs = doc.get("objects", [])
+    total = sum(o.get("l1_active_share", 0.0) for o in objs) or 1.0
+    for o in objs:
+        share = o.get("l1_active_share", 0.0) / total
+        l1 = next((lv for lv in o["levels"] if lv["level"] == "L1"), None)
+        if share < SIGNIFICANT_SHARE or not l1 or l1["C_M"] is None:
+            continue
+        if l1["C_M"] < LATENCY_BOUND_CM:
+            out.append(f"object {o['object']}: latency-bound, L1 miss concurrency "
+                       f"{l1['C_M']:.1f} (its misses wait one after the other), "
+                       f"{100 * share:.0f} % of L1 active cycles")
+    regs = doc.get("regions", [])
+    rtotal = sum(r.get("l1_active_share", 0.0) for r in regs) or 1.0
+    for r in regs:
+        fs = r.get("false_sharing_misses", 0)
+        if fs >= FALSE_SHARING_MIN and fs >= FALSE_SHARING_SHARE * r.get("accesses", 0):
+            l1 = next((lv for lv in r["levels"] if lv["level"] == "L1"), {})
+            out.append(f"region {r['region']}: {fs} false-sharing misses (lines another thread's "
+                       f"stores invalidated, on bytes those stores did not write); its L1 C-AMAT "
+                       f"{l1.get('camat') or 0:.1f} cycles vs {doc['levels'][0]['camat']:.1f} "
+                       "overall")
+    return out

@@ -1,0 +1,75 @@
+"""The C-AMAT section of an HTML page (templates/camat.html.j2), from a camat.json document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from objtier.camat.terms import TERM_KEYS
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+BAR_PX = 180  # height of the tallest bar
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def _l1(entry: dict) -> dict:
+    return next((lv for lv in entry.get("levels", []) if lv["level"] == "L1"), {})
+
+
+def section_html(doc: dict, top: int = 20) -> str:
+    """The section as an HTML fragment (autoescaped)."""
+    bars = []
+    for lv in doc["levels"]:
+        total = lv["camat"] or 0.0
+        hit = (lv["H"] / lv["C_H"]) if lv["H"] is not None and lv["C_H"] else total
+        bars.append({"level": lv["level"], "total": total, "hit": hit,
+                     "miss": max(total - hit, 0.0)})
+    scale = BAR_PX / max((b["total"] for b in bars), default=1.0) if bars else 1.0
+    for b in bars:
+        b["hit_px"] = round(b["hit"] * scale, 1)
+        b["miss_px"] = round(b["miss"] * scale, 1)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]))
+    return env.get_template("camat.html.j2").render(doc=doc, bars=bars, keys=TERM_KEYS,
+                                                    fmt=_fmt, l1=_l1, top=top)
+
+
+def page_html(doc: dict) -> str:
+    """A self-contained page holding only the section (written as camat.html by -o DIR)."""
+    title = f"objtier camat: {doc.get('recording', '')}"
+    style = ("body{font-family:sans-serif;margin:1.5em auto;max-width:70em;color:#222}"
+             "table{border-collapse:collapse;font-size:.85em;margin:.5em 0}"
+             "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+             "td:first-child{text-align:left}th{background:#f0f0f0}"
+             ".note{color:#8a5a00;background:#fff6e0;padding:4px 8px}")
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+            f"{jinja2.utils.markupsafe.escape(title)}</title><style>{style}</style></head><body>"
+            f"{section_html(doc)}</body></html>\n")
+
+
+def recording_section(trace) -> str | None:
+    """The section for `objtier report`: the timing model (default preset) over the trace's
+    ordered access stream, or None when it has none (or the model refuses it)."""
+    from objtier.camat.analyze import findings, report, run_model
+    from objtier.camat.model import DEFAULT_PRESET, hierarchy
+    from objtier.camat.stream import load_stream
+    from objtier.errors import ObjtierError
+
+    try:
+        if not trace.accesses.num_rows:
+            return None
+        stream = load_stream(trace)
+        counts, params = run_model(stream, hierarchy(DEFAULT_PRESET))
+        doc = report(stream, counts, params)
+        doc["findings"] = findings(doc)
+        return section_html(doc)
+    except ObjtierError:
+        return None
