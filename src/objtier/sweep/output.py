@@ -264,6 +264,9 @@ def print_tables(console, doc: dict[str, Any], metrics: list[Metric]) -> None:
             marks = [f"T{p}" for p in THRESHOLDS if metric.thresholds[p] == s.level]
             applied = level["applied"]
             applied = ", ".join(applied) if isinstance(applied, list) else applied
+            took = [v for v in level.get("measured", {}).get("bandit_gbps", []) if v is not None]
+            if took:   # the bandwidth the co-runner took, median over the level's runs
+                applied += f": took {sorted(took)[len(took) // 2]:.2f} GB/s"
             table.add_row(s.label, level["kind"], applied, f"{s.ok_runs}/{len(s.foms)}",
                           _fmt(s.median), f"{_fmt(s.ci_low)}..{_fmt(s.ci_high)}", _fmt(s.mean),
                           "-" if s.performance is None else f"{100 * s.performance:.1f}",

@@ -1,0 +1,153 @@
+"""`objtier sweep`: how sensitive a program is to slower memory (T90/T75/T50 per knob)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from objtier.errors import UsageError
+
+NAME = "sweep"
+HELP = ("run a program at increasing levels of memory slowdown and report where its figure of "
+        "merit falls below 90/75/50 % (T90/T75/T50)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--knob", metavar="KNOB=LEVELS",
+                        help="local=100,75,50 (%% of the footprint in memory, swap behind; "
+                        "root), threads=1,2, bandit=0,50,100 (co-running load, %% of time), "
+                        "mba=100:10:-10 (resctrl), slow-share=0,50,100 (%% of pages on the "
+                        "slow NUMA node), sim=1,2,4,8 (slow-tier multiplier on --recording)")
+    parser.add_argument("--repeat", type=int, default=10, help="runs per level (10)")
+    fom = parser.add_mutually_exclusive_group()
+    fom.add_argument("--fom", metavar="REGEX",
+                     help="figure of merit: first capture group of REGEX on stdout (last "
+                     "match); default: the `FOM name=value unit` line objtier's workloads print")
+    fom.add_argument("--time", action="store_true",
+                     help="figure of merit: the run's wall time (lower is better)")
+    better = parser.add_mutually_exclusive_group()
+    better.add_argument("--higher-is-better", dest="higher", action="store_const", const=True,
+                        default=None, help="a larger FoM is better (default, except --time)")
+    better.add_argument("--lower-is-better", dest="higher", action="store_const", const=False,
+                        help="a smaller FoM is better (default with --time)")
+    parser.add_argument("--threads", metavar="LIST",
+                        help="also sweep thread counts (1,2,4): OMP_NUM_THREADS and every "
+                        "{threads} in the command; one series and one set of thresholds each")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="kill a run after S seconds (a failed data point; default: "
+                        "max(60, 30 x the first run))")
+    parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
+                        help="local: swap behind the cgroup (default: a new zram device)")
+    parser.add_argument("--bandit-threads", type=int, default=1, metavar="N",
+                        help="bandit: co-runner threads (1)")
+    parser.add_argument("--bandit-mode", default="stream", choices=["stream", "chase"],
+                        help="bandit: bandwidth (stream) or latency (chase) load")
+    parser.add_argument("--bandit-size", default="64M", metavar="SIZE",
+                        help="bandit: buffer per co-runner thread (64M)")
+    parser.add_argument("--resctrl-root", default="/sys/fs/resctrl", metavar="DIR",
+                        help="mba: the resctrl mount (default /sys/fs/resctrl)")
+    parser.add_argument("--recording", metavar="RUN.otr",
+                        help="sim: the recording to simulate")
+    parser.add_argument("--sim-preset", default="cxl", metavar="NAME|FILE.toml",
+                        help="sim: cost preset whose slow tier the levels multiply (cxl)")
+    parser.add_argument("--sim-fast", default="50%", metavar="SIZE|PCT",
+                        help="sim: fast-tier capacity (50%% of the peak live footprint)")
+    parser.add_argument("-o", "--output", default="sweep-out",
+                        help="output directory (default sweep-out)")
+    parser.add_argument("-f", "--force", action="store_true",
+                        help="replace an earlier sweep in the output directory")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the sweep in the output directory (same knob, levels "
+                        "and repeat): only the missing runs are made")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress, only tables")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- CMD [ARGS...]: the program to sweep")
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    from objtier.record.launch import resolve_command
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    return resolve_command(command)
+
+
+def knob_from_args(args: argparse.Namespace):
+    from objtier.sweep.knobs import KnobOptions, make_knob
+    from objtier.sweep.levels import parse_knob, parse_levels
+
+    if not args.knob:
+        raise UsageError("--knob KNOB=LEVELS is required (e.g. --knob local=100,75,50)")
+    name, text = parse_knob(args.knob)
+    levels = parse_levels(text, name)
+    options = KnobOptions(swap=args.swap, bandit_threads=args.bandit_threads,
+                          bandit_mode=args.bandit_mode, bandit_size=args.bandit_size,
+                          resctrl_root=Path(args.resctrl_root),
+                          recording=Path(args.recording) if args.recording else None,
+                          sim_preset=args.sim_preset, sim_fast=args.sim_fast)
+    return make_knob(name, levels, options)
+
+
+def run(args: argparse.Namespace) -> int:
+    from objtier.console import make_console
+    from objtier.sweep.fom import make_source
+    from objtier.sweep.levels import parse_int_list
+    from objtier.sweep.output import print_tables
+    from objtier.sweep.runner import SweepSettings, run_sweep
+
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.force and args.resume:
+        raise UsageError("--force and --resume exclude each other")
+    fom = make_source(args.fom, args.time, args.higher)
+    threads = parse_int_list(args.threads, "--threads") if args.threads else None
+    knob = knob_from_args(args)
+    if threads and knob.name == "threads":
+        raise UsageError("--threads with --knob threads: sweep threads once")
+    settings = SweepSettings(repeat=args.repeat, fom=fom, threads=threads,
+                             output=Path(args.output), timeout_s=args.timeout,
+                             force=args.force, resume=args.resume)
+    console = make_console()
+    err = make_console(stderr=True)
+    if knob.kind == "simulated":
+        from objtier.sweep.simknob import run_simulated
+
+        outcome = run_simulated(knob, settings, lambda text: None if args.quiet else
+                                err.print(f"objtier sweep: {text}"))
+    else:
+        command = _command(args)
+        outcome = _run_with_progress(command, knob, settings, args.quiet, err)
+    print_tables(console, outcome.document, outcome.metrics)
+    out = settings.output
+    console.print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'} and {out / 'sweep.parquet'}")
+    failed = sum(r.fom is None for r in outcome.records)
+    if failed:
+        sys.stderr.write(f"objtier sweep: warning: {failed} of {len(outcome.records)} run(s) "
+                         f"failed; they count as the worst FoM in their level's median\n")
+    return 0
+
+
+def _run_with_progress(command, knob, settings, quiet, err):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn
+
+    from objtier.sweep.runner import run_sweep
+
+    def say(text: str) -> None:
+        if not quiet:
+            err.print(f"objtier sweep: {text}")
+
+    if quiet:
+        return run_sweep(command, knob, settings, say)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as progress:
+        task = progress.add_task("sweep", total=None)
+
+        def on_record(record, index, total):
+            progress.update(task, total=total, completed=index,
+                            description=f"{knob.name} {record.label} #{record.repeat}: "
+                                        f"{record.status}")
+
+        return run_sweep(command, knob, settings, say, on_record)

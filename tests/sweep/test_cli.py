@@ -1,0 +1,74 @@
+"""`objtier sweep` from the command line: bad input gets one line and a non-zero exit; a short
+threads sweep end to end (FoM parsed, files written)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from objtier.native import binary
+
+
+def objtier(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "objtier", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def one_line(stderr: str) -> bool:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return len(lines) == 1 and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--knob", "speed=1,2"], "unknown knob 'speed'"),
+    (["--knob", "local=150%"], "local fraction must be in (0, 100]"),
+    (["--knob", "local=100,abc"], "'abc' is not a number"),
+    (["--knob", "local"], "expected KNOB=LEVELS"),
+    (["--knob", "threads=1", "--repeat", "0"], "--repeat must be at least 1"),
+    (["--knob", "threads=1", "--fom", "no group"], "needs one capture group"),
+    (["--knob", "threads=1", "--fom", "(["], "not a regular expression"),
+    (["--knob", "threads=1", "--threads", "0"], "positive whole numbers"),
+    (["--knob", "mba=50", "--resctrl-root", "/nonexistent"], "no resctrl at /nonexistent"),
+    (["--knob", "threads=1", "--", "/nonexistent/prog"], "command not found"),
+])
+def test_bad_input_is_one_line(tmp_path, args, message):
+    run = objtier("sweep", *args, "-o", str(tmp_path / "out"),
+                  *([] if "--" in args else ["--", "true"]))
+    assert run.returncode != 0
+    assert one_line(run.stderr), run.stderr
+    assert message in run.stderr
+
+
+def test_no_fom_match_stops_at_the_first_run(tmp_path):
+    run = objtier("sweep", "--knob", "threads=1,2", "--fom", r"rate=(\d+)", "-o",
+                  str(tmp_path / "o"), "--", "echo", "nothing here")
+    assert run.returncode == 2
+    assert one_line(run.stderr)
+    assert "no match of --fom" in run.stderr
+
+
+def test_threads_sweep_with_a_regex_fom(tmp_path):
+    out = tmp_path / "o"
+    run = objtier("sweep", "--knob", "threads=1,2", "--repeat", "2", "-q",
+                  "--fom", r"^FOM stream=([0-9.e+]+)", "-o", str(out), "--",
+                  str(binary("stream")), "-s", "200000", "-n", "3", "-t", "{threads}")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    assert doc["knob"] == "threads" and doc["kind"] == "real"
+    assert [lv["level"] for lv in doc["levels"]] == [1, 2]
+    assert all(len(lv["fom"]) == 2 and all(v > 0 for v in lv["fom"]) for lv in doc["levels"])
+    assert doc["levels"][1]["applied"] == "OMP_NUM_THREADS=2"
+    assert set(doc["thresholds"]) == {"90", "75", "50"}
+    assert "T90 =" in run.stdout
+
+
+def test_time_as_fom_is_lower_is_better(tmp_path):
+    out = tmp_path / "o"
+    run = objtier("sweep", "--knob", "threads=1", "--repeat", "2", "--time", "-q", "-o",
+                  str(out), "--", "true")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    assert doc["fom"]["higher_is_better"] is False and doc["fom"]["unit"] == "s"
