@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sim: cost preset whose slow tier the levels multiply (cxl)")
     parser.add_argument("--sim-fast", default="50%", metavar="SIZE|PCT",
                         help="sim: fast-tier capacity (50%% of the peak live footprint)")
+    parser.add_argument("--suite", metavar="FILE",
+                        help="sweep every command of FILE (one per line, optional 'NAME: ' "
+                        "prefix) and rank them by sensitivity (the seed's Table I)")
     parser.add_argument("-o", "--output", default="sweep-out",
                         help="output directory (default sweep-out)")
     parser.add_argument("-f", "--force", action="store_true",
@@ -111,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
                              force=args.force, resume=args.resume)
     console = make_console()
     err = make_console(stderr=True)
+    if args.suite:
+        return _run_suite(args, settings, console, err)
     if knob.kind == "simulated":
         from objtier.sweep.simknob import run_simulated
 
@@ -151,3 +156,35 @@ def _run_with_progress(command, knob, settings, quiet, err):
                                         f"{record.status}")
 
         return run_sweep(command, knob, settings, say, on_record)
+
+
+def _run_suite(args, settings, console, err) -> int:
+    from rich.table import Table
+
+    from objtier.sweep.runner import run_sweep
+    from objtier.sweep.suite import load_suite, run_suite
+
+    if args.command and args.command != ["--"]:
+        raise UsageError("--suite takes its commands from FILE, not after --")
+    entries = load_suite(Path(args.suite))
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            err.print(f"objtier sweep: {text}")
+
+    def one(command, knob, sub_settings):
+        return _run_with_progress(command, knob, sub_settings, args.quiet, err)
+
+    rows, out = run_suite(entries, lambda: knob_from_args(args), settings, say, one)
+    table = Table(title=f"objtier sweep --suite: {args.knob}, most sensitive first")
+    for name in ("program", "max avg FoM", "T50", "T75", "T90", "unstable"):
+        table.add_column(name, justify="left" if name == "program" else "right")
+    for r in rows:
+        if r["error"]:
+            table.add_row(r["program"], f"failed: {r['error']}", "", "", "", "")
+        else:
+            table.add_row(r["program"], f"{r['baseline']:.4g} {r['unit'] or ''}".strip(),
+                          r["T50"], r["T75"], r["T90"], str(r["warnings"] or ""))
+    console.print(table)
+    console.print(f"wrote {out / 'suite.json'}, {out / 'suite.csv'} and {out / 'suite.md'}")
+    return 0 if any(not r["error"] for r in rows) else 1

@@ -165,7 +165,8 @@ class LocalKnob(Knob):
         from objtier.tiers.swap import SwapTier
 
         preflight(self.options.swap)
-        _, self.footprint, cache = measure_footprint(command, say)
+        unlimited, self.footprint, cache = measure_footprint(command, say)
+        self.footprint_run_s = round(unlimited.wall_s, 6)
         say(f"footprint {self.footprint >> 20} MiB (+ {cache >> 20} MiB of file page cache, "
             f"not counted)")
         self.tier = SwapTier(self.footprint, swap=self.options.swap,
@@ -174,7 +175,9 @@ class LocalKnob(Knob):
         self.restorer.push("the swap tier", lambda: self.tier.__exit__(None, None, None))
 
     def describe(self):
-        return {"footprint_bytes": self.footprint, "swap": self.options.swap,
+        return {"footprint_bytes": self.footprint,
+                "footprint_run_s": getattr(self, "footprint_run_s", None),
+                "swap": self.options.swap,
                 "stat_flush_ms": self.options.stat_flush_ms}
 
     def limit_bytes(self, value: float) -> int:

@@ -50,6 +50,8 @@ class RunRecord:
     unit: str | None
     wall_s: float | None
     reason: str | None = None       # why fom is None
+    overhead_s: float | None = None  # the sweep's own time around the run: the knob's set-up
+    #                                  and read-back, FoM parsing, the files rewritten [s]
     extra: dict[str, Any] = field(default_factory=dict)  # knob measurements (bandit GB/s, ...)
 
 
@@ -182,7 +184,7 @@ def write_private(path: Path, data: bytes) -> None:
 
 
 CSV_FIELDS = ("order", "threads", "level", "label", "repeat", "kind", "applied", "status",
-              "returncode", "fom", "unit", "wall_s", "reason", "extra")
+              "returncode", "fom", "unit", "wall_s", "reason", "overhead_s", "extra")
 
 
 def runs_table(records: list[RunRecord]) -> list[dict[str, Any]]:
@@ -211,7 +213,7 @@ def write_files(out: Path, doc: dict[str, Any], records: list[RunRecord]) -> lis
                         ("applied", pa.string()), ("status", pa.string()),
                         ("returncode", pa.int32()), ("fom", pa.float64()), ("unit", pa.string()),
                         ("wall_s", pa.float64()), ("reason", pa.string()),
-                        ("extra", pa.string())])
+                        ("overhead_s", pa.float64()), ("extra", pa.string())])
     table = pa.Table.from_pylist(rows, schema=schema)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
@@ -234,7 +236,7 @@ def read_records(out: Path) -> list[RunRecord]:
                 label=row["label"], repeat=int(row["repeat"]), kind=row["kind"],
                 applied=row["applied"], status=row["status"], returncode=num("returncode", int),
                 fom=num("fom"), unit=row["unit"] or None, wall_s=num("wall_s"),
-                reason=row["reason"] or None,
+                reason=row["reason"] or None, overhead_s=num("overhead_s"),
                 extra=json.loads(row["extra"]) if row["extra"] else {}))
     return records
 

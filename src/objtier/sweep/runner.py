@@ -108,6 +108,7 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
         base_cmd, base_env = with_threads(command, _environ(), first_threads)
         knob.prepare(base_cmd, say)
         for index, (t, repeat, level) in enumerate(todo, 1):
+            started = time.monotonic()
             cmd, env = with_threads(command, _environ(), t)
             with knob.level(level, cmd, env) as setup:
                 m = run_measured(knob.label(level), setup.command, env=setup.env,
@@ -138,6 +139,9 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
                 timeout = max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * m.wall_s)
             doc, _ = document()
             write_files(settings.output, doc, records)
+            # the previous files hold this run's overhead without the last write; this write
+            # is the same size as the one measured
+            record.overhead_s = round(time.monotonic() - started - m.wall_s, 6)
             on_record(record, index, len(todo))
     doc, metrics = document()
     write_files(settings.output, doc, records)
