@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sim: cost preset whose slow tier the levels multiply (cxl)")
     parser.add_argument("--sim-fast", default="50%", metavar="SIZE|PCT",
                         help="sim: fast-tier capacity (50%% of the peak live footprint)")
+    parser.add_argument("--per-object", metavar="RUN.otr",
+                        help="from this recording of CMD, one arm per object with >= 1%% of the "
+                        "accesses, only that object slow (swap tier; root): FoM ratio per "
+                        "object, most sensitive first, and the bytes-fast -> FoM curve")
+    parser.add_argument("--stack-depth", type=int, default=8,
+                        help="--per-object: frames per allocation context; must equal the "
+                        "recording's (default 8)")
     parser.add_argument("--suite", metavar="FILE",
                         help="sweep every command of FILE (one per line, optional 'NAME: ' "
                         "prefix) and rank them by sensitivity (the seed's Table I)")
@@ -80,7 +87,8 @@ def knob_from_args(args: argparse.Namespace):
     from objtier.sweep.levels import parse_knob, parse_levels
 
     if not args.knob:
-        raise UsageError("--knob KNOB=LEVELS is required (e.g. --knob local=100,75,50)")
+        raise UsageError("--knob KNOB=LEVELS is required (e.g. --knob local=100,75,50), or "
+                         "--per-object RUN.otr")
     name, text = parse_knob(args.knob)
     levels = parse_levels(text, name)
     options = KnobOptions(swap=args.swap, bandit_threads=args.bandit_threads,
@@ -105,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     if args.force and args.resume:
         raise UsageError("--force and --resume exclude each other")
     fom = make_source(args.fom, args.time, args.higher)
+    if args.per_object:
+        return _run_per_object(args, fom)
     threads = parse_int_list(args.threads, "--threads") if args.threads else None
     knob = knob_from_args(args)
     if threads and knob.name == "threads":
@@ -188,3 +198,57 @@ def _run_suite(args, settings, console, err) -> int:
     console.print(table)
     console.print(f"wrote {out / 'suite.json'}, {out / 'suite.csv'} and {out / 'suite.md'}")
     return 0 if any(not r["error"] for r in rows) else 1
+
+
+def _run_per_object(args, fom) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn
+    from rich.table import Table
+
+    from objtier.console import make_console
+    from objtier.sweep.perobject import PerObjectSettings, run_per_object
+
+    if args.knob or args.suite or args.threads:
+        raise UsageError("--per-object runs on the swap tier on its own: no --knob, --suite "
+                         "or --threads")
+    if not 1 <= args.stack_depth <= 32:
+        raise UsageError(f"--stack-depth must be between 1 and 32, got {args.stack_depth}")
+    recording = Path(args.per_object)
+    if not recording.exists():
+        raise UsageError(f"--per-object: no recording at {recording}")
+    command = _command(args)
+    settings = PerObjectSettings(recording=recording, repeat=args.repeat,
+                                 stack_depth=args.stack_depth, swap=args.swap,
+                                 timeout_s=args.timeout, output=Path(args.output),
+                                 force=args.force)
+    console, err = make_console(), make_console(stderr=True)
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            err.print(f"objtier sweep: {text}")
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True,
+                  disable=args.quiet) as progress:
+        task = progress.add_task("per-object", total=None)
+        doc = run_per_object(command, settings, fom, say, lambda i, n, label: progress.update(
+            task, total=n, completed=i, description=f"{label[:40]}"))
+    table = Table(title="objtier sweep --per-object: only this object slow, most sensitive "
+                  "first")
+    for name in ("object", "size MiB", "accesses %", "runs ok", "median FoM", "ratio",
+                 "loss/MiB"):
+        table.add_column(name, justify="left" if name == "object" else "right")
+    for row in doc["objects"]:
+        table.add_row(row["object"][:60], f"{row['size'] / 2**20:.1f}",
+                      f"{100 * row['access_share']:.1f}",
+                      f"{row['runs'] - row['failed']}/{row['runs']}",
+                      "-" if row["median_fom"] is None else f"{row['median_fom']:.4g}",
+                      "-" if row["median_ratio"] is None else f"{row['median_ratio']:.3f}",
+                      f"{row['loss_per_mib']:.3g}")
+    console.print(table)
+    console.print("predicted FoM (additive) by fraction of bytes fast: " + ", ".join(
+        f"{100 * p['fast_fraction']:.0f}% -> {p['predicted_fom']:.2f}" for p in doc["curve"]))
+    out = settings.output
+    console.print(f"wrote {out / 'perobject.json'}, {out / 'sensitivity.csv'} and "
+                  f"{out / 'sweep.csv'}")
+    return 0

@@ -205,11 +205,36 @@ class LocalKnob(Knob):
             pass
         return 0
 
+    def _empty(self) -> int:
+        """Reclaim what earlier runs left charged to the empty cgroup (swap cache, page
+        cache), so every run starts with the whole limit free; returns the usage left
+        [bytes]."""
+        cgroup = self.tier.cgroup
+        try:
+            if cgroup.version == 1:
+                (cgroup.path / "memory.force_empty").write_text("0\n")
+                return int(cgroup.read("memory.usage_in_bytes"))
+            usage = int(cgroup.read("memory.current"))
+            if usage:
+                (cgroup.path / "memory.reclaim").write_text(f"{usage}\n")
+            return int(cgroup.read("memory.current"))
+        except (OSError, ValueError):
+            return -1
+
     @contextlib.contextmanager
     def level(self, value, command, env):
+        with self.at_bytes(self.limit_bytes(value), command, env) as setup:
+            yield setup
+
+    @contextlib.contextmanager
+    def at_bytes(self, limit: int, command: list[str], env: dict[str, str]
+                 ) -> Iterator[LevelSetup]:
+        """One run with the cgroup limited to `limit` bytes (the cgroup emptied first, the
+        stat-flush reader running throughout)."""
         from objtier.tiers.statflush import StatFlushReader
 
-        applied = self._set_limit(self.limit_bytes(value))
+        left = self._empty()
+        applied = self._set_limit(limit)
         self.tier.cgroup.reset_peak()
         stat_before = self.tier.cgroup.stat()
         oom_before = self._oom_kills()
@@ -220,7 +245,8 @@ class LocalKnob(Knob):
         stat_after = self.tier.cgroup.stat()
         setup.oom_kills = self._oom_kills() - oom_before
         refaults = "workingset_refault_anon"
-        setup.extra = {"limit_bytes": applied, "memcg_peak_bytes": self.tier.cgroup.peak_bytes(),
+        setup.extra = {"limit_bytes": applied, "start_usage_bytes": left,
+                       "memcg_peak_bytes": self.tier.cgroup.peak_bytes(),
                        "stat_flush_reads": reader.stats.reads,
                        "stat_flush_max_gap_ms": round(reader.stats.max_gap_ms, 3)}
         if refaults in stat_before and refaults in stat_after:

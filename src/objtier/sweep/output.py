@@ -152,7 +152,9 @@ def prepare_output(path: Path, force: bool = False, resume: bool = False) -> Non
         if not path.is_dir():
             raise UsageError(f"{path} exists and is not a directory")
         if any(path.iterdir()):
-            is_sweep = (path / "sweep.json").exists() or (path / "sweep.csv").exists()
+            is_sweep = any((path / name).exists() for name in
+                           ("sweep.json", "sweep.csv", "suite.json")) or \
+                any((sub / "sweep.csv").exists() for sub in path.iterdir() if sub.is_dir())
             if resume and is_sweep:
                 os.chmod(path, 0o700)
                 return
@@ -196,8 +198,9 @@ def runs_table(records: list[RunRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_files(out: Path, doc: dict[str, Any], records: list[RunRecord]) -> list[Path]:
-    """sweep.json, sweep.csv, sweep.parquet in out (each written whole)."""
+def write_files(out: Path, doc: dict[str, Any], records: list[RunRecord],
+                parquet: bool = True) -> list[Path]:
+    """sweep.json, sweep.csv and (with parquet) sweep.parquet in out, each written whole."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -208,6 +211,8 @@ def write_files(out: Path, doc: dict[str, Any], records: list[RunRecord]) -> lis
     writer.writeheader()
     writer.writerows(rows)
     write_private(out / "sweep.csv", text.getvalue().encode())
+    if not parquet:
+        return [out / "sweep.json", out / "sweep.csv"]
     schema = pa.schema([("order", pa.int32()), ("threads", pa.int32()), ("level", pa.float64()),
                         ("label", pa.string()), ("repeat", pa.int32()), ("kind", pa.string()),
                         ("applied", pa.string()), ("status", pa.string()),

@@ -103,48 +103,55 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
     todo = [run for run in plan if run not in done]
     if settings.resume:
         say(f"resuming: {len(plan) - len(todo)} of {len(plan)} runs already done")
-    with knob:
-        first_threads = threads[0]
-        base_cmd, base_env = with_threads(command, _environ(), first_threads)
-        knob.prepare(base_cmd, say)
-        for index, (t, repeat, level) in enumerate(todo, 1):
-            started = time.monotonic()
-            cmd, env = with_threads(command, _environ(), t)
-            with knob.level(level, cmd, env) as setup:
-                m = run_measured(knob.label(level), setup.command, env=setup.env,
-                                 preexec=setup.preexec, timeout_s=timeout)
-            if m.returncode == -signal.SIGINT:
-                raise KeyboardInterrupt
-            timed_out = (timeout is not None and m.wall_s >= timeout
-                         and m.returncode == -signal.SIGKILL)
-            value, fom_unit, problem = extract(settings.fom, m.stdout, m.wall_s)
-            status = status_of(m.returncode, timed_out, setup.oom_kills, problem)
-            if status != "ok":
-                value = None
-            if not records and status != "ok":
-                _first_run_failed(status, problem, m)
-            unit = unit or fom_unit
-            record = RunRecord(order=len(records) + 1, threads=t, level=level,
-                               label=knob.label(level), repeat=repeat, kind=knob.kind,
-                               applied=setup.applied, status=status, returncode=m.returncode,
-                               fom=value, unit=fom_unit, wall_s=round(m.wall_s, 6),
-                               reason=None if status == "ok" else
-                               (problem if status == "no FoM" else _last_line(m.stderr) or None),
-                               extra=setup.extra)
-            records.append(record)
-            for info in levels:
-                if info.level == level and not info.applied:
-                    info.applied = setup.applied
-            if timeout is None and status == "ok":
-                timeout = max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * m.wall_s)
+    try:
+        with knob:
+            first_threads = threads[0]
+            base_cmd, base_env = with_threads(command, _environ(), first_threads)
+            knob.prepare(base_cmd, say)
+            for index, (t, repeat, level) in enumerate(todo, 1):
+                started = time.monotonic()
+                cmd, env = with_threads(command, _environ(), t)
+                with knob.level(level, cmd, env) as setup:
+                    m = run_measured(knob.label(level), setup.command, env=setup.env,
+                                     preexec=setup.preexec, timeout_s=timeout)
+                if m.returncode == -signal.SIGINT:
+                    raise KeyboardInterrupt
+                timed_out = (timeout is not None and m.wall_s >= timeout
+                             and m.returncode == -signal.SIGKILL)
+                value, fom_unit, problem = extract(settings.fom, m.stdout, m.wall_s)
+                status = status_of(m.returncode, timed_out, setup.oom_kills, problem)
+                if status != "ok":
+                    value = None
+                if not records and status != "ok":
+                    _first_run_failed(status, problem, m)
+                unit = unit or fom_unit
+                record = RunRecord(order=len(records) + 1, threads=t, level=level,
+                                   label=knob.label(level), repeat=repeat, kind=knob.kind,
+                                   applied=setup.applied, status=status, returncode=m.returncode,
+                                   fom=value, unit=fom_unit, wall_s=round(m.wall_s, 6),
+                                   reason=None if status == "ok" else (
+                                       problem if status == "no FoM"
+                                       else _last_line(m.stderr) or None),
+                                   extra=setup.extra)
+                records.append(record)
+                for info in levels:
+                    if info.level == level and not info.applied:
+                        info.applied = setup.applied
+                if timeout is None and status == "ok":
+                    timeout = max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * m.wall_s)
+                doc, _ = document()
+                write_files(settings.output, doc, records, parquet=False)
+                # the files get this run's overhead with the next write (the last run's with
+                # the final one); it includes this run's write
+                record.overhead_s = round(time.monotonic() - started - m.wall_s, 6)
+                on_record(record, index, len(todo))
+    finally:
+        # sweep.json and sweep.csv follow every run; the Parquet copy is written once, at the
+        # end, also when the sweep is interrupted (it is the CSV's rows, typed)
+        if records:
             doc, _ = document()
             write_files(settings.output, doc, records)
-            # the previous files hold this run's overhead without the last write; this write
-            # is the same size as the one measured
-            record.overhead_s = round(time.monotonic() - started - m.wall_s, 6)
-            on_record(record, index, len(todo))
     doc, metrics = document()
-    write_files(settings.output, doc, records)
     return SweepOutcome(records, doc, metrics)
 
 
