@@ -1,8 +1,8 @@
 """`objtier sweep --knob local` on project workloads: a Table-I-style ranking, and the
 sweep's own overhead per run.
 
-    .venv/bin/python bench/sweep_local.py [-o bench-out/sweep-local] [--repeat 5]
-        [--levels 100,95,90,80,70,60,50] [--timeout 90]
+    .venv/bin/python bench/sweep_local.py [-o bench-out/sweep-local] [--repeat 3]
+        [--levels 100,90,80,70,60,50] [--timeout 60]
 
 Runs `objtier sweep --suite` (root: memory cgroup + zram, stat-flush reader at 10 ms) over
 stream, ptrchase and kmeans at sizes whose runs stay short under swap, then prints the ranked
@@ -28,7 +28,7 @@ OBJTIER = REPO / ".venv" / "bin" / "objtier"
 
 SUITE = [
     ("stream", [str(BIN / "stream"), "-s", "1500000", "-n", "4", "-t", "2"]),
-    ("ptrchase", [str(BIN / "ptrchase"), "-s", "48M", "-n", "1000000", "-t", "2"]),
+    ("ptrchase", [str(BIN / "ptrchase"), "-s", "48M", "-n", "300000", "-t", "2"]),
     ("kmeans", [str(BIN / "kmeans"), "-n", "250000", "-d", "34", "-i", "6", "-t", "2"]),
 ]
 
@@ -36,9 +36,9 @@ SUITE = [
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--output", default="bench-out/sweep-local")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--levels", default="100,95,90,80,70,60,50")
-    parser.add_argument("--timeout", default="90")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--levels", default="100,90,80,70,60,50")
+    parser.add_argument("--timeout", default="60")
     args = parser.parse_args()
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)

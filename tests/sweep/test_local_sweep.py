@@ -39,7 +39,7 @@ def test_local_sweep_on_stream(tmp_path):
     assert all(r.status == "ok" and r.unit == "MB/s" and r.fom > 0 for r in outcome.records)
     assert all(r.extra["stat_flush_reads"] > 0 for r in outcome.records)
     at60 = [r for r in outcome.records if r.level == 60]
-    assert all(r.extra["limit_bytes"] < 0.65 * knob.footprint for r in at60)
+    assert all(r.extra["limit_bytes"] < 0.6 * knob.footprint + (4 << 20) + 4096 for r in at60)
     metric = outcome.metrics[0]
     full, limited = metric.levels
     # 60 % of the footprint cannot be faster than all of it beyond noise: its median stays

@@ -61,8 +61,10 @@ def test_per_object_hot_array_is_most_sensitive(compile_c, tmp_path):
     out = tmp_path / "po"
     # the hot array alone in swap makes every update a fault: its arm runs into the timeout
     # (a failed data point, counted as the worst FoM), the cold array's arm finishes
+    # min_share: both arrays are arms however the sampler spread its samples on a busy machine
     doc = run_per_object(command, PerObjectSettings(recording=recording, repeat=1,
-                                                    timeout_s=8, output=out),
+                                                    timeout_s=8, output=out,
+                                                    min_share=0.0),
                          FomSource("line"), on_run=lambda i, n, s: during.append(
                              machine_state()))
     after = machine_state()
@@ -79,3 +81,21 @@ def test_per_object_hot_array_is_most_sensitive(compile_c, tmp_path):
     assert saved["objects"][0]["object"] == hot["object"]
     assert (out / "sensitivity.csv").read_text().startswith("context_key,")
     assert oct((out / "perobject.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_candidates_are_objects_with_one_percent_of_accesses():
+    import numpy as np
+
+    from objtier.plan import object_table
+    from objtier.sweep.perobject import candidate_rows
+
+    objects = object_table({
+        "object": [0, 1, 2, 3], "context_key": ["a" * 16, "b" * 16, "", "c" * 16],
+        "occurrence": [0, 0, 0, 0], "size": [4096, 4096, 4096, 4096],
+        "accesses": [5.0, 994.0, 500.0, 0.5], "label": ["a", "b", "unknown", "c"]})
+    # shares 0.33 %, 66 %, 33 % (no context: not plannable), 0.03 %
+    assert candidate_rows(objects).tolist() == [1]
+    assert candidate_rows(objects, 0.003).tolist() == [1, 0]
+    assert np.array_equal(candidate_rows(object_table({
+        "object": [0], "context_key": ["a" * 16], "occurrence": [0], "size": [1],
+        "accesses": [0.0], "label": ["a"]})), [])
