@@ -72,3 +72,31 @@ def test_time_as_fom_is_lower_is_better(tmp_path):
     assert run.returncode == 0, run.stderr
     doc = json.loads((out / "sweep.json").read_text())
     assert doc["fom"]["higher_is_better"] is False and doc["fom"]["unit"] == "s"
+
+
+def test_calibrate_then_thresholds_in_units(tmp_path):
+    """--calibrate with the bandit knob (1 thread, 1 run per level), then a sweep stating its
+    thresholds in GB/s and ns from that calibration."""
+    cal = tmp_path / "cal"
+    run = objtier("sweep", "--calibrate", "--knob", "bandit=0,100", "--threads", "1",
+                  "--repeat", "1", "--bandit-size", "16M", "-q", "-o", str(cal))
+    assert run.returncode == 0, run.stderr
+    rows = json.loads((cal / "calibration.json").read_text())["rows"]
+    assert [(r["threads"], r["level"]) for r in rows] == [(1, 0), (1, 100)]
+    assert all(r["gbps"] > 0 and r["ns"] > 0 and r["kind"] == "emulated" for r in rows)
+    assert (cal / "stream" / "sweep.json").exists() and (cal / "ptrchase" / "sweep.csv").exists()
+    out = tmp_path / "o"
+    run = objtier("sweep", "--knob", "bandit=0,100", "--repeat", "1", "--bandit-size", "16M",
+                  "--calibration", str(cal / "calibration.json"), "-q", "-o", str(out), "--",
+                  str(binary("stream")), "-s", "200000", "-n", "3", "-t", "1")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    units = doc["thresholds_in_units"]
+    assert set(units) == {"90", "75", "50"}
+    for percent, level in doc["thresholds"].items():
+        assert units[percent]["level"] == level
+        if level is not None:
+            assert units[percent]["gbps"] == next(r["gbps"] for r in rows if r["level"] == level)
+    bad = objtier("sweep", "--knob", "bandit=0", "--calibration", str(out / "sweep.csv"),
+                  "-o", str(tmp_path / "x"), "--", "true")
+    assert bad.returncode == 2 and "not a calibration.json" in bad.stderr

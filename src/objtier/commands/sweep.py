@@ -60,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stack-depth", type=int, default=8,
                         help="--per-object: frames per allocation context; must equal the "
                         "recording's (default 8)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="measure what each level does to bandwidth (STREAM, GB/s) and "
+                        "latency (ptrchase, ns) over --threads (default 1 and all CPUs); no CMD")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="a calibration.json from --calibrate: state the thresholds in "
+                        "GB/s and ns too")
     parser.add_argument("--suite", metavar="FILE",
                         help="sweep every command of FILE (one per line, optional 'NAME: ' "
                         "prefix) and rank them by sensitivity (the seed's Table I)")
@@ -124,6 +130,13 @@ def run(args: argparse.Namespace) -> int:
                              force=args.force, resume=args.resume)
     console = make_console()
     err = make_console(stderr=True)
+    if args.calibrate:
+        return _run_calibrate(args, settings, console, err)
+    calibration = None
+    if args.calibration:
+        from objtier.sweep.calibrate import load_calibration
+
+        calibration = load_calibration(Path(args.calibration))
     if args.suite:
         return _run_suite(args, settings, console, err)
     if knob.kind == "simulated":
@@ -134,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         command = _command(args)
         outcome = _run_with_progress(command, knob, settings, args.quiet, err)
+    if calibration is not None:
+        _add_units(outcome.document, calibration, settings.output, console)
     print_tables(console, outcome.document, outcome.metrics)
     out = settings.output
     console.print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'} and {out / 'sweep.parquet'}")
@@ -251,4 +266,55 @@ def _run_per_object(args, fom) -> int:
     out = settings.output
     console.print(f"wrote {out / 'perobject.json'}, {out / 'sensitivity.csv'} and "
                   f"{out / 'sweep.csv'}")
+    return 0
+
+
+def _add_units(doc, calibration, out, console) -> None:
+    """Thresholds in GB/s and ns from a calibration; saved into sweep.json."""
+    import json
+
+    from objtier.sweep.calibrate import in_units
+    from objtier.sweep.output import write_private
+
+    for series in doc["series"]:
+        series["thresholds_in_units"] = in_units(series["thresholds"], calibration,
+                                                 series["threads"])
+    doc["thresholds_in_units"] = doc["series"][0]["thresholds_in_units"]
+    write_private(out / "sweep.json", (json.dumps(doc, indent=1) + "\n").encode())
+    for percent, unit in doc["thresholds_in_units"].items():
+        if unit["level"] is not None:
+            console.print(f"T{percent}: level {unit['level']:g} = "
+                          f"{unit['gbps'] if unit['gbps'] is not None else '?'} GB/s, "
+                          f"{unit['ns'] if unit['ns'] is not None else '?'} ns "
+                          f"(calibrated at {unit['threads']} threads)")
+
+
+def _run_calibrate(args, settings, console, err) -> int:
+    from rich.table import Table
+
+    from objtier.sweep.calibrate import run_calibration
+
+    if args.command and args.command != ["--"]:
+        raise UsageError("--calibrate runs objtier's STREAM and ptrchase, not a command")
+    if args.suite or args.fom or args.time:
+        raise UsageError("--calibrate takes no --suite, --fom or --time")
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            err.print(f"objtier sweep: {text}")
+
+    def one(command, knob, sub_settings):
+        return _run_with_progress(command, knob, sub_settings, args.quiet, err)
+
+    doc = run_calibration(lambda: knob_from_args(args), settings, say, one)
+    table = Table(title=f"objtier sweep --calibrate: {args.knob}")
+    for name in ("threads", "level", "kind", "GB/s (STREAM)", "ns (ptrchase)"):
+        table.add_column(name, justify="right")
+    for row in doc["rows"]:
+        table.add_row(str(row["threads"]), row["label"], row["kind"],
+                      "-" if row["gbps"] is None else f"{row['gbps']:.3g}",
+                      "-" if row["ns"] is None else f"{row['ns']:.4g}")
+    console.print(table)
+    out = settings.output
+    console.print(f"wrote {out / 'calibration.json'} and {out / 'calibration.csv'}")
     return 0
