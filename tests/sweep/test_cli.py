@@ -34,12 +34,18 @@ def one_line(stderr: str) -> bool:
     (["--knob", "mba=50", "--resctrl-root", "/nonexistent"], "no resctrl at /nonexistent"),
     (["--knob", "threads=1", "--", "/nonexistent/prog"], "command not found"),
 ])
-def test_bad_input_is_one_line(tmp_path, args, message):
-    run = objtier("sweep", *args, "-o", str(tmp_path / "out"),
-                  *([] if "--" in args else ["--", "true"]))
-    assert run.returncode != 0
-    assert one_line(run.stderr), run.stderr
-    assert message in run.stderr
+def test_bad_input_is_one_line(tmp_path, capsys, args, message):
+    from objtier.cli import main
+
+    try:
+        code = main(["sweep", *args, "-o", str(tmp_path / "out"),
+                     *([] if "--" in args else ["--", "true"])])
+    except SystemExit as exit_:       # argparse's own errors
+        code = exit_.code
+    stderr = capsys.readouterr().err
+    assert code != 0
+    assert one_line(stderr), stderr
+    assert message in stderr
 
 
 def test_no_fom_match_stops_at_the_first_run(tmp_path):
@@ -100,3 +106,21 @@ def test_calibrate_then_thresholds_in_units(tmp_path):
     bad = objtier("sweep", "--knob", "bandit=0", "--calibration", str(out / "sweep.csv"),
                   "-o", str(tmp_path / "x"), "--", "true")
     assert bad.returncode == 2 and "not a calibration.json" in bad.stderr
+
+
+def test_resume_runs_only_what_is_missing(tmp_path):
+    from objtier.sweep.fom import FomSource
+    from objtier.sweep.knobs import KnobOptions, make_knob
+    from objtier.sweep.runner import SweepSettings, run_sweep
+
+    out = tmp_path / "o"
+    command = ["sh", "-c", "echo FOM x=$OMP_NUM_THREADS n time=0"]
+    first = run_sweep(command, make_knob("threads", [1, 2], KnobOptions()),
+                      SweepSettings(repeat=1, fom=FomSource("line"), output=out))
+    assert [r.fom for r in first.records] == [1.0, 2.0]
+    more = run_sweep(command, make_knob("threads", [1, 2], KnobOptions()),
+                     SweepSettings(repeat=2, fom=FomSource("line"), output=out, resume=True))
+    assert [(r.order, r.repeat, r.level) for r in more.records] == \
+        [(1, 1, 1), (2, 1, 2), (3, 2, 1), (4, 2, 2)]
+    doc = json.loads((out / "sweep.json").read_text())
+    assert [lv["fom"] for lv in doc["levels"]] == [[1.0, 1.0], [2.0, 2.0]]
