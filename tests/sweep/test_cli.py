@@ -69,6 +69,9 @@ def test_threads_sweep_with_a_regex_fom(tmp_path):
     assert doc["levels"][1]["applied"] == "OMP_NUM_THREADS=2"
     assert set(doc["thresholds"]) == {"90", "75", "50"}
     assert "T90 =" in run.stdout
+    png = (out / "sweep.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    assert oct((out / "sweep.png").stat().st_mode & 0o777) == "0o600"
 
 
 def test_time_as_fom_is_lower_is_better(tmp_path):

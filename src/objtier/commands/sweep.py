@@ -151,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
         _add_units(outcome.document, calibration, settings.output, console)
     print_tables(console, outcome.document, outcome.metrics)
     out = settings.output
-    console.print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'} and {out / 'sweep.parquet'}")
+    console.print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'}, {out / 'sweep.parquet'} "
+                  f"and {out / 'sweep.png'}")
     failed = sum(r.fom is None for r in outcome.records)
     if failed:
         sys.stderr.write(f"objtier sweep: warning: {failed} of {len(outcome.records)} run(s) "

@@ -149,8 +149,11 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
         # sweep.json and sweep.csv follow every run; the Parquet copy is written once, at the
         # end, also when the sweep is interrupted (it is the CSV's rows, typed)
         if records:
+            from objtier.sweep.figure import plot_sweep
+
             doc, _ = document()
             write_files(settings.output, doc, records)
+            plot_sweep(doc, settings.output / "sweep.png")
     doc, metrics = document()
     return SweepOutcome(records, doc, metrics)
 

@@ -110,4 +110,7 @@ def run_simulated(knob: SimKnob, settings, say: Callable[[str], None]):
             "tool_version": tool_version(), "machine": machine_info()}
     doc, metrics = build_document(records, levels, [None], head, True)
     write_files(settings.output, doc, records)
+    from objtier.sweep.figure import plot_sweep
+
+    plot_sweep(doc, settings.output / "sweep.png")
     return SweepOutcome(records, doc, metrics)
