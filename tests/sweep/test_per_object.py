@@ -17,16 +17,16 @@ from ..harness.harness_helpers import PROGS, leftovers, machine_state, needs_enf
 
 
 def test_ratios_sort_most_sensitive_first_and_count_failures_worst():
-    arms = [Arm(0, "all fast", None, foms=[10.0, 10.0, 10.0]),
-            Arm(1, "a", 0, size=1 << 20, foms=[9.0, 9.0, 9.0]),
-            Arm(2, "b", 1, size=4 << 20, foms=[5.0, 5.0, 5.0]),
-            Arm(3, "c", 2, size=1 << 20, foms=[None, None, 8.0])]
+    arms = [Arm(0, "all fast", (), foms=[10.0, 10.0, 10.0]),
+            Arm(1, "a", (0,), size=1 << 20, foms=[9.0, 9.0, 9.0]),
+            Arm(2, "b", (1,), size=4 << 20, foms=[5.0, 5.0, 5.0]),
+            Arm(3, "c", (2,), size=1 << 20, foms=[None, None, 8.0])]
     rows = ratios(arms, higher_is_better=True)
     assert [r["object"] for r in rows] == ["c", "b", "a"]
     assert rows[1]["median_ratio"] == pytest.approx(0.5)
     assert rows[1]["loss"] == pytest.approx(1.0)
     assert rows[0]["median_ratio"] == 0.0 and math.isinf(rows[0]["loss"])
-    times = ratios([Arm(0, "all fast", None, foms=[2.0]), Arm(1, "a", 0, size=1, foms=[4.0])],
+    times = ratios([Arm(0, "all fast", (), foms=[2.0]), Arm(1, "a", (0,), size=1, foms=[4.0])],
                    higher_is_better=False)
     assert times[0]["median_ratio"] == pytest.approx(0.5)
 
@@ -63,7 +63,7 @@ def test_per_object_hot_array_is_most_sensitive(compile_c, tmp_path):
     # (a failed data point, counted as the worst FoM), the cold array's arm finishes
     # min_share: both arrays are arms however the sampler spread its samples on a busy machine
     doc = run_per_object(command, PerObjectSettings(recording=recording, repeat=1,
-                                                    timeout_s=8, output=out,
+                                                    timeout_s=15, output=out,
                                                     min_share=0.0),
                          FomSource("line"), on_run=lambda i, n, s: during.append(
                              machine_state()))

@@ -50,12 +50,12 @@ ALL_FAST = "all fast"
 
 @dataclass
 class Arm:
-    index: int                 # 0 = all fast; i = the i-th object under test
+    index: int                 # 0 = all fast; i = the i-th arm under test
     label: str
-    slow_row: int | None       # row of the object table that is slow, None = none
-    size: int = 0              # bytes of the slow object
-    share: float = 0.0         # its share of the sampled accesses
-    context_key: str = ""
+    slow_rows: tuple[int, ...] = ()   # rows of the object table that are slow; () = none
+    size: int = 0              # bytes of the slow objects
+    share: float = 0.0         # their share of the sampled accesses
+    context_key: str = ""      # the slow object's, for a one-object arm
     occurrence: int = 0
     foms: list[float | None] = field(default_factory=list)
 
@@ -71,24 +71,24 @@ def candidate_rows(objects, min_share: float = MIN_SHARE) -> np.ndarray:
     return rows[np.argsort(-objects.accesses[rows], kind="stable")]
 
 
-def one_slow_placement(objects, slow_row: int | None, page_bytes: int):
-    """Placement: every plannable object fast except slow_row (None: all fast)."""
+def slow_set_placement(objects, slow_rows: tuple[int, ...], page_bytes: int):
+    """Placement: every plannable object fast except the slow_rows ones."""
     from objtier.plan.placement import finish, pages
 
     n = len(objects)
     fast = np.where(objects.plannable, objects.size, 0).astype(np.int64)
     chosen = objects.plannable.copy()
     reason = np.array(["kept fast"] * n, dtype=object)
-    if slow_row is not None:
-        fast[slow_row] = 0
-        chosen[slow_row] = False
-        reason[slow_row] = "the object under test"
+    rows = list(slow_rows)
+    fast[rows] = 0
+    chosen[rows] = False
+    reason[rows] = "under test"
     reason[~objects.plannable] = "unknown allocation context"
     capacity = int(pages(fast, page_bytes).sum()) * page_bytes
     fill = np.cumsum(pages(fast, page_bytes) * page_bytes)
-    return finish("one-slow", {"slow_object": None if slow_row is None else
-                               int(objects.object[slow_row])}, objects, capacity, page_bytes,
-                  fast, np.zeros(n), np.arange(n), fill, reason, chosen=chosen)
+    return finish("slow-set", {"slow_objects": [int(objects.object[r]) for r in rows]},
+                  objects, capacity, page_bytes, fast, np.zeros(n), np.arange(n), fill, reason,
+                  chosen=chosen)
 
 
 def ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
@@ -157,48 +157,95 @@ class PerObjectSettings:
     force: bool = False
 
 
+def load_objects(recording: Path):
+    """(object table, page size) of a recording."""
+    from objtier import plan as planner
+    from objtier.analysis.objects import object_table
+    from objtier.trace import open_trace
+
+    trace = open_trace(recording)
+    objects = planner.object_table(object_table(trace))
+    page_sizes = [p.page_bytes for p in trace.processes if p.page_bytes]
+    return objects, (min(page_sizes) if page_sizes else 4096)
+
+
+def object_arms(objects, rows) -> list[Arm]:
+    """The all-fast arm, then one arm per row with only that object slow."""
+    total = float(objects.accesses.sum()) or 1.0
+    return [Arm(0, ALL_FAST)] + [
+        Arm(i, str(objects.label[r]), (int(r),), int(objects.size[r]),
+            float(objects.accesses[r]) / total, str(objects.context_key[r]),
+            int(objects.occurrence[r])) for i, r in enumerate(rows, 1)]
+
+
 def run_per_object(command: list[str], settings: PerObjectSettings, fom,
                    say: Callable[[str], None] = lambda text: None,
                    on_run: Callable[[int, int, str], None] = lambda i, n, s: None
                    ) -> dict[str, Any]:
-    """Run every arm (see the module docstring); returns perobject.json's content."""
+    """One arm per object (see the module docstring); returns perobject.json's content."""
+    from objtier.sweep.output import write_private
+
+    if settings.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
+    objects, page = load_objects(settings.recording)
+    rows = candidate_rows(objects, settings.min_share)
+    if not len(rows):
+        raise UsageError(f"{settings.recording}: no object has {settings.min_share:.0%} of the "
+                         f"sampled accesses (record with a higher --rate?)")
+    arms = object_arms(objects, rows)
+    fast_total = int(objects.size[objects.plannable].sum())
+    say(f"{len(arms) - 1} object(s) with >= {settings.min_share:.0%} of the accesses; "
+        f"{len(arms) * settings.repeat} runs")
+
+    def document(footprint: int) -> dict[str, Any]:
+        ranked = ratios(arms, fom.higher_is_better)
+        return {**_head(command, settings, fom), "footprint_bytes": footprint,
+                "all_fast": {"fom": arms[0].foms}, "objects": ranked,
+                "curve": cumulative_curve(ranked, fast_total)}
+
+    footprint = run_arms(command, objects, page, arms, settings, fom, say, on_run,
+                         lambda fp: write_private(settings.output / "perobject.json", (
+                             json.dumps(document(fp), indent=1) + "\n").encode()))
+    doc = document(footprint)
+    write_private(settings.output / "perobject.json", (json.dumps(doc, indent=1) + "\n").encode())
+    write_private(settings.output / "sensitivity.csv", sensitivity_csv(doc["objects"]).encode())
+    return doc
+
+
+def _head(command, settings, fom) -> dict[str, Any]:
+    from objtier.sweep.output import machine_info, tool_version
+
+    return {"knob": "per-object", "kind": "real", "command": command,
+            "recording": str(settings.recording), "repeat": settings.repeat,
+            "tool_version": tool_version(), "machine": machine_info(),
+            "fom": {"source": fom.describe(), "higher_is_better": fom.higher_is_better}}
+
+
+def run_arms(command: list[str], objects, page: int, arms: list[Arm],
+             settings: PerObjectSettings, fom, say: Callable[[str], None],
+             on_run: Callable[[int, int, str], None],
+             after_run: Callable[[int], None] = lambda footprint: None) -> int:
+    """Run every arm `settings.repeat` times in interleaved rounds on one swap tier; each
+    arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
     from objtier import plan as planner
-    from objtier.analysis.objects import object_table
     from objtier.harness import enforce
     from objtier.harness.measure import run_measured
     from objtier.record.launch import runtime_env
     from objtier.sweep.fom import extract
     from objtier.sweep.knobs import KnobOptions, LocalKnob
+    from objtier.sweep.output import RunRecord, prepare_output, write_private
     from objtier.sweep.runner import status_of
-    from objtier.sweep.output import (RunRecord, machine_info, prepare_output, tool_version,
-                                      write_private)
-    from objtier.trace import open_trace
 
-    if settings.repeat < 1:
-        raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
     if not enforce.runtime_supports_plans():
         raise UsageError("this objtier runtime does not enforce plans (no OBJTIER_PLAN): "
                          "--per-object needs it")
-    trace = open_trace(settings.recording)
-    objects = planner.object_table(object_table(trace))
-    rows = candidate_rows(objects, settings.min_share)
-    if not len(rows):
-        raise UsageError(f"{settings.recording}: no object has {settings.min_share:.0%} of the "
-                         f"sampled accesses (record with a higher --rate?)")
-    page_sizes = [p.page_bytes for p in trace.processes if p.page_bytes]
-    page = min(page_sizes) if page_sizes else 4096
     prepare_output(settings.output, settings.force)
     runs_dir = settings.output / "runs"
     runs_dir.mkdir(mode=0o700)
-    total = float(objects.accesses.sum())
-    arms = [Arm(0, ALL_FAST, None)] + [
-        Arm(i, str(objects.label[r]), int(r), int(objects.size[r]),
-            float(objects.accesses[r]) / total, str(objects.context_key[r]),
-            int(objects.occurrence[r])) for i, r in enumerate(rows, 1)]
     plans = {}
     for arm in arms:
-        plan = planner.build_plan(objects, one_slow_placement(objects, arm.slow_row, page),
-                                  planner.Budget(0, "one-slow", 0.0, None),
+        plan = planner.build_plan(objects, slow_set_placement(objects, arm.slow_rows, page),
+                                  planner.Budget(0, "slow-set", 0.0, None),
                                   planner.identity(command[0]), source=str(settings.recording))
         path = settings.output / f"plan-{arm.index:02d}.txt"
         write_private(path, planner.to_text(plan).encode())
@@ -206,21 +253,15 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
     fast_total = int(objects.size[objects.plannable].sum())
     knob = LocalKnob([100], KnobOptions(swap=settings.swap))
     records: list[RunRecord] = []
-    head = {"knob": "per-object", "kind": "real", "command": command,
-            "recording": str(settings.recording), "tool_version": tool_version(),
-            "machine": machine_info(), "fom": {"source": fom.describe(),
-                                                "higher_is_better": fom.higher_is_better}}
     timeout = settings.timeout_s
     order = [(r, arm) for r in range(1, settings.repeat + 1) for arm in arms]
     with knob:
         knob.prepare(command, say)
         footprint = knob.footprint
-        say(f"{len(arms) - 1} object(s) with >= {settings.min_share:.0%} of the accesses; "
-            f"{len(order)} runs")
         for i, (repeat, arm) in enumerate(order, 1):
             plan, plan_text = plans[arm.index]
-            # locked: every other object; unlocked room: what the program holds outside the
-            # recorded objects (text, stacks, small allocations), so the slow object has none
+            # locked: every fast object; unlocked room: what the program holds outside the
+            # recorded objects (text, stacks, small allocations), so the slow ones have none
             mlock = max(fast_total - arm.size, 1)
             limit = mlock + max(footprint - fast_total, MIN_UNLOCKED_BYTES)
             trace_dir = runs_dir / f"{len(records) + 1:03d}-{arm.index:02d}.otr"
@@ -239,38 +280,25 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
             status = status_of(m.returncode, timed_out, setup.oom_kills, problem)
             ok = status == "ok"
             if not records and not ok:
-                raise UsageError(f"the all-fast run failed (exit {m.returncode}, "
-                                 f"{problem or 'see its output'}); is the recording of this "
-                                 f"program?")
+                raise UsageError(f"the all-fast run failed ({status}"
+                                 f"{': ' + problem if problem else ''}); is the recording of "
+                                 f"this program?")
             found = enforce.read_enforcement(plan, trace_dir)
             arm.foms.append(value if ok else None)
             records.append(RunRecord(
                 order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
                 repeat=repeat, kind="real",
-                applied=f"{limit >> 20} MiB, " + ("every object fast" if arm.slow_row is None
-                                                  else "this object slow"),
-                status=status,
-                returncode=m.returncode, fom=value if ok else None, unit=unit,
+                applied=f"{limit >> 20} MiB, {len(arm.slow_rows)} object(s) slow",
+                status=status, returncode=m.returncode, fom=value if ok else None, unit=unit,
                 wall_s=round(m.wall_s, 6), reason=problem,
                 extra={**setup.extra, "matched": found.matched if found else None,
                        "locked_bytes": found.locked_bytes if found else None}))
             if timeout is None and ok:
                 timeout = max(60.0, 30.0 * m.wall_s)
-            doc = _document(head, arms, fom, fast_total, footprint)
-            write_private(settings.output / "perobject.json",
-                          (json.dumps(doc, indent=1) + "\n").encode())
             _write_runs(settings.output, records)
+            after_run(footprint)
             on_run(i, len(order), arm.label)
-    doc = _document(head, arms, fom, fast_total, footprint)
-    write_private(settings.output / "perobject.json", (json.dumps(doc, indent=1) + "\n").encode())
-    write_private(settings.output / "sensitivity.csv", sensitivity_csv(doc["objects"]).encode())
-    return doc
-
-
-def _document(head, arms, fom, total_bytes, footprint) -> dict[str, Any]:
-    rows = ratios(arms, fom.higher_is_better)
-    return {**head, "footprint_bytes": footprint, "all_fast": {"fom": arms[0].foms},
-            "objects": rows, "curve": cumulative_curve(rows, total_bytes)}
+    return footprint
 
 
 def _write_runs(out: Path, records) -> None:
