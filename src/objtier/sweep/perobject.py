@@ -6,10 +6,13 @@ sampled accesses (MIN_SHARE) gets an arm in which only it is on the slow side, o
     arm "all fast"   a plan with every recorded object fast (mlocked by the runtime); cgroup
                      limit = the measured footprint (as --knob local=100)
     arm <object X>   a plan with X slow (MADV_COLD by the runtime, its pages free to be
-                     swapped) and every other object fast (mlocked, mlock limit = their bytes);
-                     cgroup limit = those bytes + the footprint outside the recorded objects
-                     (text, stacks, small allocations; at least MIN_UNLOCKED_BYTES), so X's
-                     pages are the ones that do not fit (= footprint - size(X) in general)
+                     swapped) and every other object fast (mlocked; mlock limit = the most
+                     bytes of them live at once); cgroup limit = that + the footprint outside
+                     the recorded objects (text, stacks, small allocations; at least
+                     MIN_UNLOCKED_BYTES), so X's pages are the ones that do not fit at the
+                     fast objects' peak. Where objects live at different times (a program's
+                     set-up temporaries), X may find room while the others are below their
+                     peak: the arm then understates X's sensitivity
 
 Arms run in interleaved rounds (all fast, X1, X2, ..., all fast, X1, ...), `repeat` rounds,
 each run with the stat-flush reader. Per object: median FoM and its ratio to the all-fast
@@ -69,6 +72,17 @@ def candidate_rows(objects, min_share: float = MIN_SHARE) -> np.ndarray:
     share = objects.accesses / total
     rows = np.flatnonzero((share >= min_share) & objects.plannable & (objects.size > 0))
     return rows[np.argsort(-objects.accesses[rows], kind="stable")]
+
+
+def live_peak(objects, rows: np.ndarray) -> int:
+    """The most bytes of the given objects live at once (their summed sizes when the table
+    has no lifetimes) [bytes]."""
+    from objtier.plan import peak_live_bytes
+
+    rows = np.asarray(rows, dtype=np.int64)
+    if objects.alloc_ns is None or objects.free_ns is None:
+        return int(objects.size[rows].sum())
+    return peak_live_bytes(objects.size[rows], objects.alloc_ns[rows], objects.free_ns[rows])
 
 
 def slow_set_placement(objects, slow_rows: tuple[int, ...], page_bytes: int):
@@ -193,7 +207,7 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
         raise UsageError(f"{settings.recording}: no object has {settings.min_share:.0%} of the "
                          f"sampled accesses (record with a higher --rate?)")
     arms = object_arms(objects, rows)
-    fast_total = int(objects.size[objects.plannable].sum())
+    fast_total = int(objects.size[objects.plannable].sum())   # the curve's "all bytes"
     say(f"{len(arms) - 1} object(s) with >= {settings.min_share:.0%} of the accesses; "
         f"{len(arms) * settings.repeat} runs")
 
@@ -250,7 +264,8 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
         path = settings.output / f"plan-{arm.index:02d}.txt"
         write_private(path, planner.to_text(plan).encode())
         plans[arm.index] = (plan, path)
-    fast_total = int(objects.size[objects.plannable].sum())
+    plannable = np.flatnonzero(objects.plannable)
+    outside_objects = None        # footprint - peak of the recorded objects: set once measured
     knob = LocalKnob([100], KnobOptions(swap=settings.swap))
     records: list[RunRecord] = []
     timeout = settings.timeout_s
@@ -258,12 +273,15 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
     with knob:
         knob.prepare(command, say)
         footprint = knob.footprint
+        outside_objects = max(footprint - live_peak(objects, plannable), MIN_UNLOCKED_BYTES)
         for i, (repeat, arm) in enumerate(order, 1):
             plan, plan_text = plans[arm.index]
-            # locked: every fast object; unlocked room: what the program holds outside the
-            # recorded objects (text, stacks, small allocations), so the slow ones have none
-            mlock = max(fast_total - arm.size, 1)
-            limit = mlock + max(footprint - fast_total, MIN_UNLOCKED_BYTES)
+            # locked: the fast objects, at most as many bytes as are live at once; unlocked
+            # room: what the program holds outside the recorded objects (text, stacks, small
+            # allocations), so the slow ones have none at the fast objects' peak
+            fast_rows = np.setdiff1d(plannable, np.asarray(arm.slow_rows, dtype=np.int64))
+            mlock = max(live_peak(objects, fast_rows), 1)
+            limit = mlock + outside_objects
             trace_dir = runs_dir / f"{len(records) + 1:03d}-{arm.index:02d}.otr"
             trace_dir.mkdir()
             run = enforce.PlanRun(plan_text, mlock, enforce.plan_min_size(plan),
