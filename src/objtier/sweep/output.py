@@ -198,6 +198,19 @@ def runs_table(records: list[RunRecord]) -> list[dict[str, Any]]:
     return rows
 
 
+def append_record(out: Path, record: RunRecord) -> None:
+    """Append one run to out/sweep.csv (the header first when the file is new): O(1) per run,
+    so the sweep's own time per run does not grow with the runs already made."""
+    path = out / "sweep.csv"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with os.fdopen(fd, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        if f.tell() == 0:
+            writer.writeheader()
+        writer.writerows(runs_table([record]))
+
+
 def write_files(out: Path, doc: dict[str, Any], records: list[RunRecord],
                 parquet: bool = True) -> list[Path]:
     """sweep.json, sweep.csv and (with parquet) sweep.parquet in out, each written whole."""

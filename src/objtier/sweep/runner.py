@@ -2,9 +2,9 @@
 
 Order: for each --threads value (or once), `repeat` rounds; each round runs every level once,
 from least to most throttled. Interleaving spreads the machine's drift (other load, thermal)
-over all levels instead of biasing the last ones. Results (sweep.json, sweep.csv,
-sweep.parquet) are rewritten after every run, so Ctrl-C keeps what finished and --resume runs
-only what is missing. A failed run (exit status, OOM kill, timeout, no FoM) is a data point,
+over all levels instead of biasing the last ones. Every run is appended to sweep.csv as it
+ends; sweep.json, sweep.parquet and sweep.png are written at the end, also on Ctrl-C or an
+error, so what finished is kept and --resume runs only what is missing. A failed run (exit status, OOM kill, timeout, no FoM) is a data point,
 never the end of the sweep — except the very first run: when the program fails or prints no
 FoM with no throttling at all, the sweep stops with that one-line error.
 """
@@ -22,8 +22,9 @@ from objtier.errors import ObjtierError, UsageError
 from objtier.sweep.fom import FomSource, extract
 from objtier.sweep.knobs import Knob, with_threads
 from objtier.sweep.metric import Metric
-from objtier.sweep.output import (LevelInfo, RunRecord, build_document, machine_info,
-                                  prepare_output, read_records, tool_version, write_files)
+from objtier.sweep.output import (LevelInfo, RunRecord, append_record, build_document,
+                                  machine_info, prepare_output, read_records, tool_version,
+                                  write_files)
 
 MIN_TIMEOUT_S = 60.0
 TIMEOUT_FACTOR = 30.0   # default timeout: this many times the first run's wall time
@@ -89,6 +90,7 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
         unit = "s"
     head = {"knob": knob.name, "kind": knob.kind, "command": command}
     timeout = settings.timeout_s
+    machine = machine_info()      # read once: the document is rebuilt after every run
 
     def document() -> tuple[dict[str, Any], list[Metric]]:
         full = {**head, "fom": {"source": settings.fom.describe(), "unit": unit,
@@ -96,7 +98,7 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
                 "config": {"repeat": settings.repeat, "levels": knob.levels,
                            "threads": settings.threads, "timeout_s": timeout,
                            **knob.describe()},
-                "tool_version": tool_version(), "machine": machine_info()}
+                "tool_version": tool_version(), "machine": machine}
         return build_document(records, levels, threads, full, settings.fom.higher_is_better)
 
     plan = plan_runs(knob, threads, settings.repeat)
@@ -139,15 +141,12 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
                         info.applied = setup.applied
                 if timeout is None and status == "ok":
                     timeout = max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * m.wall_s)
-                doc, _ = document()
-                write_files(settings.output, doc, records, parquet=False)
-                # the files get this run's overhead with the next write (the last run's with
-                # the final one); it includes this run's write
                 record.overhead_s = round(time.monotonic() - started - m.wall_s, 6)
+                append_record(settings.output, record)
                 on_record(record, index, len(todo))
     finally:
-        # sweep.json and sweep.csv follow every run; the Parquet copy is written once, at the
-        # end, also when the sweep is interrupted (it is the CSV's rows, typed)
+        # sweep.csv gets every run as it ends; sweep.json (the metric), the Parquet copy and
+        # the figure are written at the end, also when the sweep is interrupted
         if records:
             from objtier.sweep.figure import plot_sweep
 
