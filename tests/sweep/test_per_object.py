@@ -51,7 +51,7 @@ def test_per_object_hot_array_is_most_sensitive(compile_c, tmp_path):
     from objtier.sweep.perobject import PerObjectSettings, run_per_object
 
     exe = compile_c((PROGS / "hotcold.c").read_text(), "hotcold")
-    command = [str(exe), "4", "24", "1"]
+    command = [str(exe), "16", "24", "1"]
     recording = tmp_path / "hc.otr"
     returncode, _ = record_program(command, recording, RecordSettings(rate=200_000),
                                    force=True)

@@ -252,7 +252,7 @@ def _run_per_object(args, fom) -> int:
     table = Table(title="objtier sweep --per-object: only this object slow, most sensitive "
                   "first")
     for name in ("object", "size MiB", "accesses %", "runs ok", "median FoM", "ratio",
-                 "loss/MiB"):
+                 "loss/MiB", "room"):
         table.add_column(name, justify="left" if name == "object" else "right")
     for row in doc["objects"]:
         table.add_row(row["object"][:60], f"{row['size'] / 2**20:.1f}",
@@ -260,8 +260,14 @@ def _run_per_object(args, fom) -> int:
                       f"{row['runs'] - row['failed']}/{row['runs']}",
                       "-" if row["median_fom"] is None else f"{row['median_fom']:.4g}",
                       "-" if row["median_ratio"] is None else f"{row['median_ratio']:.3f}",
-                      f"{row['loss_per_mib']:.3g}")
+                      f"{row['loss_per_mib']:.3g}",
+                      f"{100 * row['room_share']:.0f}%")
     console.print(table)
+    small = [row["object"] for row in doc["objects"] if row["room_share"] >= 0.25]
+    if small:
+        err.print(f"[yellow]warning:[/yellow] {len(small)} object(s) are at most 4x the 4 MiB "
+                  f"the runtime leaves unlocked (room >= 25%): much of them stays resident, so "
+                  f"their ratios understate their sensitivity")
     console.print("predicted FoM (additive) by fraction of bytes fast: " + ", ".join(
         f"{100 * p['fast_fraction']:.0f}% -> {p['predicted_fom']:.2f}" for p in doc["curve"]))
     out = settings.output

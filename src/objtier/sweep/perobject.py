@@ -10,9 +10,12 @@ sampled accesses (MIN_SHARE) gets an arm in which only it is on the slow side, o
                      bytes of them live at once); cgroup limit = that + the footprint outside
                      the recorded objects (text, stacks, small allocations; at least
                      MIN_UNLOCKED_BYTES), so X's pages are the ones that do not fit at the
-                     fast objects' peak. Where objects live at different times (a program's
-                     set-up temporaries), X may find room while the others are below their
-                     peak: the arm then understates X's sensitivity
+                     fast objects' peak — except the RUNTIME_UNLOCKED_BYTES (4 MiB) the
+                     runtime keeps unlocked under any limit, which X may hold: an object of a
+                     few MiB is then mostly resident and its arm understates its sensitivity
+                     (`room_share` in the output: that room / its size). Where objects live at
+                     different times (a program's set-up temporaries), X may also find room
+                     while the others are below their peak
 
 Arms run in interleaved rounds (all fast, X1, X2, ..., all fast, X1, ...), `repeat` rounds,
 each run with the stat-flush reader. Per object: median FoM and its ratio to the all-fast
@@ -47,7 +50,10 @@ from objtier.errors import UsageError
 from objtier.sweep.metric import bootstrap_median_ci, performance, worst
 
 MIN_SHARE = 0.01
-MIN_UNLOCKED_BYTES = 2 << 20   # the least unlocked room an arm's cgroup gets [bytes]
+MIN_UNLOCKED_BYTES = 2 << 20   # the least room an arm gets for what is outside the objects
+#: the runtime never locks within 4 MiB of its cgroup's limit (native/runtime/placement.c
+#: MIN_UNLOCKED): every arm's limit carries it, and it is room the slow objects can hold
+RUNTIME_UNLOCKED_BYTES = 4 << 20
 ALL_FAST = "all fast"
 
 
@@ -123,7 +129,9 @@ def ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
         loss = (1.0 / ratio - 1.0) if ratio else float("inf")
         out.append({"object": arm.label, "context_key": arm.context_key,
                     "occurrence": arm.occurrence, "size": arm.size,
-                    "access_share": round(arm.share, 6), "runs": len(arm.foms),
+                    "access_share": round(arm.share, 6),
+                    "room_share": round(min(1.0, RUNTIME_UNLOCKED_BYTES / max(arm.size, 1)), 4),
+                    "runs": len(arm.foms),
                     "failed": sum(v is None for v in arm.foms), "median_fom": m,
                     "ci": [low, high], "median_ratio": ratio, "loss": loss,
                     "loss_per_mib": loss / max(arm.size / (1 << 20), 1e-9)})
@@ -281,7 +289,7 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
             # allocations), so the slow ones have none at the fast objects' peak
             fast_rows = np.setdiff1d(plannable, np.asarray(arm.slow_rows, dtype=np.int64))
             mlock = max(live_peak(objects, fast_rows), 1)
-            limit = mlock + outside_objects
+            limit = mlock + outside_objects + RUNTIME_UNLOCKED_BYTES
             trace_dir = runs_dir / f"{len(records) + 1:03d}-{arm.index:02d}.otr"
             trace_dir.mkdir()
             run = enforce.PlanRun(plan_text, mlock, enforce.plan_min_size(plan),
