@@ -38,6 +38,8 @@ def test_curve_adds_objects_by_loss_per_byte_and_ends_at_one():
     assert [p["added"] for p in curve] == [None, "small", "big"]
     assert [p["fast_fraction"] for p in curve] == pytest.approx([0.1, 0.2, 1.0])
     assert [p["predicted_fom"] for p in curve] == pytest.approx([1 / 2.5, 1 / 2.0, 1.0])
+    noisy = [{"object": "n", "size": 1 << 20, "loss": -0.3, "loss_per_mib": -0.3}]
+    assert [p["predicted_fom"] for p in cumulative_curve(noisy, 1 << 20)] == [1.0, 1.0]
     failed = [{"object": "x", "size": 1 << 20, "loss": math.inf, "loss_per_mib": math.inf},
               {"object": "y", "size": 1 << 20, "loss": 1.0, "loss_per_mib": 1.0}]
     assert [p["predicted_fom"] for p in cumulative_curve(failed, 2 << 20)] == \

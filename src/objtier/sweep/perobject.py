@@ -24,7 +24,7 @@ predicts, with an additive model, the FoM when the objects are made fast one by 
 order of measured loss per byte (the most loss avoided per fast byte first):
 
     loss_i       = 1 / ratio_i - 1                      (extra time when i alone is slow)
-    FoM(S fast)  = 1 / (1 + sum of loss_i over the measured objects not in S)
+    FoM(S fast)  = 1 / (1 + sum of max(0, loss_i) over the measured objects not in S)
     fast bytes   = (bytes of S + bytes of the objects under MIN_SHARE, kept fast) / all bytes
 
 The curve is estimated, not measured; docs/sweep.md says how to check it.
@@ -149,7 +149,8 @@ def cumulative_curve(rows: list[dict[str, Any]], total_bytes: int) -> list[dict[
     points = []
     for k in range(len(order) + 1):
         fast_bytes += order[k - 1]["size"] if k else 0
-        slow_loss = sum(r["loss"] for r in order[k:])   # inf when a slow object failed
+        # inf when a slow object failed; a negative loss (faster when slow: noise) counts 0
+        slow_loss = sum(max(0.0, r["loss"]) for r in order[k:])
         points.append({"fast_fraction": fast_bytes / total_bytes if total_bytes else 0.0,
                        "predicted_fom": 1.0 / (1.0 + slow_loss),
                        "added": order[k - 1]["object"] if k else None})
