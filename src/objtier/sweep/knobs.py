@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -1,8 +1,9 @@
 """A sweep's records and files: one RunRecord per run; DIR/sweep.json (the metric per series),
 DIR/sweep.csv and DIR/sweep.parquet (every run); the terminal table.
 
-Files are written whole to a temporary name and renamed (a Ctrl-C never leaves half a file),
-mode 0600; the output directory is 0700. sweep.json layout (format "objtier-sweep", version 1):
+sweep.json, sweep.parquet and the figure are written whole to a temporary name and renamed (a
+Ctrl-C never leaves half a file); sweep.csv grows by one appended row per run. Files are mode
+0600, the output directory 0700. sweep.json layout (format "objtier-sweep", version 1):
 
     knob, kind (real|emulated|simulated), command, config, tool_version, machine,
     fom {source, unit, higher_is_better},

@@ -4,9 +4,10 @@ Order: for each --threads value (or once), `repeat` rounds; each round runs ever
 from least to most throttled. Interleaving spreads the machine's drift (other load, thermal)
 over all levels instead of biasing the last ones. Every run is appended to sweep.csv as it
 ends; sweep.json, sweep.parquet and sweep.png are written at the end, also on Ctrl-C or an
-error, so what finished is kept and --resume runs only what is missing. A failed run (exit status, OOM kill, timeout, no FoM) is a data point,
-never the end of the sweep — except the very first run: when the program fails or prints no
-FoM with no throttling at all, the sweep stops with that one-line error.
+error, so what finished is kept and --resume runs only what is missing. A failed run (exit
+status, OOM kill, timeout, no FoM) is a data point, never the end of the sweep — except the
+very first run: when the program fails or prints no FoM with no throttling at all, the sweep
+stops with that one-line error.
 """
 
 from __future__ import annotations
