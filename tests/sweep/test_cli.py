@@ -127,3 +127,34 @@ def test_resume_runs_only_what_is_missing(tmp_path):
         [(1, 1, 1), (2, 1, 2), (3, 2, 1), (4, 2, 2)]
     doc = json.loads((out / "sweep.json").read_text())
     assert [lv["fom"] for lv in doc["levels"]] == [[1.0, 1.0], [2.0, 2.0]]
+
+
+@pytest.mark.parametrize("script, expected, most", [
+    # 90, 80, ..., 10 over threads 1..9: T90 at 2 (80 < 81), T75 at 4 (60 < 67.5), T50 at 6
+    ("echo FOM x=$((100 - 10 * OMP_NUM_THREADS)) n time=0", {90: 2, 75: 4, 50: 6}, 8),
+    # a cliff: 90 up to 5 threads, 10 from 6 on: every threshold at 6
+    ("[ $OMP_NUM_THREADS -le 5 ] && v=90 || v=10; echo FOM x=$v n time=0",
+     {90: 6, 75: 6, 50: 6}, 5),
+    # never below 90 %: not reached, from the first and the last level alone
+    ("echo FOM x=$((100 - OMP_NUM_THREADS)) n time=0", {90: None, 75: None, 50: None}, 2),
+])
+def test_bisect_finds_the_full_grid_thresholds_with_fewer_runs(tmp_path, script, expected,
+                                                               most):
+    from objtier.sweep.fom import FomSource
+    from objtier.sweep.knobs import KnobOptions, make_knob
+    from objtier.sweep.runner import SweepSettings, run_sweep
+
+    command = ["sh", "-c", script]
+    levels = [float(t) for t in range(1, 10)]
+    full = run_sweep(command, make_knob("threads", levels, KnobOptions()),
+                     SweepSettings(repeat=2, fom=FomSource("line"), output=tmp_path / "f"))
+    fast = run_sweep(command, make_knob("threads", levels, KnobOptions()),
+                     SweepSettings(repeat=2, fom=FomSource("line"), output=tmp_path / "b",
+                                   bisect=True))
+    assert full.metrics[0].thresholds == expected
+    assert fast.metrics[0].thresholds == expected
+    measured = {r.level for r in fast.records}
+    assert {1, 9} <= measured and len(measured) <= most
+    assert len(fast.records) == 2 * len(measured)
+    doc = json.loads((tmp_path / "b" / "sweep.json").read_text())
+    assert sum(lv["fom"] == [] for lv in doc["levels"]) == 9 - len(measured)

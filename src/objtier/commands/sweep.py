@@ -34,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", metavar="LIST",
                         help="also sweep thread counts (1,2,4): OMP_NUM_THREADS and every "
                         "{threads} in the command; one series and one set of thresholds each")
+    parser.add_argument("--bisect", action="store_true",
+                        help="run only the levels a binary search for T90/T75/T50 needs (the "
+                        "first, the last, then midpoints; assumes the FoM does not recover "
+                        "with more throttling)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
                         help="kill a run after S seconds (a failed data point; default: "
                         "max(60, 30 x the first run))")
@@ -127,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--threads with --knob threads: sweep threads once")
     settings = SweepSettings(repeat=args.repeat, fom=fom, threads=threads,
                              output=Path(args.output), timeout_s=args.timeout,
-                             force=args.force, resume=args.resume)
+                             force=args.force, resume=args.resume, bisect=args.bisect)
     console = make_console()
     err = make_console(stderr=True)
     if args.calibrate:

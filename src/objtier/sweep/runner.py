@@ -23,9 +23,10 @@ from objtier.errors import ObjtierError, UsageError
 from objtier.sweep.fom import FomSource, extract
 from objtier.sweep.knobs import Knob, with_threads
 from objtier.sweep.metric import Metric
+from objtier.sweep.metric import THRESHOLDS
 from objtier.sweep.output import (LevelInfo, RunRecord, append_record, build_document,
-                                  machine_info, prepare_output, read_records, tool_version,
-                                  write_files)
+                                  machine_info, prepare_output, read_records, series_metric,
+                                  tool_version, write_files)
 
 MIN_TIMEOUT_S = 60.0
 TIMEOUT_FACTOR = 30.0   # default timeout: this many times the first run's wall time
@@ -40,6 +41,7 @@ class SweepSettings:
     timeout_s: float | None = None
     force: bool = False
     resume: bool = False
+    bisect: bool = False
 
 
 @dataclass
@@ -111,7 +113,11 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
             first_threads = threads[0]
             base_cmd, base_env = with_threads(command, _environ(), first_threads)
             knob.prepare(base_cmd, say)
-            for index, (t, repeat, level) in enumerate(todo, 1):
+            def run_one(t: int | None, repeat: int, level: float) -> None:
+                nonlocal unit, timeout
+                if (t, repeat, level) in done:
+                    return
+                done.add((t, repeat, level))
                 started = time.monotonic()
                 cmd, env = with_threads(command, _environ(), t)
                 with knob.level(level, cmd, env) as setup:
@@ -144,7 +150,19 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
                     timeout = max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * m.wall_s)
                 record.overhead_s = round(time.monotonic() - started - m.wall_s, 6)
                 append_record(settings.output, record)
-                on_record(record, index, len(todo))
+                on_record(record, len(records), len(plan))
+
+            if settings.bisect:
+                for t in threads:
+                    def measure(i: int, t=t) -> None:
+                        for repeat in range(1, settings.repeat + 1):
+                            run_one(t, repeat, knob.levels[i])
+
+                    bisect_levels(len(knob.levels), measure, lambda t=t: series_metric(
+                        records, levels, t, settings.fom.higher_is_better))
+            else:
+                for t, repeat, level in todo:
+                    run_one(t, repeat, level)
     finally:
         # sweep.csv gets every run as it ends; sweep.json (the metric), the Parquet copy and
         # the figure are written at the end, also when the sweep is interrupted
@@ -156,6 +174,40 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
             plot_sweep(doc, settings.output / "sweep.png")
     doc, metrics = document()
     return SweepOutcome(records, doc, metrics)
+
+
+def bisect_levels(count: int, measure: Callable[[int], None],
+                  metric: Callable[[], Metric]) -> None:
+    """Measure only the levels a binary search for T90, T75 and T50 needs: the first and the
+    last level, then for each threshold the midpoints between the last level known above its
+    line and the first known below it. measure(i) runs level i (every repeat; a level run
+    before is not run again); metric() is the metric over the levels measured so far.
+    Assumes the FoM does not recover with more throttling; the thresholds are then those of
+    the full grid, found in about 2 + 3 log2(count) levels instead of count."""
+    measure(0)
+    if count > 1:
+        measure(count - 1)
+    for percent in THRESHOLDS:
+        line = percent / 100.0
+
+        def below(i: int) -> bool:
+            stats = metric().levels[i]
+            return stats.performance is not None and stats.performance < line
+
+        if count == 1 or below(0) or not below(count - 1):
+            continue              # reached at the first level, or not reached at all
+        # start from what is known: high = the first measured level below the line, low = the
+        # last measured level above it before high (the search for T90 measured some)
+        known = [i for i, s in enumerate(metric().levels) if s.performance is not None]
+        high = next(i for i in known if below(i))
+        low = max(i for i in known if i < high)
+        while high - low > 1:
+            mid = (low + high) // 2
+            measure(mid)
+            if below(mid):
+                high = mid
+            else:
+                low = mid
 
 
 def _environ() -> dict[str, str]:
