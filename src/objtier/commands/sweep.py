@@ -1,0 +1,331 @@
+"""`objtier sweep`: how sensitive a program is to slower memory (T90/T75/T50 per knob)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from objtier.errors import UsageError
+
+NAME = "sweep"
+HELP = ("run a program at increasing levels of memory slowdown and report where its figure of "
+        "merit falls below 90/75/50 % (T90/T75/T50)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--knob", metavar="KNOB=LEVELS",
+                        help="local=100,75,50 (%% of the footprint in memory, swap behind; "
+                        "root), threads=1,2, bandit=0,50,100 (co-running load, %% of time), "
+                        "mba=100:10:-10 (resctrl), slow-share=0,50,100 (%% of pages on the "
+                        "slow NUMA node), sim=1,2,4,8 (slow-tier multiplier on --recording)")
+    parser.add_argument("--repeat", type=int, default=10, help="runs per level (10)")
+    fom = parser.add_mutually_exclusive_group()
+    fom.add_argument("--fom", metavar="REGEX",
+                     help="figure of merit: first capture group of REGEX on stdout (last "
+                     "match); default: the `FOM name=value unit` line objtier's workloads print")
+    fom.add_argument("--time", action="store_true",
+                     help="figure of merit: the run's wall time (lower is better)")
+    better = parser.add_mutually_exclusive_group()
+    better.add_argument("--higher-is-better", dest="higher", action="store_const", const=True,
+                        default=None, help="a larger FoM is better (default, except --time)")
+    better.add_argument("--lower-is-better", dest="higher", action="store_const", const=False,
+                        help="a smaller FoM is better (default with --time)")
+    parser.add_argument("--threads", metavar="LIST",
+                        help="also sweep thread counts (1,2,4): OMP_NUM_THREADS and every "
+                        "{threads} in the command; one series and one set of thresholds each")
+    parser.add_argument("--bisect", action="store_true",
+                        help="run only the levels a binary search for T90/T75/T50 needs (the "
+                        "first, the last, then midpoints; assumes the FoM does not recover "
+                        "with more throttling)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="kill a run after S seconds (a failed data point; default: "
+                        "max(60, 30 x the first run))")
+    parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
+                        help="local: swap behind the cgroup (default: a new zram device)")
+    parser.add_argument("--bandit-threads", type=int, default=1, metavar="N",
+                        help="bandit: co-runner threads (1)")
+    parser.add_argument("--bandit-mode", default="stream", choices=["stream", "chase"],
+                        help="bandit: bandwidth (stream) or latency (chase) load")
+    parser.add_argument("--bandit-size", default="64M", metavar="SIZE",
+                        help="bandit: buffer per co-runner thread (64M)")
+    parser.add_argument("--resctrl-root", default="/sys/fs/resctrl", metavar="DIR",
+                        help="mba: the resctrl mount (default /sys/fs/resctrl)")
+    parser.add_argument("--recording", metavar="RUN.otr",
+                        help="sim: the recording to simulate")
+    parser.add_argument("--sim-preset", default="cxl", metavar="NAME|FILE.toml",
+                        help="sim: cost preset whose slow tier the levels multiply (cxl)")
+    parser.add_argument("--sim-fast", default="50%", metavar="SIZE|PCT",
+                        help="sim: fast-tier capacity (50%% of the peak live footprint)")
+    parser.add_argument("--per-object", metavar="RUN.otr",
+                        help="from this recording of CMD, one arm per object with >= 1%% of the "
+                        "accesses, only that object slow (swap tier; root): FoM ratio per "
+                        "object, most sensitive first, and the bytes-fast -> FoM curve")
+    parser.add_argument("--stack-depth", type=int, default=8,
+                        help="--per-object: frames per allocation context; must equal the "
+                        "recording's (default 8)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="measure what each level does to bandwidth (STREAM, GB/s) and "
+                        "latency (ptrchase, ns) over --threads (default 1 and all CPUs); no CMD")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="a calibration.json from --calibrate: state the thresholds in "
+                        "GB/s and ns too")
+    parser.add_argument("--suite", metavar="FILE",
+                        help="sweep every command of FILE (one per line, optional 'NAME: ' "
+                        "prefix) and rank them by sensitivity (the seed's Table I)")
+    parser.add_argument("-o", "--output", default="sweep-out",
+                        help="output directory (default sweep-out)")
+    parser.add_argument("-f", "--force", action="store_true",
+                        help="replace an earlier sweep in the output directory")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the sweep in the output directory (same knob, levels "
+                        "and repeat): only the missing runs are made")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress, only tables")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- CMD [ARGS...]: the program to sweep")
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    from objtier.record.launch import resolve_command
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    return resolve_command(command)
+
+
+def knob_from_args(args: argparse.Namespace):
+    from objtier.sweep.knobs import KnobOptions, make_knob
+    from objtier.sweep.levels import parse_knob, parse_levels
+
+    if not args.knob:
+        raise UsageError("--knob KNOB=LEVELS is required (e.g. --knob local=100,75,50), or "
+                         "--per-object RUN.otr")
+    name, text = parse_knob(args.knob)
+    levels = parse_levels(text, name)
+    options = KnobOptions(swap=args.swap, bandit_threads=args.bandit_threads,
+                          bandit_mode=args.bandit_mode, bandit_size=args.bandit_size,
+                          resctrl_root=Path(args.resctrl_root),
+                          recording=Path(args.recording) if args.recording else None,
+                          sim_preset=args.sim_preset, sim_fast=args.sim_fast)
+    return make_knob(name, levels, options)
+
+
+def run(args: argparse.Namespace) -> int:
+    from objtier.console import make_console
+    from objtier.sweep.fom import make_source
+    from objtier.sweep.levels import parse_int_list
+    from objtier.sweep.output import print_tables
+    from objtier.sweep.runner import SweepSettings, run_sweep
+
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.force and args.resume:
+        raise UsageError("--force and --resume exclude each other")
+    fom = make_source(args.fom, args.time, args.higher)
+    if args.per_object:
+        return _run_per_object(args, fom)
+    threads = parse_int_list(args.threads, "--threads") if args.threads else None
+    knob = knob_from_args(args)
+    if threads and knob.name == "threads":
+        raise UsageError("--threads with --knob threads: sweep threads once")
+    settings = SweepSettings(repeat=args.repeat, fom=fom, threads=threads,
+                             output=Path(args.output), timeout_s=args.timeout,
+                             force=args.force, resume=args.resume, bisect=args.bisect)
+    console = make_console()
+    err = make_console(stderr=True)
+    if args.calibrate:
+        return _run_calibrate(args, settings, console, err)
+    calibration = None
+    if args.calibration:
+        from objtier.sweep.calibrate import load_calibration
+
+        calibration = load_calibration(Path(args.calibration))
+    if args.suite:
+        return _run_suite(args, settings, console, err)
+    if knob.kind == "simulated":
+        from objtier.sweep.simknob import run_simulated
+
+        outcome = run_simulated(knob, settings, lambda text: None if args.quiet else
+                                err.print(f"objtier sweep: {text}"))
+    else:
+        command = _command(args)
+        outcome = _run_with_progress(command, knob, settings, args.quiet, err)
+    if calibration is not None:
+        _add_units(outcome.document, calibration, settings.output, console)
+    print_tables(console, outcome.document, outcome.metrics)
+    out = settings.output
+    console.print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'}, {out / 'sweep.parquet'} "
+                  f"and {out / 'sweep.png'}")
+    failed = sum(r.fom is None for r in outcome.records)
+    if failed:
+        sys.stderr.write(f"objtier sweep: warning: {failed} of {len(outcome.records)} run(s) "
+                         f"failed; they count as the worst FoM in their level's median\n")
+    return 0
+
+
+def _run_with_progress(command, knob, settings, quiet, err):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn
+
+    from objtier.sweep.runner import run_sweep
+
+    def say(text: str) -> None:
+        if not quiet:
+            err.print(f"objtier sweep: {text}")
+
+    if quiet:
+        return run_sweep(command, knob, settings, say)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as progress:
+        task = progress.add_task("sweep", total=None)
+
+        def on_record(record, index, total):
+            progress.update(task, total=total, completed=index,
+                            description=f"{knob.name} {record.label} #{record.repeat}: "
+                                        f"{record.status}")
+
+        return run_sweep(command, knob, settings, say, on_record)
+
+
+def _run_suite(args, settings, console, err) -> int:
+    from rich.table import Table
+
+    from objtier.sweep.runner import run_sweep
+    from objtier.sweep.suite import load_suite, run_suite
+
+    if args.command and args.command != ["--"]:
+        raise UsageError("--suite takes its commands from FILE, not after --")
+    entries = load_suite(Path(args.suite))
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            err.print(f"objtier sweep: {text}")
+
+    def one(command, knob, sub_settings):
+        return _run_with_progress(command, knob, sub_settings, args.quiet, err)
+
+    rows, out = run_suite(entries, lambda: knob_from_args(args), settings, say, one)
+    table = Table(title=f"objtier sweep --suite: {args.knob}, most sensitive first")
+    for name in ("program", "max avg FoM", "T50", "T75", "T90", "unstable"):
+        table.add_column(name, justify="left" if name == "program" else "right")
+    for r in rows:
+        if r["error"]:
+            table.add_row(r["program"], f"failed: {r['error']}", "", "", "", "")
+        else:
+            table.add_row(r["program"], f"{r['baseline']:.4g} {r['unit'] or ''}".strip(),
+                          r["T50"], r["T75"], r["T90"], str(r["warnings"] or ""))
+    console.print(table)
+    console.print(f"wrote {out / 'suite.json'}, {out / 'suite.csv'} and {out / 'suite.md'}")
+    return 0 if any(not r["error"] for r in rows) else 1
+
+
+def _run_per_object(args, fom) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn
+    from rich.table import Table
+
+    from objtier.console import make_console
+    from objtier.sweep.perobject import PerObjectSettings, run_per_object
+
+    if args.knob or args.suite or args.threads:
+        raise UsageError("--per-object runs on the swap tier on its own: no --knob, --suite "
+                         "or --threads")
+    if not 1 <= args.stack_depth <= 32:
+        raise UsageError(f"--stack-depth must be between 1 and 32, got {args.stack_depth}")
+    recording = Path(args.per_object)
+    if not recording.exists():
+        raise UsageError(f"--per-object: no recording at {recording}")
+    command = _command(args)
+    settings = PerObjectSettings(recording=recording, repeat=args.repeat,
+                                 stack_depth=args.stack_depth, swap=args.swap,
+                                 timeout_s=args.timeout, output=Path(args.output),
+                                 force=args.force)
+    console, err = make_console(), make_console(stderr=True)
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            err.print(f"objtier sweep: {text}")
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True,
+                  disable=args.quiet) as progress:
+        task = progress.add_task("per-object", total=None)
+        doc = run_per_object(command, settings, fom, say, lambda i, n, label: progress.update(
+            task, total=n, completed=i, description=f"{label[:40]}"))
+    table = Table(title="objtier sweep --per-object: only this object slow, most sensitive "
+                  "first")
+    for name in ("object", "size MiB", "accesses %", "runs ok", "median FoM", "ratio",
+                 "loss/MiB", "room"):
+        table.add_column(name, justify="left" if name == "object" else "right")
+    for row in doc["objects"]:
+        table.add_row(row["object"][:60], f"{row['size'] / 2**20:.1f}",
+                      f"{100 * row['access_share']:.1f}",
+                      f"{row['runs'] - row['failed']}/{row['runs']}",
+                      "-" if row["median_fom"] is None else f"{row['median_fom']:.4g}",
+                      "-" if row["median_ratio"] is None else f"{row['median_ratio']:.3f}",
+                      f"{row['loss_per_mib']:.3g}",
+                      f"{100 * row['room_share']:.0f}%")
+    console.print(table)
+    small = [row["object"] for row in doc["objects"] if row["room_share"] >= 0.25]
+    if small:
+        err.print(f"[yellow]warning:[/yellow] {len(small)} object(s) are at most 4x the 4 MiB "
+                  f"the runtime leaves unlocked (room >= 25%): much of them stays resident, so "
+                  f"their ratios understate their sensitivity")
+    console.print("predicted FoM (additive) by fraction of bytes fast: " + ", ".join(
+        f"{100 * p['fast_fraction']:.0f}% -> {p['predicted_fom']:.2f}" for p in doc["curve"]))
+    out = settings.output
+    console.print(f"wrote {out / 'perobject.json'}, {out / 'sensitivity.csv'} and "
+                  f"{out / 'sweep.csv'}")
+    return 0
+
+
+def _add_units(doc, calibration, out, console) -> None:
+    """Thresholds in GB/s and ns from a calibration; saved into sweep.json."""
+    import json
+
+    from objtier.sweep.calibrate import in_units
+    from objtier.sweep.output import write_private
+
+    for series in doc["series"]:
+        series["thresholds_in_units"] = in_units(series["thresholds"], calibration,
+                                                 series["threads"])
+    doc["thresholds_in_units"] = doc["series"][0]["thresholds_in_units"]
+    write_private(out / "sweep.json", (json.dumps(doc, indent=1) + "\n").encode())
+    for percent, unit in doc["thresholds_in_units"].items():
+        if unit["level"] is not None:
+            console.print(f"T{percent}: level {unit['level']:g} = "
+                          f"{unit['gbps'] if unit['gbps'] is not None else '?'} GB/s, "
+                          f"{unit['ns'] if unit['ns'] is not None else '?'} ns "
+                          f"(calibrated at {unit['threads']} threads)")
+
+
+def _run_calibrate(args, settings, console, err) -> int:
+    from rich.table import Table
+
+    from objtier.sweep.calibrate import run_calibration
+
+    if args.command and args.command != ["--"]:
+        raise UsageError("--calibrate runs objtier's STREAM and ptrchase, not a command")
+    if args.suite or args.fom or args.time:
+        raise UsageError("--calibrate takes no --suite, --fom or --time")
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            err.print(f"objtier sweep: {text}")
+
+    def one(command, knob, sub_settings):
+        return _run_with_progress(command, knob, sub_settings, args.quiet, err)
+
+    doc = run_calibration(lambda: knob_from_args(args), settings, say, one)
+    table = Table(title=f"objtier sweep --calibrate: {args.knob}")
+    for name in ("threads", "level", "kind", "GB/s (STREAM)", "ns (ptrchase)"):
+        table.add_column(name, justify="right")
+    for row in doc["rows"]:
+        table.add_row(str(row["threads"]), row["label"], row["kind"],
+                      "-" if row["gbps"] is None else f"{row['gbps']:.3g}",
+                      "-" if row["ns"] is None else f"{row['ns']:.4g}")
+    console.print(table)
+    out = settings.output
+    console.print(f"wrote {out / 'calibration.json'} and {out / 'calibration.csv'}")
+    return 0

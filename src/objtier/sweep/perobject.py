@@ -1,0 +1,338 @@
+"""`objtier sweep --per-object RECORDING`: how much each object alone costs when it is slow.
+
+From a recording of the program (`objtier record`), every object with at least 1 % of the
+sampled accesses (MIN_SHARE) gets an arm in which only it is on the slow side, on the swap tier:
+
+    arm "all fast"   a plan with every recorded object fast (mlocked by the runtime); cgroup
+                     limit = the measured footprint (as --knob local=100)
+    arm <object X>   a plan with X slow (MADV_COLD by the runtime, its pages free to be
+                     swapped) and every other object fast (mlocked; mlock limit = the most
+                     bytes of them live at once); cgroup limit = that + the footprint outside
+                     the recorded objects (text, stacks, small allocations; at least
+                     MIN_UNLOCKED_BYTES), so X's pages are the ones that do not fit at the
+                     fast objects' peak — except the RUNTIME_UNLOCKED_BYTES (4 MiB) the
+                     runtime keeps unlocked under any limit, which X may hold: an object of a
+                     few MiB is then mostly resident and its arm understates its sensitivity
+                     (`room_share` in the output: that room / its size). Where objects live at
+                     different times (a program's set-up temporaries), X may also find room
+                     while the others are below their peak
+
+Arms run in interleaved rounds (all fast, X1, X2, ..., all fast, X1, ...), `repeat` rounds,
+each run with the stat-flush reader. Per object: median FoM and its ratio to the all-fast
+median (performance: < 1 = slower), sorted most sensitive first. The cumulative curve
+predicts, with an additive model, the FoM when the objects are made fast one by one in the
+order of measured loss per byte (the most loss avoided per fast byte first):
+
+    loss_i       = 1 / ratio_i - 1                      (extra time when i alone is slow)
+    FoM(S fast)  = 1 / (1 + sum of max(0, loss_i) over the measured objects not in S)
+    fast bytes   = (bytes of S + bytes of the objects under MIN_SHARE, kept fast) / all bytes
+
+The curve is estimated, not measured; docs/sweep.md says how to check it.
+Outputs in DIR: perobject.json (sweep.json's "objects" and "curve"), sensitivity.csv (one row
+per measured object: context_key, occurrence, size, label, median_ratio, loss, loss_per_mib),
+sweep.csv (every run), runs/ (each run's trace of PLACEMENT records).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from objtier.errors import UsageError
+from objtier.sweep.metric import bootstrap_median_ci, performance, worst
+
+MIN_SHARE = 0.01
+MIN_UNLOCKED_BYTES = 2 << 20   # the least room an arm gets for what is outside the objects
+#: the runtime never locks within 4 MiB of its cgroup's limit (native/runtime/placement.c
+#: MIN_UNLOCKED): every arm's limit carries it, and it is room the slow objects can hold
+RUNTIME_UNLOCKED_BYTES = 4 << 20
+ALL_FAST = "all fast"
+
+
+@dataclass
+class Arm:
+    index: int                 # 0 = all fast; i = the i-th arm under test
+    label: str
+    slow_rows: tuple[int, ...] = ()   # rows of the object table that are slow; () = none
+    size: int = 0              # bytes of the slow objects
+    share: float = 0.0         # their share of the sampled accesses
+    context_key: str = ""      # the slow object's, for a one-object arm
+    occurrence: int = 0
+    foms: list[float | None] = field(default_factory=list)
+
+
+def candidate_rows(objects, min_share: float = MIN_SHARE) -> np.ndarray:
+    """Rows of the plannable objects with at least min_share of all sampled accesses, most
+    accessed first."""
+    total = float(objects.accesses.sum())
+    if total <= 0:
+        return np.zeros(0, dtype=np.int64)
+    share = objects.accesses / total
+    rows = np.flatnonzero((share >= min_share) & objects.plannable & (objects.size > 0))
+    return rows[np.argsort(-objects.accesses[rows], kind="stable")]
+
+
+def live_peak(objects, rows: np.ndarray) -> int:
+    """The most bytes of the given objects live at once (their summed sizes when the table
+    has no lifetimes) [bytes]."""
+    from objtier.plan import peak_live_bytes
+
+    rows = np.asarray(rows, dtype=np.int64)
+    if objects.alloc_ns is None or objects.free_ns is None:
+        return int(objects.size[rows].sum())
+    return peak_live_bytes(objects.size[rows], objects.alloc_ns[rows], objects.free_ns[rows])
+
+
+def slow_set_placement(objects, slow_rows: tuple[int, ...], page_bytes: int):
+    """Placement: every plannable object fast except the slow_rows ones."""
+    from objtier.plan.placement import finish, pages
+
+    n = len(objects)
+    fast = np.where(objects.plannable, objects.size, 0).astype(np.int64)
+    chosen = objects.plannable.copy()
+    reason = np.array(["kept fast"] * n, dtype=object)
+    rows = list(slow_rows)
+    fast[rows] = 0
+    chosen[rows] = False
+    reason[rows] = "under test"
+    reason[~objects.plannable] = "unknown allocation context"
+    capacity = int(pages(fast, page_bytes).sum()) * page_bytes
+    fill = np.cumsum(pages(fast, page_bytes) * page_bytes)
+    return finish("slow-set", {"slow_objects": [int(objects.object[r]) for r in rows]},
+                  objects, capacity, page_bytes, fast, np.zeros(n), np.arange(n), fill, reason,
+                  chosen=chosen)
+
+
+def ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
+    """Per object arm: median FoM, its bootstrap interval, and the ratio (performance) to the
+    all-fast arm's median; sorted most sensitive (lowest ratio) first. Failed runs count as
+    the worst FoM, as in the metric."""
+    def median(values):
+        counted = [v if v is not None else worst(higher_is_better) for v in values]
+        return float(np.median(counted)) if counted else None
+
+    base = median(arms[0].foms)
+    out = []
+    for arm in arms[1:]:
+        m = median(arm.foms)
+        counted = [v if v is not None else worst(higher_is_better) for v in arm.foms]
+        low, high = bootstrap_median_ci(counted) if counted else (None, None)
+        ratio = performance(m, base, higher_is_better)
+        loss = (1.0 / ratio - 1.0) if ratio else float("inf")
+        out.append({"object": arm.label, "context_key": arm.context_key,
+                    "occurrence": arm.occurrence, "size": arm.size,
+                    "access_share": round(arm.share, 6),
+                    "room_share": round(min(1.0, RUNTIME_UNLOCKED_BYTES / max(arm.size, 1)), 4),
+                    "runs": len(arm.foms),
+                    "failed": sum(v is None for v in arm.foms), "median_fom": m,
+                    "ci": [low, high], "median_ratio": ratio, "loss": loss,
+                    "loss_per_mib": loss / max(arm.size / (1 << 20), 1e-9)})
+    out.sort(key=lambda row: (row["median_ratio"] if row["median_ratio"] is not None
+                              else -1.0))
+    return out
+
+
+def cumulative_curve(rows: list[dict[str, Any]], total_bytes: int) -> list[dict[str, Any]]:
+    """The additive-model curve: objects made fast in order of loss per byte; each point is
+    (fraction of bytes fast, predicted relative FoM, the object just made fast)."""
+    order = sorted(rows, key=lambda r: -r["loss_per_mib"])
+    measured = sum(r["size"] for r in rows)
+    fast_bytes = max(0, total_bytes - measured)   # objects under MIN_SHARE: kept fast
+    points = []
+    for k in range(len(order) + 1):
+        fast_bytes += order[k - 1]["size"] if k else 0
+        # inf when a slow object failed; a negative loss (faster when slow: noise) counts 0
+        slow_loss = sum(max(0.0, r["loss"]) for r in order[k:])
+        points.append({"fast_fraction": fast_bytes / total_bytes if total_bytes else 0.0,
+                       "predicted_fom": 1.0 / (1.0 + slow_loss),
+                       "added": order[k - 1]["object"] if k else None})
+    return points
+
+
+def sensitivity_csv(rows: list[dict[str, Any]]) -> str:
+    text = io.StringIO()
+    fields = ("context_key", "occurrence", "size", "label", "access_share", "median_ratio",
+              "loss", "loss_per_mib", "runs", "failed")
+    writer = csv.DictWriter(text, fieldnames=fields)
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({**{k: r.get(k) for k in fields}, "label": r["object"]})
+    return text.getvalue()
+
+
+@dataclass
+class PerObjectSettings:
+    recording: Path
+    repeat: int = 5
+    stack_depth: int = 8
+    swap: str = "zram"
+    min_share: float = MIN_SHARE
+    timeout_s: float | None = None
+    output: Path = Path("sweep-out")
+    force: bool = False
+
+
+def load_objects(recording: Path):
+    """(object table, page size) of a recording."""
+    from objtier import plan as planner
+    from objtier.analysis.objects import object_table
+    from objtier.trace import open_trace
+
+    trace = open_trace(recording)
+    objects = planner.object_table(object_table(trace))
+    page_sizes = [p.page_bytes for p in trace.processes if p.page_bytes]
+    return objects, (min(page_sizes) if page_sizes else 4096)
+
+
+def object_arms(objects, rows) -> list[Arm]:
+    """The all-fast arm, then one arm per row with only that object slow."""
+    total = float(objects.accesses.sum()) or 1.0
+    return [Arm(0, ALL_FAST)] + [
+        Arm(i, str(objects.label[r]), (int(r),), int(objects.size[r]),
+            float(objects.accesses[r]) / total, str(objects.context_key[r]),
+            int(objects.occurrence[r])) for i, r in enumerate(rows, 1)]
+
+
+def run_per_object(command: list[str], settings: PerObjectSettings, fom,
+                   say: Callable[[str], None] = lambda text: None,
+                   on_run: Callable[[int, int, str], None] = lambda i, n, s: None
+                   ) -> dict[str, Any]:
+    """One arm per object (see the module docstring); returns perobject.json's content."""
+    from objtier.sweep.output import write_private
+
+    if settings.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
+    objects, page = load_objects(settings.recording)
+    rows = candidate_rows(objects, settings.min_share)
+    if not len(rows):
+        raise UsageError(f"{settings.recording}: no object has {settings.min_share:.0%} of the "
+                         f"sampled accesses (record with a higher --rate?)")
+    arms = object_arms(objects, rows)
+    fast_total = int(objects.size[objects.plannable].sum())   # the curve's "all bytes"
+    say(f"{len(arms) - 1} object(s) with >= {settings.min_share:.0%} of the accesses; "
+        f"{len(arms) * settings.repeat} runs")
+
+    def document(footprint: int) -> dict[str, Any]:
+        ranked = ratios(arms, fom.higher_is_better)
+        return {**_head(command, settings, fom), "footprint_bytes": footprint,
+                "all_fast": {"fom": arms[0].foms}, "objects": ranked,
+                "curve": cumulative_curve(ranked, fast_total)}
+
+    footprint = run_arms(command, objects, page, arms, settings, fom, say, on_run,
+                         lambda fp: write_private(settings.output / "perobject.json", (
+                             json.dumps(document(fp), indent=1) + "\n").encode()))
+    doc = document(footprint)
+    write_private(settings.output / "perobject.json", (json.dumps(doc, indent=1) + "\n").encode())
+    write_private(settings.output / "sensitivity.csv", sensitivity_csv(doc["objects"]).encode())
+    return doc
+
+
+def _head(command, settings, fom) -> dict[str, Any]:
+    from objtier.sweep.output import machine_info, tool_version
+
+    return {"knob": "per-object", "kind": "real", "command": command,
+            "recording": str(settings.recording), "repeat": settings.repeat,
+            "tool_version": tool_version(), "machine": machine_info(),
+            "fom": {"source": fom.describe(), "higher_is_better": fom.higher_is_better}}
+
+
+def run_arms(command: list[str], objects, page: int, arms: list[Arm],
+             settings: PerObjectSettings, fom, say: Callable[[str], None],
+             on_run: Callable[[int, int, str], None],
+             after_run: Callable[[int], None] = lambda footprint: None) -> int:
+    """Run every arm `settings.repeat` times in interleaved rounds on one swap tier; each
+    arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
+    from objtier import plan as planner
+    from objtier.harness import enforce
+    from objtier.harness.measure import run_measured
+    from objtier.record.launch import runtime_env
+    from objtier.sweep.fom import extract
+    from objtier.sweep.knobs import KnobOptions, LocalKnob
+    from objtier.sweep.output import RunRecord, prepare_output, write_private
+    from objtier.sweep.runner import status_of
+
+    if not enforce.runtime_supports_plans():
+        raise UsageError("this objtier runtime does not enforce plans (no OBJTIER_PLAN): "
+                         "--per-object needs it")
+    prepare_output(settings.output, settings.force)
+    runs_dir = settings.output / "runs"
+    runs_dir.mkdir(mode=0o700)
+    plans = {}
+    for arm in arms:
+        plan = planner.build_plan(objects, slow_set_placement(objects, arm.slow_rows, page),
+                                  planner.Budget(0, "slow-set", 0.0, None),
+                                  planner.identity(command[0]), source=str(settings.recording))
+        path = settings.output / f"plan-{arm.index:02d}.txt"
+        write_private(path, planner.to_text(plan).encode())
+        plans[arm.index] = (plan, path)
+    plannable = np.flatnonzero(objects.plannable)
+    outside_objects = None        # footprint - peak of the recorded objects: set once measured
+    knob = LocalKnob([100], KnobOptions(swap=settings.swap))
+    records: list[RunRecord] = []
+    timeout = settings.timeout_s
+    order = [(r, arm) for r in range(1, settings.repeat + 1) for arm in arms]
+    with knob:
+        knob.prepare(command, say)
+        footprint = knob.footprint
+        outside_objects = max(footprint - live_peak(objects, plannable), MIN_UNLOCKED_BYTES)
+        for i, (repeat, arm) in enumerate(order, 1):
+            plan, plan_text = plans[arm.index]
+            # locked: the fast objects, at most as many bytes as are live at once; unlocked
+            # room: what the program holds outside the recorded objects (text, stacks, small
+            # allocations), so the slow ones have none at the fast objects' peak
+            fast_rows = np.setdiff1d(plannable, np.asarray(arm.slow_rows, dtype=np.int64))
+            mlock = max(live_peak(objects, fast_rows), 1)
+            limit = mlock + outside_objects + RUNTIME_UNLOCKED_BYTES
+            trace_dir = runs_dir / f"{len(records) + 1:03d}-{arm.index:02d}.otr"
+            trace_dir.mkdir()
+            run = enforce.PlanRun(plan_text, mlock, enforce.plan_min_size(plan),
+                                  settings.stack_depth, trace_dir)
+            env = runtime_env(run.settings())
+            with knob.at_bytes(limit, command, env) as setup:
+                m = run_measured(arm.label, command, env=env, preexec=setup.preexec,
+                                 timeout_s=timeout)
+            if m.returncode == -signal.SIGINT:
+                raise KeyboardInterrupt
+            value, unit, problem = extract(fom, m.stdout, m.wall_s)
+            timed_out = (timeout is not None and m.wall_s >= timeout
+                         and m.returncode == -signal.SIGKILL)
+            status = status_of(m.returncode, timed_out, setup.oom_kills, problem)
+            ok = status == "ok"
+            if not records and not ok:
+                raise UsageError(f"the all-fast run failed ({status}"
+                                 f"{': ' + problem if problem else ''}); is the recording of "
+                                 f"this program?")
+            found = enforce.read_enforcement(plan, trace_dir)
+            arm.foms.append(value if ok else None)
+            records.append(RunRecord(
+                order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
+                repeat=repeat, kind="real",
+                applied=f"{limit >> 20} MiB, {len(arm.slow_rows)} object(s) slow",
+                status=status, returncode=m.returncode, fom=value if ok else None, unit=unit,
+                wall_s=round(m.wall_s, 6), reason=problem,
+                extra={**setup.extra, "matched": found.matched if found else None,
+                       "locked_bytes": found.locked_bytes if found else None}))
+            if timeout is None and ok:
+                timeout = max(60.0, 30.0 * m.wall_s)
+            _write_runs(settings.output, records)
+            after_run(footprint)
+            on_run(i, len(order), arm.label)
+    return footprint
+
+
+def _write_runs(out: Path, records) -> None:
+    from objtier.sweep.output import CSV_FIELDS, runs_table, write_private
+
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=CSV_FIELDS)
+    writer.writeheader()
+    writer.writerows(runs_table(records))
+    write_private(out / "sweep.csv", text.getvalue().encode())

@@ -1,0 +1,160 @@
+"""`objtier sweep` from the command line: bad input gets one line and a non-zero exit; a short
+threads sweep end to end (FoM parsed, files written)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from objtier.native import binary
+
+
+def objtier(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "objtier", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def one_line(stderr: str) -> bool:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return len(lines) == 1 and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--knob", "speed=1,2"], "unknown knob 'speed'"),
+    (["--knob", "local=150%"], "local fraction must be in (0, 100]"),
+    (["--knob", "local=100,abc"], "'abc' is not a number"),
+    (["--knob", "local"], "expected KNOB=LEVELS"),
+    (["--knob", "threads=1", "--repeat", "0"], "--repeat must be at least 1"),
+    (["--knob", "threads=1", "--fom", "no group"], "needs one capture group"),
+    (["--knob", "threads=1", "--fom", "(["], "not a regular expression"),
+    (["--knob", "threads=1", "--threads", "0"], "positive whole numbers"),
+    (["--knob", "mba=50", "--resctrl-root", "/nonexistent"], "no resctrl at /nonexistent"),
+    (["--knob", "threads=1", "--", "/nonexistent/prog"], "command not found"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, args, message):
+    from objtier.cli import main
+
+    try:
+        code = main(["sweep", *args, "-o", str(tmp_path / "out"),
+                     *([] if "--" in args else ["--", "true"])])
+    except SystemExit as exit_:       # argparse's own errors
+        code = exit_.code
+    stderr = capsys.readouterr().err
+    assert code != 0
+    assert one_line(stderr), stderr
+    assert message in stderr
+
+
+def test_no_fom_match_stops_at_the_first_run(tmp_path):
+    run = objtier("sweep", "--knob", "threads=1,2", "--fom", r"rate=(\d+)", "-o",
+                  str(tmp_path / "o"), "--", "echo", "nothing here")
+    assert run.returncode == 2
+    assert one_line(run.stderr)
+    assert "no match of --fom" in run.stderr
+
+
+def test_threads_sweep_with_a_regex_fom(tmp_path):
+    out = tmp_path / "o"
+    run = objtier("sweep", "--knob", "threads=1,2", "--repeat", "2", "-q",
+                  "--fom", r"^FOM stream=([0-9.e+]+)", "-o", str(out), "--",
+                  str(binary("stream")), "-s", "200000", "-n", "3", "-t", "{threads}")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    assert doc["knob"] == "threads" and doc["kind"] == "real"
+    assert [lv["level"] for lv in doc["levels"]] == [1, 2]
+    assert all(len(lv["fom"]) == 2 and all(v > 0 for v in lv["fom"]) for lv in doc["levels"])
+    assert doc["levels"][1]["applied"] == "OMP_NUM_THREADS=2"
+    assert set(doc["thresholds"]) == {"90", "75", "50"}
+    assert "T90 =" in run.stdout
+    png = (out / "sweep.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    assert oct((out / "sweep.png").stat().st_mode & 0o777) == "0o600"
+
+
+def test_time_as_fom_is_lower_is_better(tmp_path):
+    out = tmp_path / "o"
+    run = objtier("sweep", "--knob", "threads=1", "--repeat", "2", "--time", "-q", "-o",
+                  str(out), "--", "true")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    assert doc["fom"]["higher_is_better"] is False and doc["fom"]["unit"] == "s"
+
+
+def test_calibrate_then_thresholds_in_units(tmp_path):
+    """--calibrate with the bandit knob (1 thread, 1 run per level), then a sweep stating its
+    thresholds in GB/s and ns from that calibration."""
+    cal = tmp_path / "cal"
+    run = objtier("sweep", "--calibrate", "--knob", "bandit=0,100", "--threads", "1",
+                  "--repeat", "1", "--bandit-size", "16M", "-q", "-o", str(cal))
+    assert run.returncode == 0, run.stderr
+    rows = json.loads((cal / "calibration.json").read_text())["rows"]
+    assert [(r["threads"], r["level"]) for r in rows] == [(1, 0), (1, 100)]
+    assert all(r["gbps"] > 0 and r["ns"] > 0 and r["kind"] == "emulated" for r in rows)
+    assert (cal / "stream" / "sweep.json").exists() and (cal / "ptrchase" / "sweep.csv").exists()
+    out = tmp_path / "o"
+    run = objtier("sweep", "--knob", "bandit=0,100", "--repeat", "1", "--bandit-size", "16M",
+                  "--calibration", str(cal / "calibration.json"), "-q", "-o", str(out), "--",
+                  str(binary("stream")), "-s", "200000", "-n", "3", "-t", "1")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    units = doc["thresholds_in_units"]
+    assert set(units) == {"90", "75", "50"}
+    for percent, level in doc["thresholds"].items():
+        assert units[percent]["level"] == level
+        if level is not None:
+            assert units[percent]["gbps"] == next(r["gbps"] for r in rows if r["level"] == level)
+    bad = objtier("sweep", "--knob", "bandit=0", "--calibration", str(out / "sweep.csv"),
+                  "-o", str(tmp_path / "x"), "--", "true")
+    assert bad.returncode == 2 and "not a calibration.json" in bad.stderr
+
+
+def test_resume_runs_only_what_is_missing(tmp_path):
+    from objtier.sweep.fom import FomSource
+    from objtier.sweep.knobs import KnobOptions, make_knob
+    from objtier.sweep.runner import SweepSettings, run_sweep
+
+    out = tmp_path / "o"
+    command = ["sh", "-c", "echo FOM x=$OMP_NUM_THREADS n time=0"]
+    first = run_sweep(command, make_knob("threads", [1, 2], KnobOptions()),
+                      SweepSettings(repeat=1, fom=FomSource("line"), output=out))
+    assert [r.fom for r in first.records] == [1.0, 2.0]
+    more = run_sweep(command, make_knob("threads", [1, 2], KnobOptions()),
+                     SweepSettings(repeat=2, fom=FomSource("line"), output=out, resume=True))
+    assert [(r.order, r.repeat, r.level) for r in more.records] == \
+        [(1, 1, 1), (2, 1, 2), (3, 2, 1), (4, 2, 2)]
+    doc = json.loads((out / "sweep.json").read_text())
+    assert [lv["fom"] for lv in doc["levels"]] == [[1.0, 1.0], [2.0, 2.0]]
+
+
+@pytest.mark.parametrize("script, expected, most", [
+    # 90, 80, ..., 10 over threads 1..9: T90 at 2 (80 < 81), T75 at 4 (60 < 67.5), T50 at 6
+    ("echo FOM x=$((100 - 10 * OMP_NUM_THREADS)) n time=0", {90: 2, 75: 4, 50: 6}, 8),
+    # a cliff: 90 up to 5 threads, 10 from 6 on: every threshold at 6
+    ("[ $OMP_NUM_THREADS -le 5 ] && v=90 || v=10; echo FOM x=$v n time=0",
+     {90: 6, 75: 6, 50: 6}, 5),
+    # never below 90 %: not reached, from the first and the last level alone
+    ("echo FOM x=$((100 - OMP_NUM_THREADS)) n time=0", {90: None, 75: None, 50: None}, 2),
+])
+def test_bisect_finds_the_full_grid_thresholds_with_fewer_runs(tmp_path, script, expected,
+                                                               most):
+    from objtier.sweep.fom import FomSource
+    from objtier.sweep.knobs import KnobOptions, make_knob
+    from objtier.sweep.runner import SweepSettings, run_sweep
+
+    command = ["sh", "-c", script]
+    levels = [float(t) for t in range(1, 10)]
+    full = run_sweep(command, make_knob("threads", levels, KnobOptions()),
+                     SweepSettings(repeat=2, fom=FomSource("line"), output=tmp_path / "f"))
+    fast = run_sweep(command, make_knob("threads", levels, KnobOptions()),
+                     SweepSettings(repeat=2, fom=FomSource("line"), output=tmp_path / "b",
+                                   bisect=True))
+    assert full.metrics[0].thresholds == expected
+    assert fast.metrics[0].thresholds == expected
+    measured = {r.level for r in fast.records}
+    assert {1, 9} <= measured and len(measured) <= most
+    assert len(fast.records) == 2 * len(measured)
+    doc = json.loads((tmp_path / "b" / "sweep.json").read_text())
+    assert sum(lv["fom"] == [] for lv in doc["levels"]) == 9 - len(measured)
