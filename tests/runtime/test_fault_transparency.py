@@ -354,6 +354,8 @@ def test_read_only_region_still_faults(compile_c, tmp_path, mode):
 # entry points), fwrite_unlocked/fputs/fprintf of big strings, over and over.
 FORTIFY_C = COMMON + r"""
 #include <fcntl.h>
+#include <sys/random.h>
+#include <sys/uio.h>
 int main(int argc, char **argv) {
     size_t n = 4u << 20;
     volatile size_t vn = n; /* lengths the compiler cannot check: the _chk entry points */
@@ -376,6 +378,9 @@ int main(int argc, char **argv) {
         while (got < (ssize_t)n && (r = read(fd, a + got, n - got)) > 0) got += r;
         if (got != (ssize_t)n) { fprintf(stderr, "read %zd\n", got); return 9; }
         if (pread(fd, b, vn, (off_t)n) != (ssize_t)n) return 10;
+        struct iovec iov[2] = {{c, n / 2}, {c + n / 2, n - n / 2}};
+        if (preadv(fd, iov, 2, 0) != (ssize_t)n || memcmp(c, src, n)) return 17;
+        if (getrandom(d, 1u << 20, 0) != (ssize_t)(1u << 20)) return 18;
         close(fd);
         f = fopen(argv[1], "r");
         if (!f) return 11;
@@ -442,3 +447,12 @@ def test_gnu_sort_numeric_three_million_lines(tmp_path):
     same_outcome(plain, rec)
     assert plain.returncode == 0
     assert open_trace(out).samples.num_rows > 0
+
+
+def test_record_help_states_the_fault_sampler_hazards():
+    text = subprocess.run([*OBJTIER, "record", "--help"], capture_output=True, text=True,
+                          check=True).stdout
+    flat = " ".join(text.split())
+    for hazard in ("raw syscall()", "io_uring", "/proc/self/mem", "never while a thread blocks SIGSEGV",
+                   "guard pages and read-only memory still fault"):
+        assert hazard in flat, hazard
