@@ -600,9 +600,16 @@ static void *scan_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
-    /* the scanner touches no program memory; its own mask must not read as a blocker */
-    uint64_t segv_bit = 1ULL << (SIGSEGV - 1);
-    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &segv_bit, NULL, sizeof segv_bit);
+    /* The program's asynchronous signals go to its own threads, never to this one (its
+     * handler would run here, under the arm lock; a signal every program thread blocks
+     * would be taken here). Faults stay deliverable, and SIGSEGV unblocked: the scanner
+     * touches no program memory, and its own mask must not read as a blocker. glibc's
+     * own signals 32 and 33 (cancellation, setxid: setuid() waits for every thread) stay
+     * unblocked. */
+    uint64_t keep = 1ULL << (SIGSEGV - 1) | 1ULL << (SIGBUS - 1) | 1ULL << (SIGILL - 1) |
+                    1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << 31 | 1ULL << 32;
+    uint64_t block = ~keep;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &block, NULL, sizeof block);
     double per_ns = (double)cfg->rate / 1e9;
     double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
                                                                : (double)cfg->rate;
