@@ -22,7 +22,8 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
     rt_real_init();
     if ((flags & MAP_FIXED) && rt_guard == 0 && rt_active())
         rt_on_unmap((uint64_t)(uintptr_t)addr, len, OT_FREE_MUNMAP, NULL);
-    int t = rt_fault_prot_begin((uint64_t)(uintptr_t)addr, len);
+    /* only MAP_FIXED can land on memory in use (and on an armed window) */
+    int t = rt_fault_prot_begin((uint64_t)(uintptr_t)addr, (flags & MAP_FIXED) ? len : 0);
     void *p = rt_real.mmap(addr, len, prot, flags, fd, off);
     int saved = errno;
     rt_fault_prot_end(t, (uint64_t)(uintptr_t)p, len, (uint32_t)prot, p != MAP_FAILED);

@@ -20,6 +20,8 @@ import pytest
 from objtier.record.launch import exit_code
 from objtier.trace import open_trace
 
+from .conftest import printed, samples_in
+
 OBJTIER = [sys.executable, "-m", "objtier"]
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64" or not sys.platform.startswith("linux"),
@@ -98,6 +100,7 @@ int main(void) {
     uint64_t final = 0;
     for (size_t i = 0; i < reserve; i += 512) final += r[i];
     printf("final %llu\n", (unsigned long long)final);
+    fprintf(stderr, "reserve %p\n", (void *)r);   /* differs run to run: not on stdout */
     return 0;
 }
 """
@@ -109,6 +112,9 @@ def test_prot_none_reserve_committed_by_mprotect(compile_c, tmp_path):
     same_outcome(plain, rec)
     assert plain.returncode == 0
     assert windows_armed(out) > 0
+    # the pieces committed read-write are sampled like any other memory
+    reserve = printed(rec.stderr.decode())["reserve"]
+    assert samples_in(open_trace(out), reserve, 64 << 20) > 0
 
 
 # W^X: write code into a read-write mapping, make it read-exec, call it; again and again.
