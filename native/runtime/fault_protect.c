@@ -230,11 +230,22 @@ static int a_thread_blocks_segv(void)
     return found;
 }
 
+/* Reading every thread's status costs time in proportion to the threads (a few µs each):
+ * after a read that took d ns, the next arm waits until SCAN_SHARE * d ns have passed, so
+ * the reads take at most 1/SCAN_SHARE of a core whatever the thread count (a program with
+ * thousands of threads gets fewer windows, never an unchecked one). */
+#define SCAN_SHARE 50
+static uint64_t next_scan_ns; /* under the arm lock */
+
 int rt_fault_arming_allowed_locked(void)
 {
+    uint64_t t0 = rt_now_ns();
+    if (t0 < next_scan_ns)
+        return 0;
     /* SigBlk first, while stdio calls still run: a blocker through an interposed call
      * needs the arm lock to finish, so it shows in pending_blockers below if not here */
     int blocked = a_thread_blocks_segv();
+    next_scan_ns = t0 + (rt_now_ns() - t0) * SCAN_SHARE;
     atomic_store(&arming, 1);
     if (prots_broken || atomic_load(&pkeys_used))
         refusal = "its protections could not be followed";
@@ -275,4 +286,5 @@ void rt_fault_protect_fork_child(void)
     atomic_store(&pending_blockers, 0);
     atomic_store(&gates, 0);
     atomic_store(&arming, 0);
+    next_scan_ns = 0;
 }

@@ -24,8 +24,8 @@
  *     thread counts as blocking SIGSEGV (rt_segv_logically_blocked) and a fault there
  *     that is not the sampler's takes SIGSEGV's default action, as the kernel would do
  *     for a blocked SIGSEGV. sigaction reports the program's own sa_mask and handler;
- *   - the program's SIGSEGV handler is called with its sa_mask applied (SIGSEGV itself
- *     counted as blocked unless SA_NODEFER), as the kernel would call it.
+ *   - the program's SIGSEGV handler is called with its sa_mask blocked (SIGSEGV itself
+ *     left deliverable, so the sampler's faults inside the handler are still served).
  */
 #define _GNU_SOURCE
 #include "rt.h"

@@ -109,19 +109,21 @@ static uint64_t armed_pages_now;
 
 static RT_TLS uint64_t retry_addr;
 static RT_TLS unsigned retry_count;
-static RT_TLS int lock_depth; /* arm_lock holders on this thread: 0 or 1 */
+/* 1 while this thread takes or holds arm_lock: raised before taking it, so a signal handler
+ * that interrupts the thread anywhere in between never waits for the lock itself. */
+static RT_TLS int lock_depth;
 static _Atomic uint64_t n_refused; /* arm attempts refused by fault_protect.c */
 
 void rt_fault_lock(void)
 {
-    pthread_mutex_lock(&arm_lock);
     lock_depth++;
+    pthread_mutex_lock(&arm_lock);
 }
 
 void rt_fault_unlock(void)
 {
-    lock_depth--;
     pthread_mutex_unlock(&arm_lock);
+    lock_depth--;
 }
 
 int rt_fault_lock_held_here(void) { return lock_depth != 0; }
