@@ -38,6 +38,9 @@ void rt_fault_never_arm(uint64_t addr, uint64_t len);
  * SigBlk before it arms). Returns a token for done. */
 int rt_fault_segv_block_begin(void);
 void rt_fault_segv_block_done(int token);
+/* A thread is being created (called before and after pthread_create): it inherits its
+ * creator's mask, so the scanner reads every thread's SigBlk again before it arms. */
+void rt_fault_thread_event(void);
 
 /* A stdio call that may pass a program buffer to the kernel is in flight: no new window
  * is armed until leave (the buffer's armed pages fault, and are restored, when the call

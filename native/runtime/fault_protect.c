@@ -13,8 +13,12 @@
  *   - SIGSEGV: a thread about to block it raises pending_blockers, disarms, blocks, then
  *     lowers it; the scanner arms only with pending_blockers == 0 and no thread showing
  *     SIGSEGV in its SigBlk (read under the arm lock, so a blocker either is pending or
- *     shows it). Threads that block SIGSEGV by other ways (siglongjmp, setcontext, raw
- *     system calls) are seen through SigBlk at the next arm.
+ *     shows it). mask_events counts interposed blocking calls and thread creations, each
+ *     twice (before and after the real call): a window may be armed without a new SigBlk
+ *     read only when the last read found no blocker and no event happened since it began,
+ *     so every blocker made through an interposed call is either in that read or forces
+ *     a new one. Threads that block SIGSEGV by other ways (siglongjmp, setcontext, raw
+ *     system calls) are seen at the next read.
  *   - stdio gate: a call raises gates, then waits while `arming` is set; the scanner
  *     sets `arming`, then reads gates (both sequentially consistent): either the scanner
  *     sees the call and does not arm, or the call waits until the window is armed and
@@ -45,6 +49,7 @@ static rt_prottab prots;        /* under the arm lock */
 static int prots_broken;        /* a change could not be recorded: arm nothing more */
 static _Atomic int pkeys_used;  /* protection keys in use: arm nothing more */
 static _Atomic int pending_blockers;
+static _Atomic uint64_t mask_events;
 static _Atomic int gates;
 static _Atomic int arming;
 static const char *refusal;     /* under the arm lock */
@@ -144,6 +149,7 @@ int rt_fault_segv_block_begin(void)
     if (!rt_fault_protect_tracking())
         return 0;
     atomic_fetch_add(&pending_blockers, 1);
+    atomic_fetch_add(&mask_events, 1);
     if (!rt_fault_lock_held_here()) {
         rt_fault_lock();
         rt_fault_disarm_overlap_locked(0, UINT64_MAX);
@@ -154,8 +160,10 @@ int rt_fault_segv_block_begin(void)
 
 void rt_fault_segv_block_done(int token)
 {
-    if (token)
+    if (token) {
+        atomic_fetch_add(&mask_events, 1);
         atomic_fetch_sub(&pending_blockers, 1);
+    }
 }
 
 struct linux_dirent64_ {
@@ -235,22 +243,38 @@ static int a_thread_blocks_segv(void)
  * the reads take at most 1/SCAN_SHARE of a core whatever the thread count (a program with
  * thousands of threads gets fewer windows, never an unchecked one). */
 #define SCAN_SHARE 50
-static uint64_t next_scan_ns; /* under the arm lock */
+static uint64_t next_scan_ns;   /* under the arm lock */
+static uint64_t scanned_events; /* mask_events when the last SigBlk read began */
+static int scan_blocked = 1;    /* the last read found a blocker (or there was none yet) */
+
+void rt_fault_thread_event(void)
+{
+    if (rt_fault_protect_tracking())
+        atomic_fetch_add(&mask_events, 1);
+}
 
 int rt_fault_arming_allowed_locked(void)
 {
     uint64_t t0 = rt_now_ns();
-    if (t0 < next_scan_ns)
-        return 0;
-    /* SigBlk first, while stdio calls still run: a blocker through an interposed call
-     * needs the arm lock to finish, so it shows in pending_blockers below if not here */
-    int blocked = a_thread_blocks_segv();
-    next_scan_ns = t0 + (rt_now_ns() - t0) * SCAN_SHARE;
+    int blocked = 0;
+    if (t0 >= next_scan_ns) {
+        /* SigBlk first, while stdio calls still run: a blocker through an interposed call
+         * needs the arm lock to finish, so it shows in pending_blockers below if not here */
+        uint64_t events = atomic_load(&mask_events);
+        blocked = a_thread_blocks_segv();
+        next_scan_ns = t0 + (rt_now_ns() - t0) * SCAN_SHARE;
+        scanned_events = events;
+        scan_blocked = blocked;
+    } else if (scan_blocked || atomic_load(&mask_events) != scanned_events) {
+        return 0; /* something changed since the last read: wait for the next one */
+    }
     atomic_store(&arming, 1);
     if (prots_broken || atomic_load(&pkeys_used))
         refusal = "its protections could not be followed";
-    else if (blocked || atomic_load(&pending_blockers) != 0)
+    else if (blocked || atomic_load(&pending_blockers) != 0) {
+        scan_blocked = 1;
         refusal = "a thread blocked SIGSEGV (a PROT_NONE fault there would kill the process)";
+    }
     else if (atomic_load(&gates) != 0)
         return 0; /* transient: a stdio call is in flight */
     else
@@ -287,4 +311,5 @@ void rt_fault_protect_fork_child(void)
     atomic_store(&gates, 0);
     atomic_store(&arming, 0);
     next_scan_ns = 0;
+    scan_blocked = 1;
 }

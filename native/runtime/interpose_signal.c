@@ -310,3 +310,20 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old)
     errno = saved;
     return r;
 }
+
+/* New threads inherit their creator's mask: the fault sampler reads every thread's SigBlk
+ * again before its next window (fault_guard.h). */
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                   void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!__atomic_load_n(&real, __ATOMIC_ACQUIRE)) {
+        rt_resolving++;
+        __atomic_store_n(&real, dlsym(RTLD_NEXT, "pthread_create"), __ATOMIC_RELEASE);
+        rt_resolving--;
+    }
+    rt_fault_thread_event();
+    int r = real(thread, attr, start, arg);
+    rt_fault_thread_event();
+    return r;
+}

@@ -206,6 +206,59 @@ def test_thread_blocking_all_signals(compile_c, tmp_path):
     assert trace.allocations.num_rows >= 2  # the trace holds the objects
 
 
+# Workers created while the main thread blocks every signal inherit the mask; main then
+# unblocks and waits on them (a common server pattern); many idle threads beside them make
+# reading every thread's mask slow, so the sampler arms between reads.
+INHERITED_C = COMMON + r"""
+#include <pthread.h>
+static size_t n = 16u << 20;
+static void *idle(void *a) { pause(); return a; }
+static void *worker(void *arg) {
+    unsigned char *b = arg;
+    memset(b, 1, n);
+    double t0 = now();
+    for (int round = 0; round < 4 || now() - t0 < 1.2; round++)
+        for (size_t i = 0; i < n; i += 4096) b[i]++;
+    memset(b, 2, n);
+    return NULL;
+}
+int main(void) {
+    pthread_attr_t small;
+    pthread_attr_init(&small);
+    pthread_attr_setstacksize(&small, 65536);
+    for (int i = 0; i < 200; i++) { pthread_t t; pthread_create(&t, &small, idle, NULL); }
+    unsigned char *mine = malloc(n);
+    memset(mine, 3, n);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_t w[3];
+    unsigned char *bufs[3];
+    for (int i = 0; i < 3; i++) {
+        bufs[i] = malloc(n);
+        pthread_sigmask(SIG_BLOCK, &all, &old);     /* the worker starts with all blocked */
+        pthread_create(&w[i], NULL, worker, bufs[i]);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        double t0 = now();
+        while (now() - t0 < 0.3)                    /* main keeps the sampler busy meanwhile */
+            for (size_t j = 0; j < n; j += 4096) mine[j]++;
+    }
+    for (int i = 0; i < 3; i++) pthread_join(w[i], NULL);
+    uint64_t s = 0;
+    for (int i = 0; i < 3; i++) for (size_t j = 0; j < n; j += 64) s += bufs[i][j];
+    printf("sum %llu\n", (unsigned long long)s);
+    fflush(stdout);
+    _exit(0);                                       /* idle threads need no join */
+}
+"""
+
+
+def test_threads_inheriting_a_blocked_mask(compile_c, tmp_path):
+    exe = compile_c(INHERITED_C, name="inherited")
+    plain, rec, out = run_both(exe, tmp_path)
+    same_outcome(plain, rec)
+    assert plain.returncode == 0 and plain.stdout == b"sum 1572864\n"
+
+
 # A handler for another signal with every signal in its sa_mask (SIGSEGV blocked while it
 # runs) touches a large buffer, on a timer firing every millisecond.
 HANDLER_MASK_C = COMMON + r"""
