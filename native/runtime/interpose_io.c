@@ -4,15 +4,20 @@
  * EFAULT instead. So, while the fault sampler has a window armed, the armed pages of
  * the buffer are restored first (counted as touches), and a call that still fails with
  * EFAULT on a recently armed range is restored and retried (at most RETRIES times).
- * With no window armed the cost is one relaxed load.
+ * With no window armed the cost is one relaxed load. preadv/pwritev (and their 64 and 2
+ * forms), recvmsg/sendmsg and getrandom are bracketed the same way (their real functions
+ * resolved here, on first use); FORTIFY and unlocked stdio entry points are in
+ * interpose_stdio.c.
  */
 #define _GNU_SOURCE
 #include "real.h"
 #include "rt.h"
 #include "sampler.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -160,4 +165,101 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 {
     rt_real_init();
     return vector_io(rt_real.writev, fd, iov, n);
+}
+
+/* ---- more vectors: resolved here on first use -------------------------------------- */
+
+static void *resolve(const char *name)
+{
+    rt_resolving++;
+    void *p = dlsym(RTLD_NEXT, name);
+    rt_resolving--;
+    return p;
+}
+
+#define REAL(ret, name, args)                                                             \
+    typedef ret(*name##_fn) args;                                                         \
+    static name##_fn real_##name;                                                         \
+    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                \
+    if (!fn_##name) {                                                                     \
+        fn_##name = (name##_fn)resolve(#name);                                            \
+        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                      \
+    }                                                                                     \
+    if (!fn_##name) {                                                                     \
+        errno = ENOSYS;                                                                   \
+        return -1;                                                                        \
+    }
+
+/* A call on the buffers of iov[0..n): restored first, retried on a late EFAULT. */
+#define VECTOR_BRACKET(call, iov, n)                                                      \
+    ssize_t r;                                                                            \
+    int slot = iov_begin(iov, n);                                                         \
+    for (int attempt = 0;; attempt++) {                                                   \
+        r = call;                                                                         \
+        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))       \
+            break;                                                                        \
+        touch_iov(iov, n);                                                                \
+    }                                                                                     \
+    int saved = errno;                                                                    \
+    rt_fault_io_end(slot);                                                                \
+    errno = saved;                                                                        \
+    return r;
+
+ssize_t preadv64(int fd, const struct iovec *iov, int n, off_t off)
+{
+    REAL(ssize_t, preadv64, (int, const struct iovec *, int, off_t))
+    VECTOR_BRACKET(fn_preadv64(fd, iov, n, off), iov, n)
+}
+ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off) __attribute__((alias("preadv64")));
+
+ssize_t pwritev64(int fd, const struct iovec *iov, int n, off_t off)
+{
+    REAL(ssize_t, pwritev64, (int, const struct iovec *, int, off_t))
+    VECTOR_BRACKET(fn_pwritev64(fd, iov, n, off), iov, n)
+}
+ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) __attribute__((alias("pwritev64")));
+
+ssize_t preadv64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+{
+    REAL(ssize_t, preadv64v2, (int, const struct iovec *, int, off_t, int))
+    VECTOR_BRACKET(fn_preadv64v2(fd, iov, n, off, flags), iov, n)
+}
+ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+    __attribute__((alias("preadv64v2")));
+
+ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+{
+    REAL(ssize_t, pwritev64v2, (int, const struct iovec *, int, off_t, int))
+    VECTOR_BRACKET(fn_pwritev64v2(fd, iov, n, off, flags), iov, n)
+}
+ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+    __attribute__((alias("pwritev64v2")));
+
+ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+    REAL(ssize_t, recvmsg, (int, struct msghdr *, int))
+    VECTOR_BRACKET(fn_recvmsg(fd, m, flags), m ? m->msg_iov : NULL, m ? (int)m->msg_iovlen : 0)
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    REAL(ssize_t, sendmsg, (int, const struct msghdr *, int))
+    VECTOR_BRACKET(fn_sendmsg(fd, m, flags), m ? m->msg_iov : NULL, m ? (int)m->msg_iovlen : 0)
+}
+
+ssize_t getrandom(void *buf, size_t n, unsigned int flags)
+{
+    REAL(ssize_t, getrandom, (void *, size_t, unsigned int))
+    ssize_t r;
+    int slot = rt_fault_io_begin(buf, n);
+    for (int attempt = 0;; attempt++) {
+        r = fn_getrandom(buf, n, flags);
+        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !rt_fault_recently_armed(buf, n))
+            break;
+        rt_fault_touch(buf, n);
+    }
+    int saved = errno;
+    rt_fault_io_end(slot);
+    errno = saved;
+    return r;
 }

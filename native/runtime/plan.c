@@ -408,7 +408,7 @@ int rt_plan_load(rt_plan *p, const char *path, char *err, size_t err_len)
 {
     char why[200];
     memset(p, 0, sizeof *p);
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         snprintf(err, err_len, "cannot read plan %s: %s", path, strerror(errno));
         return -1;

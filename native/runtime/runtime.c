@@ -291,26 +291,31 @@ static int holds_no_events(int fd)
 
 static int open_trace_file(void)
 {
-    char path[1200];
+    char name[64];
     int pid = (int)getpid();
-    mkdir(rt_cfg.output, 0755);
+    int dirfd = rt_trace_dir_open(rt_cfg.output);
+    if (dirfd < 0)
+        return dirfd;
+    int fd = -EEXIST;
     for (int i = 0; i < 100; i++) {
         /* a process that execs keeps its pid: later images get proc-<pid>-<i>.otr */
         if (i == 0)
-            snprintf(path, sizeof path, "%s/proc-%d.otr", rt_cfg.output, pid);
+            snprintf(name, sizeof name, "proc-%d.otr", pid);
         else
-            snprintf(path, sizeof path, "%s/proc-%d-%d.otr", rt_cfg.output, pid, i);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST)
-            return fd >= 0 ? fd : -errno;
+            snprintf(name, sizeof name, "proc-%d-%d.otr", pid, i);
+        fd = rt_trace_file_create(dirfd, name);
+        if (fd >= 0 || fd != -EEXIST)
+            break;
         /* a process that exec'd: reuse its file when the old image recorded nothing */
-        fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+        fd = rt_trace_file_reopen(dirfd, name);
         if (fd >= 0 && holds_no_events(fd) && ftruncate(fd, 0) == 0)
-            return fd;
+            break;
         if (fd >= 0)
             close(fd);
+        fd = -EEXIST;
     }
-    return -EEXIST;
+    close(dirfd);
+    return fd;
 }
 
 /* PROCESS record: pid, ppid, time, argc, config_len, then exe, args, config. */
@@ -331,7 +336,7 @@ static void write_process_record(void)
     memcpy(rec + at, &len, 4);
     memcpy(rec + at + 4, exe, len);
     at += 4 + len;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     long got = 0;
     if (fd >= 0) {
         for (long r; got < 8191 && (r = syscall(SYS_read, fd, cmd + got, 8191 - got)) > 0;)
@@ -367,7 +372,7 @@ static void write_process_record(void)
 static int begin_file(void)
 {
     /* a plan without OBJTIER_OUTPUT: enforcement runs, records go to /dev/null */
-    int fd = rt_cfg.output[0] ? open_trace_file() : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    int fd = rt_cfg.output[0] ? open_trace_file() : open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         rt_log(1, "cannot create a trace file in %s: %s; not recording", rt_cfg.output,
                strerror(-fd));

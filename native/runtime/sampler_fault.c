@@ -42,9 +42,19 @@
  *     on average (bursts bounded by one window).
  *   - The handler is async-signal-safe: atomics, clock_gettime, mprotect, the writer's
  *     try-once append. It saves and restores errno.
+ *   - Transparency (fault_protect.c): only pages whose protection is exactly
+ *     PROT_READ|PROT_WRITE now (as the program last set it) are armed, so a whole window
+ *     span is read-write and restoring it to PROT_READ|PROT_WRITE gives back what the
+ *     program set; every program change to protections or mappings disarms an overlapping
+ *     window first, under arm_lock. No window is armed while any thread blocks SIGSEGV
+ *     or is about to, or while a stdio call that may pass a buffer to the kernel runs.
+ *     A fault is the sampler's only on an armed page of the armed window (or a just
+ *     restored one, retried at most RETRY_LIMIT times); every other fault goes to the
+ *     program's handler or kills the process exactly as it would without the runtime.
  */
 #define _GNU_SOURCE
 #include "sampler.h"
+#include "fault_internal.h"
 #include "maps.h"
 #include "registry.h"
 #include "rt.h"
@@ -53,8 +63,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define TICK_NS 5000000ULL    /* scanner wake-up, 5 ms */
@@ -97,6 +109,24 @@ static uint64_t armed_pages_now;
 
 static RT_TLS uint64_t retry_addr;
 static RT_TLS unsigned retry_count;
+/* 1 while this thread takes or holds arm_lock: raised before taking it, so a signal handler
+ * that interrupts the thread anywhere in between never waits for the lock itself. */
+static RT_TLS int lock_depth;
+static _Atomic uint64_t n_refused; /* arm attempts refused by fault_protect.c */
+
+void rt_fault_lock(void)
+{
+    lock_depth++;
+    pthread_mutex_lock(&arm_lock);
+}
+
+void rt_fault_unlock(void)
+{
+    pthread_mutex_unlock(&arm_lock);
+    lock_depth--;
+}
+
+int rt_fault_lock_held_here(void) { return lock_depth != 0; }
 
 static inline uint64_t page_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
 static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes - 1); }
@@ -154,7 +184,7 @@ static void on_segv(int sig, siginfo_t *info, void *uctx)
         int ours = 0;
         atomic_fetch_add(&handlers_active, 1);
         uint64_t s = atomic_load(&win_start);
-        if (s && a >= s && a < atomic_load(&win_end)) {
+        if (s && a >= s && a < atomic_load(&win_end) && armed_page(s, a)) {
             ours = 1;
             if (claim_page(s, a)) {
                 atomic_fetch_add(&win_faults, 1);
@@ -236,15 +266,20 @@ static void disarm_locked(void)
     armed_pages_now = 0;
 }
 
+void rt_fault_disarm_overlap_locked(uint64_t lo, uint64_t hi)
+{
+    uint64_t s = atomic_load(&win_start);
+    if (s && lo < atomic_load(&win_end) && s < hi)
+        disarm_locked();
+}
+
 void rt_fault_disarm(uint64_t addr, uint64_t len)
 {
-    if (!atomic_load_explicit(&running, memory_order_acquire))
+    if (!atomic_load_explicit(&running, memory_order_acquire) || lock_depth)
         return;
-    pthread_mutex_lock(&arm_lock);
-    uint64_t s = atomic_load(&win_start);
-    if (s && addr < atomic_load(&win_end) && s < addr + len)
-        disarm_locked();
-    pthread_mutex_unlock(&arm_lock);
+    rt_fault_lock();
+    rt_fault_disarm_overlap_locked(addr, addr + len < addr ? UINT64_MAX : addr + len);
+    rt_fault_unlock();
 }
 
 void rt_fault_touch(const void *buf, uint64_t len)
@@ -253,7 +288,9 @@ void rt_fault_touch(const void *buf, uint64_t len)
         !atomic_load_explicit(&win_start, memory_order_relaxed))
         return;
     uint64_t lo = (uint64_t)(uintptr_t)buf, hi = lo + len;
-    pthread_mutex_lock(&arm_lock);
+    if (lock_depth) /* a signal handler on a thread inside the runtime: cannot wait */
+        return;
+    rt_fault_lock();
     uint64_t s = atomic_load(&win_start), e = atomic_load(&win_end);
     if (s && lo < e && s < hi) {
         uint64_t a = page_down(lo > s ? lo : s), b = hi < e ? page_up(hi) : e;
@@ -265,7 +302,7 @@ void rt_fault_touch(const void *buf, uint64_t len)
             }
         rt_sys_mprotect((void *)(uintptr_t)a, b - a, (int)atomic_load(&win_prot));
     }
-    pthread_mutex_unlock(&arm_lock);
+    rt_fault_unlock();
 }
 
 int rt_fault_io_begin(const void *buf, uint64_t len)
@@ -476,9 +513,18 @@ static int arm_pages(uint64_t start, uint64_t m, uint64_t last_pages)
     return 0;
 }
 
-/* Arms the next window; 1 if one was armed. */
+/* Arms the next window; 1 if one was armed. The whole span of a window (clusters and the
+ * gaps between them) lies in one read-write run of one live object. */
 static int arm_next(void)
 {
+    rt_fault_lock();
+    if (!rt_fault_arming_allowed_locked()) {
+        rt_fault_arming_end();
+        rt_fault_unlock();
+        atomic_fetch_add(&n_refused, 1);
+        return 0;
+    }
+    int armed = 0;
     while (snap_i < snap_n) {
         rt_obj *o = &snap[snap_i];
         uint64_t first = page_up(o->addr), last = page_down(o->addr + o->size);
@@ -497,22 +543,26 @@ static int arm_next(void)
             cursor = 0;
             continue;
         }
-        uint64_t avail = (last - cursor) / rt_page_bytes;    /* pages to the object's end */
+        int armable;
+        uint64_t run = rt_fault_rw_run_locked(cursor, last, o->prot, &armable);
+        if (!armable) { /* not read-write now (guard, read-only, reserved, code): skip it */
+            cursor = run;
+            continue;
+        }
+        uint64_t avail = (run - cursor) / rt_page_bytes;     /* pages to the run's end */
         uint64_t budget = cfg->window_pages < tokens ? cfg->window_pages : (uint64_t)tokens;
         uint64_t m = period == 1 ? 1 : budget / cluster;   /* clusters in this window */
-        uint64_t clusters = (avail + period - 1) / period;  /* clusters starting before last */
+        uint64_t clusters = (avail + period - 1) / period;  /* clusters starting in the run */
         if (m > clusters)
             m = clusters;
         uint64_t tail = avail - (m ? m - 1 : 0) * period;   /* room for the last cluster */
         uint64_t last_pages = period == 1 ? (avail < budget ? avail : budget)
                                           : (tail < cluster ? tail : cluster);
         if (m == 0 || last_pages == 0)
-            return 0;
+            break;
         uint64_t n = (m - 1) * cluster + last_pages;                       /* armed pages */
         uint64_t len = ((m - 1) * period + last_pages) * rt_page_bytes; /* to the last one */
-        pthread_mutex_lock(&arm_lock);
         if (!still_live(snap_i, cursor, len)) {
-            pthread_mutex_unlock(&arm_lock);
             snap_i++;
             cursor = 0;
             continue;
@@ -523,7 +573,7 @@ static int arm_next(void)
         atomic_store(&win_touched_ns, 0);
         win_seq = o->seq;
         atomic_store(&win_end, cursor + len);
-        atomic_store(&win_prot, o->prot);
+        atomic_store(&win_prot, PROT_READ | PROT_WRITE); /* what the whole span has now */
         atomic_store(&win_arm_ns, rt_now_ns());
         atomic_store(&win_period, period);
         atomic_store(&win_cluster, cluster);
@@ -531,7 +581,6 @@ static int arm_next(void)
         if (io_in_flight(cursor, cursor + len) || arm_pages(cursor, m, last_pages) != 0) {
             /* a system call is using this range (or mprotect failed): move on */
             atomic_store(&win_start, 0);
-            pthread_mutex_unlock(&arm_lock);
             cursor += len;
             continue;
         }
@@ -540,17 +589,29 @@ static int arm_next(void)
         armed_pages_now = n;
         atomic_fetch_add(&n_pages_armed, n);
         atomic_fetch_add(&n_windows, 1);
-        pthread_mutex_unlock(&arm_lock);
         cursor += len;
-        return 1;
+        armed = 1;
+        break;
     }
-    return 0;
+    rt_fault_arming_end();
+    rt_fault_unlock();
+    return armed;
 }
 
 static void *scan_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    /* The program's asynchronous signals go to its own threads, never to this one (its
+     * handler would run here, under the arm lock; a signal every program thread blocks
+     * would be taken here). Faults stay deliverable, and SIGSEGV unblocked: the scanner
+     * touches no program memory, and its own mask must not read as a blocker. glibc's
+     * own signals 32 and 33 (cancellation, setxid: setuid() waits for every thread) stay
+     * unblocked. */
+    uint64_t keep = 1ULL << (SIGSEGV - 1) | 1ULL << (SIGBUS - 1) | 1ULL << (SIGILL - 1) |
+                    1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << 31 | 1ULL << 32;
+    uint64_t block = ~keep;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &block, NULL, sizeof block);
     double per_ns = (double)cfg->rate / 1e9;
     double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
                                                                : (double)cfg->rate;
@@ -558,11 +619,11 @@ static void *scan_loop(void *arg)
     tokens = (double)cfg->rate / 10.0;
     while (!atomic_load(&stop_flag)) {
         uint64_t now = rt_now_ns();
-        pthread_mutex_lock(&arm_lock);
+        rt_fault_lock();
         tokens += (double)(now - last) * per_ns;
         if (tokens > cap)
             tokens = cap;
-        pthread_mutex_unlock(&arm_lock);
+        rt_fault_unlock();
         last = now;
         int at_phase = atomic_exchange(&phase_changed, 0);
         if (snap_i >= snap_n || (at_phase && !pass_by_phase)) {
@@ -580,9 +641,9 @@ static void *scan_loop(void *arg)
         while (!atomic_load(&stop_flag) && rt_now_ns() < until &&
                atomic_load(&win_start) != 0 && atomic_load(&win_faults) < armed_pages_now)
             sleep_ns(TICK_NS);
-        pthread_mutex_lock(&arm_lock);
+        rt_fault_lock();
         disarm_locked();
-        pthread_mutex_unlock(&arm_lock);
+        rt_fault_unlock();
     }
     return NULL;
 }
@@ -592,6 +653,7 @@ static void *scan_loop(void *arg)
 static int fault_init(const rt_config *c)
 {
     cfg = c;
+    rt_fault_protect_init();
     return 0;
 }
 
@@ -620,10 +682,13 @@ static void fault_stop(void)
     atomic_store(&stop_flag, 1);
     pthread_join(scanner, NULL);
     scanner_started = 0;
-    pthread_mutex_lock(&arm_lock);
+    const char *why = rt_fault_refusal();
+    if (why && atomic_load(&n_windows) == 0 && atomic_load(&n_refused) > 0)
+        rt_log(1, "fault sampler: no page was armed: %s; no samples", why);
+    rt_fault_lock();
     disarm_locked();
     flush_windows_locked();
-    pthread_mutex_unlock(&arm_lock);
+    rt_fault_unlock();
     /* the handler stays installed (it chains); `running` stays set so that late
      * faults on just-restored pages are still recognized through the history ring */
 }
@@ -651,6 +716,9 @@ static void fault_fork_child(int restart)
     atomic_store(&win_start, 0);
     atomic_store(&handlers_active, 0);
     pthread_mutex_init(&arm_lock, NULL);
+    lock_depth = 0;
+    atomic_store(&n_refused, 0);
+    rt_fault_protect_fork_child();
     scanner_started = 0;
     win_batch_n = 0; /* the parent's windows, written by the parent */
     atomic_store(&n_samples, 0);

@@ -79,7 +79,7 @@ int rt_sys_mprotect(void *addr, size_t bytes, int prot)
 
 int rt_sys_read_small(const char *path, char *buf, size_t cap)
 {
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return -1;
     long n = syscall(SYS_read, fd, buf, cap - 1);

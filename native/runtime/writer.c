@@ -4,13 +4,52 @@
 #include "rt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static const uint16_t buf_tags[RT_BUF_COUNT] = {OT_TAG_ALLOC, OT_TAG_FREE, OT_TAG_SAMPLE};
 static const uint16_t buf_sizes[RT_BUF_COUNT] = {
     sizeof(ot_alloc_record), sizeof(ot_free_record), sizeof(ot_sample_record)};
+
+int rt_trace_dir_open(const char *dir)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOTDIR ? -ELOOP : -errno; /* O_NOFOLLOW on a link: ENOTDIR or ELOOP */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
+        close(fd);
+        return -EPERM;
+    }
+    return fd;
+}
+
+int rt_trace_file_create(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                    0600);
+    return fd >= 0 ? fd : -errno;
+}
+
+int rt_trace_file_reopen(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077) != 0) {
+        close(fd);
+        return -EPERM;
+    }
+    return fd;
+}
 
 int rt_writer_open(rt_writer *w, int fd, uint32_t pid, uint32_t ppid, uint64_t start_mono,
                    uint64_t start_real)

@@ -54,6 +54,18 @@ typedef struct rt_writer {
 /* Scratch size for one variable-size block (header included). */
 #define RT_VAR_BLOCK_BYTES (sizeof(ot_block_header) + 16384)
 
+/* Trace files hold addresses and command lines: the directory is made 0700, files are
+ * created 0600 with O_EXCL, and nothing is opened through a symbolic link (O_NOFOLLOW on
+ * the directory and the file, O_CLOEXEC on both).
+ * rt_trace_dir_open: creates `dir` (0700) when missing and opens it; -errno when it is a
+ * symbolic link (-ELOOP), not a directory, or not owned by this user (-EPERM).
+ * rt_trace_file_create: a new file `name` in it; -EEXIST when one is there.
+ * rt_trace_file_reopen: an existing file `name` for reading and appending; -EPERM unless
+ * it is a regular file of this user that nobody else may read or write. */
+int rt_trace_dir_open(const char *dir);
+int rt_trace_file_create(int dirfd, const char *name);
+int rt_trace_file_reopen(int dirfd, const char *name);
+
 /* Writes the 64-byte file header and prepares the writer. 0 or -errno. */
 int rt_writer_open(rt_writer *w, int fd, uint32_t pid, uint32_t ppid, uint64_t start_mono,
                    uint64_t start_real);

@@ -13,6 +13,19 @@ from objtier.record.sampler_choice import SAMPLERS, choose_sampler
 from objtier.record.session import RecordSettings, record_program
 from objtier.units import format_bytes
 
+# What --sampler fault guarantees and what it cannot (docs/runtime.md has the full list).
+FAULT_SAMPLER_NOTE = (
+    "--sampler fault makes sampled pages PROT_NONE for up to 50 ms and serves their first "
+    "touch as a fault. It arms only pages that are read-write now (it follows mmap, mprotect, "
+    "pkey_mprotect, munmap, mremap, madvise), never while a thread blocks SIGSEGV, and "
+    "restores a buffer before the system and stdio calls it wraps (read/write families, "
+    "FORTIFY _chk and _unlocked stdio, printf, recvmsg/sendmsg, getrandom) pass it to the "
+    "kernel; guard pages and read-only memory still fault. Remaining hazards: system calls it "
+    "cannot see (raw syscall(), io_uring, Linux AIO, process_vm_readv, /proc/self/mem, "
+    "ioctl buffers) can fail with EFAULT on a sampled page; masks or protections changed "
+    "by raw system calls or siglongjmp/setcontext are seen late; a program reading "
+    "/proc/self/maps sees the armed window. See docs/runtime.md.")
+
 NAME = "record"
 HELP = "run a program, recording its objects, access samples and memory counters"
 
@@ -55,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to record")
+    parser.epilog = FAULT_SAMPLER_NOTE
 
 
 def run(args: argparse.Namespace) -> int:
