@@ -12,6 +12,8 @@ const rt_sampler_ops *rt_sampler_for(int kind)
         return &rt_sampler_perf_ops;
     case RT_SAMPLER_TRACE:
         return &rt_sampler_trace_ops;
+    case RT_SAMPLER_PAGEOUT:
+        return &rt_sampler_pageout_ops;
     default:
         return NULL;
     }
