@@ -20,7 +20,7 @@ typedef struct {
 #define F(field) offsetof(rt_config, field), (int)sizeof(((rt_config *)0)->field)
 static const rt_setting settings[] = {
     {"OBJTIER_OUTPUT", T_PATH, "", 0, 0, F(output)},
-    {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 4, F(sampler)},
+    {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 5, F(sampler)},
     {"OBJTIER_RATE", T_U64, "2000", 1, 10000000, F(rate)},
     {"OBJTIER_MIN_SIZE", T_U64, "131072", 1, UINT64_MAX / 2, F(min_size)},
     {"OBJTIER_STACK_DEPTH", T_U64, "8", 1, RT_MAX_STACK_DEPTH, F(stack_depth)},
@@ -50,7 +50,8 @@ static const rt_setting settings[] = {
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 
-static const char *const sampler_names[] = {"none", "fault", "perf", "trace", "pageout"};
+static const char *const sampler_names[] = {"none", "fault", "perf", "trace", "pageout",
+                                             "wp"};
 #define N_SAMPLERS (int)(sizeof sampler_names / sizeof sampler_names[0])
 static const char *const tier_names[] = {"swap", "numa"};
 
@@ -153,7 +154,7 @@ int rt_config_load(rt_config *cfg, const char *(*getter)(const char *), char *er
                     found = k;
             if (found < 0) {
                 if (!bad)
-                    snprintf(err, err_len, "%s=%s is not one of none, fault, perf, trace, pageout",
+                    snprintf(err, err_len, "%s=%s is not one of none, fault, perf, trace, pageout, wp",
                              s->name, text);
                 bad = 1;
                 continue;

@@ -7,7 +7,7 @@
 
 enum rt_sampler_kind {
     RT_SAMPLER_NONE = 0, RT_SAMPLER_FAULT = 1, RT_SAMPLER_PERF = 2, RT_SAMPLER_TRACE = 3,
-    RT_SAMPLER_PAGEOUT = 4
+    RT_SAMPLER_PAGEOUT = 4, RT_SAMPLER_WP = 5
 };
 enum rt_tier_kind { RT_TIER_SWAP = 0, RT_TIER_NUMA = 1 };
 

@@ -1,9 +1,9 @@
 /*
  * pageout sampler: first touches observed as major page faults, the kernel servicing each.
  *
- * A scanner thread walks the tracked objects in scan windows, as the fault sampler does
- * (sparse clusters of CLUSTER_PAGES pages, one every period P pages at a random phase per
- * pass, so a pass covers about OBJTIER_RATE pages spread over every object). Arming a
+ * A scanner thread walks the tracked objects in scan windows with the fault sampler's pattern
+ * (sampler_scan.h: sparse clusters of pages at a random phase per pass, so a pass covers
+ * about OBJTIER_RATE pages spread over every object). Arming a
  * window pushes its clusters to swap with MADV_PAGEOUT; /proc/self/pagemap then says which
  * pages went (bit 62, swapped). The next touch of such a page is a major fault that the
  * kernel resolves by itself — for user code and for system calls alike (copy_to_user on a
@@ -24,9 +24,10 @@
  *   - Arming never changes a protection, a mapping or page contents: MADV_PAGEOUT only
  *     reclaims pages that the kernel may reclaim (not mlocked, not shared), so a page that
  *     cannot go stays resident and is simply not armed.
- *   - Rate: paging out n pages takes n tokens; tokens accrue at OBJTIER_RATE per second,
- *     so at most OBJTIER_RATE pages per second are pushed to swap (each costs one
- *     compression and, when touched, one major fault).
+ *   - Rate: arming n pages takes n tokens, pages not touched in their window are refunded
+ *     when it ends; tokens accrue at OBJTIER_RATE per second, so the program takes at most
+ *     OBJTIER_RATE sampled major faults per second on average, as the fault sampler bounds
+ *     its faults (the compression of every armed page runs on the scanner thread).
  *   - Needs an active swap device with free space (zram is enough); without one start()
  *     logs why and returns -ENODEV (the trace then has no samples; `objtier record`
  *     checks this first and says so).
@@ -35,9 +36,8 @@
  */
 #define _GNU_SOURCE
 #include "sampler.h"
-#include "maps.h"
 #include "perf_ring.h"
-#include "registry.h"
+#include "sampler_scan.h"
 #include "rt.h"
 #include "runtime.h"
 
@@ -60,8 +60,6 @@
 
 #define TICK_NS 5000000ULL   /* scanner wake-up while a window dwells, 5 ms */
 #define DWELL_NS 50000000ULL /* a window is watched at most 50 ms */
-#define CLUSTER_PAGES 16     /* pages per MADV_PAGEOUT call when arming sparsely */
-#define PASS_WINDOWS 5       /* windows per pass at most */
 #define RING_PAGES 64        /* perf ring data pages per CPU (power of two) */
 #define MAX_CPUS 256
 #define WINDOW_BATCH 256     /* WINDOW records per block */
@@ -85,16 +83,13 @@ static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows, n_outside;
 /* The window being watched (scanner thread only). Armed page i (cluster k, page j ->
  * k * cluster + j) has bit i in w_armed when pagemap showed it swapped and in w_touched
  * once its first major fault was seen. */
-static uint64_t w_start, w_end, w_arm_ns, w_seq, w_touched_ns;
+static rt_scan scan;
+static rt_scan_window win;  /* win.pages == 0: no window */
+static uint64_t w_arm_ns, w_touched_ns;
 static uint64_t w_armed[RT_MAX_WINDOW_PAGES / 64], w_touched[RT_MAX_WINDOW_PAGES / 64];
 static unsigned char w_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
 static uint32_t w_batch_n;
 static double tokens;
-
-/* This pass's arming pattern and position (pages), as in the fault sampler. */
-static rt_obj *snap;
-static size_t snap_cap, snap_n, snap_i;
-static uint64_t cursor, period = 1, cluster = 1, phase, pass_count;
 
 static inline uint64_t page_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
 static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes - 1); }
@@ -116,17 +111,6 @@ static int swap_available(void)
             return 1;
     }
     return 0;
-}
-
-/* Index of armed page `page` in the window's bitmaps, or -1 when it is between clusters. */
-static int64_t armed_index(uint64_t page)
-{
-    if (page < w_start || page >= w_end)
-        return -1;
-    uint64_t off = (page - w_start) / rt_page_bytes;
-    if (off % period >= cluster)
-        return -1;
-    return (int64_t)(off / period * cluster + off % period);
 }
 
 static void emit(uint64_t addr, uint32_t tid, uint64_t t)
@@ -171,7 +155,7 @@ static void on_record(void *ctx, const struct perf_event_header *h, const unsign
     memcpy(&addr, p + 16, 8);
     if (pid != my_pid)
         return;
-    int64_t i = w_start ? armed_index(page_down(addr)) : -1;
+    int64_t i = win.pages ? rt_scan_armed_index(&win, page_down(addr), rt_page_bytes) : -1;
     if (i < 0) {
         atomic_fetch_add_explicit(&n_outside, 1, memory_order_relaxed);
         return;
@@ -255,18 +239,20 @@ static unsigned popcount_words(const uint64_t *a, const uint64_t *b, uint64_t n_
 }
 
 /* Ends the window: last samples, then its WINDOW record (armed = swapped or touched). */
-static void end_window(uint64_t n_bits)
+static void end_window(void)
 {
-    if (!w_start)
+    uint64_t n_bits = win.pages;
+    if (!n_bits)
         return;
     drain_all();
     uint64_t now = rt_now_ns();
     unsigned armed = popcount_words(w_armed, w_touched, n_bits);
     unsigned touched = popcount_words(w_touched, w_touched, n_bits);
+    tokens += (double)(n_bits > touched ? n_bits - touched : 0);
     if (armed) {
         ot_window_record r = {.arm_ns = w_arm_ns,
-                              .alloc_seq = w_seq,
-                              .start = w_start,
+                              .alloc_seq = win.seq,
+                              .start = win.start,
                               .dwell_ns = now > w_arm_ns ? now - w_arm_ns : 0,
                               .touched_ns = w_touched_ns,
                               .pages = armed,
@@ -277,14 +263,14 @@ static void end_window(uint64_t n_bits)
         atomic_fetch_add(&n_pages_armed, armed);
         atomic_fetch_add(&n_windows, 1);
     }
-    w_start = w_end = 0;
+    win.pages = 0;
 }
 
 /* Marks in w_armed the pages of cluster k (pages at `at`, `len` of them) that pagemap
  * shows swapped out. */
 static void read_swapped(uint64_t at, uint64_t k, uint64_t len)
 {
-    uint64_t entries[CLUSTER_PAGES * 4];
+    uint64_t entries[RT_SCAN_CLUSTER_PAGES * 4];
     while (len) {
         uint64_t n = len < sizeof entries / 8 ? len : sizeof entries / 8;
         off_t off = (off_t)(at / rt_page_bytes * 8);
@@ -293,7 +279,8 @@ static void read_swapped(uint64_t at, uint64_t k, uint64_t len)
             return;
         uint64_t m = (uint64_t)got / 8;
         for (uint64_t j = 0; j < m; j++) {
-            uint64_t i = k * cluster + (at - (w_start + k * period * rt_page_bytes)) / rt_page_bytes + j;
+            uint64_t i = k * win.cluster +
+                         (at - rt_scan_cluster_at(&win, k, rt_page_bytes)) / rt_page_bytes + j;
             if ((entries[j] & PM_SWAPPED) && !(entries[j] & PM_PRESENT))
                 w_armed[i / 64] |= 1ULL << (i & 63);
         }
@@ -302,116 +289,25 @@ static void read_swapped(uint64_t at, uint64_t k, uint64_t len)
     }
 }
 
-static int smaller_first(const void *a, const void *b)
-{
-    const rt_obj *x = a, *y = b;
-    return (x->size > y->size) - (x->size < y->size);
-}
-
-static void take_snapshot(void)
-{
-    size_t need = (size_t)atomic_load(&rt_reg_live) + (size_t)atomic_load(&rt_maps_live) + 64;
-    if (need > snap_cap) {
-        rt_sys_munmap(snap, snap_cap * sizeof(rt_obj));
-        snap_cap = need * 2;
-        snap = rt_sys_mmap(snap_cap * sizeof(rt_obj));
-        if (!snap) {
-            snap_cap = snap_n = 0;
-            return;
-        }
-    }
-    snap_n = rt_reg_snapshot(snap, snap_cap);
-    snap_n += rt_maps_snapshot(snap + snap_n, snap_cap - snap_n);
-    qsort(snap, snap_n, sizeof(rt_obj), smaller_first);
-    snap_i = 0;
-    cursor = 0;
-    uint64_t pages = 0;
-    for (size_t i = 0; i < snap_n; i++) {
-        uint64_t first = page_up(snap[i].addr), last = page_down(snap[i].addr + snap[i].size);
-        if (last > first)
-            pages += (last - first) / rt_page_bytes;
-    }
-    uint64_t by_rate = cfg->rate ? cfg->rate : 1;
-    uint64_t by_time = (uint64_t)PASS_WINDOWS * cfg->window_pages;
-    uint64_t per_pass = by_rate < by_time ? by_rate : by_time;
-    uint64_t fraction = (pages + per_pass - 1) / per_pass;
-    if (fraction <= 1) {
-        period = cluster = 1;
-        phase = 0;
-        return;
-    }
-    if (fraction > 65536)
-        fraction = 65536;
-    cluster = CLUSTER_PAGES;
-    period = fraction * CLUSTER_PAGES;
-    uint64_t z = (++pass_count * 0x9E3779B97F4A7C15ULL) ^ rt_now_ns(); /* splitmix64 */
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    phase = (z ^ (z >> 31)) % period;
-}
-
-static int still_live(const rt_obj *o, uint64_t start, uint64_t len)
-{
-    rt_obj now;
-    if (rt_reg_lookup(o->addr, &now) && now.seq == o->seq)
-        return 1;
-    return rt_maps_contains(start, len, o->seq);
-}
-
-/* Arms the next window; its armed-page count (bits used), 0 when none was armed. */
+/* Arms the next window; its armed pages, 0 when none was armed. */
 static uint64_t arm_next(void)
 {
-    while (snap_i < snap_n) {
-        rt_obj *o = &snap[snap_i];
-        uint64_t first = page_up(o->addr), last = page_down(o->addr + o->size);
-        if (cursor < first)
-            cursor = first;
-        uint64_t r = (cursor / rt_page_bytes + period - phase % period) % period;
-        if (r != 0)
-            cursor += (period - r) * rt_page_bytes;
-        /* any protection: paging out keeps contents and protection, the kernel swaps in */
-        if (cursor >= last) {
-            snap_i++;
-            cursor = 0;
-            continue;
-        }
-        uint64_t avail = (last - cursor) / rt_page_bytes;
-        uint64_t budget = cfg->window_pages < tokens ? cfg->window_pages : (uint64_t)tokens;
-        uint64_t m = period == 1 ? 1 : budget / cluster;
-        uint64_t clusters = (avail + period - 1) / period;
-        if (m > clusters)
-            m = clusters;
-        uint64_t tail = avail - (m ? m - 1 : 0) * period;
-        uint64_t last_pages = period == 1 ? (avail < budget ? avail : budget)
-                                          : (tail < cluster ? tail : cluster);
-        if (m == 0 || last_pages == 0)
-            return 0;
-        uint64_t n = (m - 1) * cluster + last_pages;
-        uint64_t len = ((m - 1) * period + last_pages) * rt_page_bytes;
-        if (!still_live(o, cursor, len)) {
-            snap_i++;
-            cursor = 0;
-            continue;
-        }
-        memset(w_armed, 0, (n + 63) / 64 * 8);
-        memset(w_touched, 0, (n + 63) / 64 * 8);
-        w_touched_ns = 0;
-        w_seq = o->seq;
-        w_start = cursor;
-        w_end = cursor + len;
-        w_arm_ns = rt_now_ns();
-        for (uint64_t k = 0; k < m; k++) {
-            uint64_t at = cursor + k * period * rt_page_bytes;
-            uint64_t pages = k + 1 < m ? cluster : last_pages;
-            syscall(SYS_madvise, (void *)(uintptr_t)at, pages * rt_page_bytes, MADV_PAGEOUT);
-        }
-        for (uint64_t k = 0; k < m; k++)
-            read_swapped(cursor + k * period * rt_page_bytes, k, k + 1 < m ? cluster : last_pages);
-        tokens -= (double)n;
-        cursor += len;
-        return n;
-    }
-    return 0;
+    uint64_t budget = (uint64_t)tokens;
+    if (!rt_scan_next(&scan, budget, &win))
+        return 0;
+    memset(w_armed, 0, (win.pages + 63) / 64 * 8);
+    memset(w_touched, 0, (win.pages + 63) / 64 * 8);
+    w_touched_ns = 0;
+    w_arm_ns = rt_now_ns();
+    /* any protection: paging out keeps contents and protection, the kernel swaps in */
+    for (uint64_t k = 0; k < win.m; k++)
+        syscall(SYS_madvise, (void *)(uintptr_t)rt_scan_cluster_at(&win, k, rt_page_bytes),
+                rt_scan_cluster_pages(&win, k) * rt_page_bytes, MADV_PAGEOUT);
+    for (uint64_t k = 0; k < win.m; k++)
+        read_swapped(rt_scan_cluster_at(&win, k, rt_page_bytes), k,
+                     rt_scan_cluster_pages(&win, k));
+    tokens -= (double)win.pages;
+    return win.pages;
 }
 
 static void sleep_ns(uint64_t ns)
@@ -436,8 +332,6 @@ static void *scan_loop(void *arg)
         if (tokens > cap)
             tokens = cap;
         last = now;
-        if (snap_i >= snap_n)
-            take_snapshot();
         uint64_t n = tokens >= 1.0 ? arm_next() : 0;
         if (!n) {
             drain_all(); /* faults outside windows: counted, not recorded */
@@ -452,7 +346,7 @@ static void *scan_loop(void *arg)
             armed = popcount_words(w_armed, w_touched, n);
         } while (!atomic_load(&stop_flag) && rt_now_ns() < until &&
                  popcount_words(w_touched, w_touched, n) < armed);
-        end_window(n);
+        end_window();
     }
     return NULL;
 }
@@ -491,8 +385,8 @@ static int pageout_start(void)
         rt_log(0, "pageout sampler: faults inside system calls are not visible "
                   "(perf_event_paranoid); user-mode touches only");
     atomic_store(&stop_flag, 0);
-    snap_i = snap_n = 0;
-    w_start = w_end = 0;
+    rt_scan_init(&scan, cfg);
+    win.pages = 0;
     if (pthread_create(&scanner, NULL, scan_loop, NULL) != 0) {
         close_rings();
         close(pagemap_fd);
@@ -518,6 +412,7 @@ static void pageout_stop(void)
     if (pagemap_fd >= 0)
         close(pagemap_fd);
     pagemap_fd = -1;
+    rt_scan_free(&scan);
 }
 
 static void pageout_stats(ot_sampler_stats_record *out)
@@ -547,7 +442,8 @@ static void pageout_fork_child(int restart)
     pagemap_fd = -1;
     scanner_started = 0;
     w_batch_n = 0;
-    w_start = w_end = 0;
+    win.pages = 0;
+    rt_scan_free(&scan); /* the child's copy of the parent's snapshot */
     atomic_store(&n_samples, 0);
     atomic_store(&n_lost, 0);
     atomic_store(&n_pages_armed, 0);

@@ -1,9 +1,9 @@
-"""The pageout sampler leaves programs unchanged: programs that notice a changed protection, a
-failed system call or a signal run plain and under `objtier record --sampler pageout`, with the
-same exit status and output, and the trace read back holds their objects and samples.
+"""The transparent samplers (pageout, wp) leave programs unchanged: programs that notice a changed
+protection, a failed system call or a signal run plain and under `objtier record --sampler S`,
+with the same exit status and output, and the trace read back holds their objects and samples.
 
-Needs root: without swap on the machine, record adds a temporary zram swap device (and removes
-it); the runtime's perf events must see faults taken inside system calls."""
+Needs root: without swap on the machine, record adds a temporary zram swap device for pageout
+(and removes it); its perf events must see faults taken inside system calls."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from objtier.trace import open_trace
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "transparency_program.c"
 MODES = ("read", "stdio", "sigblock", "guard", "reserve")
-SOURCE_PAGEOUT = 6
+SOURCES = {"pageout": 6, "wp": 7}
+REASONS = {"pageout": "major fault", "wp": "write-protect"}
+# Modes that keep writing their sampled buffers (the wp sampler sees writes only).
+WRITING_MODES = ("read", "stdio", "sigblock")
 
 
 @pytest.fixture(scope="module")
@@ -54,33 +57,35 @@ def program_output(stdout: str) -> str:
     return stdout.strip()
 
 
+CASES = [(build, mode) for build in ("plain", "fortify") for mode in MODES
+         if build == "plain" or mode in ("read", "stdio")]  # FORTIFY changes only read/fread
+
+
 @pytest.mark.root
-@pytest.mark.parametrize("build", ["plain", "fortify"])
-@pytest.mark.parametrize("mode", MODES)
-def test_program_unchanged_under_pageout_sampler(programs, tmp_path, build, mode):
-    if build == "fortify" and mode not in ("read", "stdio"):
-        pytest.skip("the FORTIFY build differs only in its read/fread entry points")
+@pytest.mark.parametrize("sampler", ["pageout", "wp"])
+@pytest.mark.parametrize("build,mode", CASES)
+def test_program_unchanged_under_transparent_sampler(programs, tmp_path, build, mode, sampler):
     exe = programs[build]
     plain = run_plain(exe, mode, tmp_path)
     assert plain.returncode == 0, plain.stderr
     out = tmp_path / "run.otr"
-    recorded = run_recorded(exe, mode, tmp_path, out)
+    recorded = run_recorded(exe, mode, tmp_path, out, sampler)
     assert recorded.returncode == plain.returncode, recorded.stderr
     assert program_output(recorded.stdout) == program_output(plain.stdout), recorded.stderr
-    assert "sampler pageout" in recorded.stderr
+    assert f"sampler {sampler}" in recorded.stderr
     trace = open_trace(out)
     assert trace.allocations.num_rows >= 1
-    sources = trace.samples.column("source").to_numpy()
-    assert len(sources) > 0, recorded.stderr
-    assert np.all(sources == SOURCE_PAGEOUT)
     config = trace.processes[0].config
-    assert config["OBJTIER_SAMPLER"] == "pageout"
-    assert "major fault" in config["OBJTIER_SAMPLER_REASON"]
+    assert config["OBJTIER_SAMPLER"] == sampler
+    assert REASONS[sampler] in config["OBJTIER_SAMPLER_REASON"]
+    sources = trace.samples.column("source").to_numpy()
+    assert np.all(sources == SOURCES[sampler])
     windows = trace.windows
-    assert windows.num_rows > 0
+    assert windows.num_rows > 0, recorded.stderr
     touched = windows.column("touched").to_numpy()
-    pages = windows.column("pages").to_numpy()
-    assert np.all(touched <= pages) and touched.sum() > 0
+    assert np.all(touched <= windows.column("pages").to_numpy())
+    if sampler == "pageout" or mode in WRITING_MODES:
+        assert len(sources) > 0 and touched.sum() > 0, recorded.stderr
 
 
 @pytest.mark.root
@@ -140,3 +145,29 @@ def test_pageout_without_swap_or_root_is_refused(tmp_path, monkeypatch):
     assert sampler_choice.swap_active(free)
     assert sampler_choice.choose_sampler("auto", transparent_default=True, swaps=free,
                                          root=tmp_path / "no-pmu")[0] == "pageout"
+
+
+def active_swap_devices() -> set[str]:
+    return {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]}
+
+
+@pytest.mark.root
+def test_temporary_zram_swap_is_removed_after_the_recording_and_on_error(monkeypatch):
+    """record's temporary swap device: on while the program runs, gone after — also when the
+    recording ends by an exception (Ctrl-C arrives as KeyboardInterrupt)."""
+    from objtier.commands import record as record_command
+
+    monkeypatch.setattr(record_command, "needs_temporary_swap", lambda sampler: True)
+    before = active_swap_devices()
+    said = []
+    with record_command.sampler_swap("pageout", said.append):
+        during = active_swap_devices()
+    assert len(during - before) == 1 and any("temporary swap device" in s for s in said)
+    added = (during - before).pop()
+    assert added not in active_swap_devices()
+    assert not Path("/sys/block", Path(added).name).exists()
+    with pytest.raises(KeyboardInterrupt):
+        with record_command.sampler_swap("pageout", said.append):
+            added = (active_swap_devices() - before).pop()
+            raise KeyboardInterrupt
+    assert added not in active_swap_devices()

@@ -9,6 +9,8 @@ pageout — sampled pages pushed to swap (MADV_PAGEOUT) and their next touch see
         calls included, so the program cannot tell. Needs perf_event_open and an active swap
         device; `objtier record` adds a temporary zram swap device when it runs as root on a
         machine without swap (removed at exit).
+wp    — userfaultfd asynchronous write-protect with PAGEMAP_SCAN (Linux 6.7+): the kernel
+        resolves every write to a watched page itself; sees first writes only (opt-in).
 fault — user-space hint faults (PROT_NONE scan windows), works anywhere; precise, but the
         program can see the protections it changes (opt-in: docs/runtime.md lists the hazards).
 trace — exact load/store counts from compiler instrumentation: the program must be built with
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from objtier.errors import EnvironmentProblem, UsageError
 
-SAMPLERS = ("auto", "perf", "pageout", "fault", "trace", "none")
+SAMPLERS = ("auto", "perf", "pageout", "wp", "fault", "trace", "none")
 EVENT_SOURCES = Path("/sys/bus/event_source/devices")
 PROC_SWAPS = Path("/proc/swaps")
 ZRAM_CONTROL = Path("/sys/class/zram-control")
@@ -73,6 +75,20 @@ def temporary_zram_possible() -> bool:
         Path(f"/lib/modules/{release}").exists() else False
 
 
+def userfaultfd_wp_problem() -> str | None:
+    """Why the wp sampler cannot run here, or None."""
+    release = os.uname().release
+    numbers = [int(part) for part in release.split("-")[0].split(".")[:2] if part.isdigit()]
+    if len(numbers) == 2 and tuple(numbers) < (6, 7):
+        return f"kernel {release} has no asynchronous userfaultfd write-protect (needs 6.7)"
+    knob = Path("/proc/sys/vm/unprivileged_userfaultfd")
+    if os.geteuid() != 0 and knob.exists() and knob.read_text().strip() != "1":
+        return "vm.unprivileged_userfaultfd is 0; run as root"
+    if not Path("/dev/userfaultfd").exists() and not knob.exists():
+        return "this kernel has no userfaultfd"
+    return None
+
+
 def needs_temporary_swap(sampler: str, swaps: Path = PROC_SWAPS) -> bool:
     """True when `sampler` can only sample with a swap device this machine does not have."""
     return sampler == "pageout" and not swap_active(swaps)
@@ -99,6 +115,12 @@ def choose_sampler(requested: str, root: Path = EVENT_SOURCES,
         return "none", "allocations only, no access sampling (--sampler none)"
     if requested == "fault":
         return "fault", "user-space hint faults on PROT_NONE scan windows (--sampler fault)"
+    if requested == "wp":
+        problem = userfaultfd_wp_problem()
+        if problem:
+            raise EnvironmentProblem(f"the wp sampler is unavailable: {problem}")
+        return "wp", ("first writes through userfaultfd asynchronous write-protect: the kernel "
+                      "services every write; reads are not seen (--sampler wp)")
     if requested == "pageout":
         if not permitted:
             raise EnvironmentProblem(f"the pageout sampler is unavailable: {why_not}")
