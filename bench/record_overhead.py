@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,10 +53,16 @@ def workloads(graph: Path) -> dict[str, list[str]]:
     }
 
 
+CPU_SECONDS: list[float] = []  # user + system seconds of the last timed() run's process tree
+
+
 def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     run = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS[:] = [(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)]
     if run.returncode != 0:
         raise SystemExit(f"failed: {' '.join(command)}\n{run.stderr}")
     return wall, parse_fom(run.stdout).seconds
@@ -87,13 +94,14 @@ def measure(args, samplers: list[str]) -> None:
     for name, command in workloads(graph).items():
         if args.only and name not in args.only.split(","):
             continue
-        plain, plain_fom = [], []
-        per = {k: {"pre": [], "pre_fom": [], "rec": [], "rec_fom": [], "samples": [], "size": []}
-               for k in samplers}
+        plain, plain_fom, plain_cpu = [], [], []
+        per = {k: {"pre": [], "pre_fom": [], "pre_cpu": [], "rec": [], "rec_fom": [],
+                   "samples": [], "size": []} for k in samplers}
         for i in range(args.repeat):
             wall, fom = timed(command)
             plain.append(wall)
             plain_fom.append(fom)
+            plain_cpu.append(CPU_SECONDS[0])
             for sampler in samplers:
                 m = per[sampler]
                 settings = RecordSettings(sampler=sampler, rate=args.rate or 2000)
@@ -101,6 +109,7 @@ def measure(args, samplers: list[str]) -> None:
                 wall, fom = timed(command, env)
                 m["pre"].append(wall)
                 m["pre_fom"].append(fom)
+                m["pre_cpu"].append(CPU_SECONDS[0])
                 out = work / f"{name}-{sampler}{i}.otr"
                 rate = [] if args.rate is None else ["--rate", str(args.rate)]
                 wall, fom = timed([str(OBJTIER), "record", "-q", "--sampler", sampler, *rate,
@@ -116,7 +125,10 @@ def measure(args, samplers: list[str]) -> None:
             t, tf = statistics.median(m["rec"]), statistics.median(m["rec_fom"])
             q, qf = statistics.median(m["pre"]), statistics.median(m["pre_fom"])
             n = statistics.median(m["samples"])
-            rows.append((f"{name} ({sampler})", p, q, t, q / p, t / p, qf / pf, tf / pf, n,
+            # CPU: median over rounds of (preloaded / plain) in the same round, less
+            # sensitive to other load than wall time
+            cpu = statistics.median(a / b for a, b in zip(m["pre_cpu"], plain_cpu))
+            rows.append((f"{name} ({sampler})", p, q, t, q / p, t / p, qf / pf, tf / pf, cpu, n,
                          n / t, statistics.median(m["size"]) / max(n, 1)))
             print(f"{name} ({sampler}): wall {p:.3f}s -> preloaded {q:.3f}s ({q / p:.3f}x), "
                   f"recorded {t:.3f}s ({t / p:.3f}x); timed region {pf:.3f}s -> {qf:.3f}s "
@@ -126,11 +138,11 @@ def measure(args, samplers: list[str]) -> None:
           f"{args.rate or 'default'}\n")
     print("| workload | plain wall (s) | preloaded wall (s) | recorded wall (s) | preloaded / plain "
           "| recorded / plain | timed region: preloaded / plain | timed region: recorded / plain "
-          "| samples | samples/s | bytes/sample |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, p, q, t, rq, rt, rqf, rtf, s, rate, bps in rows:
+          "| CPU: preloaded / plain | samples | samples/s | bytes/sample |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, p, q, t, rq, rt, rqf, rtf, cpu, s, rate, bps in rows:
         print(f"| {name} | {p:.3f} | {q:.3f} | {t:.3f} | {rq:.3f} | {rt:.3f} | {rqf:.3f} | "
-              f"{rtf:.3f} | {s:.0f} | {rate:.0f} | {bps:.1f} |")
+              f"{rtf:.3f} | {cpu:.3f} | {s:.0f} | {rate:.0f} | {bps:.1f} |")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                               counters_interval_ms=args.counters_interval,
                               follow_forks=args.follow_forks,
                               trace_limit=args.trace_limit, llc=_parse_llc(args.llc),
-                              extra_env={"OBJTIER_SAMPLER_REASON": reason[:255]})
+                              extra_env={"OBJTIER_SAMPLER_REASON": _setting_text(reason)})
     settings.validate()
     output = Path(args.output)
     say = (lambda text: None) if args.quiet else (
@@ -86,6 +86,11 @@ def sampler_swap(sampler: str, say):
         zram = ZramSwap(min(total // 4, 8 << 30), restorer, priority=0)
         say(f"temporary swap device {zram.device} (zram, removed at exit)")
         yield
+
+
+def _setting_text(text: str, limit: int = 255) -> str:
+    """text cut to the runtime's field size in UTF-8 bytes (a longer value is refused)."""
+    return text.encode()[:limit].decode("utf-8", "ignore")
 
 
 def _parse_llc(text: str | None) -> tuple[int, int, int] | None:
