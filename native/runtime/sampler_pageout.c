@@ -24,10 +24,10 @@
  *   - Arming never changes a protection, a mapping or page contents: MADV_PAGEOUT only
  *     reclaims pages that the kernel may reclaim (not mlocked, not shared), so a page that
  *     cannot go stays resident and is simply not armed.
- *   - Rate: arming n pages takes n tokens, pages not touched in their window are refunded
- *     when it ends; tokens accrue at OBJTIER_RATE per second, so the program takes at most
- *     OBJTIER_RATE sampled major faults per second on average, as the fault sampler bounds
- *     its faults (the compression of every armed page runs on the scanner thread).
+ *   - Rate: paging out n pages takes n tokens, with no refund for untouched pages (unlike
+ *     the fault sampler: every armed page costs a compression, touched or not); tokens
+ *     accrue at OBJTIER_RATE per second, so at most OBJTIER_RATE pages per second are pushed
+ *     to swap and at most as many sampled major faults are taken.
  *   - Needs an active swap device with free space (zram is enough); without one start()
  *     logs why and returns -ENODEV (the trace then has no samples; `objtier record`
  *     checks this first and says so).
@@ -248,7 +248,6 @@ static void end_window(void)
     uint64_t now = rt_now_ns();
     unsigned armed = popcount_words(w_armed, w_touched, n_bits);
     unsigned touched = popcount_words(w_touched, w_touched, n_bits);
-    tokens += (double)(n_bits > touched ? n_bits - touched : 0);
     if (armed) {
         ot_window_record r = {.arm_ns = w_arm_ns,
                               .alloc_seq = win.seq,
