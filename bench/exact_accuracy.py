@@ -1,8 +1,8 @@
 """Accuracy of sampled object hotness against the exact profile, and the cost of exact tracing.
 
 For each workload: build an instrumented copy with `objtier cc -O2 -fopenmp` from workloads/
-sources, record it REPEATS times with each sampler compared (`objtier record --sampler fault`
-and `--sampler perf`; the instrumentation callbacks are inert then) and with the trace sampler
+sources, record it REPEATS times with each sampler compared (`objtier record --sampler pageout`,
+`--sampler fault` and `--sampler perf`; the instrumentation callbacks are inert then) and with the trace sampler
 (exact counts, LLC model of this machine). Objects are matched by (allocation context key,
 occurrence), which is stable because all runs use the same binary. Reported per workload and
 sampler, as the median (and range) over the sampled recordings, each against the first exact
@@ -21,7 +21,10 @@ recording:
 With the perf sampler and no PEBS/IBS the samples are software page-fault events, i.e. mostly
 first touches of pages, so its weights follow footprint, not accesses.
 
-Usage: python bench/exact_accuracy.py [--repeats N] [--only bfs,cc] [--samplers fault,perf]
+With the pageout sampler on a machine without swap, `objtier record` adds a temporary zram swap
+device for each recording (root).
+
+Usage: python bench/exact_accuracy.py [--repeats N] [--only bfs,cc] [--samplers pageout,fault,perf]
                                       [--markdown]
 """
 
@@ -74,7 +77,7 @@ def clean_env(**settings) -> dict[str, str]:
 def build(name: str, sources: list[str], out: Path) -> Path:
     exe = out / name
     cmd = [*OBJTIER, "cc", "-std=gnu11", "-O2", "-fopenmp", f"-I{WL / 'common'}",
-           f"-I{WL / 'graph'}", *[str(WL / s) for s in sources], str(WL / "common/wl.c"),
+           f"-I{WL / 'graph'}", f"-I{NATIVE_DIR / 'include'}", *[str(WL / s) for s in sources], str(WL / "common/wl.c"),
            "-lm", "-o", str(exe)]
     subprocess.run(cmd, check=True)
     return exe
@@ -184,7 +187,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="")
-    parser.add_argument("--samplers", default="fault,perf")
+    parser.add_argument("--samplers", default="pageout,fault,perf")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     names = [n for n in WORKLOADS if not args.only or n in args.only.split(",")]

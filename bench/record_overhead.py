@@ -10,6 +10,9 @@ file written beforehand, so generation is not in the measurement.
 
     .venv/bin/python bench/record_overhead.py [--repeat 5] [--scale 18] [--only bfs,cc]
         [--rate HZ]   (the sampler's rate: most samples per second; default the recorder's)
+        [--samplers pageout,fault,perf]   (compare samplers in the same interleaved rounds;
+                      default: the recorder's auto choice; a sampler that needs swap on a
+                      machine without it gets a temporary zram device for the whole run, root)
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,7 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
+from objtier.harness.restore import Restorer  # noqa: E402
 from objtier.native import binary  # noqa: E402
+from objtier.record.sampler_choice import choose_sampler, needs_temporary_swap  # noqa: E402
 from objtier.record.launch import runtime_env  # noqa: E402
 from objtier.record.session import RecordSettings  # noqa: E402
 from objtier.trace import open_trace  # noqa: E402
@@ -47,10 +53,16 @@ def workloads(graph: Path) -> dict[str, list[str]]:
     }
 
 
+CPU_SECONDS: list[float] = []  # user + system seconds of the last timed() run's process tree
+
+
 def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     run = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS[:] = [(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)]
     if run.returncode != 0:
         raise SystemExit(f"failed: {' '.join(command)}\n{run.stderr}")
     return wall, parse_fom(run.stdout).seconds
@@ -62,7 +74,18 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=18)
     parser.add_argument("--only", default="")
     parser.add_argument("--rate", type=int, default=None)
+    parser.add_argument("--samplers", default="auto")
     args = parser.parse_args()
+    samplers = [choose_sampler(s, transparent_default=True)[0] for s in args.samplers.split(",")]
+    with Restorer() as restorer:
+        if any(needs_temporary_swap(s) for s in samplers):
+            from objtier.tiers.swap import ZramSwap
+
+            ZramSwap(4 << 30, restorer, priority=0)
+        measure(args, samplers)
+
+
+def measure(args, samplers: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="objtier-bench-"))
     graph = work / f"kron{args.scale}.graph"
     subprocess.run([str(binary("graphgen")), "-g", str(args.scale), "-o", str(graph)],
@@ -71,45 +94,55 @@ def main() -> None:
     for name, command in workloads(graph).items():
         if args.only and name not in args.only.split(","):
             continue
-        plain, traced, plain_fom, traced_fom, samples, size = [], [], [], [], [], []
-        pre, pre_fom = [], []
+        plain, plain_fom, plain_cpu = [], [], []
+        per = {k: {"pre": [], "pre_fom": [], "pre_cpu": [], "rec": [], "rec_fom": [],
+                   "samples": [], "size": []} for k in samplers}
         for i in range(args.repeat):
             wall, fom = timed(command)
             plain.append(wall)
             plain_fom.append(fom)
-            settings = RecordSettings() if args.rate is None else RecordSettings(rate=args.rate)
-            env = runtime_env(settings.runtime_settings(work / f"{name}-{i}-pre.otr"))
-            wall, fom = timed(command, env)
-            pre.append(wall)
-            pre_fom.append(fom)
-            out = work / f"{name}-{i}.otr"
-            rate = [] if args.rate is None else ["--rate", str(args.rate)]
-            wall, fom = timed([str(OBJTIER), "record", "-q", *rate, "-o", str(out), "--",
-                               *command])
-            traced.append(wall)
-            traced_fom.append(fom)
-            trace = open_trace(out)
-            samples.append(trace.samples.num_rows)
-            size.append(sum(f.stat().st_size for f in out.glob("proc-*.otr")))
-        p, t = statistics.median(plain), statistics.median(traced)
-        pf, tf = statistics.median(plain_fom), statistics.median(traced_fom)
-        q, qf = statistics.median(pre), statistics.median(pre_fom)
-        s = statistics.median(samples)
-        rows.append((name, p, q, t, q / p, t / p, qf / pf, tf / pf, s, s / t,
-                     statistics.median(size) / max(s, 1)))
-        print(f"{name}: wall {p:.3f}s -> preloaded {q:.3f}s ({q / p:.3f}x), recorded {t:.3f}s "
-              f"({t / p:.3f}x); timed region {pf:.3f}s -> {qf:.3f}s ({qf / pf:.3f}x), {tf:.3f}s "
-              f"({tf / pf:.3f}x); {s:.0f} samples", flush=True)
+            plain_cpu.append(CPU_SECONDS[0])
+            for sampler in samplers:
+                m = per[sampler]
+                settings = RecordSettings(sampler=sampler, rate=args.rate or 2000)
+                env = runtime_env(settings.runtime_settings(work / f"{name}-{sampler}{i}-pre.otr"))
+                wall, fom = timed(command, env)
+                m["pre"].append(wall)
+                m["pre_fom"].append(fom)
+                m["pre_cpu"].append(CPU_SECONDS[0])
+                out = work / f"{name}-{sampler}{i}.otr"
+                rate = [] if args.rate is None else ["--rate", str(args.rate)]
+                wall, fom = timed([str(OBJTIER), "record", "-q", "--sampler", sampler, *rate,
+                                   "-o", str(out), "--", *command])
+                m["rec"].append(wall)
+                m["rec_fom"].append(fom)
+                trace = open_trace(out)
+                m["samples"].append(trace.samples.num_rows)
+                m["size"].append(sum(f.stat().st_size for f in out.glob("proc-*.otr")))
+        p, pf = statistics.median(plain), statistics.median(plain_fom)
+        for sampler in samplers:
+            m = per[sampler]
+            t, tf = statistics.median(m["rec"]), statistics.median(m["rec_fom"])
+            q, qf = statistics.median(m["pre"]), statistics.median(m["pre_fom"])
+            n = statistics.median(m["samples"])
+            # CPU: median over rounds of (preloaded / plain) in the same round, less
+            # sensitive to other load than wall time
+            cpu = statistics.median(a / b for a, b in zip(m["pre_cpu"], plain_cpu))
+            rows.append((f"{name} ({sampler})", p, q, t, q / p, t / p, qf / pf, tf / pf, cpu, n,
+                         n / t, statistics.median(m["size"]) / max(n, 1)))
+            print(f"{name} ({sampler}): wall {p:.3f}s -> preloaded {q:.3f}s ({q / p:.3f}x), "
+                  f"recorded {t:.3f}s ({t / p:.3f}x); timed region {pf:.3f}s -> {qf:.3f}s "
+                  f"({qf / pf:.3f}x), {tf:.3f}s ({tf / pf:.3f}x); {n:.0f} samples", flush=True)
     today = datetime.date.today().isoformat()
     print(f"\n{platform.node()}, {today}, {args.repeat} interleaved rounds, medians, rate "
           f"{args.rate or 'default'}\n")
     print("| workload | plain wall (s) | preloaded wall (s) | recorded wall (s) | preloaded / plain "
           "| recorded / plain | timed region: preloaded / plain | timed region: recorded / plain "
-          "| samples | samples/s | bytes/sample |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, p, q, t, rq, rt, rqf, rtf, s, rate, bps in rows:
+          "| CPU: preloaded / plain | samples | samples/s | bytes/sample |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, p, q, t, rq, rt, rqf, rtf, cpu, s, rate, bps in rows:
         print(f"| {name} | {p:.3f} | {q:.3f} | {t:.3f} | {rq:.3f} | {rt:.3f} | {rqf:.3f} | "
-              f"{rtf:.3f} | {s:.0f} | {rate:.0f} | {bps:.1f} |")
+              f"{rtf:.3f} | {cpu:.3f} | {s:.0f} | {rate:.0f} | {bps:.1f} |")
 
 
 if __name__ == "__main__":

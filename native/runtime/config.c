@@ -20,7 +20,7 @@ typedef struct {
 #define F(field) offsetof(rt_config, field), (int)sizeof(((rt_config *)0)->field)
 static const rt_setting settings[] = {
     {"OBJTIER_OUTPUT", T_PATH, "", 0, 0, F(output)},
-    {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 3, F(sampler)},
+    {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 5, F(sampler)},
     {"OBJTIER_RATE", T_U64, "2000", 1, 10000000, F(rate)},
     {"OBJTIER_MIN_SIZE", T_U64, "131072", 1, UINT64_MAX / 2, F(min_size)},
     {"OBJTIER_STACK_DEPTH", T_U64, "8", 1, RT_MAX_STACK_DEPTH, F(stack_depth)},
@@ -46,12 +46,15 @@ static const rt_setting settings[] = {
     {"OBJTIER_SLOW_NODES", T_PATH, "", 0, 0, F(slow_nodes)},
     {"OBJTIER_NUMA_STRICT", T_BOOL, "1", 0, 1, F(numa_strict)},
     {"OBJTIER_RESIDENCY_MS", T_U64, "500", 0, 3600000, F(residency_ms)},
+    {"OBJTIER_SAMPLER_REASON", T_PATH, "", 0, 0, F(sampler_reason)},
     {"OBJTIER_STATICS", T_BOOL, "1", 0, 1, F(statics)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 
-static const char *const sampler_names[] = {"none", "fault", "perf", "trace"};
+static const char *const sampler_names[] = {"none", "fault", "perf", "trace", "pageout",
+                                             "wp"};
+#define N_SAMPLERS (int)(sizeof sampler_names / sizeof sampler_names[0])
 static const char *const tier_names[] = {"swap", "numa"};
 
 /* Decimal integer with an optional K/M/G suffix (powers of 1024). */
@@ -148,12 +151,12 @@ int rt_config_load(rt_config *cfg, const char *(*getter)(const char *), char *er
             break;
         case T_SAMPLER: {
             int found = -1;
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < N_SAMPLERS; k++)
                 if (strcmp(text, sampler_names[k]) == 0)
                     found = k;
             if (found < 0) {
                 if (!bad)
-                    snprintf(err, err_len, "%s=%s is not one of none, fault, perf, trace",
+                    snprintf(err, err_len, "%s=%s is not one of none, fault, perf, trace, pageout, wp",
                              s->name, text);
                 bad = 1;
                 continue;

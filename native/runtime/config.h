@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 enum rt_sampler_kind {
-    RT_SAMPLER_NONE = 0, RT_SAMPLER_FAULT = 1, RT_SAMPLER_PERF = 2, RT_SAMPLER_TRACE = 3
+    RT_SAMPLER_NONE = 0, RT_SAMPLER_FAULT = 1, RT_SAMPLER_PERF = 2, RT_SAMPLER_TRACE = 3,
+    RT_SAMPLER_PAGEOUT = 4, RT_SAMPLER_WP = 5
 };
 enum rt_tier_kind { RT_TIER_SWAP = 0, RT_TIER_NUMA = 1 };
 
@@ -47,6 +48,8 @@ typedef struct rt_config {
     char slow_nodes[64];     /* OBJTIER_SLOW_NODES */
     int numa_strict;         /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */
     uint32_t residency_ms;   /* OBJTIER_RESIDENCY_MS: numa tier residency period; 0 = at exit */
+    char sampler_reason[256]; /* OBJTIER_SAMPLER_REASON: why `objtier record` chose the
+                                 sampler, kept in the trace's settings text; may be empty */
     int statics;             /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
                                 OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
 } rt_config;

@@ -12,6 +12,10 @@ const rt_sampler_ops *rt_sampler_for(int kind)
         return &rt_sampler_perf_ops;
     case RT_SAMPLER_TRACE:
         return &rt_sampler_trace_ops;
+    case RT_SAMPLER_PAGEOUT:
+        return &rt_sampler_pageout_ops;
+    case RT_SAMPLER_WP:
+        return &rt_sampler_wp_ops;
     default:
         return NULL;
     }

@@ -34,6 +34,8 @@ typedef struct rt_sampler_ops {
 extern const rt_sampler_ops rt_sampler_fault_ops;
 extern const rt_sampler_ops rt_sampler_perf_ops;
 extern const rt_sampler_ops rt_sampler_trace_ops; /* sampler_trace.c: exact, instrumented */
+extern const rt_sampler_ops rt_sampler_pageout_ops; /* sampler_pageout.c: swap major faults */
+extern const rt_sampler_ops rt_sampler_wp_ops; /* sampler_wp.c: userfaultfd async write-protect */
 
 /* The ops table for enum rt_sampler_kind, NULL for none. */
 const rt_sampler_ops *rt_sampler_for(int kind);

@@ -17,7 +17,7 @@ from objtier.errors import UsageError
 
 U64, BOOL, PATH, SAMPLER, TIER = "u64", "bool", "path", "sampler", "tier"
 
-SAMPLERS = ("none", "fault", "perf", "trace")   # config.c sampler_names, in id order
+SAMPLERS = ("none", "fault", "perf", "trace", "pageout", "wp")   # config.c sampler_names, in id order
 TIERS = ("swap", "numa")                        # config.c tier_names
 
 
@@ -45,6 +45,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_LLC_WAYS", U64, "0", 0, 64),
     Setting("OBJTIER_LLC_LINE", U64, "0", 0, 4096),
     Setting("OBJTIER_TRACE_LIMIT", U64, "0", 0, _HALF),
+    Setting("OBJTIER_TRACE_STREAM", U64, "0", 0, _HALF),
     Setting("OBJTIER_PLAN", PATH, ""),
     Setting("OBJTIER_TIER", TIER, "swap"),
     Setting("OBJTIER_MLOCK_LIMIT", U64, "0", 0, _HALF),
@@ -58,6 +59,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_SLOW_NODES", PATH, ""),
     Setting("OBJTIER_NUMA_STRICT", BOOL, "1"),
     Setting("OBJTIER_RESIDENCY_MS", U64, "500", 0, 3_600_000),
+    Setting("OBJTIER_SAMPLER_REASON", PATH, ""),
     Setting("OBJTIER_STATICS", BOOL, "1"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}

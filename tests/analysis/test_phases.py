@@ -19,7 +19,8 @@ PROGRAM = phased_source(16)
 def recording(compile_c, tmp_path):
     exe = compile_c(PROGRAM, "phased", flags=("-O1", "-g", f"-I{NATIVE_DIR / 'include'}", "-ldl"))
     out = tmp_path / "run.otr"
-    run = subprocess.run([sys.executable, "-m", "objtier", "record", "-q", "--rate", "20000",
+    run = subprocess.run([sys.executable, "-m", "objtier", "record", "-q", "--sampler", "fault",
+                          "--rate", "20000",
                           "-o", str(out), "--", str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     return exe, out
@@ -93,7 +94,8 @@ def test_samples_of_an_unmarked_thread_go_to_the_phase_in_force(compile_c, tmp_p
     exe = compile_c(WORKER_PROGRAM, "phased_worker",
                     flags=("-O1", "-g", "-pthread", f"-I{NATIVE_DIR / 'include'}", "-ldl"))
     out = tmp_path / "run.otr"
-    run = subprocess.run([sys.executable, "-m", "objtier", "record", "-q", "--rate", "20000",
+    run = subprocess.run([sys.executable, "-m", "objtier", "record", "-q", "--sampler", "fault",
+                          "--rate", "20000",
                           "-o", str(out), "--", str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     trace = open_trace(out)

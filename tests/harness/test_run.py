@@ -18,7 +18,8 @@ from .harness_helpers import machine_state, objtier, one_line_error
 def plan_for_hotcold(hotcold, tmp_path) -> Path:
     """A plan made from a recording of hotcold (hot 8 MiB, cold 24 MiB)."""
     trace = tmp_path / "hc.otr"
-    run = objtier("record", "-q", "-o", str(trace), "--", str(hotcold), "8", "24", "2")
+    run = objtier("record", "-q", "--sampler", "fault", "-o", str(trace), "--", str(hotcold),
+                  "8", "24", "2")
     assert run.returncode == 0, run.stderr
     plan = tmp_path / "plan.json"
     run = objtier("plan", str(trace), "--fast", "16M", "--algo", "rank", "-o", str(plan))

@@ -51,7 +51,7 @@ def program(compile_c):
 
 def test_objects_samples_and_counters(program, tmp_path):
     out = tmp_path / "run.otr"
-    run = record("--rate", "5000", "-o", out, "--", program, check_rc=0)
+    run = record("--sampler", "fault", "--rate", "5000", "-o", out, "--", program, check_rc=0)
     assert "sampler fault" in run.stderr and "trace written to" in run.stderr
     trace = open_trace(out)
     allocs = trace.allocations.to_pydict()

@@ -161,6 +161,8 @@ enum ot_sample_source {
     OT_SRC_PERF_IBS = 3,    /* AMD IBS op */
     OT_SRC_PERF_SWFAULT = 4,/* software page-fault event (minor or major) */
     OT_SRC_TRACE = 5,       /* compiler instrumentation (exact) */
+    OT_SRC_PAGEOUT = 6,     /* major fault on a page the pageout sampler pushed to swap */
+    OT_SRC_WP = 7,          /* first write to a userfaultfd write-protected page (wp sampler) */
 };
 
 /* ot_sample_record.level: where the access was served (perf data source), or

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 
 from objtier import bounds as B
 from objtier.errors import UsageError
 from objtier.record.launch import exit_code, resolve_command
-from objtier.record.sampler_choice import SAMPLERS, choose_sampler
+from objtier.record.sampler_choice import SAMPLERS, choose_sampler, needs_temporary_swap
 from objtier.record.session import RecordSettings, record_program
 from objtier.units import format_bytes
 
@@ -43,7 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--force", action="store_true",
                         help="replace the output directory if it exists")
     parser.add_argument("--sampler", default="auto", choices=SAMPLERS,
-                        help="access sampler (default auto: perf with PEBS/IBS, else fault)")
+                        help="access sampler (default auto: perf with PEBS/IBS, else pageout "
+                        "with swap or as root (a temporary zram swap device), else perf "
+                        "software page faults; fault is opt-in: it changes page protections "
+                        "the program can notice)")
     parser.add_argument("--rate", type=B.int_option(1, B.RATE_MAX, "samples per second"),
                         default=2000,
                         help=f"most access samples per second (default 2000, 1 to {B.RATE_MAX})")
@@ -74,21 +79,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     command = resolve_command(command)
-    sampler, reason = choose_sampler(args.sampler)
+    sampler, reason = choose_sampler(args.sampler, transparent_default=True)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
                               min_size=args.min_size,
                               stack_depth=args.stack_depth,
                               counters_interval_ms=args.counters_interval,
                               follow_forks=args.follow_forks,
-                              trace_limit=args.trace_limit, llc=_parse_llc(args.llc))
+                              trace_limit=args.trace_limit, llc=_parse_llc(args.llc),
+                              extra_env={"OBJTIER_SAMPLER_REASON": _setting_text(reason)})
     settings.validate()
     output = Path(args.output)
     say = (lambda text: None) if args.quiet else (
         lambda text: print(f"objtier record: {text}", file=sys.stderr))
     say(f"sampler {sampler}: {reason}")
-    returncode, elapsed = record_program(command, output, settings, force=args.force)
+    with sampler_swap(sampler, say):
+        returncode, elapsed = record_program(command, output, settings, force=args.force)
     summarize(output, elapsed, returncode, say)
     return exit_code(returncode)
+
+
+@contextlib.contextmanager
+def sampler_swap(sampler: str, say):
+    """A temporary zram swap device while the pageout sampler records on a machine without
+    swap; removed on exit, error, Ctrl-C and SIGTERM (Restorer)."""
+    if not needs_temporary_swap(sampler):
+        yield
+        return
+    from objtier.harness.restore import Restorer
+    from objtier.tiers.swap import ZramSwap
+
+    with Restorer() as restorer:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        zram = ZramSwap(min(total // 4, 8 << 30), restorer, priority=0)
+        say(f"temporary swap device {zram.device} (zram, removed at exit)")
+        yield
+
+
+def _setting_text(text: str, limit: int = 255) -> str:
+    """text cut to the runtime's field size in UTF-8 bytes (a longer value is refused)."""
+    return text.encode()[:limit].decode("utf-8", "ignore")
 
 
 def _parse_llc(text: str | None) -> tuple[int, int, int] | None:

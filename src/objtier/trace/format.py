@@ -52,7 +52,8 @@ ALLOC_KINDS = {1: "malloc", 2: "calloc", 3: "realloc", 4: "posix_memalign", 5: "
 FREE_KINDS = {1: "free", 2: "realloc", 3: "munmap", 4: "mremap", 5: "exit"}
 FREE_MUNMAP = 3
 FREE_MREMAP = 4
-SAMPLE_SOURCES = {1: "fault", 2: "perf-pebs", 3: "perf-ibs", 4: "perf-swfault", 5: "trace"}
+SAMPLE_SOURCES = {1: "fault", 2: "perf-pebs", 3: "perf-ibs", 4: "perf-swfault", 5: "trace",
+                  6: "pageout", 7: "wp"}
 SOURCE_FAULT = 1  # user-space hint fault: latency = protect -> touch [us]
 SOURCE_TRACE = 5  # compiler instrumentation: every access (exact)
 MEM_LEVELS = {0: "unknown", 1: "L1", 2: "LFB", 3: "L2", 4: "L3", 5: "DRAM", 6: "remote DRAM",

@@ -1,0 +1,465 @@
+/*
+ * pageout sampler: first touches observed as major page faults, the kernel servicing each.
+ *
+ * A scanner thread walks the tracked objects in scan windows with the fault sampler's pattern
+ * (sampler_scan.h: sparse clusters of pages at a random phase per pass, so a pass covers
+ * about OBJTIER_RATE pages spread over every object). Arming a
+ * window pushes its clusters to swap with MADV_PAGEOUT; /proc/self/pagemap then says which
+ * pages went (bit 62, swapped). The next touch of such a page is a major fault that the
+ * kernel resolves by itself — for user code and for system calls alike (copy_to_user on a
+ * read() buffer waits for the swap-in like any access) — and a perf software event
+ * (PERF_COUNT_SW_PAGE_FAULTS_MAJ, period 1, PERF_SAMPLE_TID|TIME|ADDR, kernel-mode faults
+ * included where permitted) reports it with its address. The program sees no signal, no
+ * protection change and no failed call: only time and residency change.
+ *
+ * Records: one SAMPLE (source OT_SRC_PAGEOUT, latency = touch - arm in microseconds) per
+ * armed page at its first touch within the window, and one WINDOW record per window (the
+ * same exposure record the fault sampler writes, so objects' touch rates are estimated the
+ * same way). Armed pages = pages pagemap showed swapped after the pageout, plus pages whose
+ * major fault arrived before pagemap was read (touched at once).
+ *
+ * Invariants
+ *   - One thread (the scanner) arms windows, drains the perf rings and writes records:
+ *     no lock is shared with the program's threads; nothing runs in a signal handler.
+ *   - Arming never changes a protection, a mapping or page contents: MADV_PAGEOUT only
+ *     reclaims pages that the kernel may reclaim (not mlocked, not shared), so a page that
+ *     cannot go stays resident and is simply not armed.
+ *   - Rate: paging out n pages takes n tokens, with no refund for untouched pages (unlike
+ *     the fault sampler: every armed page costs a compression, touched or not); tokens
+ *     accrue at OBJTIER_RATE per second, so at most OBJTIER_RATE pages per second are pushed
+ *     to swap and at most as many sampled major faults are taken.
+ *   - Needs an active swap device with free space (zram is enough); without one start()
+ *     logs why and returns -ENODEV (the trace then has no samples; `objtier record`
+ *     checks this first and says so).
+ *   - Untouched pages stay in swap after their window; a later touch is a major fault that
+ *     is not in any window and is not recorded.
+ */
+#define _GNU_SOURCE
+#include "sampler.h"
+#include "perf_ring.h"
+#include "sampler_scan.h"
+#include "rt.h"
+#include "runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+#define TICK_NS 5000000ULL   /* scanner wake-up while a window dwells, 5 ms */
+#define DWELL_NS 50000000ULL /* a window is watched at most 50 ms */
+#define RING_PAGES 64        /* perf ring data pages per CPU (power of two) */
+#define MAX_CPUS 256
+#define WINDOW_BATCH 256     /* WINDOW records per block */
+#define PM_SWAPPED (1ULL << 62)
+#define PM_PRESENT (1ULL << 63)
+
+static const rt_config *cfg;
+static pthread_t scanner;
+static int scanner_started;
+static _Atomic int stop_flag;
+static uint32_t my_pid;
+static int pagemap_fd = -1;
+static int kernel_faults; /* 1: the events also see faults taken in system calls */
+
+static int ring_fd[MAX_CPUS];
+static void *ring_map[MAX_CPUS];
+static int n_rings;
+
+static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows, n_outside;
+
+/* The window being watched (scanner thread only). Armed page i (cluster k, page j ->
+ * k * cluster + j) has bit i in w_armed when pagemap showed it swapped and in w_touched
+ * once its first major fault was seen. */
+static rt_scan scan;
+static rt_scan_window win;  /* win.pages == 0: no window */
+static uint64_t w_arm_ns, w_touched_ns;
+static uint64_t w_armed[RT_MAX_WINDOW_PAGES / 64], w_touched[RT_MAX_WINDOW_PAGES / 64];
+static unsigned char w_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
+static uint32_t w_batch_n;
+static double tokens;
+
+static inline uint64_t page_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
+static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes - 1); }
+
+/* 1 when /proc/swaps lists a device or file with free space. */
+static int swap_available(void)
+{
+    char text[4096];
+    if (rt_sys_read_small("/proc/swaps", text, sizeof text) <= 0)
+        return 0;
+    char *save = NULL;
+    int line = 0;
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (line++ == 0)
+            continue; /* header */
+        char name[256], type[32];
+        unsigned long long size = 0, used = 0;
+        if (sscanf(l, "%255s %31s %llu %llu", name, type, &size, &used) == 4 && size > used)
+            return 1;
+    }
+    return 0;
+}
+
+static void emit(uint64_t addr, uint32_t tid, uint64_t t)
+{
+    uint64_t lat_ns = t > w_arm_ns ? t - w_arm_ns : 0;
+    w_touched_ns += lat_ns;
+    uint64_t us = lat_ns / 1000;
+    ot_sample_record s = {.time_ns = t,
+                          .addr = addr,
+                          .tid = tid,
+                          .latency = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
+                          .source = OT_SRC_PAGEOUT,
+                          .level = OT_LVL_UNKNOWN,
+                          .tlb = OT_TLB_UNKNOWN,
+                          .flags = 0,
+                          .node = 0xFFFF,
+                          .weight = 1};
+    if (rt_sample_emit(&s, 0))
+        atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
+}
+
+/* One major-fault sample: PERF_SAMPLE_TID (pid, tid), TIME, ADDR in that order. */
+static void on_record(void *ctx, const struct perf_event_header *h, const unsigned char *rec)
+{
+    (void)ctx;
+    if (h->type == PERF_RECORD_LOST) {
+        uint64_t lost;
+        memcpy(&lost, rec + sizeof *h + 8, 8);
+        atomic_fetch_add(&n_lost, lost);
+        return;
+    }
+    if (h->type != PERF_RECORD_SAMPLE)
+        return;
+    const unsigned char *p = rec + sizeof *h;
+    uint32_t pid, tid;
+    uint64_t t, addr;
+    memcpy(&pid, p, 4);
+    memcpy(&tid, p + 4, 4);
+    memcpy(&t, p + 8, 8);
+    memcpy(&addr, p + 16, 8);
+    if (pid != my_pid)
+        return;
+    int64_t i = win.pages ? rt_scan_armed_index(&win, page_down(addr), rt_page_bytes) : -1;
+    if (i < 0) {
+        atomic_fetch_add_explicit(&n_outside, 1, memory_order_relaxed);
+        return;
+    }
+    uint64_t bit = 1ULL << (i & 63);
+    if (w_touched[i / 64] & bit)
+        return;
+    w_touched[i / 64] |= bit;
+    emit(addr, tid, t);
+}
+
+static void drain_all(void)
+{
+    for (int i = 0; i < n_rings; i++)
+        rt_perf_ring_drain(ring_map[i], RING_PAGES, on_record, NULL);
+}
+
+static void close_rings(void)
+{
+    for (int i = 0; i < n_rings; i++) {
+        munmap(ring_map[i], rt_perf_ring_bytes(RING_PAGES));
+        close(ring_fd[i]);
+    }
+    n_rings = 0;
+}
+
+/* The major-fault event on every CPU; with exclude_kernel = 0 first (faults taken inside
+ * system calls count too), else user-mode faults only. 0 or -errno. */
+static int open_rings(void)
+{
+    long c = sysconf(_SC_NPROCESSORS_CONF);
+    int cpus = c > 0 ? (int)(c < MAX_CPUS ? c : MAX_CPUS) : 1;
+    for (int pass = 0; pass < 2; pass++) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = PERF_TYPE_SOFTWARE;
+        a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+        a.sample_period = 1;
+        a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+        a.inherit = 1;
+        a.inherit_thread = 1;
+        a.exclude_kernel = pass;
+        a.exclude_hv = 1;
+        a.use_clockid = 1;
+        a.clockid = CLOCK_MONOTONIC;
+        int err = 0;
+        for (int cpu = 0; cpu < cpus; cpu++) {
+            int r = rt_perf_open_ring(&a, cpu, RING_PAGES, &ring_fd[n_rings], &ring_map[n_rings]);
+            if (r == 0)
+                n_rings++;
+            else if (r != -ENODEV)
+                err = r;
+        }
+        if (n_rings) {
+            kernel_faults = pass == 0;
+            return 0;
+        }
+        if (err != -EACCES && err != -EPERM)
+            return err ? err : -ENOENT;
+    }
+    return -EACCES;
+}
+
+/* ---- windows ------------------------------------------------------------------- */
+
+static void flush_windows(void)
+{
+    if (w_batch_n && rt_active())
+        rt_write_block(&rt_w, w_batch, OT_TAG_WINDOW, sizeof(ot_window_record),
+                       w_batch_n * (uint32_t)sizeof(ot_window_record), w_batch_n);
+    w_batch_n = 0;
+}
+
+static unsigned popcount_words(const uint64_t *a, const uint64_t *b, uint64_t n_bits)
+{
+    unsigned n = 0;
+    for (uint64_t w = 0; w < (n_bits + 63) / 64; w++)
+        n += (unsigned)__builtin_popcountll(a[w] | b[w]);
+    return n;
+}
+
+/* Ends the window: last samples, then its WINDOW record (armed = swapped or touched). */
+static void end_window(void)
+{
+    uint64_t n_bits = win.pages;
+    if (!n_bits)
+        return;
+    drain_all();
+    uint64_t now = rt_now_ns();
+    unsigned armed = popcount_words(w_armed, w_touched, n_bits);
+    unsigned touched = popcount_words(w_touched, w_touched, n_bits);
+    if (armed) {
+        ot_window_record r = {.arm_ns = w_arm_ns,
+                              .alloc_seq = win.seq,
+                              .start = win.start,
+                              .dwell_ns = now > w_arm_ns ? now - w_arm_ns : 0,
+                              .touched_ns = w_touched_ns,
+                              .pages = armed,
+                              .touched = touched};
+        memcpy(w_batch + sizeof(ot_block_header) + w_batch_n * sizeof r, &r, sizeof r);
+        if (++w_batch_n == WINDOW_BATCH)
+            flush_windows();
+        atomic_fetch_add(&n_pages_armed, armed);
+        atomic_fetch_add(&n_windows, 1);
+    }
+    win.pages = 0;
+}
+
+/* Marks in w_armed the pages of cluster k (pages at `at`, `len` of them) that pagemap
+ * shows swapped out. */
+static void read_swapped(uint64_t at, uint64_t k, uint64_t len)
+{
+    uint64_t entries[RT_SCAN_CLUSTER_PAGES * 4];
+    while (len) {
+        uint64_t n = len < sizeof entries / 8 ? len : sizeof entries / 8;
+        off_t off = (off_t)(at / rt_page_bytes * 8);
+        ssize_t got = pread(pagemap_fd, entries, n * 8, off);
+        if (got <= 0)
+            return;
+        uint64_t m = (uint64_t)got / 8;
+        for (uint64_t j = 0; j < m; j++) {
+            uint64_t i = k * win.cluster +
+                         (at - rt_scan_cluster_at(&win, k, rt_page_bytes)) / rt_page_bytes + j;
+            if ((entries[j] & PM_SWAPPED) && !(entries[j] & PM_PRESENT))
+                w_armed[i / 64] |= 1ULL << (i & 63);
+        }
+        at += m * rt_page_bytes;
+        len -= m;
+    }
+}
+
+/* Arms the next window; its armed pages, 0 when none was armed. */
+static uint64_t arm_next(void)
+{
+    uint64_t budget = (uint64_t)tokens;
+    if (!rt_scan_next(&scan, budget, &win))
+        return 0;
+    memset(w_armed, 0, (win.pages + 63) / 64 * 8);
+    memset(w_touched, 0, (win.pages + 63) / 64 * 8);
+    w_touched_ns = 0;
+    w_arm_ns = rt_now_ns();
+    /* any protection: paging out keeps contents and protection, the kernel swaps in */
+    for (uint64_t k = 0; k < win.m; k++)
+        syscall(SYS_madvise, (void *)(uintptr_t)rt_scan_cluster_at(&win, k, rt_page_bytes),
+                rt_scan_cluster_pages(&win, k) * rt_page_bytes, MADV_PAGEOUT);
+    for (uint64_t k = 0; k < win.m; k++)
+        read_swapped(rt_scan_cluster_at(&win, k, rt_page_bytes), k,
+                     rt_scan_cluster_pages(&win, k));
+    tokens -= (double)win.pages;
+    return win.pages;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void *scan_loop(void *arg)
+{
+    (void)arg;
+    rt_guard = 1;
+    double per_ns = (double)cfg->rate / 1e9;
+    double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
+                                                               : (double)cfg->rate;
+    uint64_t last = rt_now_ns();
+    tokens = (double)cfg->rate / 10.0;
+    while (!atomic_load(&stop_flag)) {
+        uint64_t now = rt_now_ns();
+        tokens += (double)(now - last) * per_ns;
+        if (tokens > cap)
+            tokens = cap;
+        last = now;
+        uint64_t n = tokens >= 1.0 ? arm_next() : 0;
+        if (!n) {
+            drain_all(); /* faults outside windows: counted, not recorded */
+            sleep_ns(TICK_NS);
+            continue;
+        }
+        uint64_t until = w_arm_ns + DWELL_NS;
+        unsigned armed;
+        do {
+            sleep_ns(TICK_NS);
+            drain_all();
+            armed = popcount_words(w_armed, w_touched, n);
+        } while (!atomic_load(&stop_flag) && rt_now_ns() < until &&
+                 popcount_words(w_touched, w_touched, n) < armed);
+        end_window();
+    }
+    return NULL;
+}
+
+/* ---- ops ------------------------------------------------------------------------ */
+
+static int pageout_init(const rt_config *c)
+{
+    cfg = c;
+    return 0;
+}
+
+static int pageout_start(void)
+{
+    my_pid = (uint32_t)getpid();
+    if (!swap_available()) {
+        rt_log(1, "pageout sampler: no active swap device with free space; recording "
+                  "without samples (add swap, e.g. zram, or choose another sampler)");
+        return -ENODEV;
+    }
+    pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (pagemap_fd < 0) {
+        rt_log(1, "pageout sampler: cannot open /proc/self/pagemap: %s; no samples",
+               strerror(errno));
+        return -errno;
+    }
+    int r = open_rings();
+    if (r != 0) {
+        close(pagemap_fd);
+        pagemap_fd = -1;
+        rt_log(1, "pageout sampler: perf_event_open of major faults failed: %s; no samples",
+               strerror(-r));
+        return r;
+    }
+    if (!kernel_faults)
+        rt_log(0, "pageout sampler: faults inside system calls are not visible "
+                  "(perf_event_paranoid); user-mode touches only");
+    atomic_store(&stop_flag, 0);
+    rt_scan_init(&scan, cfg);
+    win.pages = 0;
+    if (pthread_create(&scanner, NULL, scan_loop, NULL) != 0) {
+        close_rings();
+        close(pagemap_fd);
+        pagemap_fd = -1;
+        rt_log(1, "pageout sampler: cannot start the scanner thread; no samples");
+        return -EAGAIN;
+    }
+    scanner_started = 1;
+    return 0;
+}
+
+static void pageout_stop(void)
+{
+    if (!scanner_started)
+        return;
+    atomic_store(&stop_flag, 1);
+    pthread_join(scanner, NULL);
+    scanner_started = 0;
+    flush_windows();
+    for (int i = 0; i < n_rings; i++)
+        ioctl(ring_fd[i], PERF_EVENT_IOC_DISABLE, 0);
+    close_rings();
+    if (pagemap_fd >= 0)
+        close(pagemap_fd);
+    pagemap_fd = -1;
+    rt_scan_free(&scan);
+}
+
+static void pageout_stats(ot_sampler_stats_record *out)
+{
+    memset(out, 0, sizeof *out);
+    out->source = OT_SRC_PAGEOUT;
+    out->samples = atomic_load(&n_samples);
+    out->lost = atomic_load(&n_lost);
+    out->pages_armed = atomic_load(&n_pages_armed);
+    out->windows = atomic_load(&n_windows);
+}
+
+static void pageout_fork_prepare(void) {}
+static void pageout_fork_parent(void) {}
+
+static void pageout_fork_child(int restart)
+{
+    /* the parent's rings, pagemap and windows belong to the parent; its memory needs no
+     * repair (swapped pages are the kernel's business) */
+    for (int i = 0; i < n_rings; i++) {
+        munmap(ring_map[i], rt_perf_ring_bytes(RING_PAGES));
+        close(ring_fd[i]);
+    }
+    n_rings = 0;
+    if (pagemap_fd >= 0)
+        close(pagemap_fd);
+    pagemap_fd = -1;
+    scanner_started = 0;
+    w_batch_n = 0;
+    win.pages = 0;
+    rt_scan_free(&scan); /* the child's copy of the parent's snapshot */
+    atomic_store(&n_samples, 0);
+    atomic_store(&n_lost, 0);
+    atomic_store(&n_pages_armed, 0);
+    atomic_store(&n_windows, 0);
+    atomic_store(&n_outside, 0);
+    if (restart)
+        pageout_start();
+}
+
+const rt_sampler_ops rt_sampler_pageout_ops = {
+    .name = "pageout",
+    .source = OT_SRC_PAGEOUT,
+    .init = pageout_init,
+    .start = pageout_start,
+    .stop = pageout_stop,
+    .stats = pageout_stats,
+    .fork_prepare = pageout_fork_prepare,
+    .fork_parent = pageout_fork_parent,
+    .fork_child = pageout_fork_child,
+};
