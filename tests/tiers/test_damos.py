@@ -205,9 +205,13 @@ def test_with_aslr_off_a_traced_run_gives_the_next_runs_addresses(recorded, tmp_
     printed = [re.search(r"hot=(0x[0-9a-f]+) \d+ cold=(0x[0-9a-f]+)", r.stdout) for r in runs]
     assert printed[0].groups() == printed[1].groups()
     out = tmp_path / "s.json"
-    run = objtier("export-damos", "--plan", str(plan), "--trace", str(first), "-o", str(out))
+    run = objtier("export-damos", "--plan", str(plan), "--trace", str(first), "--target-pid",
+                  "4242", "-o", str(out))
     assert run.returncode == 0, run.stderr
-    ranges = json.loads(out.read_text())["objtier"]["ranges"]
+    doc = json.loads(out.read_text())
+    assert doc["kdamonds"][0]["contexts"][0]["targets"][0]["pid"] == 4242
+    assert doc["objtier"]["traced_pid"] != 4242
+    ranges = doc["objtier"]["ranges"]
     cold = int(printed[1].group(2), 16)
     assert any(r["tier"] == "slow" and cold <= r["start"] < cold + 4096 for r in ranges)
 

@@ -22,7 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "its end)")
     parser.add_argument("--pid", type=int, default=None,
                         help="the traced process to export (default: the one with most "
-                             "objects); the scheme set targets this pid")
+                             "objects)")
+    parser.add_argument("--target-pid", type=int, default=None,
+                        help="the process the scheme set acts on (default: the traced one); "
+                             "another process must have the same layout (docs/compare.md)")
     parser.add_argument("--phase", default="*",
                         help="the plan's phase whose entries to export (default *: the whole "
                              "run's)")
@@ -51,11 +54,15 @@ def run(args: argparse.Namespace) -> int:
         start = int(trace.start_ns)
     except (TraceError, OSError) as error:
         raise UsageError(f"cannot read trace {args.trace}: {error}") from None
+    if args.target_pid is not None and args.target_pid <= 0:
+        raise UsageError(f"--target-pid must be a process id, got {args.target_pid}")
     at_ns = None if args.at is None else start + int(args.at * 1e9)
-    ranges, pid = damos.plan_ranges(plan, trace, at_ns, args.pid, args.phase)
+    ranges, traced = damos.plan_ranges(plan, trace, at_ns, args.pid, args.phase)
+    pid = traced if args.target_pid is None else args.target_pid
     doc = damos.scheme_set(ranges, pid, args.min_age,
                            {"plan": str(Path(args.plan).resolve()),
-                            "trace": str(Path(args.trace).resolve()), "phase": args.phase})
+                            "trace": str(Path(args.trace).resolve()), "phase": args.phase,
+                            "traced_pid": traced})
     problems = damos.validate_scheme_set(doc)
     if problems:   # an export this module made wrong: a defect, said in one line
         raise UsageError(f"the scheme set failed its own check: {problems[0]}")
@@ -63,12 +70,12 @@ def run(args: argparse.Namespace) -> int:
         out.unlink()
     damos.write_scheme_set(doc, out)
     info = doc["objtier"]
-    print(f"wrote {out}: {len(info['ranges'])} range(s) of process {pid}: "
+    print(f"wrote {out}: {len(info['ranges'])} range(s) of process {traced} for process {pid}: "
           f"{info['cold_bytes'] >> 20} MiB planned slow -> pageout after {args.min_age:g} s "
           f"idle, {info['hot_bytes'] >> 20} MiB planned fast -> stat (cgroup v2: "
           f"memory.low = {info['hot_bytes']})")
     if not Path(f"/proc/{pid}").exists():
         sys.stderr.write(f"objtier export-damos: note: process {pid} is not running; the "
-                         f"addresses are those of the traced run\n")
+                         f"addresses are those of the traced run (--target-pid: a re-run)\n")
     sys.stderr.write(f"objtier export-damos: {damos.damon_status().message()}\n")
     return 0
