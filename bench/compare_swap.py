@@ -123,6 +123,16 @@ def peak_locked(target: Path) -> int:
     return max((f.locked_bytes for f in found if f), default=0)
 
 
+def reader_text(flush: dict) -> str:
+    """'10 ms, >= 1234 reads a run' (the fewest reads any run with the reader got), or 'off'."""
+    if not flush or not flush.get("period_ms"):
+        return "off"
+    fewest = [v["fewest_reads_in_a_run"] for v in flush["per_arm"].values()
+              if v["period_ms"] > 0]
+    return f"{fmt(flush['period_ms'])} ms, ≥ {min(fewest)} reads a run" if fewest else \
+        f"{fmt(flush['period_ms'])} ms"
+
+
 def row_for(name: str, local: str, summary: dict, rows: list[dict], target: Path) -> str:
     """Swap-ins are the cgroup's own (memory.stat workingset_refault_anon): the vmstat swap
     counters are system-wide and count every other program swapping at the same time."""
@@ -147,7 +157,7 @@ def row_for(name: str, local: str, summary: dict, rows: list[dict], target: Path
             + (f"{fmt(m['objtier-noguard']['wall_s'])} ({survived(rows, 'objtier-noguard')}), "
                f"{fmt(noguard['speedup'])}x | " if noguard else "– | ")
             + f"{survived(rows, 'kernel-raw')} | "
-            f"{fmt(flush.get('period_ms'))} ms | "
+            f"{reader_text(flush)} | "
             f"{plan.get('fast_objects', '–')} + {plan.get('split_objects', 0)} split / "
             f"{plan.get('objects', '–')}, {fmt(plan.get('fast_access_share'), 2)} of samples, "
             f"{peak_locked(target) >> 20} MiB locked |")
@@ -157,7 +167,7 @@ HEADER = ("| workload | local | footprint MiB | unlimited s | baseline s (finish
           "objtier s (finished/runs) | speedup | timed-region speedup | baseline swap-ins | "
           "objtier swap-ins | swap-in cut | swap-out cut (system-wide) | system µs per swap-in: "
           "baseline · objtier | objtier without guard: s (finished/runs), speedup | "
-          "kernel-raw (no reader): finished/runs | reader period | plan: fast + split / "
+          "kernel-raw (no reader): finished/runs | reader | plan: fast + split / "
           "objects, sampled share, peak locked |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
