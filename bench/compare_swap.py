@@ -1,8 +1,15 @@
 """`objtier compare --tier swap` over the workload suite: kernel reclaim vs objtier plan.
 
     .venv/bin/python bench/compare_swap.py [--local 70%,50%] [--repeat 3] [--scale 20]
-        [--workloads bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,stream,gups,kmeans]
-        [--size-factor 1.0] [--trials 1.0] [-o bench-out/compare] [--append-docs] [--table-only]
+        [--workloads bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,stream,gups,
+                     ptrchase,kmeans]
+        [--size-factor 1.0] [--trials 1.0] [--stat-flush 10] [--arms objtier-noguard,kernel-raw]
+        [-o bench-out/compare] [--append-docs] [--table-only]
+
+Every arm but kernel-raw runs with compare's stat-flush reader (--stat-flush, default 10 ms):
+the fair baseline. The table shows each arm's survival next to its time; an arm with a failed
+run gets no speedup ("–"). With --arms objtier-noguard it also shows the plan without the
+pressure guard; with kernel-raw, how often kernel reclaim without the reader survived.
 
 Graphs are generated once (graphgen -o, outside the measurement) and loaded with -f. Sizes are
 parameters: --scale for the graphs, --size-factor scales STREAM, GUPS and K-means (1.0 = about
@@ -50,6 +57,8 @@ def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
         "cc_urand": [b("cc"), "-f", urand, "-n", n(128)],
         "stream": [b("stream"), "-s", str(int(4_000_000 * factor)), "-n", "10"],
         "gups": [b("gups"), "-l", str(max(16, 24 + round(math.log2(max(factor, 1e-9)))))],
+        "ptrchase": [b("ptrchase"), "-s", f"{max(1, int(100 * factor))}M", "-n",
+                     str(max(1000, int(2_000_000 * trials)))],
         "kmeans": [b("kmeans"), "-n", str(int(700_000 * factor)), "-i", "5"],
     }
 
@@ -71,14 +80,26 @@ def fmt(value, digits=3) -> str:
     return f"{float(value):.{digits}g}"
 
 
-def failures(rows: list[dict], config: str) -> str:
-    """'failed/runs' of one configuration, with how many of the failures were OOM kills."""
+def survived(rows: list[dict], config: str) -> str:
+    """'finished/runs' of one arm, with how many of the failures were OOM kills and timeouts
+    (the status compare wrote; older CSVs without it: the oom_kill counter)."""
     mine = [r for r in rows if r["config"] == config]
-    bad = [r for r in mine if r["returncode"] != "0"]
-    oom = sum(1 for r in bad if (r.get("memcg_oom_kills") or "0") not in ("", "0"))
+    if not mine:
+        return "–"
+    ok = [r for r in mine if r["returncode"] == "0" and r.get("timed_out") != "True"]
+    bad = [r for r in mine if r not in ok]
+    oom = sum(1 for r in bad if r.get("status") == "OOM-killed" or (
+        "status" not in r and (r.get("memcg_oom_kills") or "0") not in ("", "0")))
     late = sum(1 for r in bad if r.get("timed_out") == "True")
     why = ", ".join(x for x in (f"{oom} OOM" if oom else "", f"{late} timeout" if late else "") if x)
-    return f"{len(bad)}/{len(mine)}" + (f" ({why})" if why else "")
+    return f"{len(ok)}/{len(mine)}" + (f" ({why})" if why else "")
+
+
+def sys_per_swapin(rows: list[dict], config: str) -> float | None:
+    """The arm's median system CPU time [µs] per swap-in (the cgroup's refaults)."""
+    system, swapins = _median(rows, config, "system_s"), _median(rows, config,
+                                                                  "memcg_refault_anon")
+    return None if not system or not swapins else system * 1e6 / swapins
 
 
 def _median(rows: list[dict], config: str, key: str) -> float | None:
@@ -102,30 +123,53 @@ def peak_locked(target: Path) -> int:
     return max((f.locked_bytes for f in found if f), default=0)
 
 
+def reader_text(flush: dict) -> str:
+    """'10 ms, >= 1234 reads a run' (the fewest reads any run with the reader got), or 'off'."""
+    if not flush or not flush.get("period_ms"):
+        return "off"
+    fewest = [v["fewest_reads_in_a_run"] for v in flush["per_arm"].values()
+              if v["period_ms"] > 0]
+    return f"{fmt(flush['period_ms'])} ms, ≥ {min(fewest)} reads a run" if fewest else \
+        f"{fmt(flush['period_ms'])} ms"
+
+
 def row_for(name: str, local: str, summary: dict, rows: list[dict], target: Path) -> str:
     """Swap-ins are the cgroup's own (memory.stat workingset_refault_anon): the vmstat swap
     counters are system-wide and count every other program swapping at the same time."""
     m, r = summary["medians"], summary["ratios"]
     base, obj = m["baseline"], m["objtier"]
-    failed = f"{failures(rows, 'baseline')} · {failures(rows, 'objtier')}"
     swapin = [_median(rows, c, "memcg_refault_anon") for c in ("baseline", "objtier")]
+    fair = not summary.get("ratios_withheld") and all(
+        survived(rows, c).split(" ")[0].split("/")[0] == survived(rows, c).split(" ")[0]
+        .split("/")[1] for c in ("baseline", "objtier"))
+    noguard = (summary.get("arm_ratios") or {}).get("objtier-noguard")
+    flush = summary.get("stat_flush") or {}
     unlimited = summary["unlimited"]["wall_s"]
     plan = summary["plan"]
+    sys_us = [sys_per_swapin(rows, c) for c in ("baseline", "objtier")]
     return (f"| {name} | {local} | {summary['unlimited']['footprint_bytes'] >> 20} | "
-            f"{fmt(unlimited)} | {fmt(base['wall_s'])} | {fmt(obj['wall_s'])} | "
-            f"{fmt(r['speedup'])} | {fmt(r['timed_speedup'])} | "
-            f"{fmt(swapin[0])} | {fmt(swapin[1])} | {fmt(_cut(*swapin))} | "
-            f"{fmt(r['swapout_reduction'])} | "
+            f"{fmt(unlimited)} | {fmt(base['wall_s'])} ({survived(rows, 'baseline')}) | "
+            f"{fmt(obj['wall_s'])} ({survived(rows, 'objtier')}) | "
+            f"{fmt(r['speedup']) if fair else '–'} | {fmt(r['timed_speedup']) if fair else '–'} | "
+            f"{fmt(swapin[0])} | {fmt(swapin[1])} | {fmt(_cut(*swapin)) if fair else '–'} | "
+            f"{fmt(r['swapout_reduction']) if fair else '–'} | "
+            f"{fmt(sys_us[0])} · {fmt(sys_us[1])} | "
+            + (f"{fmt(m['objtier-noguard']['wall_s'])} ({survived(rows, 'objtier-noguard')}), "
+               f"{fmt(noguard['speedup'])}x | " if noguard else "– | ")
+            + f"{survived(rows, 'kernel-raw')} | "
+            f"{reader_text(flush)} | "
             f"{plan.get('fast_objects', '–')} + {plan.get('split_objects', 0)} split / "
             f"{plan.get('objects', '–')}, {fmt(plan.get('fast_access_share'), 2)} of samples, "
-            f"{peak_locked(target) >> 20} MiB locked | {failed} |")
+            f"{peak_locked(target) >> 20} MiB locked |")
 
 
-HEADER = ("| workload | local | footprint MiB | unlimited s | baseline s | objtier s | speedup | "
-          "timed-region speedup | baseline swap-ins | objtier swap-ins | swap-in cut | "
-          "swap-out cut (system-wide) | plan: fast + split / objects, sampled share, peak locked "
-          "| failed: baseline · objtier |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| workload | local | footprint MiB | unlimited s | baseline s (finished/runs) | "
+          "objtier s (finished/runs) | speedup | timed-region speedup | baseline swap-ins | "
+          "objtier swap-ins | swap-in cut | swap-out cut (system-wide) | system µs per swap-in: "
+          "baseline · objtier | objtier without guard: s (finished/runs), speedup | "
+          "kernel-raw (no reader): finished/runs | reader | plan: fast + split / "
+          "objects, sampled share, peak locked |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def table_from(out: Path, names: list[str], locals_: list[str]) -> list[str]:
@@ -164,6 +208,12 @@ def main() -> int:
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="passed to objtier compare (default there: fitted to the plan, "
                              "8 MiB to max(10%% of local, 32 MiB))")
+    parser.add_argument("--stat-flush", type=float, default=10.0, metavar="MS",
+                        help="passed to objtier compare: the reader's period in every arm "
+                             "but kernel-raw (default 10)")
+    parser.add_argument("--arms", default="", metavar="LIST",
+                        help="extra arms passed to objtier compare (--arm): objtier-noguard, "
+                             "kernel-raw; comma-separated")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "compare"))
     parser.add_argument("--append-docs", action="store_true")
     parser.add_argument("--table-only", action="store_true",
@@ -192,7 +242,8 @@ def main() -> int:
             target = out / f"{name}-{local.rstrip('%')}"
             command = [PY, "-m", "objtier", "compare", "-q", "-f", "--local", local, "--repeat",
                        str(args.repeat), "--algo", args.algo, "--timeout", str(args.timeout),
-                       "-o", str(target),
+                       "-o", str(target), "--stat-flush", f"{args.stat_flush:g}",
+                       *[x for arm in filter(None, args.arms.split(",")) for x in ("--arm", arm)],
                        *(["--mlock-margin", args.mlock_margin] if args.mlock_margin else []),
                        *(["--profiles", str(args.profiles)] if args.profiles else []),
                        *([] if args.phases is None
@@ -202,8 +253,7 @@ def main() -> int:
             run = subprocess.run(command, capture_output=True, text=True)
             if run.returncode != 0:
                 message = (run.stderr.strip().splitlines() or ["?"])[-1]
-                lines.append(f"| {name} | {local} | – | – | – | – | – | – | – | – | – | – | – | "
-                             f"error: {message} |")
+                lines.append(f"| {name} | {local} | " + "– | " * 15 + f"error: {message} |")
                 print(message, file=sys.stderr)
                 continue
             summary = json.loads((target / "summary.json").read_text())
@@ -221,15 +271,18 @@ def main() -> int:
     if args.append_docs:
         date = _dt.date.today().isoformat()
         section = (
-            f"\n## Swap tier: kernel reclaim vs objtier plan (`bench/compare_swap.py`)\n\n"
+            f"\n## Swap tier, fair baseline: kernel reclaim vs objtier plan, every arm with the "
+            f"stat-flush reader (`bench/compare_swap.py`)\n\n"
             f"`.venv/bin/python bench/compare_swap.py --local {args.local} --repeat "
             f"{args.repeat} --scale {args.scale} --size-factor {args.size_factor} --trials "
-            f"{args.trials}` — "
+            f"{args.trials} --stat-flush {args.stat_flush:g}"
+            f"{' --arms ' + args.arms if args.arms else ''}` — "
             f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs, {date}. "
             f"Memory cgroup v1 limited to --local of the footprint (cgroup peak of an "
             f"unlimited run), zram (lz4) behind it; baseline and objtier runs interleaved, "
             f"medians of {args.repeat}; plan algorithm {args.algo}"
-            f"{PHASES_NOTE[args.phases]}. "
+            f"{PHASES_NOTE[args.phases]}; every arm but kernel-raw with memory.stat read "
+            f"every {args.stat_flush:g} ms from outside the program. "
             f"Runtime enforces plans: "
             f"{'yes' if enforced else 'NO — the objtier column is the runtime without placement'}"
             f".\n\n{table}\n")

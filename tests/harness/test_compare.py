@@ -18,6 +18,7 @@ import pytest
 
 from .harness_helpers import (default_sigint, leftovers, machine_state, needs_enforcement,
                              objtier, one_line_error)
+from objtier.errors import UsageError
 from objtier.harness.compare import CompareSettings, run_compare
 from ..phased_program import phased_source
 
@@ -226,14 +227,16 @@ def test_phases_give_each_phase_its_plan_and_switch_it(compile_c, tmp_path):
 
 @needs_enforcement
 def test_phases_asked_of_a_program_without_markers_is_a_clear_error(hotcold, tmp_path):
-    before = machine_state()
-    run = objtier("compare", "-q", "--phases", "--repeat", "1", "--local", "60%",
-                  "--mlock-margin", "8M", "-o", str(tmp_path / "out"), "--", str(hotcold),
-                  "24", "72", "1")
-    assert run.returncode != 0 and one_line_error(run.stderr)
-    assert "no phase markers" in run.stderr
-    after = machine_state()
-    assert leftovers(before, after, after) == []
+    child = subprocess.Popen([sys.executable, "-m", "objtier", "compare", "-q", "--phases",
+                              "--repeat", "1", "--local", "60%", "--mlock-margin", "8M", "-o",
+                              str(tmp_path / "out"), "--", str(hotcold), "24", "72", "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, stderr = child.communicate(timeout=300)
+    assert child.returncode != 0 and one_line_error(stderr)
+    assert "no phase markers" in stderr
+    # the error comes before the swap tier exists; the footprint run's cgroup is gone
+    # (other experiments on the machine may add devices and cgroups of their own meanwhile)
+    assert [c for c in machine_state()[1] if c.startswith(f"objtier-{child.pid}")] == []
 
 
 def test_not_root_is_a_clear_error(monkeypatch, tmp_path):
@@ -261,3 +264,61 @@ def test_plan_keeps_the_hot_array_resident_and_cuts_swap_outs(hotcold, tmp_path)
             assert r.locked_bytes >= (24 << 20) - 2 * 4096  # whole pages inside the object
     medians = result.summary["medians"]
     assert medians["objtier"]["pswpout"] < medians["baseline"]["pswpout"]
+
+
+@needs_enforcement
+def test_every_arm_gets_the_stat_flush_reader_but_kernel_raw(hotcold, tmp_path):
+    """--arm kernel-raw --arm objtier-noguard: four arms per repetition, in order; the reader
+    runs in every arm but kernel-raw (reads counted per run), the unguarded arm gets no pressure
+    advice, kernel-raw gets survival and no ratio, and the terminal and summary say so."""
+    from objtier.trace import open_trace
+
+    out = tmp_path / "out"
+    run = objtier("compare", "-q", "--local", "60%", "--repeat", "1", "--mlock-margin", "8M",
+                  "--algo", "rank", "--rate", "200000", "--arm", "kernel-raw", "--arm",
+                  "objtier-noguard", "-o", str(out), "--", str(hotcold), "24", "72", "3")
+    assert run.returncode == 0, run.stderr
+    with open(out / "compare.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["config"] for r in rows] == ["baseline", "objtier", "objtier-noguard",
+                                          "kernel-raw"]
+    assert all(r["status"] == "ok" and r["memcg_oom_kills"] == "0" for r in rows)
+    flushed = {r["config"]: (float(r["stat_flush_ms"]), int(r["stat_flush_reads"]))
+               for r in rows}
+    assert flushed["kernel-raw"] == (0.0, 0)
+    assert all(ms == 10.0 and reads > 0 for c, (ms, reads) in flushed.items()
+               if c != "kernel-raw"), flushed
+    unguarded = next(out.glob("runs/*-objtier-noguard-1.otr"))
+    cold = [p for p in open_trace(unguarded).placements.to_pylist() if p["action"] == 3]
+    assert cold == []                              # OT_PLACE_COLD: the guard's advice
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["arms"] == ["baseline", "objtier", "objtier-noguard", "kernel-raw"]
+    flush = summary["stat_flush"]
+    assert flush["period_ms"] == 10.0
+    assert flush["arms_with_reader"] == ["baseline", "objtier", "objtier-noguard"]
+    assert flush["arms_without_reader"] == ["kernel-raw"]
+    assert flush["per_arm"]["baseline"]["reads"] == flushed["baseline"][1]
+    assert set(summary["arm_ratios"]) == {"objtier", "objtier-noguard"}
+    assert summary["medians"]["kernel-raw"]["finished"] == 1
+    assert "stat-flush reader: memory.stat every 10 ms in baseline, objtier, " \
+           "objtier-noguard; without it: kernel-raw (survival only)" in run.stdout
+    assert "survival: baseline 1/1 finished; objtier 1/1 finished;" in run.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stat-flush", "-1"], "--stat-flush must be 0 (off) or a period of at most"),
+    (["--stat-flush", "20000"], "--stat-flush must be 0 (off) or a period of at most"),
+    (["--arm", "objtier-noguard", "--no-guard"], "already runs without the guard"),
+    (["--tier", "numa", "--stat-flush", "5"], "apply to --tier swap only"),
+])
+def test_stat_flush_and_arm_errors_are_one_line(tmp_path, args, message):
+    run = objtier("compare", "-q", *args, "-o", str(tmp_path / "a"), "--", "true")
+    assert run.returncode != 0 and one_line_error(run.stderr) and message in run.stderr
+
+
+def test_an_unknown_arm_is_refused_before_anything_runs(tmp_path):
+    settings = CompareSettings(arms=("kernel-mglru",), output=tmp_path / "out")
+    with pytest.raises(UsageError, match="unknown arm 'kernel-mglru'"):
+        run_compare(["true"], settings)
+    assert not (tmp_path / "out").exists()

@@ -66,7 +66,12 @@ def test_limited_program_swaps_and_everything_is_undone(compile_c):
         # the cgroup's peak charge (RSS from wait4 would include the forked parent image)
         assert tier.cgroup.peak_bytes() <= 64 << 20
         assert result.fom_value is not None
-    assert machine_state() == before
+        ours = tier.cgroup.path, tier.swap_device.device
+    # what this tier made is gone; other experiments on the machine may add their own meanwhile
+    assert not ours[0].exists()
+    swaps, _, zram, folios = machine_state()
+    assert str(ours[1]) not in swaps and ours[1].name not in zram
+    assert folios == before[3]
 
 
 def test_sigint_mid_run_restores_the_machine(compile_c, tmp_path):

@@ -43,6 +43,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="swap: no pressure guard (no MADV_COLD of planned-slow pages when the "
                         "cgroup's inactive list runs dry): faster where kernel reclaim copes, "
                         "but the cgroup's OOM killer may end a run (docs/compare.md)")
+    parser.add_argument("--stat-flush", type=float, default=None, metavar="MS",
+                        help="swap: every arm but kernel-raw runs with a reader of the "
+                        "cgroup's memory.stat every MS ms, which flushes the memcg LRU "
+                        "statistics kernel reclaim decides from (default 10, the pressure "
+                        "guard's period; 0: off — the kernel arm may be OOM-killed and the "
+                        "ratios are not fair)")
+    parser.add_argument("--arm", dest="arms", action="append", default=[],
+                        choices=["objtier-noguard", "kernel-raw"],
+                        help="swap: add an arm to each repetition: objtier-noguard (the plan "
+                        "without the pressure guard, with the reader), kernel-raw (kernel "
+                        "reclaim without the reader: survival only, no ratio); repeatable")
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept, enabled "
                         "for madvised memory during both arms (default 16K; off: base pages)")
@@ -86,38 +97,55 @@ def print_table(result) -> None:
     from objtier.units import format_bytes
 
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 150)
+    from objtier.harness.results import survival_text
+
+    console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)
     table = Table(title="objtier compare: per run and medians")
     for name in ("run", "config", "status", "wall s", "user s", "sys s", "FoM", "timed s",
-                 "swap-outs", "swap-ins", "majflt", "memcg refaults", "peak RSS", "locked"):
-        table.add_column(name, justify="right" if name not in ("config", "status") else "left")
+                 "swap-outs", "swap-ins", "majflt", "memcg refaults", "peak RSS", "locked",
+                 "flush reads"):
+        text = name in ("config", "status")
+        table.add_column(name, justify="left" if text else "right", no_wrap=text)
     for r in result.rows:
-        status = "ok" if r.ok else ("timeout" if r.timed_out else
-                                    "OOM-killed" if r.oom_killed else f"exit {r.returncode}")
-        table.add_row(str(r.order), r.config, status, _fmt(r.wall_s), _fmt(r.user_s),
+        table.add_row(str(r.order), r.config, r.status, _fmt(r.wall_s), _fmt(r.user_s),
                       _fmt(r.system_s), _fmt(r.fom_value),
                       _fmt(r.fom_seconds), str(r.pswpout), str(r.pswpin), str(r.major_faults),
                       _fmt(r.memcg_refault_anon), format_bytes(r.max_rss_bytes),
-                      "-" if r.locked_bytes is None else format_bytes(r.locked_bytes))
+                      "-" if r.locked_bytes is None else format_bytes(r.locked_bytes),
+                      str(r.stat_flush_reads) if r.stat_flush_ms else "off")
     medians = result.summary["medians"]
-    for config in ("baseline", "objtier"):
-        m = medians[config]
-        table.add_row("median", config, f"{m['runs'] - m['failed']}/{m['runs']} ok",
+    for config, m in medians.items():
+        alive = f"{m['finished']}/{m['runs']} ok" + (
+            f", {m['oom_killed']} OOM" if m["oom_killed"] else "")
+        table.add_row("median", config, alive,
                       _fmt(m["wall_s"]), _fmt(m["user_s"]), _fmt(m["system_s"]),
                       _fmt(m["fom_value"]), _fmt(m["fom_seconds"]),
                       _fmt(m["pswpout"]), _fmt(m["pswpin"]), _fmt(m["major_faults"]),
                       _fmt(m["memcg_refault_anon"]),
                       "-" if m["max_rss_bytes"] is None else format_bytes(m["max_rss_bytes"]),
                       "-" if m["locked_bytes"] is None else format_bytes(m["locked_bytes"]),
-                      style="bold")
+                      "", style="bold")
     console.print(table)
-    r = result.summary["ratios"]
+    flush = result.summary["stat_flush"]
+    console.print(
+        f"stat-flush reader: memory.stat every {_fmt(flush['period_ms'])} ms in "
+        f"{', '.join(flush['arms_with_reader']) or 'no arm'}"
+        + (f"; without it: {', '.join(flush['arms_without_reader'])} (survival only)"
+           if flush["arms_without_reader"] and flush["period_ms"] else ""))
+    console.print("survival: " + "; ".join(f"{c} {survival_text(m)}"
+                                           for c, m in medians.items()))
     unit = medians["baseline"]["fom_value"] is not None
-    console.print(f"speedup (baseline / objtier median wall time): {_fmt(r['speedup'])}x; "
-                  f"timed region: {_fmt(r['timed_speedup'])}x"
-                  + (f"; FoM ratio (objtier / baseline): {_fmt(r['fom_ratio'])}" if unit else ""))
-    console.print(f"swap-outs cut {_fmt(r['swapout_reduction'])}x, swap-ins cut "
-                  f"{_fmt(r['swapin_reduction'])}x, major faults cut "
-                  f"{_fmt(r['major_fault_reduction'])}x (baseline / objtier medians)")
+    for arm, r in result.summary["arm_ratios"].items():
+        if r["withheld"]:
+            console.print(f"{arm}: no ratio — {r['withheld']}")
+            continue
+        console.print(f"{arm}: speedup (baseline / {arm} median wall time): "
+                      f"{_fmt(r['speedup'])}x; timed region: {_fmt(r['timed_speedup'])}x"
+                      + (f"; FoM ratio ({arm} / baseline): {_fmt(r['fom_ratio'])}"
+                         if unit else ""))
+        console.print(f"{arm}: swap-outs cut {_fmt(r['swapout_reduction'])}x, swap-ins cut "
+                      f"{_fmt(r['swapin_reduction'])}x, major faults cut "
+                      f"{_fmt(r['major_fault_reduction'])}x (baseline / {arm} medians)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--profiles must be at least 1, got {args.profiles}")
     if args.tier == "numa":
         args.algo = args.algo or "spill"
+        if args.stat_flush is not None or args.arms:
+            raise UsageError("--stat-flush and --arm apply to --tier swap only")
         if not args.guard:
             raise UsageError("--no-guard applies to --tier swap only")
         if args.profiles is not None and args.profiles > 1:
@@ -150,6 +180,14 @@ def run(args: argparse.Namespace) -> int:
     from objtier.harness.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
     from objtier.plan import NEEDS_PAGE_SAMPLES
 
+    from objtier.harness.compare import check_stat_flush
+    from objtier.tiers.statflush import DEFAULT_PERIOD_MS
+
+    stat_flush = DEFAULT_PERIOD_MS if args.stat_flush is None else args.stat_flush
+    check_stat_flush(stat_flush)
+    if "objtier-noguard" in args.arms and not args.guard:
+        raise UsageError("--arm objtier-noguard with --no-guard: the objtier arm already runs "
+                         "without the guard")
     large_folio = args.large_folio or DEFAULT_LARGE_FOLIO
     parse_large_folio(large_folio)  # a bad size fails now, not after the profiles
     args.algo = args.algo or "auto"
@@ -158,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
                          "plan from one recording)")
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
                                algo=args.algo, backfill=args.backfill, guard=args.guard,
+                               stat_flush_ms=stat_flush, arms=tuple(dict.fromkeys(args.arms)),
                                sampler=args.sampler, large_folio=large_folio,
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
@@ -176,11 +215,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
     failed = sum(not r.ok for r in result.rows)
     if failed:
-        oom = {c: sum(r.oom_killed for r in result.rows if r.config == c)
-               for c in ("baseline", "objtier")}
+        oom = {c: m["oom_killed"] for c, m in result.summary["medians"].items()}
         detail = "" if not any(oom.values()) else (
-            f" ({oom['baseline']} baseline and {oom['objtier']} objtier run(s) killed by the "
-            f"memory cgroup's OOM killer)")
+            " (" + ", ".join(f"{n} {c}" for c, n in oom.items() if n)
+            + " run(s) killed by the memory cgroup's OOM killer)")
         sys.stderr.write(f"objtier compare: warning: {failed} run(s) failed{detail}; their rows "
-                         f"are in the CSV and they are left out of the medians\n")
+                         f"are in the CSV, they are left out of the medians, and an arm with "
+                         f"a failed run gets no ratio\n")
     return 0

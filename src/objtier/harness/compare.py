@@ -5,7 +5,12 @@
                   = local bytes - mlock margin with the chosen algorithm (default margin:
                   fitted to what a first plan leaves unlocked, enforce.fitted_margin)
     3. A/B:       under one SwapTier (cgroup limit = local bytes, zram or a device behind it),
-                  baseline and objtier alternately, A B A B ..., `repeat` times each
+                  baseline and objtier alternately, A B A B ..., `repeat` times each (and
+                  the arms asked for: objtier-noguard, kernel-raw, in the same rotation).
+                  Every arm but kernel-raw runs with the same stat-flush reader
+                  (tiers.statflush: memory.stat read every stat_flush_ms from this process),
+                  so no arm is denied the LRU-statistics flush that keeps memcg v1 reclaim
+                  from OOM-killing; kernel-raw is kernel reclaim without it, for survival only
     4. results:   DIR/compare.csv (one row per run), DIR/summary.json, DIR/compare.png,
                   DIR/plan.json + plan.txt, DIR/profile.otr/, DIR/runs/ (each run's output
                   and, for objtier runs, its trace with the runtime's PLACEMENT records)
@@ -32,13 +37,34 @@ from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.harness import enforce
-from objtier.harness.results import RunRow, summarize, write_csv, write_summary
+from objtier.harness.results import (RunRow, summarize, survival_text, write_csv,
+                                     write_summary)
+from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
 # 19.3 s from 1 profile, 15.2 s from 4 and from 8 (docs/benchmarks.md, "Profile depth").
 PAGE_PROFILES = 4
 MIN_FOOTPRINT_BYTES = 16 << 20   # below this a cgroup limit is mostly page cache and stacks
 MEMCG_KEYS = ("pgmajfault", "workingset_refault_anon", "pswpout")
+EXTRA_ARMS = ("objtier-noguard", "kernel-raw")
+MAX_STAT_FLUSH_MS = 10_000       # a longer period flushes no more than the kernel's own ~2 s
+NO_FLUSH_WARNING = ("--stat-flush 0: no arm gets the stat-flush reader; on memory cgroup v1 "
+                    "the kernel arm may be OOM-killed and the ratios are not fair")
+
+
+def check_stat_flush(period_ms: float) -> None:
+    """--stat-flush: 0 (off) or a period in (0, MAX_STAT_FLUSH_MS] ms."""
+    if not 0 <= period_ms <= MAX_STAT_FLUSH_MS:
+        raise UsageError(f"--stat-flush must be 0 (off) or a period of at most "
+                         f"{MAX_STAT_FLUSH_MS} ms, got {period_ms:g}")
+
+
+def arms_of(settings: "CompareSettings") -> list[str]:
+    """The arms of one repetition, in the order they run."""
+    unknown = [a for a in settings.arms if a not in EXTRA_ARMS]
+    if unknown:
+        raise UsageError(f"unknown arm {unknown[0]!r}; choose from {', '.join(EXTRA_ARMS)}")
+    return ["baseline", "objtier"] + [a for a in EXTRA_ARMS if a in settings.arms]
 
 
 @dataclass
@@ -49,6 +75,8 @@ class CompareSettings:
     algo: str = "auto"             # spill, ranking a split object's pages where some are cold
     backfill: bool = False         # let colder objects fill gaps (planner.without_backfill)
     guard: bool = True             # the runtime's pressure guard (enforce.PlanRun.pressure_guard)
+    stat_flush_ms: float = DEFAULT_PERIOD_MS  # the reader's period in every arm; 0: no reader
+    arms: tuple[str, ...] = ()     # extra arms: "objtier-noguard", "kernel-raw"
     large_folio: str = enforce.DEFAULT_LARGE_FOLIO  # SIZE|off: folios of the plan's swept objects
     sampler: str = "auto"
     margin: str | None = None      # mlock margin SIZE; None = enforce.fitted_margin
@@ -298,8 +326,11 @@ def _output_to(path: Path, append: bool = False):
 
 
 def _memcg_stats(tier) -> dict[str, int]:
+    """The cgroup's MEMCG_KEYS from memory.stat and its OOM kills so far (v1:
+    memory.oom_control oom_kill, v2: memory.events oom_kill; absent on kernels before 4.13,
+    then RunRow.oom_killed falls back to the exit by SIGKILL)."""
     stat = tier.cgroup.stat()
-    oom = 0
+    oom = None
     if tier.cgroup.version == 1 and (tier.cgroup.path / "memory.oom_control").exists():
         for line in tier.cgroup.read("memory.oom_control").splitlines():
             if line.startswith("oom_kill "):
@@ -308,7 +339,8 @@ def _memcg_stats(tier) -> dict[str, int]:
         for line in tier.cgroup.read("memory.events").splitlines():
             if line.startswith("oom_kill "):
                 oom = int(line.split()[1])
-    return {**{k: stat[k] for k in MEMCG_KEYS if k in stat}, "oom_kill": oom}
+    found = {k: stat[k] for k in MEMCG_KEYS if k in stat}
+    return found if oom is None else {**found, "oom_kill": oom}
 
 
 def _delta(before: dict[str, int], after: dict[str, int], key: str) -> int | None:
@@ -317,13 +349,17 @@ def _delta(before: dict[str, int], after: dict[str, int], key: str) -> int | Non
 
 def one_run(tier, config: str, repeat: int, order: int, command: list[str],
             env: dict[str, str] | None, timeout_s: float, runs_dir: Path,
-            plan: dict[str, Any], trace_dir: Path | None) -> RunRow:
-    """One measured run inside the tier's cgroup; its output goes to runs_dir."""
+            plan: dict[str, Any], trace_dir: Path | None,
+            stat_flush_ms: float = 0.0) -> RunRow:
+    """One measured run inside the tier's cgroup, with the stat-flush reader reading the
+    cgroup's memory.stat every stat_flush_ms meanwhile (0: none); its output goes to
+    runs_dir."""
     from objtier.harness.measure import run_measured
 
     tier.cgroup.reset_peak()
     before = _memcg_stats(tier)
-    m = run_measured(config, command, env=env, preexec=tier.preexec, timeout_s=timeout_s)
+    with StatFlushReader(tier.cgroup.path, stat_flush_ms) as reader:
+        m = run_measured(config, command, env=env, preexec=tier.preexec, timeout_s=timeout_s)
     after = _memcg_stats(tier)
     stem = runs_dir / f"{order:02d}-{config}-{repeat}"
     stem.with_suffix(".out").write_text(m.stdout)
@@ -345,7 +381,9 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
         memcg_oom_kills=_delta(before, after, "oom_kill"),
         objects_matched=found.matched if found else None,
         placement_actions=found.actions if found else None,
-        locked_bytes=found.locked_bytes if found else None)
+        locked_bytes=found.locked_bytes if found else None,
+        stat_flush_ms=stat_flush_ms, stat_flush_reads=reader.stats.reads,
+        stat_flush_max_gap_ms=round(reader.stats.max_gap_ms, 3))
 
 
 def run_compare(command: list[str], settings: CompareSettings,
@@ -357,10 +395,12 @@ def run_compare(command: list[str], settings: CompareSettings,
 
     if settings.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
+    check_stat_flush(settings.stat_flush_ms)
+    arms = arms_of(settings)
     preflight(settings.swap)
     _prepare_output(settings.output, settings.force)
     supported = enforce.runtime_supports_plans()
-    warnings: list[str] = []
+    warnings: list[str] = [NO_FLUSH_WARNING] if not settings.stat_flush_ms else []
     unlimited, footprint, page_cache = measure_footprint(command, say)
     local = enforce.parse_local(settings.local, footprint)
     # a margin leaving nothing fails before profiling
@@ -390,22 +430,27 @@ def run_compare(command: list[str], settings: CompareSettings,
     if folio:
         say(f"{len(plan['large_folios'])} swept object(s) swapped in {folio >> 10} KiB folios "
             f"(enabled for madvised memory in both arms; only objtier's runs advise it)")
+    say(f"stat-flush reader: memory.stat every {settings.stat_flush_ms:g} ms in "
+        f"{', '.join(a for a in arms if a != 'kernel-raw')}" if settings.stat_flush_ms
+        else "stat-flush reader off")
     with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier:
         for i in range(1, settings.repeat + 1):
-            for config in ("baseline", "objtier"):
+            for config in arms:
                 order = len(rows) + 1
-                say(f"run {order}/{2 * settings.repeat}: {config} #{i}")
+                say(f"run {order}/{len(arms) * settings.repeat}: {config} #{i}")
                 env = trace_dir = None
-                if config == "objtier":
-                    trace_dir = runs_dir / f"{order:02d}-objtier-{i}.otr"
+                if config.startswith("objtier"):
+                    trace_dir = runs_dir / f"{order:02d}-{config}-{i}.otr"
                     trace_dir.mkdir()
+                    guard = settings.guard and config == "objtier"
                     run = enforce.PlanRun(settings.output / "plan.txt", limit,
                                           enforce.plan_min_size(plan), settings.stack_depth,
-                                          trace_dir, pressure_guard=settings.guard,
+                                          trace_dir, pressure_guard=guard,
                                           large_folios=folio is not None)
                     env = runtime_env(run.settings())
+                flush = 0.0 if config == "kernel-raw" else settings.stat_flush_ms
                 row = one_run(tier, config, i, order, command, env, timeout, runs_dir, plan,
-                              trace_dir)
+                              trace_dir, flush)
                 if row.returncode == -signal.SIGINT:
                     raise KeyboardInterrupt
                 rows.append(row)
@@ -432,10 +477,31 @@ def run_compare(command: list[str], settings: CompareSettings,
                  "phases_with_own_plan": [p["name"] for p in plan.get("phases", [])
                                           if p["name"] == p["target"]]},
         "repeat": settings.repeat, "runtime_enforces_plans": supported,
+        "arms": arms,
+        "stat_flush": stat_flush_summary(rows, settings.stat_flush_ms),
         "warnings": warnings,
     })
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)
+
+
+def stat_flush_summary(rows: list[RunRow], period_ms: float) -> dict[str, Any]:
+    """What summary.json says of the reader: its period, the arms it ran in, and per arm the
+    reads it made (total, fewest in a run) and the longest gap between two reads."""
+    per: dict[str, dict[str, Any]] = {}
+    for config in dict.fromkeys(r.config for r in rows):
+        mine = [r for r in rows if r.config == config]
+        per[config] = {"period_ms": mine[0].stat_flush_ms,
+                       "reads": sum(r.stat_flush_reads for r in mine),
+                       "fewest_reads_in_a_run": min(r.stat_flush_reads for r in mine),
+                       "max_gap_ms": max(r.stat_flush_max_gap_ms for r in mine)}
+    return {"period_ms": period_ms,
+            "what": "a thread of objtier reads the cgroup's memory.stat every period_ms "
+                    "(forcing the memcg LRU statistics flush); nothing else: no advice, no "
+                    "limits, no placement",
+            "arms_with_reader": [c for c, v in per.items() if v["period_ms"] > 0],
+            "arms_without_reader": [c for c, v in per.items() if v["period_ms"] <= 0],
+            "per_arm": per}
 
 
 def _prepare_output(output: Path, force: bool) -> None:
@@ -461,6 +527,9 @@ def _write(rows: list[RunRow], summary: dict[str, Any], output: Path,
     write_summary(summary, output / "summary.json")
     with open(output / "compare.csv") as f:
         dict_rows = list(csv.DictReader(f))
+    alive = "; ".join(f"{c} {survival_text(summary['medians'][c])}"
+                      for c in ("baseline", "objtier"))
     title = (f"{Path(command[0]).name}: local {summary['local']['given']} of "
-             f"{summary['unlimited']['footprint_bytes'] >> 20} MiB, {summary['repeat']} runs each")
+             f"{summary['unlimited']['footprint_bytes'] >> 20} MiB, {summary['repeat']} runs "
+             f"each\n{alive}")
     plot_comparison([(Path(command[0]).name, summary, dict_rows)], output / "compare.png", title)

@@ -1,10 +1,16 @@
 """Results of an A/B comparison: one row per run, medians per configuration, ratios, files.
 
-Configurations: "baseline" (kernel reclaim alone) and "objtier" (plan enforced). Ratios are
-always baseline / objtier for costs (time, swap traffic, faults: > 1 means objtier is better)
-and objtier / baseline for the figure of merit (a rate: > 1 means objtier is better).
-Medians are over the successful runs (exit status 0) of a configuration only; failed runs
-(among them those the memory cgroup's OOM killer ended: `oom_killed`) are counted, never timed.
+Configurations (arms): "baseline" (kernel reclaim alone, with the stat-flush reader),
+"objtier" (plan enforced, with the same reader), and on request "objtier-noguard" (plan
+enforced without the runtime's pressure guard, with the reader) and "kernel-raw" (kernel
+reclaim without the reader: reported for survival only, never given a ratio).
+
+Ratios are always baseline / objtier for costs (time, swap traffic, faults: > 1 means objtier
+is better) and objtier / baseline for the figure of merit (a rate: > 1 means objtier is
+better). Medians are over the successful runs (exit status 0) of a configuration only; failed
+runs (among them those the memory cgroup's OOM killer ended: `oom_killed`) are counted, never
+timed. A ratio is given only when both of its arms finished every run: an arm that died even
+once gets none (the medians of its survivors would flatter it), and the summary says why.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 CONFIGS = ("baseline", "objtier")
+#: every arm in the order a repetition runs them; the last two only on request
+ARMS = ("baseline", "objtier", "objtier-noguard", "kernel-raw")
+#: arms compared with the baseline (ratios baseline / arm); kernel-raw never is
+RATIO_ARMS = ("objtier", "objtier-noguard")
 
 
 @dataclass
@@ -47,6 +57,9 @@ class RunRow:
     objects_matched: int | None   # objtier: objects whose context is in the plan
     placement_actions: int | None  # objtier: PLACEMENT records written by the runtime
     locked_bytes: int | None      # objtier: bytes the runtime mlocked [bytes]
+    stat_flush_ms: float = 0.0    # the stat-flush reader's period during the run; 0: no reader
+    stat_flush_reads: int = 0     # reads of memory.stat the reader made during the run
+    stat_flush_max_gap_ms: float = 0.0  # longest time between two of its reads [ms]
 
     @property
     def ok(self) -> bool:
@@ -54,11 +67,31 @@ class RunRow:
 
     @property
     def oom_killed(self) -> bool:
-        """Killed by the memory cgroup's OOM killer (a failed run, never a fast one)."""
-        return not self.ok and bool(self.memcg_oom_kills)
+        """Killed by the memory cgroup's OOM killer (a failed run, never a fast one): the
+        cgroup's oom_kill counter rose during the run, or, where the kernel has no such
+        counter, the program died of SIGKILL that no timeout sent."""
+        if self.ok:
+            return False
+        if self.memcg_oom_kills is not None:
+            return self.memcg_oom_kills > 0
+        return self.returncode == -9 and not self.timed_out
+
+    @property
+    def status(self) -> str:
+        """ok | OOM-killed | timeout | killed by signal N | exit N."""
+        if self.ok:
+            return "ok"
+        if self.oom_killed:
+            return "OOM-killed"
+        if self.timed_out:
+            return "timeout"
+        if self.returncode < 0:
+            return f"killed by signal {-self.returncode}"
+        return f"exit {self.returncode}"
 
 
-COLUMNS = [f.name for f in fields(RunRow)]
+#: CSV columns: the row's fields, then its status (derived; read back as text)
+COLUMNS = [f.name for f in fields(RunRow)] + ["status"]
 
 #: Per-configuration medians reported (row field -> summary key).
 MEDIAN_FIELDS = ("wall_s", "user_s", "system_s", "fom_value", "fom_seconds", "pswpin",
@@ -81,24 +114,66 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-def summarize(rows: list[RunRow]) -> dict[str, Any]:
-    """Medians per configuration and the objtier-vs-baseline ratios."""
-    per: dict[str, dict[str, Any]] = {}
-    for config in CONFIGS:
-        mine = [r for r in rows if r.config == config]
-        per[config] = {"runs": len(mine), "failed": sum(not r.ok for r in mine),
-                       "oom_killed": sum(r.oom_killed for r in mine),
-                       **{f: median_of(mine, f) for f in MEDIAN_FIELDS}}
-    base, obj = per["baseline"], per["objtier"]
-    ratios = {
-        "speedup": ratio(base["wall_s"], obj["wall_s"]),
-        "timed_speedup": ratio(base["fom_seconds"], obj["fom_seconds"]),
-        "fom_ratio": ratio(obj["fom_value"], base["fom_value"]),
-        "swapout_reduction": ratio(base["pswpout"], obj["pswpout"]),
-        "swapin_reduction": ratio(base["pswpin"], obj["pswpin"]),
-        "major_fault_reduction": ratio(base["major_faults"], obj["major_faults"]),
+def survival(rows: list[RunRow]) -> dict[str, int]:
+    """How an arm's runs ended: runs, finished, died (= failed), of those OOM-killed and
+    timed out."""
+    return {"runs": len(rows), "finished": sum(r.ok for r in rows),
+            "failed": sum(not r.ok for r in rows),
+            "oom_killed": sum(r.oom_killed for r in rows),
+            "timed_out": sum(r.timed_out and not r.oom_killed for r in rows)}
+
+
+def survival_text(alive: dict[str, int]) -> str:
+    """'5/5 finished' or '1/5 finished (4 OOM-killed)'."""
+    why = ", ".join(text for text in (
+        f"{alive['oom_killed']} OOM-killed" if alive["oom_killed"] else "",
+        f"{alive['timed_out']} timed out" if alive["timed_out"] else "",
+        f"{alive['failed'] - alive['oom_killed'] - alive['timed_out']} failed otherwise"
+        if alive["failed"] - alive["oom_killed"] - alive["timed_out"] else "") if text)
+    return f"{alive['finished']}/{alive['runs']} finished" + (f" ({why})" if why else "")
+
+
+def _ratios(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, float | None]:
+    return {
+        "speedup": ratio(base["wall_s"], arm["wall_s"]),
+        "timed_speedup": ratio(base["fom_seconds"], arm["fom_seconds"]),
+        "fom_ratio": ratio(arm["fom_value"], base["fom_value"]),
+        "swapout_reduction": ratio(base["pswpout"], arm["pswpout"]),
+        "swapin_reduction": ratio(base["pswpin"], arm["pswpin"]),
+        "major_fault_reduction": ratio(base["major_faults"], arm["major_faults"]),
     }
-    return {"medians": per, "ratios": ratios}
+
+
+def withheld_because(per: dict[str, dict[str, Any]], arm: str) -> str | None:
+    """Why the ratios of arm over the baseline are not given (an arm died), or None."""
+    reasons = [f"{name}: {survival_text(per[name])}" for name in ("baseline", arm)
+               if per[name]["runs"] == 0 or per[name]["finished"] < per[name]["runs"]]
+    if not reasons:
+        return None
+    return "; ".join(reasons) + " — an arm that died gets no ratio"
+
+
+def summarize(rows: list[RunRow]) -> dict[str, Any]:
+    """Medians and survival per arm (baseline and objtier always, other arms where they ran)
+    and the ratios of each objtier arm over the baseline: `ratios` for objtier, `arm_ratios`
+    for every ratio arm. Ratios whose arms did not both finish every run are None, with the
+    reason in `ratios_withheld` / `arm_ratios[arm]["withheld"]`."""
+    per: dict[str, dict[str, Any]] = {}
+    present = [a for a in ARMS if a in CONFIGS or any(r.config == a for r in rows)]
+    present += sorted({r.config for r in rows} - set(present))
+    for config in present:
+        mine = [r for r in rows if r.config == config]
+        per[config] = {**survival(mine), **{f: median_of(mine, f) for f in MEDIAN_FIELDS}}
+    arm_ratios: dict[str, dict[str, Any]] = {}
+    for arm in RATIO_ARMS:
+        if arm not in per:
+            continue
+        why = withheld_because(per, arm)
+        values = _ratios(per["baseline"], per[arm])
+        arm_ratios[arm] = {**({k: None for k in values} if why else values), "withheld": why}
+    ratios = {k: v for k, v in arm_ratios["objtier"].items() if k != "withheld"}
+    return {"medians": per, "ratios": ratios,
+            "ratios_withheld": arm_ratios["objtier"]["withheld"], "arm_ratios": arm_ratios}
 
 
 def _json_safe(value: Any) -> Any:
@@ -117,7 +192,8 @@ def write_csv(rows: list[RunRow], path: Path) -> None:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in asdict(row).items()})
+            writer.writerow({**{k: ("" if v is None else v) for k, v in asdict(row).items()},
+                             "status": row.status})
 
 
 def write_summary(summary: dict[str, Any], path: Path) -> None:

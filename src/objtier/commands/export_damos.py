@@ -1,0 +1,81 @@
+"""`objtier export-damos`: a plan as DAMON operation schemes for the live ranges of a process."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from objtier.errors import UsageError
+
+NAME = "export-damos"
+HELP = "write a plan as a DAMOS scheme set (cold objects -> pageout) for a traced process"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plan", required=True, help="plan.json")
+    parser.add_argument("--trace", required=True,
+                        help="a trace with the process's object addresses: a recording, or "
+                             "the -o of `objtier run` (the addresses are that run's)")
+    parser.add_argument("--at", type=float, default=None, metavar="S",
+                        help="objects alive S seconds after the trace started (default: at "
+                             "its end)")
+    parser.add_argument("--pid", type=int, default=None,
+                        help="the traced process to export (default: the one with most "
+                             "objects)")
+    parser.add_argument("--target-pid", type=int, default=None,
+                        help="the process the scheme set acts on (default: the traced one); "
+                             "another process must have the same layout (docs/compare.md)")
+    parser.add_argument("--phase", default="*",
+                        help="the plan's phase whose entries to export (default *: the whole "
+                             "run's)")
+    parser.add_argument("--min-age", type=float, default=1.0, metavar="S",
+                        help="page a cold range out once DAMON saw it idle this long "
+                             "(default 1 s)")
+    parser.add_argument("-o", "--output", required=True,
+                        help="scheme set (damo JSON layout; `damo start FILE` applies it)")
+    parser.add_argument("-f", "--force", action="store_true", help="replace an existing file")
+
+
+def run(args: argparse.Namespace) -> int:
+    from objtier.errors import TraceError
+    from objtier.plan.planfile import load_plan
+    from objtier.tiers import damos
+    from objtier.trace import open_trace
+
+    out = Path(args.output)
+    if (out.exists() or out.is_symlink()) and not args.force:
+        raise UsageError(f"{out} exists; pass -f to replace it")
+    if args.at is not None and args.at < 0:
+        raise UsageError(f"--at must be >= 0 s, got {args.at:g}")
+    plan = load_plan(args.plan)
+    try:
+        trace = open_trace(args.trace)
+        start = int(trace.start_ns)
+    except (TraceError, OSError) as error:
+        raise UsageError(f"cannot read trace {args.trace}: {error}") from None
+    if args.target_pid is not None and args.target_pid <= 0:
+        raise UsageError(f"--target-pid must be a process id, got {args.target_pid}")
+    at_ns = None if args.at is None else start + int(args.at * 1e9)
+    ranges, traced = damos.plan_ranges(plan, trace, at_ns, args.pid, args.phase)
+    pid = traced if args.target_pid is None else args.target_pid
+    doc = damos.scheme_set(ranges, pid, args.min_age,
+                           {"plan": str(Path(args.plan).resolve()),
+                            "trace": str(Path(args.trace).resolve()), "phase": args.phase,
+                            "traced_pid": traced})
+    problems = damos.validate_scheme_set(doc)
+    if problems:   # an export this module made wrong: a defect, said in one line
+        raise UsageError(f"the scheme set failed its own check: {problems[0]}")
+    if out.is_symlink():
+        out.unlink()
+    damos.write_scheme_set(doc, out)
+    info = doc["objtier"]
+    print(f"wrote {out}: {len(info['ranges'])} range(s) of process {traced} for process {pid}: "
+          f"{info['cold_bytes'] >> 20} MiB planned slow -> pageout after {args.min_age:g} s "
+          f"idle, {info['hot_bytes'] >> 20} MiB planned fast -> stat (cgroup v2: "
+          f"memory.low = {info['hot_bytes']})")
+    if not Path(f"/proc/{pid}").exists():
+        sys.stderr.write(f"objtier export-damos: note: process {pid} is not running; the "
+                         f"addresses are those of the traced run (--target-pid: a re-run)\n")
+    sys.stderr.write(f"objtier export-damos: {damos.damon_status().message()}\n")
+    return 0
