@@ -19,7 +19,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from objtier.analysis import pages, tiers, timeline
-from objtier.analysis.objects import object_table, page_shift, sample_objects, unmapped_count
+from objtier.analysis.objects import page_shift, sample_objects
+from objtier.analysis.view import ObjectsView, objects_view
 from objtier.report import figures as F
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -35,6 +36,7 @@ class Report:
     unmapped: int = 0
     total_samples: int = 0
     hottest: int | None = None
+    view: ObjectsView | None = None
 
     @property
     def index_html(self) -> Path:
@@ -71,16 +73,18 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
     out_dir.mkdir(parents=True, exist_ok=True)
     step = progress or (lambda text: None)
 
-    step("mapping samples to objects")
-    mapped = sample_objects(trace)
     step("computing the objects table")
-    objects = object_table(trace, mapped, labels=labels)
-    report = Report(out_dir, objects, unmapped=unmapped_count(mapped), total_samples=len(mapped))
+    view = objects_view(trace, labels=labels)   # exact counts for a --sampler trace recording
+    objects = view.table
+    mapped = sample_objects(trace)   # samples (an exact recording's optional address trace)
+    report = Report(out_dir, objects, unmapped=view.outside, total_samples=view.total,
+                    view=view)
     samples = trace.samples
     levels = tiers.has_levels(samples)
-    ranked = objects.sort_by([("samples", "descending"), ("object", "ascending")])
+    count = view.count_column
+    ranked = objects.sort_by([(count, "descending"), ("object", "ascending")])
     hot = [int(o) for o, s in zip(ranked.column("object").to_pylist(),
-                                  ranked.column("samples").to_pylist()) if s > 0][:top]
+                                  ranked.column(count).to_pylist()) if s > 0][:top]
     report.hottest = hot[0] if hot else None
     if levels and hot:
         slow = column_max(objects, "slow_samples")
@@ -93,6 +97,10 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
         if report.hottest is not None else np.zeros(0)
     reuse = pages.reuse_statistics(intervals)
     report.tables.update(objects=objects, touches=touch, reuse=reuse)
+    if view.exact:
+        from objtier.exact.tree import exact_context_table
+
+        report.tables["contexts"] = exact_context_table(trace, labels=labels)
     for name, fn in (("levels", tiers.level_shares), ("tiers", tiers.tier_split),
                      ("latency_split", tiers.latency_split), ("cost_by_tlb", tiers.cost_by_tlb)):
         table = fn(samples)
@@ -146,9 +154,15 @@ def _render(report: Report, trace, top: int) -> None:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html", "j2"]))
     template = env.get_template("report.html.j2")
-    shown = ["object", "pid", "size", "samples", "share", "density", "pages_touched",
-             "mean_latency", "slow_share", "lifetime_s", "label"]
-    ranked = report.objects.sort_by([("samples", "descending"), ("object", "ascending")])
+    view = report.view
+    if view is not None and view.exact:
+        shown = ["object", "pid", "size", "loads", "stores", "llc_misses", "share", "density",
+                 "lifetime_s", "label"]
+    else:
+        shown = ["object", "pid", "size", "samples", "share", "density", "pages_touched",
+                 "mean_latency", "slow_share", "lifetime_s", "label"]
+    count = view.count_column if view is not None else "samples"
+    ranked = report.objects.sort_by([(count, "descending"), ("object", "ascending")])
     figures = []
     for name, fig, note in report.figures:
         figures.append({"name": name, "png": F.to_png_base64(fig) if fig is not None else None,
@@ -160,6 +174,8 @@ def _render(report: Report, trace, top: int) -> None:
         title=f"objtier report: {trace.path.name}",
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         processes=processes, total_samples=report.total_samples, unmapped=report.unmapped,
+        exact=bool(view and view.exact), unit=view.unit if view else "samples",
+        basis=view.basis if view else "sampled accesses",
         unmapped_share=(report.unmapped / report.total_samples) if report.total_samples else 0.0,
         objects_count=report.objects.num_rows, hottest=report.hottest,
         objects_html=_table_html(ranked.select(shown), limit=top), top=top,
