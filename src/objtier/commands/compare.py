@@ -114,6 +114,7 @@ def print_table(result) -> None:
     unit = medians["baseline"]["fom_value"] is not None
     console.print(f"speedup (baseline / objtier median wall time): {_fmt(r['speedup'])}x; "
                   f"timed region: {_fmt(r['timed_speedup'])}x"
+                  + ("" if unit else " (wall time: no FOM line)")
                   + (f"; FoM ratio (objtier / baseline): {_fmt(r['fom_ratio'])}" if unit else ""))
     console.print(f"swap-outs cut {_fmt(r['swapout_reduction'])}x, swap-ins cut "
                   f"{_fmt(r['swapin_reduction'])}x, major faults cut "

@@ -40,4 +40,10 @@ def run(args) -> int:
         contexts = exact_context_table(trace, labels=not args.no_symbols)
         console.print(contexts_rich_table(contexts, args.top))
     console.print(view.outside_line)
+    if not args.no_symbols:
+        from objtier.analysis.view import missing_line_note
+
+        note = missing_line_note(trace, view.table)
+        if note:
+            console.print(f"note: {note}")
     return 0
