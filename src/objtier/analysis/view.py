@@ -93,3 +93,56 @@ def accesses_basis(table: pa.Table) -> str:
             < table.num_rows:
         return "estimated touches (fault sampler)"
     return "sampled accesses"
+
+
+def missing_line_note(trace, table: pa.Table) -> str | None:
+    """One line when allocation contexts in the recorded programs' own binaries have no
+    source lines ("f (prog)" labels, trace.symbolize): they were built without -g."""
+    import os
+
+    exes = {os.path.basename(p.exe) for p in getattr(trace, "processes", []) if p.exe}
+    if not exes or "label" not in table.column_names:
+        return None
+    lacking = set()
+    for label in table.column("label").to_pylist():
+        for part in (label or "").split(" <- "):
+            module = part.rpartition("(")[2].rstrip(")")
+            if module in exes or part.split("+0x")[0] in exes:
+                lacking.add(module if module in exes else part.split("+0x")[0])
+    if not lacking:
+        return None
+    names = ", ".join(sorted(lacking))
+    return (f"allocation contexts in {names} have no source lines: rebuild with -g for "
+            f"file:line locations")
+
+
+def object_stacks(trace, labels: bool = True) -> list[str]:
+    """The whole allocation stack of every object (row of trace.allocations), innermost
+    first, symbolized (inlined frames included): what a hover shows."""
+    allocs = trace.allocations
+    ctx = trace.contexts
+    pairs = list(zip(allocs.column("pid").to_pylist(), allocs.column("context").to_pylist()))
+    if not labels or not ctx.num_rows:
+        return [f"context {c}" if c else "(no context)" for _, c in pairs]
+    from objtier.trace.symbolize import context_labels
+
+    frames = {(p, c): f for p, c, f in zip(ctx.column("pid").to_pylist(),
+                                           ctx.column("context").to_pylist(),
+                                           ctx.column("frames").to_pylist())}
+    keys = list(frames)
+    text = dict(zip(keys, context_labels([frames[k] for k in keys], depth=64)))
+    return [text.get(p, f"context {p[1]}" if p[1] else "(no context)") for p in pairs]
+
+
+def figure_kind(trace, view: ObjectsView) -> str:
+    """How the report can draw where and when the program touched memory: "fault" (from the
+    scan windows), "samples" (PEBS/IBS, or an exact recording's address trace) or "exact"
+    (exact counts without an address trace: no times)."""
+    from objtier.trace.format import SOURCE_FAULT
+
+    source = trace.samples.column("source").to_numpy(zero_copy_only=False)
+    if not len(source):
+        return "exact" if view.exact else "samples"
+    if np.all(source == SOURCE_FAULT):
+        return "fault"
+    return "samples"
