@@ -59,8 +59,11 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda text: None) if args.quiet else (
         lambda text: print(f"objtier record: {text}", file=sys.stderr))
     say(f"sampler {sampler}: {reason}")
-    returncode, elapsed = record_program(command, output, settings, force=args.force)
-    summarize(output, elapsed, returncode, say)
+    from objtier.record.launcher import ChildWatcher
+
+    with ChildWatcher() as watcher:   # notices a launcher's children (record.launcher)
+        returncode, elapsed = record_program(command, output, settings, force=args.force)
+    summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks)
     return exit_code(returncode)
 
 
@@ -73,7 +76,8 @@ def _parse_llc(text: str | None) -> tuple[int, int, int] | None:
     return parse_size(parts[0], "--llc size"), int(parts[1]), int(parts[2])
 
 
-def summarize(output: Path, elapsed: float, returncode: int, say) -> None:
+def summarize(output: Path, elapsed: float, returncode: int, say,
+              children: dict[int, str] | None = None, follow_forks: bool = False) -> None:
     """Read the trace back and print what it holds."""
     from objtier.errors import TraceError
     from objtier.trace import open_trace
@@ -98,6 +102,11 @@ def summarize(output: Path, elapsed: float, returncode: int, say) -> None:
             f"{counts.num_rows} (object, context) pairs")
     for warning in trace.warnings:
         say(f"warning: {warning}")
+    from objtier.record.launcher import launcher_hint
+
+    hint = launcher_hint(trace, children or {}, follow_forks)
+    if hint:
+        print(f"objtier record: warning: {hint}", file=sys.stderr)   # even with --quiet
     if not trace.processes:
         say("warning: the runtime wrote no process trace (is the program statically linked, "
             "or setuid?)")
