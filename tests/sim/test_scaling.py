@@ -122,3 +122,26 @@ def test_bad_scale_settings_are_refused(hot_cold_trace, bad, capsys):
     assert main(["simulate", str(hot_cold_trace), "--fast", "50%", "--param", bad]) == 2
     err = capsys.readouterr().err
     assert "objtier simulate:" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_swept_objects_are_replayed_in_page_order(fault_recording):
+    from objtier.sim.events import from_trace
+    from objtier.sim.scaling import SWEPT_SHARE, expand_fault_samples
+
+    high, _ = fault_recording
+    trace = open_trace(high)
+    table = object_table(trace, labels=False)
+    sequential = table.column("sequential").to_pylist()
+    swept = [i for i, q in enumerate(sequential) if q is not None and q >= SWEPT_SHARE]
+    if not swept or trace.windows.num_rows == 0:
+        pytest.skip("no object of this recording was seen sweeping")
+    source = from_trace(trace)
+    events, _ = expand_fault_samples(trace, source, 100_000_000)
+    for obj in swept:
+        mine = events[events["obj"] == obj]
+        pages = (mine["addr"] - np.uint64(source.addr[obj])) // np.uint64(4096)
+        pages = pages.astype(np.int64)
+        steps = np.diff(pages)
+        npages = max(int(source.size[obj]) // 4096, 1)
+        # forward by one page, or wrapping around to the start of the object
+        assert np.all((steps == 1) | (steps == 1 - npages)), np.unique(steps)[:10]

@@ -148,6 +148,9 @@ def support_warnings(scale: SampleScale, sample_obj: np.ndarray, sizes: np.ndarr
 # At most this many synthetic touches are generated (about 40 bytes each in the event array);
 # above it the expansion keeps this many and weights each by the excess ratio.
 MAX_EXPANDED = 20_000_000
+# Objects with at least this share of short forward steps (the objects table's `sequential`)
+# are replayed as sweeps.
+SWEPT_SHARE = 0.8
 
 
 def expand_fault_samples(trace, source, bin_ns: int, seed: int = 0) -> tuple[np.ndarray, float]:
@@ -201,6 +204,20 @@ def expand_fault_samples(trace, source, bin_ns: int, seed: int = 0) -> tuple[np.
     times = lo + (rng.random(len(o_ev)) * (hi - lo)).astype(np.int64)
     pages = np.maximum(source.size[o_ev] // 4096, 1)
     offset = (rng.random(len(o_ev)) * pages).astype(np.int64) * 4096
+    # swept objects (analysis.sweeps: mostly short forward steps) are touched in page order,
+    # cycling through the object, as the program does: LRU sees a cyclic sweep, not the random
+    # order that would let it keep most of the object
+    sequential = np.nan_to_num(table.column("sequential").to_numpy(zero_copy_only=False)
+                               .astype(np.float64))
+    starts = np.concatenate([[0], np.cumsum(np.bincount(o_ev, minlength=n))]) \
+        if len(o_ev) else np.zeros(n + 1, dtype=np.int64)
+    for o in np.flatnonzero(sequential >= SWEPT_SHARE):
+        lo, hi = int(starts[o]), int(starts[o + 1])
+        if hi - lo < 2:
+            continue
+        order = np.lexsort((times[lo:hi], b_ev[lo:hi]))   # by bin, then time (o_ev is grouped)
+        times[lo:hi] = times[lo:hi][order]
+        offset[lo:hi] = (np.arange(hi - lo) % pages[lo]) * 4096
     out = np.zeros(len(o_ev), dtype=EVENT)
     out["time_ns"] = times.astype(np.uint64)
     out["addr"] = source.addr[o_ev].astype(np.uint64) + offset.astype(np.uint64)
