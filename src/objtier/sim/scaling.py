@@ -181,21 +181,19 @@ def expand_fault_samples(trace, source, bin_ns: int, seed: int = 0) -> tuple[np.
     bins = max((t1 - t0 + bin_ns - 1) // bin_ns, 1)
     hit = obj >= 0
     b = np.minimum((ev["time_ns"][hit].astype(np.int64) - t0) // bin_ns, bins - 1)
-    per_bin = np.zeros((n, bins))
-    np.add.at(per_bin, (obj[hit], b), 1.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        expected = np.where(samples[:, None] > 0, est[:, None] * per_bin / samples[:, None], 0.0)
+    # sparse (object, bin) cells with samples, sorted by object then bin
+    cells, per_cell = np.unique(obj[hit].astype(np.int64) * bins + b, return_counts=True)
+    o_cell, b_cell = cells // bins, cells % bins
+    expected = est[o_cell] * per_cell / samples[o_cell]
     total = float(expected.sum())
     weight = 1.0
     if total > MAX_EXPANDED:
         weight = total / MAX_EXPANDED
         expected /= weight
     rng = np.random.default_rng(seed)
-    counts = rng.poisson(expected)
-    o_idx, b_idx = np.nonzero(counts)
-    reps = counts[o_idx, b_idx]
-    o_ev = np.repeat(o_idx, reps)
-    b_ev = np.repeat(b_idx, reps)
+    reps = rng.poisson(expected)
+    o_ev = np.repeat(o_cell, reps)
+    b_ev = np.repeat(b_cell, reps)
     alloc = source.alloc_ns.astype(np.int64)
     free = np.where(source.free_ns >= 0, source.free_ns, t1).astype(np.int64)
     lo = np.maximum(t0 + b_ev * bin_ns, alloc[o_ev])
@@ -212,12 +210,13 @@ def expand_fault_samples(trace, source, bin_ns: int, seed: int = 0) -> tuple[np.
     starts = np.concatenate([[0], np.cumsum(np.bincount(o_ev, minlength=n))]) \
         if len(o_ev) else np.zeros(n + 1, dtype=np.int64)
     for o in np.flatnonzero(sequential >= SWEPT_SHARE):
-        lo, hi = int(starts[o]), int(starts[o + 1])
-        if hi - lo < 2:
+        first, last = int(starts[o]), int(starts[o + 1])
+        if last - first < 2:
             continue
-        order = np.lexsort((times[lo:hi], b_ev[lo:hi]))   # by bin, then time (o_ev is grouped)
-        times[lo:hi] = times[lo:hi][order]
-        offset[lo:hi] = (np.arange(hi - lo) % pages[lo]) * 4096
+        block = slice(first, last)   # o_ev is grouped by object, bins ascending
+        order = np.lexsort((times[block], b_ev[block]))   # by bin, then time
+        times[block] = times[block][order]
+        offset[block] = (np.arange(last - first) % pages[first]) * 4096
     out = np.zeros(len(o_ev), dtype=EVENT)
     out["time_ns"] = times.astype(np.uint64)
     out["addr"] = source.addr[o_ev].astype(np.uint64) + offset.astype(np.uint64)
