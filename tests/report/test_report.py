@@ -1,10 +1,9 @@
-"""The report: files written, figures labelled, the page renders in headless Chromium."""
+"""The report: files written, figures labelled and spanning the run (the page in Chromium:
+test_report_browser.py)."""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,7 +14,6 @@ from objtier.report.build import build_report
 from objtier.trace import open_trace
 
 TRACES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.parametrize("name", ["basic.otr", "fault.otr"])

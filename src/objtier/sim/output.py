@@ -148,7 +148,9 @@ def write_plots(sim: Simulation, out: Path) -> list[Path]:
         line, = ax.plot(t, b[up] * scale, label=f"{r.policy} {up.replace('_', '-')}", lw=1.2)
         ax.plot(t, b[down] * scale, ls="--", color=line.get_color(),
                 label=f"{r.policy} {down.replace('_', '-')}", lw=1.2)
-    ax.set_title("Swap traffic over time" if sim.swap else "Page migrations over time")
+    what = "exact" if sim.basis == "exact" else "estimated"
+    ax.set_title(f"Swap traffic over time ({what})" if sim.swap
+                 else f"Page migrations over time ({what})")
     ax.set_xlabel("trace time (s)")
     ax.set_ylabel("migration rate (MiB/s)")
     if ax.lines:
