@@ -175,13 +175,8 @@ def run(args: argparse.Namespace) -> int:
     print_table(result)
     out = settings.output
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
-    failed = sum(not r.ok for r in result.rows)
-    if failed:
-        oom = {c: sum(r.oom_killed for r in result.rows if r.config == c)
-               for c in ("baseline", "objtier")}
-        detail = "" if not any(oom.values()) else (
-            f" ({oom['baseline']} baseline and {oom['objtier']} objtier run(s) killed by the "
-            f"memory cgroup's OOM killer)")
-        sys.stderr.write(f"objtier compare: warning: {failed} run(s) failed{detail}; their rows "
-                         f"are in the CSV and they are left out of the medians\n")
+    from objtier.harness.results import run_warnings
+
+    for warning in run_warnings(result.rows):   # also in summary.json's warnings
+        sys.stderr.write(f"objtier compare: warning: {warning}\n")
     return 0

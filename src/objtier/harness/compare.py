@@ -32,7 +32,7 @@ from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.harness import enforce
-from objtier.harness.results import RunRow, summarize, write_csv, write_summary
+from objtier.harness.results import RunRow, run_warnings, summarize, write_csv, write_summary
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
 # 19.3 s from 1 profile, 15.2 s from 4 and from 8 (docs/benchmarks.md, "Profile depth").
@@ -432,7 +432,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                  "phases_with_own_plan": [p["name"] for p in plan.get("phases", [])
                                           if p["name"] == p["target"]]},
         "repeat": settings.repeat, "runtime_enforces_plans": supported,
-        "warnings": warnings,
+        "warnings": warnings + run_warnings(rows),   # every warning compare prints
     })
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)

@@ -81,6 +81,20 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+def run_warnings(rows: list[RunRow]) -> list[str]:
+    """The warnings the runs themselves give (failed and OOM-killed runs), as printed by
+    `compare` and kept in summary.json."""
+    failed = sum(not r.ok for r in rows)
+    if not failed:
+        return []
+    oom = {c: sum(r.oom_killed for r in rows if r.config == c) for c in CONFIGS}
+    detail = "" if not any(oom.values()) else (
+        f" ({oom['baseline']} baseline and {oom['objtier']} objtier run(s) killed by the "
+        f"memory cgroup's OOM killer)")
+    return [f"{failed} run(s) failed{detail}; their rows are in the CSV and they are left out "
+            f"of the medians"]
+
+
 def summarize(rows: list[RunRow]) -> dict[str, Any]:
     """Medians per configuration and the objtier-vs-baseline ratios."""
     per: dict[str, dict[str, Any]] = {}
