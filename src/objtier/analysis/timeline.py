@@ -46,3 +46,55 @@ def is_cumulative(name: str) -> bool:
 
 def binned_counts(times_s: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.histogram(times_s, bins=edges)[0]
+
+
+def window_rates(trace, shift: int) -> dict[str, np.ndarray] | None:
+    """The fault sampler's scan windows as what the program did: per window, its object row
+    (of trace.allocations; -1 unknown), time span [t0, t1] in s since start, page span
+    [page0, page1) within the object (pages of 1 << shift bytes), and the touch rate it saw
+    (first touches per watched page-second: touched / (touched_ns + untouched * dwell_ns)).
+    None when the recording has no windows. Unlike the samples' scatter, which follows the
+    scanner's sweep, a window says both where the program touched and where it did not."""
+    windows = trace.windows
+    if windows.num_rows == 0:
+        return None
+    allocs = trace.allocations
+    key = (column(allocs, "pid", np.uint64) << np.uint64(40)) | column(allocs, "seq", np.uint64)
+    order = np.argsort(key, kind="stable")
+    w_key = (column(windows, "pid", np.uint64) << np.uint64(40)) | column(windows, "alloc_seq",
+                                                                            np.uint64)
+    at = np.clip(np.searchsorted(key[order], w_key), 0, max(len(order) - 1, 0))
+    found = (key[order][at] == w_key) if len(order) else np.zeros(len(w_key), bool)
+    obj = np.where(found, order[at] if len(order) else -1, -1).astype(np.int64)
+    base = column(allocs, "addr", np.uint64)
+    start = column(windows, "start", np.uint64)
+    rel = np.where(obj >= 0, (start - base[np.maximum(obj, 0)]) >> np.uint64(shift), 0)
+    pages = column(windows, "pages", np.float64)
+    touched = column(windows, "touched", np.float64)
+    dwell = column(windows, "dwell_ns", np.float64)
+    exposure_s = (column(windows, "touched_ns", np.float64) + (pages - touched) * dwell) / 1e9
+    t0 = (column(windows, "arm_ns", np.float64) - trace.start_ns) / 1e9
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(exposure_s > 0, touched / exposure_s, 0.0)
+    return {"object": obj, "t0": t0, "t1": t0 + dwell / 1e9, "page0": rel.astype(np.int64),
+            "page1": rel.astype(np.int64) + pages.astype(np.int64), "rate": rate}
+
+
+def window_grid(rates: dict[str, np.ndarray], rows: np.ndarray, edges: np.ndarray,
+                row_of_window: np.ndarray) -> np.ndarray:
+    """Mean touch rate per (row, time bin) over the windows overlapping it, each weighted by
+    its overlap [page-s]; NaN where no window watched. row_of_window: row per window (-1 =
+    not drawn); rows: number of rows (array of row ids)."""
+    n_rows, n_bins = len(rows), len(edges) - 1
+    num = np.zeros((n_rows, n_bins))
+    den = np.zeros((n_rows, n_bins))
+    pages = (rates["page1"] - rates["page0"]).astype(np.float64)
+    for w in np.flatnonzero(row_of_window >= 0):
+        lo = np.clip(np.searchsorted(edges, rates["t0"][w], side="right") - 1, 0, n_bins - 1)
+        hi = np.clip(np.searchsorted(edges, rates["t1"][w], side="left"), lo + 1, n_bins)
+        overlap = (np.minimum(edges[lo + 1:hi + 1], rates["t1"][w])
+                   - np.maximum(edges[lo:hi], rates["t0"][w])).clip(min=1e-9) * pages[w]
+        num[row_of_window[w], lo:hi] += overlap * rates["rate"][w]
+        den[row_of_window[w], lo:hi] += overlap
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)

@@ -141,6 +141,7 @@ def print_table(result) -> None:
             continue
         console.print(f"{arm}: speedup (baseline / {arm} median wall time): "
                       f"{_fmt(r['speedup'])}x; timed region: {_fmt(r['timed_speedup'])}x"
+                      + ("" if unit else " (wall time: no FOM line)")
                       + (f"; FoM ratio ({arm} / baseline): {_fmt(r['fom_ratio'])}"
                          if unit else ""))
         console.print(f"{arm}: swap-outs cut {_fmt(r['swapout_reduction'])}x, swap-ins cut "
@@ -213,13 +214,8 @@ def run(args: argparse.Namespace) -> int:
     print_table(result)
     out = settings.output
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
-    failed = sum(not r.ok for r in result.rows)
-    if failed:
-        oom = {c: m["oom_killed"] for c, m in result.summary["medians"].items()}
-        detail = "" if not any(oom.values()) else (
-            " (" + ", ".join(f"{n} {c}" for c, n in oom.items() if n)
-            + " run(s) killed by the memory cgroup's OOM killer)")
-        sys.stderr.write(f"objtier compare: warning: {failed} run(s) failed{detail}; their rows "
-                         f"are in the CSV, they are left out of the medians, and an arm with "
-                         f"a failed run gets no ratio\n")
+    from objtier.harness.results import run_warnings
+
+    for warning in run_warnings(result.rows):   # also in summary.json's warnings
+        sys.stderr.write(f"objtier compare: warning: {warning}\n")
     return 0

@@ -1,16 +1,21 @@
-"""`objtier objects run.otr [--sort density|samples|size] [--top N]`: the objects table."""
+"""`objtier objects run.otr [--sort density|samples|size] [--top N]`: the objects table.
+
+A recording made with --sampler trace shows exact loads, stores and LLC-model misses per
+object and per calling context (analysis.view decides which table a recording shows)."""
 
 from __future__ import annotations
 
 from objtier import bounds as B
 
 NAME = "objects"
-HELP = "print the objects of a recording with their sample metrics"
+HELP = "print the objects of a recording with their sample (or exact) access metrics"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file")
-    parser.add_argument("--sort", choices=("density", "samples", "size"), default="samples")
+    parser.add_argument("--sort", choices=("density", "samples", "size"), default="samples",
+                        help="samples = the primary count: samples, or exact LLC-model "
+                        "misses of a --sampler trace recording (default)")
     parser.add_argument("--top", type=B.int_option(1), default=20, metavar="N",
                         help="rows (default 20)")
     parser.add_argument("--no-symbols", action="store_true",
@@ -20,14 +25,24 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from objtier.console import make_console
 
-    from objtier.analysis.objects import object_table, sample_objects, unmapped_count
-    from objtier.report.summary import objects_rich_table
+    from objtier.analysis.view import objects_view
+    from objtier.report.summary import contexts_rich_table, objects_rich_table
     from objtier.trace import open_trace
 
     trace = open_trace(args.trace)
-    mapped = sample_objects(trace)
-    table = object_table(trace, mapped, labels=not args.no_symbols)
+    view = objects_view(trace, labels=not args.no_symbols)
     console = make_console()
-    console.print(objects_rich_table(table, args.top, args.sort))
-    console.print(f"{len(mapped)} samples; {unmapped_count(mapped)} outside every tracked object")
+    console.print(objects_rich_table(view.table, args.top, args.sort, exact=view.exact))
+    if view.exact:
+        from objtier.exact.tree import exact_context_table
+
+        contexts = exact_context_table(trace, labels=not args.no_symbols)
+        console.print(contexts_rich_table(contexts, args.top))
+    console.print(view.outside_line)
+    if not args.no_symbols:
+        from objtier.analysis.view import missing_line_note
+
+        note = missing_line_note(trace, view.table)
+        if note:
+            console.print(f"note: {note}")
     return 0

@@ -134,7 +134,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
             accesses = _read_table_file(Path(args.phase_accesses))
         return _read_table_file(path), phases, accesses, args.exe, DEFAULT_PAGE_BYTES, None
     try:
-        from objtier.analysis.objects import object_table
+        from objtier.analysis.view import objects_view
         from objtier.trace import open_trace
     except ImportError:
         raise EnvironmentProblem("this objtier cannot read recordings yet (objtier.trace / "
@@ -142,16 +142,15 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
                                  "(.parquet or .csv) instead") from None
     trace = open_trace(path)
     phases = accesses = None
-    if trace.access_counts.num_rows:  # an exact recording (--sampler trace)
+    view = objects_view(trace)   # exact counts for a --sampler trace recording
+    table = view.table
+    if view.exact:
         from objtier.exact.phases import phase_tables
-        from objtier.exact.tree import exact_object_table
 
-        table = exact_object_table(trace)
         if args.phases:
             phases, accesses = phase_tables(trace, min_ns=int(args.min_phase_ms * 1e6),
                                             similarity=args.similarity)
     else:
-        table = object_table(trace)
         if args.phases:
             from objtier.analysis.phases import phase_accesses, phase_table
 
@@ -259,14 +258,21 @@ def run(args: argparse.Namespace) -> int:
 
         write_private(args.text, planner.to_text(plan), "text plan")
 
+    from objtier.analysis.view import accesses_basis
     from objtier.plan.explain import explain, explain_phases, summary_line
+    basis = accesses_basis(raw)
+    loads_stores = None
+    if "loads" in raw.column_names and "stores" in raw.column_names:   # exact counts
+        loads_stores = {int(o): (int(ld), int(st)) for o, ld, st in zip(
+            *(raw.column(c).to_pylist() for c in ("object", "loads", "stores")))}
     if args.explain:
         if args.phases:
             explain_phases(result.merge)
         for phase, placement in placements.items():
-            explain(objects, placement, phase if args.phases else None, args.explain_rows)
+            explain(objects, placement, phase if args.phases else None, args.explain_rows,
+                    basis=basis, loads_stores=loads_stores)
     for phase, placement in placements.items():
-        print(summary_line(placement, phase if args.phases else None))
+        print(summary_line(placement, phase if args.phases else None, basis))
     print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
     for warning in plan["warnings"]:
         sys.stderr.write(f"objtier plan: warning: {warning}\n")

@@ -92,9 +92,11 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda text: None) if args.quiet else (
         lambda text: print(f"objtier record: {text}", file=sys.stderr))
     say(f"sampler {sampler}: {reason}")
-    with sampler_swap(sampler, say):
+    from objtier.record.launcher import ChildWatcher
+
+    with sampler_swap(sampler, say), ChildWatcher() as watcher:   # watcher: record.launcher
         returncode, elapsed = record_program(command, output, settings, force=args.force)
-    summarize(output, elapsed, returncode, say)
+    summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks)
     return exit_code(returncode)
 
 
@@ -131,7 +133,8 @@ def _parse_llc(text: str | None) -> tuple[int, int, int] | None:
             B.parse_int(parts[2], "--llc line", 1, B.LLC_LINE_MAX, "bytes"))
 
 
-def summarize(output: Path, elapsed: float, returncode: int, say) -> None:
+def summarize(output: Path, elapsed: float, returncode: int, say,
+              children: dict[int, str] | None = None, follow_forks: bool = False) -> None:
     """Read the trace back and print what it holds."""
     from objtier.errors import TraceError
     from objtier.trace import open_trace
@@ -156,6 +159,11 @@ def summarize(output: Path, elapsed: float, returncode: int, say) -> None:
             f"{counts.num_rows} (object, context) pairs")
     for warning in trace.warnings:
         say(f"warning: {warning}")
+    from objtier.record.launcher import launcher_hint
+
+    hint = launcher_hint(trace, children or {}, follow_forks)
+    if hint:
+        print(f"objtier record: warning: {hint}", file=sys.stderr)   # even with --quiet
     if not trace.processes:
         say("warning: the runtime wrote no process trace (is the program statically linked, "
             "or setuid?)")

@@ -41,7 +41,7 @@ def run(args) -> int:
         report = build_report(trace, out, top=args.top, labels=not args.no_symbols,
                               progress=lambda text: progress.update(task, description=text))
     stdout = make_console()
-    stdout.print(objects_rich_table(report.objects, args.top))
-    stdout.print(f"{report.total_samples} samples; {report.unmapped} outside every tracked object")
+    stdout.print(objects_rich_table(report.objects, args.top, exact=report.view.exact))
+    stdout.print(report.view.outside_line)
     print(f"report: {report.index_html}", flush=True)  # one unwrapped line, for scripts
     return 0

@@ -37,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="policy parameter (numab2.hot_threshold_ms=500, or bare to apply "
                              "to every policy that has it) or driver setting: page=4K|2M, "
                              "bin_ms=100, period=N (weight of samples without one), scale=N "
-                             "(multiply every weight), chunk=N, swap=0|1 (slow tier is swap; "
-                             "default from the preset), swap_reserve=0.1")
+                             "(multiply every weight), expand=0|1 (fault sampler: replay its "
+                             "estimated touches, default 1), seed=N, chunk=N, swap=0|1 (slow "
+                             "tier is swap; default from the preset), swap_reserve=0.1")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write simulate*.csv and simulate-*.png into DIR")
 
@@ -88,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     print_table(sim, Console() if sys.stdout.isatty() else Console(width=160))
     for note in sim.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
+    for warning in sim.warnings:   # the samples cannot support the answer (sim.scaling)
+        console.print(f"[bold yellow]warning:[/bold yellow] {warning}")
     if out is not None:
         with private_umask():
             paths = write_csv(sim, out) + write_plots(sim, out)

@@ -56,7 +56,15 @@ class ContextTree:
 
 
 def context_tree(trace) -> ContextTree:
-    """The merged calling-context tree of every process in the recording."""
+    """The merged calling-context tree of every process in the recording; cached on the trace."""
+    cached = getattr(trace, "_objtier_context_tree", None)
+    if cached is None:
+        cached = _build_context_tree(trace)
+        trace._objtier_context_tree = cached
+    return cached
+
+
+def _build_context_tree(trace) -> ContextTree:
     nodes = trace.cct_nodes.sort_by([("pid", "ascending"), ("id", "ascending")])
     contexts = trace.contexts
     ctx_key = {(p, c): k for p, c, k in zip(contexts.column("pid").to_pylist(),
@@ -144,3 +152,80 @@ def exact_object_table(trace, metric: str = "misses", labels: bool = True) -> pa
         density = np.where(size > 0, counts / (size / 2.0**20), 0.0)
     return table.set_column(table.schema.get_field_index("density"), "density",
                             pa.array(density))
+
+
+def exact_counts(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(loads, stores, LLC-model misses) per object row of object_table(trace), int64."""
+    tree = context_tree(trace)
+    n = trace.allocations.num_rows
+    known = tree.acc_object >= 0
+    obj = tree.acc_object[known]
+    return tuple(np.bincount(obj, weights=values[known].astype(float), minlength=n)
+                 .astype(np.int64) for values in (tree.loads, tree.stores, tree.misses))
+
+
+def outside_counts(trace) -> tuple[int, int]:
+    """(loads + stores, LLC-model misses) that fell outside every tracked object (stack,
+    globals, objects below --min-size)."""
+    tree = context_tree(trace)
+    unknown = tree.acc_object < 0
+    return (int(tree.loads[unknown].sum() + tree.stores[unknown].sum()),
+            int(tree.misses[unknown].sum()))
+
+
+ROOT_NAME = "(outside instrumented functions)"
+
+
+def _node_names(tree: ContextTree) -> tuple[list[str], list[str]]:
+    """Per node (row 0: the root): its function's name, and its call site symbolized
+    ("caller (file.c:12)", "" when unknown). frames = [function, call site]."""
+    from objtier.trace.symbolize import symbolize
+
+    wanted = [(i, j, f[j]) for i, f in enumerate(tree.frames) for j in range(min(len(f), 2))]
+    names = symbolize([(f["module"], int(f["offset"])) for _, _, f in wanted])
+    functions = [ROOT_NAME] + ["?"] * (tree.nodes - 1)
+    sites = [""] * tree.nodes
+    for (i, j, _), name in zip(wanted, names):
+        if j == 0:
+            functions[i] = name.split(" (")[0]
+        else:
+            sites[i] = name
+    return functions, sites
+
+
+def exact_context_table(trace, labels: bool = True) -> pa.Table:
+    """One row per canonical context (node) with accesses: its exact loads, stores and
+    LLC-model misses (exclusive: in that function, not its callees), the object most of its
+    misses went to, and its stack (innermost first, "f <- g <- main")."""
+    tree = context_tree(trace)
+    n = tree.nodes
+    loads = np.bincount(tree.acc_node, weights=tree.loads.astype(float), minlength=n)
+    stores = np.bincount(tree.acc_node, weights=tree.stores.astype(float), minlength=n)
+    misses = np.bincount(tree.acc_node, weights=tree.misses.astype(float), minlength=n)
+    rows = np.flatnonzero(loads + stores > 0)
+    if labels:
+        names, sites = _node_names(tree)
+    else:
+        names = [ROOT_NAME] + [str(k) for k in tree.function_key[1:]]
+        sites = [""] * n
+    stacks = []
+    for row in rows.tolist():
+        parts, at = [names[row]], row
+        while at > 0:   # each node's call site names its caller and the line of the call
+            parts.append(sites[at] or names[int(tree.parent[at])])
+            at = int(tree.parent[at])
+        stacks.append(" <- ".join(parts[:-1] if row and parts[-1] == ROOT_NAME else parts))
+    top_object = []
+    for row in rows.tolist():
+        sel = tree.acc_node == row
+        weights = tree.misses[sel] + (tree.loads[sel] + tree.stores[sel]) * 1e-12
+        top_object.append(int(tree.acc_object[sel][int(np.argmax(weights))]))
+    return pa.table({
+        "context": pa.array(rows.astype(np.int64)), "pid": pa.array(tree.pid[rows]),
+        "function": pa.array([names[r] for r in rows.tolist()], pa.string()),
+        "calls": pa.array(tree.calls[rows]), "inclusive_ns": pa.array(tree.inclusive_ns[rows]),
+        "loads": pa.array(loads[rows].astype(np.int64)),
+        "stores": pa.array(stores[rows].astype(np.int64)),
+        "llc_misses": pa.array(misses[rows].astype(np.int64)),
+        "top_object": pa.array(top_object, pa.int64()),
+        "stack": pa.array(stacks, pa.string())})

@@ -37,8 +37,8 @@ from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.harness import enforce
-from objtier.harness.results import (RunRow, summarize, survival_text, write_csv,
-                                     write_summary)
+from objtier.harness.results import (RunRow, run_warnings, summarize, survival_text,
+                                     write_csv, write_summary)
 from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
@@ -479,7 +479,7 @@ def run_compare(command: list[str], settings: CompareSettings,
         "repeat": settings.repeat, "runtime_enforces_plans": supported,
         "arms": arms,
         "stat_flush": stat_flush_summary(rows, settings.stat_flush_ms),
-        "warnings": warnings,
+        "warnings": warnings + run_warnings(rows),   # every warning compare prints
     })
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)

@@ -133,10 +133,30 @@ def survival_text(alive: dict[str, int]) -> str:
     return f"{alive['finished']}/{alive['runs']} finished" + (f" ({why})" if why else "")
 
 
-def _ratios(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, float | None]:
+def run_warnings(rows: list[RunRow]) -> list[str]:
+    """The warnings the runs themselves give (failed and OOM-killed runs), as printed by
+    `compare` and kept in summary.json."""
+    failed = sum(not r.ok for r in rows)
+    if not failed:
+        return []
+    arms = sorted({r.config for r in rows if not r.ok})
+    oom = {c: sum(r.oom_killed for r in rows if r.config == c) for c in arms}
+    detail = "" if not any(oom.values()) else (
+        " (" + ", ".join(f"{n} {c}" for c, n in oom.items() if n)
+        + " run(s) killed by the memory cgroup's OOM killer)")
+    return [f"{failed} run(s) failed{detail}; their rows are in the CSV, they are left out "
+            f"of the medians, and an arm with a failed run gets no ratio"]
+
+
+def _ratios(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
+    # the timed region is the program's FOM line's; a program without one is timed whole
+    has_fom = base["fom_seconds"] is not None and arm["fom_seconds"] is not None
+    timed = "fom_seconds" if has_fom else "wall_s"
     return {
         "speedup": ratio(base["wall_s"], arm["wall_s"]),
-        "timed_speedup": ratio(base["fom_seconds"], arm["fom_seconds"]),
+        "timed_speedup": ratio(base[timed], arm[timed]),
+        "timed_speedup_basis": ("the program's timed region (FOM line)" if has_fom
+                                else "wall time (the program prints no FOM line)"),
         "fom_ratio": ratio(arm["fom_value"], base["fom_value"]),
         "swapout_reduction": ratio(base["pswpout"], arm["pswpout"]),
         "swapin_reduction": ratio(base["pswpin"], arm["pswpin"]),

@@ -19,7 +19,10 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def summary_line(placement: Placement, phase: str | None = None) -> str:
+def summary_line(placement: Placement, phase: str | None = None,
+                 basis: str = "sampled accesses") -> str:
+    """One line per plan; `basis` names what the accesses are (analysis.view.accesses_basis):
+    "sampled accesses", "estimated touches (fault sampler)" or "exact LLC-model misses"."""
     total = float(placement.accesses.sum())
     fast = int((placement.tier == "fast").sum())
     split = int((placement.tier == "split").sum())
@@ -35,7 +38,7 @@ def summary_line(placement: Placement, phase: str | None = None) -> str:
                 f"{human_bytes(placement.capacity_bytes)}")
     parts = f"{split} split" + (f", {by_page} by pages" if by_page else "")
     return (f"{placement.algorithm}:{where} {fast + split + by_page} of {len(placement)} objects "
-            f"fast ({parts}), {used}, {share:.1%} of sampled accesses")
+            f"fast ({parts}), {used}, {share:.1%} of {basis}")
 
 
 def _console() -> Console:
@@ -45,15 +48,23 @@ def _console() -> Console:
 
 
 def explain(objects: ObjectTable, placement: Placement, phase: str | None = None,
-            rows: int = 40, console: Console | None = None) -> None:
-    """Print placement decisions in decision order: priority, size, cumulative fill, reason."""
+            rows: int = 40, console: Console | None = None,
+            basis: str = "sampled accesses",
+            loads_stores: dict[int, tuple[int, int]] | None = None) -> None:
+    """Print placement decisions in decision order: priority, size, cumulative fill, reason.
+    `basis` names what the accesses column counts (see summary_line); `loads_stores` (exact
+    recordings: object -> (loads, stores)) adds those columns."""
     console = console or _console()
     title = f"{placement.algorithm}" + (f" — phase {phase}" if phase else "")
     if placement.lifetimes:
         title += " (fill: most fast bytes live at once during the object's lifetime)"
-    table = Table(title=title, show_lines=False)
+    table = Table(title=title, caption=f"accesses: {basis}", show_lines=False)
+    exact = basis.startswith("exact")
     for name, justify in (("#", "right"), ("object", "right"), ("allocated at", "left"),
-                          ("priority", "right"), ("size", "right"), ("accesses", "right"),
+                          ("priority", "right"), ("size", "right"),
+                          ("exact misses" if exact else "accesses", "right"),
+                          *((("exact loads", "right"), ("exact stores", "right"))
+                            if loads_stores is not None else ()),
                           ("tier", "left"), ("fast", "right"), ("fill", "right"),
                           ("reason", "left")):
         table.add_column(name, justify=justify, overflow="fold")
@@ -69,10 +80,15 @@ def explain(objects: ObjectTable, placement: Placement, phase: str | None = None
         table.add_row(
             "-" if cols["order"][i] < 0 else str(cols["order"][i]), str(cols["object"][i]),
             label[:60], f"{cols['priority'][i]:.3g}", human_bytes(cols["size"][i]),
-            f"{cols['accesses'][i]:.6g}", f"[{style}]{tier}[/]" if style else tier,
+            f"{cols['accesses'][i]:.6g}",
+            *((str(loads_stores.get(cols["object"][i], (0, 0))[0]),
+               str(loads_stores.get(cols["object"][i], (0, 0))[1]))
+              if loads_stores is not None else ()),
+            f"[{style}]{tier}[/]" if style else tier,
             human_bytes(cols["fast_bytes"][i]),
             f"{human_bytes(cols['cumulative_fill'][i])} ({cols['cumulative_fill'][i] / capacity:.0%})",
-            cols["reason"][i])
+            cols["reason"][i].replace("sampled accesses", "exact misses") if exact
+            else cols["reason"][i])
     console.print(table)
     if shown < ex.num_rows:
         console.print(f"... {ex.num_rows - shown} more objects (--explain-rows 0 shows all)")

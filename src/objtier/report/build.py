@@ -1,8 +1,10 @@
 """Build the characterization report: tables (CSV + Parquet) and one self-contained HTML page.
 
-The page embeds every plot as a base64 PNG and holds no external URL, so it reads offline.
-Layout of DIR:  index.html, objects.{csv,parquet}, touches.*, reuse.*, levels.*, tiers.*,
-latency_split.*, cost_by_tlb.*  (a table the trace cannot support is not written).
+The page is interactive and offline: Plotly figures (plotly.js inlined once, no URL), a
+sortable, filterable objects table (a few lines of inline JS) whose allocation sites show
+their whole stack on hover. Layout of DIR: index.html, objects.{csv,parquet}, touches.*,
+reuse.*, levels.*, tiers.*, latency_split.*, cost_by_tlb.*, contexts.* (exact recordings)
+(a table the trace cannot support is not written).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from objtier.analysis import pages, tiers, timeline
-from objtier.analysis.objects import object_table, page_shift, sample_objects, unmapped_count
+from objtier.analysis.objects import page_shift, sample_objects, trace_end_ns
+from objtier.analysis.view import ObjectsView, figure_kind, object_stacks, objects_view
 from objtier.report import figures as F
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -35,6 +38,8 @@ class Report:
     unmapped: int = 0
     total_samples: int = 0
     hottest: int | None = None
+    view: ObjectsView | None = None
+    stacks: list[str] = field(default_factory=list)   # whole allocation stack per object
 
     @property
     def index_html(self) -> Path:
@@ -68,19 +73,21 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
                  labels: bool = True, render: bool = True) -> Report:
     """Analyse `trace` and write the report into out_dir. `progress(step_text)` is optional."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     step = progress or (lambda text: None)
 
-    step("mapping samples to objects")
-    mapped = sample_objects(trace)
     step("computing the objects table")
-    objects = object_table(trace, mapped, labels=labels)
-    report = Report(out_dir, objects, unmapped=unmapped_count(mapped), total_samples=len(mapped))
+    view = objects_view(trace, labels=labels)   # exact counts for a --sampler trace recording
+    objects = view.table
+    mapped = sample_objects(trace)   # samples (an exact recording's optional address trace)
+    report = Report(out_dir, objects, unmapped=view.outside, total_samples=view.total,
+                    view=view)
     samples = trace.samples
     levels = tiers.has_levels(samples)
-    ranked = objects.sort_by([("samples", "descending"), ("object", "ascending")])
+    count = view.count_column
+    ranked = objects.sort_by([(count, "descending"), ("object", "ascending")])
     hot = [int(o) for o, s in zip(ranked.column("object").to_pylist(),
-                                  ranked.column("samples").to_pylist()) if s > 0][:top]
+                                  ranked.column(count).to_pylist()) if s > 0][:top]
     report.hottest = hot[0] if hot else None
     if levels and hot:
         slow = column_max(objects, "slow_samples")
@@ -93,11 +100,21 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
         if report.hottest is not None else np.zeros(0)
     reuse = pages.reuse_statistics(intervals)
     report.tables.update(objects=objects, touches=touch, reuse=reuse)
+    if view.exact:
+        from objtier.exact.tree import exact_context_table
+
+        report.tables["contexts"] = exact_context_table(trace, labels=labels)
     for name, fn in (("levels", tiers.level_shares), ("tiers", tiers.tier_split),
                      ("latency_split", tiers.latency_split), ("cost_by_tlb", tiers.cost_by_tlb)):
         table = fn(samples)
         if table is not None:
             report.tables[name] = table
+    if labels:
+        from objtier.analysis.view import missing_line_note
+
+        note = missing_line_note(trace, objects)
+        if note:
+            report.notes.append(note[0].upper() + note[1:] + ".")
     if not levels:
         report.notes.append("Tables 1-3 (levels, latency cost, TLB): the sampler reports no "
                             "memory level or TLB outcome (fault/trace sampler).")
@@ -111,23 +128,35 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
     if report.hottest is not None:
         label = objects.column("label")[report.hottest].as_py() or ""
     series = timeline.counter_series(trace.counters, trace.start_ns)
+    run_s = run_seconds(trace, series)
+    report.stacks = object_stacks(trace, labels)
+    kind = figure_kind(trace, view)
+    shift = page_shift(trace)
     addr = int(objects.column("addr")[report.hottest].as_py()) if report.hottest is not None else 0
+    unit = "exact LLC-model misses" if view.exact else "samples"
     builders = [
         ("levels", lambda: F.fig_levels(samples)),
         ("touches", lambda: F.fig_touches(touch)),
         ("reuse", lambda: F.fig_reuse(reuse, f"object {report.hottest} {label}")),
-        ("top_objects", lambda: F.fig_top_objects(objects, levels, top) if hot
-         else (None, "Fig. 6: no sample fell in a tracked object.")),
-        ("timeline", lambda: F.fig_timeline(objects, trace.start_ns, hot)),
-        ("access_pattern", lambda: F.fig_access_pattern(trace, mapped, report.hottest,
-                                                        page_shift(trace), addr)
-         if report.hottest is not None else (None, "Fig. 8: no object has samples.")),
-        ("counters", lambda: F.fig_counters(series)),
-        ("promotions", lambda: F.fig_promotions(trace, series)[:2]),
+        ("top_objects", lambda: F.fig_top_objects(objects, levels, top, count, unit,
+                                                  report.stacks) if hot
+         else (None, f"Fig. 6: no {unit} fell in a tracked object.")),
+        ("timeline", lambda: F.fig_timeline(objects, trace.start_ns, hot, run_s)),
+        ("access_pattern", lambda: F.fig_access_pattern(trace, mapped, report.hottest, shift,
+                                                        addr, run_s, kind)
+         if report.hottest is not None else (None, "Fig. 8: no object has accesses.")),
+        ("object_heatmap", lambda: F.fig_object_heatmap(trace, objects, mapped, hot, run_s,
+                                                        kind, shift)),
+        ("counters", lambda: F.fig_counters(series, run_s)),
+        ("promotions", lambda: F.fig_promotions(trace, series, run_s)[:2]),
     ]
     for name, build in builders:
         fig, note = build()
         report.figures.append((name, fig, note))
+    ends = [float(t[-1]) for t, _, _ in series.values() if len(t)]
+    if ends and max(ends) < 0.5 * run_s:
+        report.notes.append(f"The counters stop at {max(ends):.2f} s of a {run_s:.2f} s run "
+                            f"(the counters reader ended early).")
 
     if render:
         step("rendering the page")
@@ -142,16 +171,61 @@ def column_max(objects: pa.Table, name: str) -> int | None:
     return int(np.argmax(values))
 
 
+def run_seconds(trace, series: dict) -> float:
+    """The run's length since the trace's start [s]: its last record or counter reading."""
+    end = (trace_end_ns(trace) - trace.start_ns) / 1e9
+    for t, _, _ in series.values():
+        if len(t):
+            end = max(end, float(t[-1]))
+    return max(end, 1e-3)
+
+
+MAX_TABLE_ROWS = 5000   # objects in the page's table (all of them are in objects.csv)
+
+
+def _objects_table_html(ranked: pa.Table, shown: list[str], stacks: list[str],
+                        limit: int = MAX_TABLE_ROWS) -> str:
+    """The objects table: every cell carries its sort value (data-v); the allocation site's
+    title is the object's whole stack (hover)."""
+    rows = ranked.slice(0, limit).to_pylist()
+
+    def cell(name, value, obj) -> str:
+        if name == "label":
+            stack = stacks[obj] if 0 <= obj < len(stacks) else (value or "")
+            return (f'<td class="site" title="{html.escape(stack)}">'
+                    f'{html.escape(value or "")}</td>')
+        if value is None:
+            return '<td data-v="">&mdash;</td>'
+        if isinstance(value, float):
+            return f'<td data-v="{value!r}">{value:.4g}</td>'
+        return f'<td data-v="{html.escape(str(value))}">{html.escape(str(value))}</td>'
+
+    head = "".join(f'<th data-col="{i}" title="click to sort">{html.escape(n)}</th>'
+                   for i, n in enumerate(shown))
+    body = "".join("<tr>" + "".join(cell(n, r[n], int(r["object"])) for n in shown) + "</tr>"
+                   for r in rows)
+    return (f'<table id="objects" class="sortable"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
 def _render(report: Report, trace, top: int) -> None:
+    import plotly.offline
+
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html", "j2"]))
     template = env.get_template("report.html.j2")
-    shown = ["object", "pid", "size", "samples", "share", "density", "pages_touched",
-             "mean_latency", "slow_share", "lifetime_s", "label"]
-    ranked = report.objects.sort_by([("samples", "descending"), ("object", "ascending")])
+    view = report.view
+    if view is not None and view.exact:
+        shown = ["object", "pid", "size", "loads", "stores", "llc_misses", "share", "density",
+                 "lifetime_s", "label"]
+    else:
+        shown = ["object", "pid", "size", "samples", "share", "density", "pages_touched",
+                 "mean_latency", "slow_share", "lifetime_s", "label"]
+    count = view.count_column if view is not None else "samples"
+    ranked = report.objects.sort_by([(count, "descending"), ("object", "ascending")])
     figures = []
     for name, fig, note in report.figures:
-        figures.append({"name": name, "png": F.to_png_base64(fig) if fig is not None else None,
+        figures.append({"name": name, "json": F.to_json(fig) if fig is not None else None,
                         "note": note})
     tables = {name: _table_html(t) for name, t in report.tables.items() if name != "objects"}
     processes = [{"pid": p.pid, "exe": p.exe, "argv": " ".join(p.argv),
@@ -163,11 +237,14 @@ def _render(report: Report, trace, top: int) -> None:
         title=f"objtier report: {trace.path.name}",
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         processes=processes, total_samples=report.total_samples, unmapped=report.unmapped,
+        exact=bool(view and view.exact), unit=view.unit if view else "samples",
+        basis=view.basis if view else "sampled accesses",
         unmapped_share=(report.unmapped / report.total_samples) if report.total_samples else 0.0,
         objects_count=report.objects.num_rows, hottest=report.hottest,
-        objects_html=_table_html(ranked.select(shown), limit=top), top=top,
+        objects_html=_objects_table_html(ranked.select(shown), shown, report.stacks), top=top,
+        shown_rows=min(report.objects.num_rows, MAX_TABLE_ROWS),
         tables=tables, figures=figures, notes=report.notes,
+        plotly_js=plotly.offline.get_plotlyjs(),
         files=sorted(p.name for p in report.out_dir.iterdir() if p.suffix in (".csv", ".parquet")),
         warnings=list(getattr(trace, "warnings", [])))
     report.index_html.write_text(page, encoding="utf-8")
-

@@ -1,4 +1,4 @@
-"""Terminal tables (rich) of the objects table."""
+"""Terminal tables (rich) of the objects table and, for exact recordings, the contexts table."""
 
 from __future__ import annotations
 
@@ -16,20 +16,55 @@ def human_bytes(n: int) -> str:
     return str(n)
 
 
-def objects_rich_table(objects: pa.Table, top: int, sort: str = "samples") -> Table:
-    ranked = objects.sort_by([(SORT_KEYS[sort], "descending"), ("object", "ascending")])
+def objects_rich_table(objects: pa.Table, top: int, sort: str = "samples",
+                       exact: bool = False) -> Table:
+    """Top objects. exact (a --sampler trace recording): exact loads, stores and LLC-model
+    misses instead of samples; "samples" sorts by the exact misses then."""
+    key = "llc_misses" if exact and sort == "samples" else SORT_KEYS[sort]
+    ranked = objects.sort_by([(key, "descending"), ("object", "ascending")])
     rows = ranked.slice(0, top).to_pylist()
-    table = Table(title=f"top {min(top, objects.num_rows)} of {objects.num_rows} objects by {sort}")
-    for name, justify in (("object", "right"), ("pid", "right"), ("size", "right"),
-                          ("samples", "right"), ("share", "right"), ("per MiB", "right"),
-                          ("pages", "right"), ("slow", "right"), ("allocated at", "left")):
+    shown = min(top, objects.num_rows)
+    if exact:
+        by = "exact LLC-model misses" if sort == "samples" else sort
+        title = f"top {shown} of {objects.num_rows} objects by {by} (exact counts)"
+        counts = (("loads", "right"), ("stores", "right"), ("misses", "right"),
+                  ("share", "right"), ("misses/MiB", "right"))
+    else:
+        title = f"top {shown} of {objects.num_rows} objects by {sort}"
+        counts = (("samples", "right"), ("share", "right"), ("per MiB", "right"),
+                  ("pages", "right"), ("slow", "right"))
+    table = Table(title=title)
+    for name, justify in (("object", "right"), ("pid", "right"), ("size", "right"), *counts,
+                          ("allocated at", "left")):
         if name == "allocated at":
             table.add_column(name, justify=justify, overflow="fold", min_width=24)
         else:
             table.add_column(name, justify=justify, no_wrap=True)
     for r in rows:
-        slow = "-" if r.get("slow_share") is None else f"{100 * r['slow_share']:.0f}%"
-        table.add_row(str(r["object"]), str(r["pid"]), human_bytes(r["size"]), str(r["samples"]),
-                      f"{100 * r['share']:.1f}%", f"{r['density']:.3g}", str(r["pages_touched"]),
-                      slow, r["label"] or "")
+        if exact:
+            values = (str(r["loads"]), str(r["stores"]), str(r["llc_misses"]),
+                      f"{100 * r['share']:.1f}%", f"{r['density']:.3g}")
+        else:
+            slow = "-" if r.get("slow_share") is None else f"{100 * r['slow_share']:.0f}%"
+            values = (str(r["samples"]), f"{100 * r['share']:.1f}%", f"{r['density']:.3g}",
+                      str(r["pages_touched"]), slow)
+        table.add_row(str(r["object"]), str(r["pid"]), human_bytes(r["size"]), *values,
+                      r["label"] or "")
+    return table
+
+
+def contexts_rich_table(contexts: pa.Table, top: int) -> Table:
+    """Top calling contexts of an exact recording by LLC-model misses (exclusive counts)."""
+    ranked = contexts.sort_by([("llc_misses", "descending"), ("loads", "descending"),
+                               ("context", "ascending")])
+    rows = ranked.slice(0, top).to_pylist()
+    table = Table(title=f"top {len(rows)} of {contexts.num_rows} contexts by exact LLC-model "
+                  f"misses (exact counts, in the function itself)")
+    for name in ("context", "pid", "calls", "loads", "stores", "misses", "top object"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("stack (innermost first)", justify="left", overflow="fold", min_width=24)
+    for r in rows:
+        table.add_row(str(r["context"]), str(r["pid"]), str(r["calls"]), str(r["loads"]),
+                      str(r["stores"]), str(r["llc_misses"]),
+                      "-" if r["top_object"] < 0 else str(r["top_object"]), r["stack"])
     return table

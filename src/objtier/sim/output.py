@@ -11,7 +11,7 @@ from objtier.sim.run import Simulation
 
 COLUMNS = ("policy", "fast_accesses", "slow_accesses", "other_accesses", "fast_share",
            "promotions", "demotions", "migrated_bytes", "hint_faults", "swap_ins", "swap_outs",
-           "stall_s", "speedup")
+           "sampled_swap_ins", "sampled_swap_outs", "stall_s", "speedup")
 
 
 def _human(n: float) -> str:
@@ -27,14 +27,18 @@ def print_table(sim: Simulation, console=None) -> None:
     from rich.table import Table
 
     console = console or Console()
+    basis = sim.basis   # "exact" or "estimate": every absolute figure says which
     title = (f"fast tier {_human(sim.fast_bytes)} of {_human(sim.footprint_bytes)} peak live, "
-             f"preset {sim.model.name}, {sim.page_bytes // 1024} KiB pages")
+             f"preset {sim.model.name}, {sim.page_bytes // 1024} KiB pages; counts and stall "
+             f"are {'exact' if basis == 'exact' else 'estimates'}")
     table = Table(title=title)
-    heads = ["policy", "fast acc", "slow acc", "fast %", "promoted", "demoted", "migrated",
-             "hint faults", "stall (s)", "speedup"]
+    tag = f" ({'exact' if basis == 'exact' else 'est.'})"
+    heads = ["policy", "fast acc" + tag, "slow acc" + tag, "fast %", "promoted", "demoted",
+             "migrated", "hint faults", f"stall (s, {'exact' if basis == 'exact' else 'est.'})",
+             "speedup"]
     if sim.swap:
         table.title += ", slow tier = swap"
-        heads[4:4] = ["swap-in", "swap-out"]
+        heads[4:4] = ["swap-in" + tag, "swap-out" + tag]
     for i, head in enumerate(heads):
         table.add_column(head, justify="left" if i == 0 else "right")
     for row in sim.rows():
@@ -47,17 +51,20 @@ def print_table(sim: Simulation, console=None) -> None:
                       f"{row['stall_s']:.4g}",
                       "-" if row["speedup"] != row["speedup"] else f"{row['speedup']:.2f}x")
     console.print(table)
+    if sim.scale is not None:
+        console.print(f"scale: {sim.scale.description}")
 
 
 def write_csv(sim: Simulation, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     summary = out / "simulate.csv"
     with open(summary, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(COLUMNS) + ["preset", "fast_bytes", "page_bytes"])
+        w = csv.DictWriter(f, fieldnames=list(COLUMNS) + ["preset", "fast_bytes", "page_bytes",
+                                                          "basis"])
         w.writeheader()
         for row in sim.rows():
             w.writerow({**row, "preset": sim.model.name, "fast_bytes": sim.fast_bytes,
-                        "page_bytes": sim.page_bytes})
+                        "page_bytes": sim.page_bytes, "basis": sim.basis})
     counters = out / "simulate-counters.csv"
     with open(counters, "w", newline="") as f:
         w = csv.writer(f)
@@ -141,7 +148,9 @@ def write_plots(sim: Simulation, out: Path) -> list[Path]:
         line, = ax.plot(t, b[up] * scale, label=f"{r.policy} {up.replace('_', '-')}", lw=1.2)
         ax.plot(t, b[down] * scale, ls="--", color=line.get_color(),
                 label=f"{r.policy} {down.replace('_', '-')}", lw=1.2)
-    ax.set_title("Swap traffic over time" if sim.swap else "Page migrations over time")
+    what = "exact" if sim.basis == "exact" else "estimated"
+    ax.set_title(f"Swap traffic over time ({what})" if sim.swap
+                 else f"Page migrations over time ({what})")
     ax.set_xlabel("trace time (s)")
     ax.set_ylabel("migration rate (MiB/s)")
     if ax.lines:

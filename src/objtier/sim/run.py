@@ -15,7 +15,8 @@ from objtier.sim.events import CHUNK_SAMPLES, EventSource
 POLICIES = ("first-touch", "numab2", "tpp", "memtis", "hemem", "object", "spill", "phases",
             "oracle", "belady")
 STATIC = {"object", "spill", "oracle"}  # run on the core's "static" policy
-DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk", "swap", "swap_reserve", "scale"}
+DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk", "swap", "swap_reserve", "scale", "expand",
+                 "seed"}
 # Swap mode: share of the fast tier that plans made here leave unpinned, so that the pages
 # they do not pin can be faulted in (mlocking all of memory.max makes the cgroup thrash;
 # kernel-tiering.md §3: keep mlocked bytes < memory.max - the evictable working set).
@@ -30,6 +31,11 @@ class PolicyResult:
     stall: dict[str, float]
     speedup: float = float("nan")
     object_swap_ins: np.ndarray | None = None  # swap mode: per object (trace.allocations rows)
+    # swap-ins / swap-outs and stall after the sample scale (sim.scaling): what the program
+    # would see; equal to the counters for exact traces and where swap-ins are not scaled
+    est_swap_ins: float = 0.0
+    est_swap_outs: float = 0.0
+    est_stall_ns: float = 0.0
 
     def row(self, page_bytes: int) -> dict:
         c = self.counters
@@ -42,8 +48,9 @@ class PolicyResult:
             "fast_share": fast / (fast + slow) if fast + slow else float("nan"),
             "promotions": c["pgpromote_success"], "demotions": c["pgdemote_kswapd"],
             "migrated_bytes": moved * page_bytes, "hint_faults": c["numa_hint_faults"],
-            "swap_ins": c["pswpin"], "swap_outs": c["pswpout"],
-            "stall_s": self.stall["total_ns"] / 1e9, "speedup": self.speedup,
+            "swap_ins": round(self.est_swap_ins), "swap_outs": round(self.est_swap_outs),
+            "sampled_swap_ins": c["pswpin"], "sampled_swap_outs": c["pswpout"],
+            "stall_s": self.est_stall_ns / 1e9, "speedup": self.speedup,
         }
 
 
@@ -61,6 +68,13 @@ class Simulation:
     # swap mode: allocation site and size of every object (trace.allocations rows)
     object_labels: np.ndarray | None = None
     object_sizes: np.ndarray | None = None
+    scale: object = None   # sim.scaling.SampleScale: how samples became estimated accesses
+    warnings: list[str] = field(default_factory=list)  # the samples cannot support the answer
+
+    @property
+    def basis(self) -> str:
+        """"exact" or "estimate": what every absolute figure of this simulation is."""
+        return self.scale.label if self.scale is not None else "estimate"
 
     def rows(self) -> list[dict]:
         return [r.row(self.page_bytes) for r in self.results]
@@ -266,25 +280,59 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         raise UsageError("--param swap_reserve must be in [0, 1)")
     if not swap:
         reserve = 0.0
-    try:
-        scale = int(float(driver.get("scale", 1)))
-    except ValueError:
-        raise UsageError("--param scale needs a number") from None
-    if scale <= 0:
-        raise UsageError("--param scale must be positive")
+    user_scale = None
+    if "scale" in driver:
+        try:
+            user_scale = float(driver["scale"])
+        except ValueError:
+            raise UsageError("--param scale needs a number") from None
+        if not user_scale > 0 or user_scale != user_scale or user_scale == float("inf"):
+            raise UsageError("--param scale must be a positive number")
     check_driver_memory(trace.samples.num_rows, policies, trace.samples.nbytes)
     if "belady" in policies and not swap:
         raise UsageError("policy belady needs the swap tier: a swap preset (zram, nvme, rdma) "
                          "or --param swap=1")
+    from objtier.sim.scaling import sample_scale, support_warnings
+
+    expand = driver.get("expand", "1")
+    if expand not in ("0", "1"):
+        raise UsageError("--param expand: use 1 (replay the fault sampler's estimated touches, "
+                         "the default) or 0 (replay the samples, weights scaled)")
+    try:
+        seed = int(driver.get("seed", 0))
+    except ValueError:
+        raise UsageError("--param seed needs an integer") from None
     source = from_trace(trace, default_weight)
-    if scale != 1:
-        # every sample stands for `scale` times its weight (accesses per sample when the
-        # sampler's weights are relative, e.g. the fault sampler's 1 per first touch)
-        source.sample_ev["size"] *= np.uint64(scale)
+    scale = sample_scale(trace, source.sample_obj, source.objects, user_scale)
+    k_sample = scale.per_sample(source.sample_obj) if len(source.sample_obj) else np.zeros(0)
+    if scale.kind == "fault" and expand == "1":
+        # replay the estimated touches, not the thinned samples (sim.scaling); plans are still
+        # made from the recorded samples (source.sample_obj keeps mapping those)
+        from dataclasses import replace
+
+        from objtier.sim.scaling import expand_fault_samples
+
+        events, weight = expand_fault_samples(trace, source, bin_ns, seed)
+        if weight != 1.0:
+            events["size"] = np.uint64(max(round(weight), 1))
+        source.sample_ev = events
+        scale = replace(scale, swap_scaled=False, description=(
+            f"the fault sampler's {len(source.sample_obj):,} samples replayed as "
+            f"{int(events['size'].astype(np.float64).sum()):,} estimated page touches "
+            f"(per object and {bin_ns / 1e6:g} ms bin: its est_touches spread as its samples "
+            f"are, uniform over its pages; --param expand=0 replays the samples); counts, "
+            f"swap-ins and stall are estimates; a swap-in is one page per fault (no "
+            f"readahead)"))
+    elif not np.all(k_sample == 1.0):
+        # every sample stands for k times its weight: estimated accesses (sim.scaling)
+        weights = source.sample_ev["size"].astype(np.float64) * k_sample
+        source.sample_ev["size"] = np.maximum(np.rint(weights), 1).astype(np.uint64)
     footprint = footprint_bytes(source)
     fast_bytes = int(fast) if isinstance(fast, int) else parse_budget(str(fast), footprint).bytes
     sim = Simulation(fast_bytes, footprint, 1 << page_shift, bin_ns, source.start_ns, model,
-                     swap=swap)
+                     swap=swap, scale=scale)
+    sim.warnings.extend(support_warnings(scale, source.sample_obj, source.size, fast_bytes,
+                                         1 << page_shift, footprint))
     if swap:
         from objtier.analysis.objects import object_labels
 
@@ -313,13 +361,40 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
                 "every fast page pinned and were charged slow with no swap-in (the plan pins "
                 "more than the fast tier can hold; a real cgroup would reclaim harder or "
                 "OOM-kill): its swap-ins are understated; plan for less than --fast")
-        sim.results.append(PolicyResult(policy, counters, bins,
-                                        stall_ns(bins, model, bin_ns, 1 << page_shift),
-                                        object_swap_ins=per_object))
+        result = PolicyResult(policy, counters, bins,
+                              stall_ns(bins, model, bin_ns, 1 << page_shift),
+                              object_swap_ins=per_object)
+        _estimate(result, scale, model, 1 << page_shift)
+        sim.results.append(result)
         if progress:
             progress(policy)
     base = next((r for r in sim.results if r.policy == "first-touch"), None)
     for r in sim.results:
-        if base is not None and r.stall["total_ns"] > 0:
-            r.speedup = base.stall["total_ns"] / r.stall["total_ns"]
+        if base is not None and r.est_stall_ns > 0:
+            r.speedup = base.est_stall_ns / r.est_stall_ns
     return sim
+
+
+def swap_out_ns(model: CostModel, page_bytes: int) -> float:
+    """Cost of one swap-out (a page copy at the slowest bandwidth + the fixed move cost), as
+    cost.stall_ns charges it."""
+    copy_bw = min(model.slow.read_gbps, model.slow.write_gbps, model.fast.write_gbps) * 1e9
+    return page_bytes / copy_bw * 1e9 + model.migrate_page_ns
+
+
+def _estimate(result: PolicyResult, scale, model: CostModel, page_bytes: int) -> None:
+    """Fill the result's estimated swap traffic and stall from the sample scale: each
+    simulated swap-in of an object stands for k_object of them (fault sampler; sim.scaling),
+    swap-outs follow swap-ins in the same ratio; the stall adds the extra swap-ins at the slow
+    tier's load latency and the extra swap-outs at swap_out_ns."""
+    c = result.counters
+    sim_in, sim_out = float(c.get("pswpin", 0)), float(c.get("pswpout", 0))
+    est_in, est_out = sim_in, sim_out
+    if scale is not None and scale.swap_scaled and result.object_swap_ins is not None:
+        per = result.object_swap_ins.astype(np.float64)
+        est_in = float((per * scale.per_object[:len(per)]).sum())
+        est_in += max(sim_in - float(per.sum()), 0.0) * scale.overall   # outside any object
+        est_out = sim_out * (est_in / sim_in) if sim_in > 0 else sim_out * scale.overall
+    result.est_swap_ins, result.est_swap_outs = est_in, est_out
+    result.est_stall_ns = (result.stall["total_ns"] + (est_in - sim_in) * model.slow.load_ns
+                           + (est_out - sim_out) * swap_out_ns(model, page_bytes))
