@@ -320,7 +320,8 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
             f"the fault sampler's {len(source.sample_obj):,} samples replayed as "
             f"{int(events['size'].astype(np.float64).sum()):,} estimated page touches "
             f"(per object and {bin_ns / 1e6:g} ms bin: its est_touches spread as its samples "
-            f"are, uniform over its pages; --param expand=0 replays the samples); counts, "
+            f"are, on uniform pages, in page order for swept objects; --param expand=0 "
+            f"replays the samples); counts, "
             f"swap-ins and stall are estimates; a swap-in is one page per fault (no "
             f"readahead)"))
     elif not np.all(k_sample == 1.0):

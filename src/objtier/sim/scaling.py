@@ -1,8 +1,10 @@
 """From samples to estimated accesses: how much of the program each sample stands for, and
 whether the samples can support the answer.
 
-A sampled recording holds a thinned access stream. The simulator replays it with every sample
-standing for `k` accesses of its object, k from the sampler:
+A sampled recording holds a thinned access stream. By default a fault-sampled recording is
+replayed as the page touches its scan windows estimate (expand_fault_samples, below); with
+--param expand=0, and for the other samplers, every sample stands for `k` accesses of its
+object, k from the sampler:
 
   fault  a sample is the first touch of an armed page; the objects table estimates each
          object's touch episodes over its lifetime (est_touches = touch rate x pages x
@@ -157,7 +159,7 @@ def expand_fault_samples(trace, source, bin_ns: int, seed: int = 0) -> tuple[np.
     """A synthetic page-touch stream standing for what the fault sampler estimated: for each
     object and time bin, Poisson(est_touches of the object x its share of the object's
     samples in that bin) touches, at uniform times within the bin (and the object's
-    lifetime) on uniform pages of the object. Returns (ACCESS events sorted by time, weight
+    lifetime) on uniform pages of the object, or in page order for a swept object. Returns (ACCESS events sorted by time, weight
     per event). Samples in no object are kept as they are, weighted by the overall ratio.
 
     Why: replaying the thinned samples themselves under-counts swap-ins by far more than the
