@@ -77,7 +77,8 @@ def clean_env(**settings) -> dict[str, str]:
 def build(name: str, sources: list[str], out: Path) -> Path:
     exe = out / name
     cmd = [*OBJTIER, "cc", "-std=gnu11", "-O2", "-fopenmp", f"-I{WL / 'common'}",
-           f"-I{WL / 'graph'}", f"-I{NATIVE_DIR / 'include'}", *[str(WL / s) for s in sources], str(WL / "common/wl.c"),
+           f"-I{WL / 'graph'}", f"-I{NATIVE_DIR / 'include'}",
+           *[str(WL / s) for s in sources], str(WL / "common/wl.c"),
            "-lm", "-o", str(exe)]
     subprocess.run(cmd, check=True)
     return exe

@@ -179,14 +179,14 @@ static int mode_guard(void)
     if (m == MAP_FAILED || ro == MAP_FAILED)
         return 2;
     fill(m, n, 4);
-    fill(ro, n, 5);
+    fill(ro, n, 5u << 20);
     mprotect(m + n, (size_t)pg, PROT_NONE); /* guard page */
     mprotect(ro, n, PROT_READ);              /* read-only from now on */
     uint64_t s = 0;
     int rounds = 0, ok = 1;
     double until = now_s() + ROUNDS_SECONDS;
     while (now_s() < until || rounds < 8) {
-        s = sum_bytes(m, n) ^ sum_bytes(ro, n);
+        s = sum_bytes(m, n) * 3 + sum_bytes(ro, n);
         if (rounds % 4 == 0)
             ok &= write_faults(m + n) & write_faults(ro + (size_t)(rounds % 64) * (size_t)pg);
         rounds++;

@@ -47,12 +47,14 @@ int main(void)
     env = bad_sampler;
     CHECK(rt_config_load(&c, get, err, sizeof err) == -1);
     CHECK(strstr(err, "pebs") != NULL);
-    const char *pageout[] = {"OBJTIER_SAMPLER", "pageout", "OBJTIER_SAMPLER_REASON", "no PMU", NULL};
+    const char *pageout[] = {"OBJTIER_SAMPLER", "pageout", "OBJTIER_SAMPLER_REASON", "no PMU",
+                             NULL};
     env = pageout;
     CHECK(rt_config_load(&c, get, err, sizeof err) == 0 && c.sampler == RT_SAMPLER_PAGEOUT);
     char all[8192];
     all[rt_config_text(&c, all, sizeof all - 1)] = 0;
-    CHECK(strstr(all, "OBJTIER_SAMPLER=pageout\n") && strstr(all, "OBJTIER_SAMPLER_REASON=no PMU\n"));
+    CHECK(strstr(all, "OBJTIER_SAMPLER=pageout\n") &&
+          strstr(all, "OBJTIER_SAMPLER_REASON=no PMU\n"));
     const char *wp[] = {"OBJTIER_SAMPLER", "wp", NULL};
     env = wp;
     CHECK(rt_config_load(&c, get, err, sizeof err) == 0 && c.sampler == RT_SAMPLER_WP);

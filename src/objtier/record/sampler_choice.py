@@ -70,9 +70,8 @@ def temporary_zram_possible() -> bool:
         return False
     if ZRAM_CONTROL.exists():
         return True
-    release = os.uname().release
-    return any(Path(f"/lib/modules/{release}").rglob("zram.ko*")) if \
-        Path(f"/lib/modules/{release}").exists() else False
+    modules = Path("/lib/modules") / os.uname().release  # zram as a module, not loaded yet
+    return modules.exists() and any(modules.rglob("zram.ko*"))
 
 
 def userfaultfd_wp_problem() -> str | None:
