@@ -322,3 +322,13 @@ def test_an_unknown_arm_is_refused_before_anything_runs(tmp_path):
     with pytest.raises(UsageError, match="unknown arm 'kernel-mglru'"):
         run_compare(["true"], settings)
     assert not (tmp_path / "out").exists()
+
+
+def test_stat_flush_off_is_warned_before_anything_runs(tmp_path, compile_c):
+    small = compile_c("int main(void) { return 0; }", "small")
+    run = objtier("compare", "-q", "--stat-flush", "0", "-o", str(tmp_path / "a"), "--",
+                  str(small))
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode != 0 and len(lines) == 2, run.stderr
+    assert "--stat-flush 0" in lines[0] and "ratios are not fair" in lines[0]
+    assert "footprint too small" in lines[1]

@@ -208,9 +208,14 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             sys.stderr.write(f"objtier compare: {text}\n")
 
+    from objtier.harness.compare import NO_FLUSH_WARNING
+
+    if not stat_flush:   # said before the long runs, not after them
+        sys.stderr.write(f"objtier compare: warning: {NO_FLUSH_WARNING}\n")
     result = run_compare(command, settings, say)
     for warning in result.warnings:
-        sys.stderr.write(f"objtier compare: warning: {warning}\n")
+        if warning != NO_FLUSH_WARNING:
+            sys.stderr.write(f"objtier compare: warning: {warning}\n")
     print_table(result)
     out = settings.output
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
