@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RW (PROT_READ | PROT_WRITE)
@@ -239,12 +240,20 @@ static int a_thread_blocks_segv(void)
 }
 
 /* Reading every thread's status costs time in proportion to the threads (10-80 µs each):
- * after a read that took d ns, the next read waits until SCAN_SHARE * d ns have passed, so
- * the reads take at most 1/SCAN_SHARE of a core whatever the thread count. In between, a
+ * after a read that took d ns of the scanner's CPU time (not wall time, which a loaded
+ * machine stretches), the next read waits until SCAN_SHARE * d ns have passed, so the
+ * reads take at most 1/SCAN_SHARE of a core whatever the thread count. In between, a
  * window is armed only when the last read was clean and mask_events has not moved since
  * it began (no interposed blocker, no new thread). */
 #define SCAN_SHARE 50
 static uint64_t next_scan_ns;   /* under the arm lock */
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 static uint64_t scanned_events; /* mask_events when the last SigBlk read began */
 static int scan_blocked = 1;    /* the last read found a blocker (or there was none yet) */
 
@@ -262,8 +271,9 @@ int rt_fault_arming_allowed_locked(void)
         /* SigBlk first, while stdio calls still run: a blocker through an interposed call
          * needs the arm lock to finish, so it shows in pending_blockers below if not here */
         uint64_t events = atomic_load(&mask_events);
+        uint64_t cpu0 = thread_cpu_ns();
         blocked = a_thread_blocks_segv();
-        next_scan_ns = t0 + (rt_now_ns() - t0) * SCAN_SHARE;
+        next_scan_ns = t0 + (thread_cpu_ns() - cpu0) * SCAN_SHARE;
         scanned_events = events;
         scan_blocked = blocked;
     } else if (scan_blocked || atomic_load(&mask_events) != scanned_events) {
