@@ -2,7 +2,8 @@
  *
  * Input: the bytes of a plan file. Invariants checked on every input:
  *   - rt_plan_parse returns 0 or -1 and never reads or writes out of bounds (ASan, UBSan);
- *   - on -1 the error is one NUL-terminated line;
+ *   - on -1 the error is one NUL-terminated line (a decoded name holding a newline once
+ *     made it two: tests/fixtures/plan-seeds/phase-name-with-newline.txt);
  *   - on 0 every entry's phase and every phase's target index a phase, every "pages" entry's
  *     ranges lie inside the ranges array, sorted and disjoint, summing to fast_bytes, and
  *     entries are sorted by key; matching every entry's own (key, occurrence, size_min,

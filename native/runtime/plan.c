@@ -231,14 +231,24 @@ static int parse_match(const fields *f, int at, uint64_t *key, uint64_t *occurre
                : -1;
 }
 
+/* At most 60 bytes of s[0..len) into shown (64 bytes), each byte that is not printable ASCII
+ * as '?', so that an error message stays one line of text; "..." when cut. */
+static void printable(char shown[64], const char *s, size_t len)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < len && k < 60; i++)
+        shown[k++] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+    if (len > 60)
+        for (int i = 0; i < 3; i++)
+            shown[k++] = '.';
+    shown[k] = 0;
+}
+
 static void fail_line(char *err, size_t err_len, uint32_t number, const char *line, size_t len)
 {
     char shown[64];
-    size_t k = 0;
-    for (size_t i = 0; i < len && k < 60; i++)
-        shown[k++] = (line[i] >= 0x20 && line[i] < 0x7f) ? line[i] : '?';
-    shown[k] = 0;
-    snprintf(err, err_len, "line %u: cannot parse '%s%s'", number, shown, len > 60 ? "..." : "");
+    printable(shown, line, len);
+    snprintf(err, err_len, "line %u: cannot parse '%s'", number, shown);
 }
 
 /* Pass 1 (phases == 1): header, binary, budget, phase records. Pass 2: entries. */
@@ -393,8 +403,11 @@ int rt_plan_parse(rt_plan *p, const char *text, size_t len, char *err, size_t er
             continue;
         uint32_t t = rt_plan_phase_index(p, targets[i], target_lens[i]);
         if (t == RT_PLAN_NONE) {
-            snprintf(err, err_len, "phase '%s' has target '%s', which is not a phase",
-                     p->phases[i].name, targets[i]);
+            char name[64], target[64]; /* decoded names may hold newlines and other bytes */
+            printable(name, p->phases[i].name, p->phases[i].len);
+            printable(target, targets[i], target_lens[i]);
+            snprintf(err, err_len, "phase '%s' has target '%s', which is not a phase", name,
+                     target);
             rt_plan_free(p);
             return -1;
         }

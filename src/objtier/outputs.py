@@ -87,7 +87,8 @@ def open_private(path: str | os.PathLike, binary: bool = True, what: str = "outp
         os.fchmod(fd, FILE_MODE)  # an existing file keeps its old mode through O_TRUNC
     except OSError:
         pass
-    return os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"}))
+    text = {} if binary else {"encoding": "utf-8", "newline": ""}  # "\n" written as is
+    return os.fdopen(fd, "wb" if binary else "w", **text)
 
 
 def write_private(path: str | os.PathLike, data: str | bytes, what: str = "output file") -> None:

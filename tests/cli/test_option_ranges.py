@@ -95,6 +95,14 @@ SWEEP = [
     (["simulate", "{rec}", "--fast", "50%", "--param", "swap_reserve=nan"], "must be a finite number"),
     (["simulate", "{rec}", "--fast", "50%", "--param", "numab2.hot_threshold_ms=nan"], "must be a finite number"),
     (["simulate", "{rec}", "--fast", "0"], "budget"),
+    # compare, testbed
+    (["compare", "--repeat", "0", "--", "true"], "--repeat: must be at least 1"),
+    (["compare", "--profiles", "0", "--", "true"], "--profiles: must be at least 1"),
+    (["compare", "--rate", "1e12", "--", "true"], "--rate: must be from 1 to 10000000"),
+    (["compare", "--timeout", "nan", "--", "true"], "--timeout: must be greater than 0 s"),
+    (["testbed", "up", "--cpus", "0"], "--cpus: must be at least 1"),
+    (["testbed", "up", "--fast-mib", "-1"], "--fast-mib: must be at least 1"),
+    (["testbed", "run", "--timeout", "0", "--", "true"], "--timeout: must be greater than 0 s"),
 ]
 
 

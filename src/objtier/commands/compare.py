@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from objtier import bounds as B
 from objtier.errors import UsageError
 
 NAME = "compare"
@@ -20,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--local", default="70%", metavar="SIZE|PCT",
                         help="local (fast) memory: PCT of the measured footprint or a SIZE "
                         "(default 70%%)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (5)")
+    parser.add_argument("--repeat", type=B.int_option(1), default=5,
+                        help="runs per configuration (5)")
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="swap behind the cgroup (default: a new zram device)")
     parser.add_argument("--algo", default=None,
@@ -29,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "which fills the mlock budget and splits the first object that does "
                         "not fit whole, keeping the split object's most-touched pages where "
                         "the profiles show pages never touched; spill with --tier numa)")
-    parser.add_argument("--profiles", type=int, default=None, metavar="N",
+    parser.add_argument("--profiles", type=B.int_option(1), default=None, metavar="N",
                         help="recordings of the program to plan from (default 4 for --algo "
                              "auto and pages, which sum their samples per page, else 1)")
     parser.add_argument("--phases", action=argparse.BooleanOptionalAction, default=None,
@@ -63,10 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local memory left unlocked; plan budget = local - margin "
                         "(default: fitted: room for the objects a first plan leaves wholly "
                         "unlocked, at least 8M, at most 10%% of local or 32M)")
-    parser.add_argument("--rate", type=int, default=20000,
+    parser.add_argument("--rate", type=B.int_option(1, B.RATE_MAX, "samples per second"),
+                        default=20000,
                         help="profile: most access samples per second (20000: the profile run "
                         "is unlimited and short runs need the samples)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+    parser.add_argument("--timeout", type=B.float_option(0, lo_open=True, unit="s"),
+                        default=None, metavar="S",
                         help="kill a limited run after S seconds (default: max(300, 100 x the "
                         "unlimited run))")
     parser.add_argument("-o", "--output", default="compare-out",

@@ -55,6 +55,10 @@ def _params(items: list[str]) -> dict[str, str]:
         if bound is not None:
             B.parse_float(value, f"--param {key}", *bound)
         elif key not in ("page", "swap"):  # those two are words (4K|2M, 0|1), checked later
+            try:
+                float(value)
+            except ValueError:
+                raise UsageError(f"--param {key}: {value!r} is not a number") from None
             B.parse_float(value, f"--param {key}")  # finite: nan and inf are refused
         out[key] = value
     return out

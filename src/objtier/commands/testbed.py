@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from objtier import bounds as B
 from objtier.errors import UsageError
 
 NAME = "testbed"
@@ -19,15 +20,15 @@ def add_arguments(parser) -> None:
     fetch.add_argument("--suite", default=None,
                        help="Debian suite to take linux-image-amd64 from (default bookworm-backports)")
     up = sub.add_parser("up", help="boot the guest in the background and wait until it takes commands")
-    up.add_argument("--cpus", type=int, default=2, help="vCPUs, all on node 0 (default 2)")
-    up.add_argument("--fast-mib", type=int, default=1024, help="node 0 memory in MiB (default 1024)")
-    up.add_argument("--slow-mib", type=int, default=1024, help="node 1 memory in MiB (default 1024)")
-    up.add_argument("--timeout", type=float, default=300.0, help="boot timeout in seconds")
+    up.add_argument("--cpus", type=B.int_option(1), default=2, help="vCPUs, all on node 0 (default 2)")
+    up.add_argument("--fast-mib", type=B.int_option(1), default=1024, help="node 0 memory in MiB (default 1024)")
+    up.add_argument("--slow-mib", type=B.int_option(1), default=1024, help="node 1 memory in MiB (default 1024)")
+    up.add_argument("--timeout", type=B.float_option(0, lo_open=True, unit="s"), default=300.0, help="boot timeout in seconds")
     run = sub.add_parser("run", help="run a command in the guest; exits with its exit status")
     run.add_argument("--cwd", default=None, help="working directory in the guest (default: project root)")
     run.add_argument("-e", "--env", action="append", default=[], metavar="NAME=VALUE",
                      help="environment variable for the command (repeatable)")
-    run.add_argument("--timeout", type=float, default=None, help="kill the command after SECONDS")
+    run.add_argument("--timeout", type=B.float_option(0, lo_open=True, unit="s"), default=None, help="kill the command after SECONDS")
     run.add_argument("--shell", action="store_true",
                      help="treat the arguments as one shell command line (sh -c)")
     run.add_argument("argv", nargs="+", metavar="CMD", help="command and arguments (use -- before CMD)")

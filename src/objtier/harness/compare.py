@@ -505,7 +505,11 @@ def stat_flush_summary(rows: list[RunRow], period_ms: float) -> dict[str, Any]:
 
 
 def _prepare_output(output: Path, force: bool) -> None:
-    """DIR must be new or empty, or an earlier comparison's (replaced with --force)."""
+    """DIR must be new or empty, or an earlier comparison's (replaced with --force); created
+    mode 0700, never through a symbolic link."""
+    from objtier.outputs import make_private_dir, refuse_symlink
+
+    refuse_symlink(output, "output directory")
     if output.exists():
         if output.is_dir() and not any(output.iterdir()):
             return
@@ -514,7 +518,7 @@ def _prepare_output(output: Path, force: bool) -> None:
         if not (output / "summary.json").exists() and not (output / "plan.json").exists():
             raise UsageError(f"{output} is not a comparison directory; refusing to replace it")
         shutil.rmtree(output)
-    output.mkdir(parents=True)
+    make_private_dir(output, "output directory")
 
 
 def _write(rows: list[RunRow], summary: dict[str, Any], output: Path,

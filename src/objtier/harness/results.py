@@ -208,7 +208,9 @@ def _json_safe(value: Any) -> Any:
 
 
 def write_csv(rows: list[RunRow], path: Path) -> None:
-    with open(path, "w", newline="") as f:
+    from objtier.outputs import open_private
+
+    with open_private(path, binary=False, what="results") as f:  # mode 0600
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
@@ -217,7 +219,9 @@ def write_csv(rows: list[RunRow], path: Path) -> None:
 
 
 def write_summary(summary: dict[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(_json_safe(summary), indent=1) + "\n")
+    from objtier.outputs import write_private
+
+    write_private(path, json.dumps(_json_safe(summary), indent=1) + "\n", "summary")
 
 
 def read_summary(path: Path) -> dict[str, Any]:
