@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -57,14 +58,21 @@ def measured(threads: int, repeat: int) -> dict:
     exe = REPO / "src" / "objtier" / "_native" / "bin" / "kmeans_regions"
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     times = {"unpadded": [], "padded": []}
+    cpu = {"unpadded": [], "padded": []}
     for _ in range(repeat):
         for variant, extra in (("unpadded", []), ("padded", ["--padded"])):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.monotonic()
             subprocess.run([str(exe), *RUN_ARGS, *extra], check=True, env=env,
                            stdout=subprocess.DEVNULL)
             times[variant].append(time.monotonic() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[variant].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"median_s": med, "runs": times, "speedup": med["unpadded"] / med["padded"]}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
+    return {"median_s": med, "median_cpu_s": med_cpu, "runs": times, "cpu": cpu,
+            "speedup": med["unpadded"] / med["padded"],
+            "cpu_ratio": med_cpu["unpadded"] / med_cpu["padded"]}
 
 
 def main() -> None:
@@ -78,7 +86,8 @@ def main() -> None:
     meas = measured(args.threads, args.repeat)
     print("measured (real):", json.dumps(meas, indent=1))
     print(f"\nspeedup of padding: predicted {pred['speedup']:.3f}x, measured {meas['speedup']:.3f}x "
-          f"(median of {args.repeat} interleaved runs, {args.threads} threads)")
+          f"wall, {meas['cpu_ratio']:.3f}x CPU time (median of {args.repeat} interleaved runs, "
+          f"{args.threads} threads)")
 
 
 if __name__ == "__main__":

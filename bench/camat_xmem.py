@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -35,12 +34,12 @@ WL = REPO / "workloads"
 # name -> (source, arguments for the traced run, arguments for the swap-tier run)
 WORKLOADS = {
     "ptrchase": ("ptrchase/ptrchase.c", ["-s", "4M", "-n", "300000", "-t", "1"],
-                 ["-s", "96M", "-n", "3000000", "-t", "1"]),
-    "gups": ("gups/gups.c", ["-l", "16", "-t", "1"], ["-l", "23", "-t", "1"]),
+                 ["-s", "64M", "-n", "2000000", "-t", "1"]),
+    "gups": ("gups/gups.c", ["-l", "16", "-t", "1"], ["-l", "22", "-t", "1"]),
     "stream": ("stream/stream.c", ["-s", "100000", "-n", "3", "-t", "1"],
-               ["-s", "4000000", "-n", "4", "-t", "1"]),
+               ["-s", "2000000", "-n", "4", "-t", "1"]),
     "kmeans": ("kmeans/kmeans.c", ["-n", "8000", "-d", "16", "-i", "2", "-t", "1"],
-               ["-n", "300000", "-d", "34", "-i", "4", "-t", "1"]),
+               ["-n", "200000", "-d", "34", "-i", "4", "-t", "1"]),
 }
 
 
@@ -89,16 +88,18 @@ def sim(args) -> None:
                           for p in percents for f in ("lru", "objects")]))
 
 
-def _timed(cmd, preexec=None) -> tuple[float, int, int]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def _timed(cmd, preexec=None) -> tuple[float | None, int, int]:
+    """(wall seconds or None when the run failed, major faults, peak RSS bytes) of one run;
+    wait4 gives this child's own resource use."""
     t = time.monotonic()
-    run = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         preexec_fn=preexec)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=preexec)
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if run.returncode != 0:
-        raise SystemExit(f"{cmd[0]} failed with status {run.returncode}")
-    return wall, after.ru_majflt - before.ru_majflt, after.ru_maxrss * 1024
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:  # e.g. killed by the kernel's OOM killer under the limit
+        return None, proc.returncode, 0
+    return wall, usage.ru_majflt, usage.ru_maxrss * 1024
 
 
 def swap(args) -> None:
@@ -108,11 +109,15 @@ def swap(args) -> None:
     print("workload | Lmem s | " + " | ".join(f"Xmem({p:g}) slowdown, major faults"
                                              for p in percents))
     for name, (_, _, run_args) in WORKLOADS.items():
+        if args.workloads and name not in args.workloads.split(","):
+            continue
         cmd = [str(BIN / name), *run_args]
         lmem = []
         rss = 0
         for _ in range(args.repeat):
             wall, _, peak = _timed(cmd)
+            if wall is None:
+                raise SystemExit(f"{name} failed without a memory limit")
             lmem.append(wall)
             rss = max(rss, peak)
         cells = []
@@ -120,16 +125,25 @@ def swap(args) -> None:
             local = max(int(rss * pct / 100), 16 << 20)
             walls, faults = [], []
             with SwapTier(local, swap="zram", name=f"objtier-camat-{os.getpid()}") as tier:
+                killed = 0
                 for _ in range(args.repeat):
                     base, _, _ = _timed(cmd)  # interleaved Lmem run in the same window
-                    lmem.append(base)
+                    if base is not None:
+                        lmem.append(base)
                     wall, majflt, _ = _timed(cmd, tier.preexec)
+                    if wall is None:
+                        killed += 1
+                        continue
                     walls.append(wall)
                     faults.append(majflt)
-            cells.append((statistics.median(walls), statistics.median(faults)))
+            cells.append((statistics.median(walls) if walls else None,
+                          statistics.median(faults) if faults else None, killed))
         ref = statistics.median(lmem)
         print(f"{name} (peak RSS {rss >> 20} MiB) | {ref:.2f} | " +
-              " | ".join(f"{w / ref:.2f}x, {f:.0f}" for w, f in cells), flush=True)
+              " | ".join(f"{w / ref:.2f}x, {f:.0f} major faults" if w is not None else
+                         "all runs killed" for w, f, k in cells) +
+              "".join(f" ({k} of {args.repeat} runs killed at one setting)" for *_, k in cells
+                      if k), flush=True)
 
 
 def main() -> None:
@@ -143,6 +157,7 @@ def main() -> None:
     w = sub.add_parser("swap")
     w.add_argument("--percents", default="50,25")
     w.add_argument("--repeat", type=int, default=3)
+    w.add_argument("--workloads", help="comma-separated subset (default: all)")
     args = p.parse_args()
     sim(args) if args.mode == "sim" else swap(args)
 

@@ -406,6 +406,7 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
     ot_access_record *r = (ot_access_record *)(t->sbuf + sizeof(ot_block_header)) + t->sn++;
     *r = (ot_access_record){
         .order = atomic_fetch_add_explicit(&stream_order, 1, memory_order_relaxed),
+        .time_ns = rt_now_ns(),
         .addr = a,
         .tid = rt_tid(),
         .cct_node = t->cct.nodes[t->node].id,

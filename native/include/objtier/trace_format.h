@@ -383,6 +383,7 @@ _Static_assert(sizeof(ot_window_record) == 48, "ot_window_record is 48 bytes");
  * block holds records of one thread, in order. Since version 1.2. */
 typedef struct ot_access_record {
     uint64_t order;           /* process-wide access order, from 0 */
+    uint64_t time_ns;         /* CLOCK_MONOTONIC at the access (maps it to the live object) */
     uint64_t addr;            /* data virtual address */
     uint32_t tid;             /* gettid() of the accessing thread */
     uint32_t cct_node;        /* ot_cct_node_record.id of the innermost function; 0 = root */
@@ -392,7 +393,7 @@ typedef struct ot_access_record {
                                  the address (1 = the previous one); 0 = none seen */
     uint16_t reserved;
 } ot_access_record;
-_Static_assert(sizeof(ot_access_record) == 32, "ot_access_record is 32 bytes");
+_Static_assert(sizeof(ot_access_record) == 40, "ot_access_record is 40 bytes");
 
 /* Stable context key --------------------------------------------------------
  * A calling context's identity across runs, PIE/ASLR and machines: FNV-1a 64 over,

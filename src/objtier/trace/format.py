@@ -135,7 +135,7 @@ WINDOW = np.dtype([
 ACCESS_WRITE = 0x1  # ot_access_record.flags
 
 ACCESS = np.dtype([
-    ("order", "<u8"), ("addr", "<u8"), ("tid", "<u4"), ("cct_node", "<u4"), ("size", "<u2"),
+    ("order", "<u8"), ("time_ns", "<u8"), ("addr", "<u8"), ("tid", "<u4"), ("cct_node", "<u4"), ("size", "<u2"),
     ("flags", "<u2"), ("dep", "<u2"), ("reserved", "<u2"),
 ])
 
