@@ -158,3 +158,10 @@ def test_bisect_finds_the_full_grid_thresholds_with_fewer_runs(tmp_path, script,
     assert len(fast.records) == 2 * len(measured)
     doc = json.loads((tmp_path / "b" / "sweep.json").read_text())
     assert sum(lv["fom"] == [] for lv in doc["levels"]) == 9 - len(measured)
+
+
+def test_help_texts_render():
+    for args in (["--help"], ["sweep", "--help"]):
+        run = objtier(*args)
+        assert run.returncode == 0, run.stderr
+        assert "sweep" in run.stdout

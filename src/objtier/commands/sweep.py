@@ -10,7 +10,7 @@ from objtier.errors import UsageError
 
 NAME = "sweep"
 HELP = ("run a program at increasing levels of memory slowdown and report where its figure of "
-        "merit falls below 90/75/50 % (T90/T75/T50)")
+        "merit falls below 90, 75 and 50 percent of its best (T90/T75/T50)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
