@@ -11,6 +11,7 @@ APT_PACKAGES=(
   linux-perf util-linux procps numactl
   qemu-system-x86 busybox-static cpio
   chromium
+  sqlite3 xz-utils
 )
 
 missing=()
