@@ -17,6 +17,12 @@ from objtier.trace import open_trace
 from tests.camat.conftest import build, camat, needs_clang
 
 HERE = Path(__file__).resolve().parent
+class _Built:
+    """The kernels executable the module fixture built (for tests that run it directly)."""
+
+    exe: Path | None = None
+
+
 LEVEL_KEYS = ["level", "H", "C_H", "MR", "pMR", "pAMP", "C_M", "kappa", "camat", "amat"]
 OBJECT_KEYS = ["object", "H", "C_H", "pMR", "pAMP", "C_M", "kappa", "camat", "levels"]
 
@@ -29,6 +35,7 @@ def report(tmp_path_factory):
     run = camat("--preset", "small", "--regions", "--stream", "3000000", "-o", str(out), "--",
                 str(exe))
     assert run.returncode == 0, run.stderr
+    _Built.exe = exe
     return out, json.loads((out / "camat.json").read_text()), run
 
 
@@ -118,3 +125,16 @@ def test_findings_name_the_latency_bound_object(report):
     assert "chase" in {r["region"] for r in doc["regions"]}
     assert "C-AMAT per level" in run.stdout
     assert "code regions" in run.stdout
+
+
+@needs_clang
+def test_stream_budget_is_exact_and_output_unchanged(report, tmp_path):
+    import subprocess
+
+    exe = _Built.exe
+    plain = subprocess.run([str(exe)], capture_output=True, text=True)
+    env = dict(os.environ, OBJTIER_OUTPUT=str(tmp_path / "r.otr"), OBJTIER_SAMPLER="trace",
+               OBJTIER_TRACE_STREAM="100000")
+    traced = subprocess.run([str(exe)], capture_output=True, text=True, env=env)
+    assert (traced.returncode, traced.stdout) == (plain.returncode, plain.stdout)
+    assert open_trace(tmp_path / "r.otr").accesses.num_rows == 100_000
