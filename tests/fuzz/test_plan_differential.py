@@ -22,7 +22,7 @@ from .seeds import fuzz_settings, plan_document, plan_text
 from .test_plan_fuzz import FIELD_VALUES, JSON_VALUES, _at, _paths
 
 REPO = Path(__file__).resolve().parents[2]
-FUZZ = fuzz_settings(200)
+FUZZ = fuzz_settings(120)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from objtier.plan import load_plan, parse_text, to_text
 
 from .seeds import fuzz_settings, plan_document, plan_json, plan_text
 
-FUZZ = fuzz_settings(200)
+FUZZ = fuzz_settings(120)
 
 
 @pytest.fixture(scope="module")

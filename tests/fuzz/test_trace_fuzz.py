@@ -24,7 +24,7 @@ from objtier.trace.reader import decode_context, decode_module, decode_named, de
 
 from .seeds import fuzz_settings, blocks, fix_checksums, write_counters_trace, write_process_trace
 
-FUZZ = fuzz_settings(150)
+FUZZ = fuzz_settings(100)
 TABLES = ("processes", "allocations", "frees", "samples", "phases", "sampler_stats",
           "access_counts", "cct_nodes", "residency", "placements", "windows", "ends",
           "modules", "contexts", "counters", "names", "start_ns")

@@ -158,7 +158,7 @@ def test_errors_are_one_line(tmp_path, compile_c):
 
 @pytest.mark.parametrize("args, message", [
     (["--profiles", "2", "--algo", "spill"], "--profiles applies to --algo auto and pages"),
-    (["--profiles", "0", "--algo", "pages"], "--profiles must be at least 1"),
+    (["--profiles", "0", "--algo", "pages"], "--profiles: must be at least 1"),
     (["--tier", "numa", "--profiles", "2", "--algo", "pages"], "applies to --tier swap only"),
     (["--tier", "numa", "--phases"], "--phases applies to --tier swap only"),
 ])
