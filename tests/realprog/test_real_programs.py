@@ -21,10 +21,6 @@ KNOWN_BROKEN_ATTEMPTS = 5
 
 # (case, sampler that runs) -> what breaks.
 KNOWN_BROKEN = {
-    ("sort", "fault"): "fault sampler: GNU sort's reads into a sampled buffer fail with EFAULT "
-    "('sort: read failed: ...: Bad address', exit 2)",
-    ("fortify", "fault"): "fault sampler: FORTIFY_SOURCE=3 __read_chk/__pread_chk/__fread_chk/"
-    "__fread_unlocked_chk into sampled buffers fail with EFAULT ('Bad address')",
     ("nodejs", "fault"): "fault sampler: node (V8) dies of SIGSEGV (exit 139)",
 }
 # case -> what breaks it under every sampler.
