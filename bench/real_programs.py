@@ -211,7 +211,7 @@ def prepare_numpy(work: Path, full: bool) -> Prepared:
 
 
 def prepare_gzip(work: Path, full: bool) -> Prepared:
-    data = _text_file(work / f"text-{64 if full else 24}.txt", 64 if full else 24)
+    data = _text_file(work / f"text-{64 if full else 12}.txt", 64 if full else 12)
     return Prepared(["gzip", "-6", "-c", str(data)], work)
 
 
@@ -219,7 +219,7 @@ def prepare_xz(work: Path, full: bool) -> Prepared:
     if full:
         return Prepared(["xz", "-T1", "-6", "-c", str(_text_file(work / "text-24.txt", 24))],
                         work)
-    return Prepared(["xz", "-T1", "-3", "-c", str(_text_file(work / "text-12.txt", 12))], work)
+    return Prepared(["xz", "-T1", "-3", "-c", str(_text_file(work / "text-3.txt", 3))], work)
 
 
 def prepare_fortify(work: Path, full: bool) -> Prepared:
@@ -325,10 +325,10 @@ CASES: list[Case] = [
          "object threshold (largest 85 KiB; --min-size 8K records about 11,500 objects)"),
     Case("numpy", "python3 + numpy (PyPI wheel in .venv): sort, unique, FFT, matmul "
          "(1.5M elements; 8M full)", prepare_numpy),
-    Case("gzip", "gzip -6 of a text file (24 MiB; 64 MiB full)", prepare_gzip,
+    Case("gzip", "gzip -6 of a text file (12 MiB; 64 MiB full)", prepare_gzip,
          needs=_which("gzip"), objects_expected=False,
          objects_note="gzip's window and buffers are static arrays, not allocations"),
-    Case("xz", "xz -T1 -3 of a 12 MiB text file (-6 of 24 MiB full)", prepare_xz,
+    Case("xz", "xz -T1 -3 of a 3 MiB text file (-6 of 24 MiB full)", prepare_xz,
          needs=_which("xz")),
     Case("fortify", "gcc -O2 -D_FORTIFY_SOURCE=3 program: __read_chk, __pread_chk, "
          "__fread_chk, __fread_unlocked_chk, __fgets_chk into 24 MiB heap buffers",
@@ -346,8 +346,8 @@ CASES: list[Case] = [
     Case("redis", "redis-server (jemalloc) loaded with 1 KiB values, then redis-benchmark "
          "set/get/lpush/lpop with 4 KiB values", prepare_redis, fast=False,
          needs=_which("redis-server", "redis-cli", "redis-benchmark"),
-         objects_note="jemalloc serves redis's allocations from its own arenas; the "
-         "recorder sees the arenas' mmaps, not redis's objects"),
+         objects_note="jemalloc serves redis's small values from its own extents, which reach "
+         "the trace as mmap objects; redis's large tables as malloc/calloc/realloc objects"),
 ]
 CASES_BY_NAME = {case.name: case for case in CASES}
 

@@ -268,7 +268,9 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
     plans = {}
     for arm in arms:
         plan = planner.build_plan(objects, slow_set_placement(objects, arm.slow_rows, page),
-                                  planner.Budget(0, "slow-set", 0.0, None),
+                                  # the fast budget: every object (the placement is explicit)
+                                  planner.Budget(max(1, int(objects.size.sum())), "slow-set",
+                                                 0.0, None),
                                   planner.identity(command[0]), source=str(settings.recording))
         path = settings.output / f"plan-{arm.index:02d}.txt"
         write_private(path, planner.to_text(plan).encode())
