@@ -79,6 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     command = resolve_command(command)
+    from objtier.record.sanitizers import sanitizer_of
+
+    sanitizer = sanitizer_of(command[0])
+    if sanitizer:
+        raise UsageError(f"{command[0]} is built with {sanitizer}, whose runtime must be the "
+                         f"first library loaded; objtier's preloaded runtime cannot come after "
+                         f"it. Record a build without -fsanitize")
     sampler, reason = choose_sampler(args.sampler, transparent_default=True)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
                               min_size=args.min_size,
