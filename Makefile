@@ -26,7 +26,9 @@ build: setup ## build the native runtime, simulator and workloads into src/objti
 demo: build ## record -> report on the default graph workload
 	@bash scripts/demo.sh $(DEMO)
 
-test: build ## run the default test suite
+test: build ## lint, then run the default test suite
+	@$(VENV)/bin/ruff check src tests bench
+	@clang-format-16 --dry-run -Werror $$(git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null || find native workloads tests -name '*.[ch]' -o -name '*.cpp')
 	@$(PY) -m pytest -q tests
 
 bench: build ## list the benchmarks (each is run on its own; results go to docs/benchmarks.md)

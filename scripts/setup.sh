@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config python3-venv
   libunwind-dev libnuma-dev zlib1g-dev libelf-dev
-  clang-16 libclang-rt-16-dev libomp-16-dev
+  clang-16 libclang-rt-16-dev libomp-16-dev clang-format-16
   linux-perf util-linux procps numactl
   qemu-system-x86 busybox-static cpio
   chromium

@@ -5,27 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HIST 4096        /* per-core ring of done/retire cycles; >= the largest window */
-#define INV_SLOTS 4096   /* per-core direct-mapped table of lines lost to invalidation */
+#define HIST      4096 /* per-core ring of done/retire cycles; >= the largest window */
+#define INV_SLOTS 4096 /* per-core direct-mapped table of lines lost to invalidation */
 
 typedef struct mshr_set {
-    uint64_t *release;   /* cycle each register frees */
-    uint64_t *line;      /* line it fetches (L1 only: for merging) */
+    uint64_t *release; /* cycle each register frees */
+    uint64_t *line;    /* line it fetches (L1 only: for merging) */
     uint32_t n;
 } mshr_set;
 
 typedef struct inv_entry {
-    uint64_t line;       /* line + 1; 0 = empty */
-    uint64_t written;    /* byte-chunk mask written by the invalidating stores */
+    uint64_t line;    /* line + 1; 0 = empty */
+    uint64_t written; /* byte-chunk mask written by the invalidating stores */
 } inv_entry;
 
 typedef struct core {
     cm_cache l1, l2;
     mshr_set m1, m2, mmem;
     uint64_t done[HIST], retire[HIST];
-    uint64_t n;          /* accesses issued */
-    uint64_t cycle;      /* cycle of the last issue */
-    uint32_t in_cycle;   /* accesses issued in that cycle */
+    uint64_t n;        /* accesses issued */
+    uint64_t cycle;    /* cycle of the last issue */
+    uint32_t in_cycle; /* accesses issued in that cycle */
     uint32_t reserved;
     inv_entry *inv;
 } core;
@@ -34,13 +34,13 @@ struct camat_model {
     camat_config cfg;
     uint32_t line_shift, chunk_shift; /* chunk = line / 64: one bit of a byte mask */
     uint32_t hit[CAMAT_LEVELS];
-    uint32_t levels;     /* 4, or 5 with FAR */
+    uint32_t levels; /* 4, or 5 with FAR */
     core *cores;
     cm_cache llc;
     mshr_set mllc;
     cm_local local;
     uint8_t *pinned;
-    uint64_t gmax;       /* most advanced issue cycle */
+    uint64_t gmax; /* most advanced issue cycle */
     uint64_t last_done;
     cm_timeline tl[CAMAT_LEVELS];
     camat_counts totals[CAMAT_LEVELS];
@@ -145,14 +145,17 @@ camat_model *camat_create(const camat_config *cfg, const char **err)
     ok = ok && m->cores;
     for (uint32_t c = 0; ok && c < cfg->cores; c++) {
         core *k = &m->cores[c];
-        ok = cm_cache_init(&k->l1, cfg->cache[0].size_bytes, cfg->cache[0].ways, cfg->line_bytes) == 0 &&
-             cm_cache_init(&k->l2, cfg->cache[1].size_bytes, cfg->cache[1].ways, cfg->line_bytes) == 0 &&
+        ok = cm_cache_init(&k->l1, cfg->cache[0].size_bytes, cfg->cache[0].ways, cfg->line_bytes) ==
+                 0 &&
+             cm_cache_init(&k->l2, cfg->cache[1].size_bytes, cfg->cache[1].ways, cfg->line_bytes) ==
+                 0 &&
              mshr_init(&k->m1, cfg->cache[0].mshrs, 1) == 0 &&
              mshr_init(&k->m2, cfg->cache[1].mshrs, 0) == 0 &&
              mshr_init(&k->mmem, cfg->mem_mshrs, 0) == 0 &&
              (cfg->cores == 1 || (k->inv = calloc(INV_SLOTS, sizeof *k->inv)) != NULL);
     }
-    ok = ok && cm_cache_init(&m->llc, cfg->cache[2].size_bytes, cfg->cache[2].ways, cfg->line_bytes) == 0;
+    ok = ok &&
+         cm_cache_init(&m->llc, cfg->cache[2].size_bytes, cfg->cache[2].ways, cfg->line_bytes) == 0;
     ok = ok && mshr_init(&m->mllc, cfg->cache[2].mshrs, 0) == 0;
     if (ok && cfg->local_pages) {
         ok = cm_local_init(&m->local, cfg->local_pages - cfg->pinned_pages) == 0;
@@ -178,9 +181,9 @@ camat_model *camat_create(const camat_config *cfg, const char **err)
     m->by_region = ok ? calloc((size_t)CAMAT_LEVELS * cfg->regions, sizeof *m->by_region) : NULL;
     ok = ok && m->by_object && m->by_region;
     for (uint32_t l = 0; ok && l < m->levels; l++)
-        ok = cm_timeline_init(&m->tl[l], ring, &m->totals[l], m->by_object + (size_t)l * cfg->objects,
-                              cfg->objects, m->by_region + (size_t)l * cfg->regions,
-                              cfg->regions) == 0;
+        ok = cm_timeline_init(&m->tl[l], ring, &m->totals[l],
+                              m->by_object + (size_t)l * cfg->objects, cfg->objects,
+                              m->by_region + (size_t)l * cfg->regions, cfg->regions) == 0;
     if (!ok) {
         camat_destroy(m);
         return NULL;
@@ -276,8 +279,8 @@ static int snoop_read(camat_model *m, uint32_t me, uint64_t line)
     return found;
 }
 
-#define OBJ(l, o) m->by_object[(size_t)(l) * m->cfg.objects + (o)]
-#define REG(l, r) m->by_region[(size_t)(l) * m->cfg.regions + (r)]
+#define OBJ(l, o) m->by_object[(size_t)(l)*m->cfg.objects + (o)]
+#define REG(l, r) m->by_region[(size_t)(l)*m->cfg.regions + (r)]
 
 /* Issue cycle of the next access of core k. */
 static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floor)
@@ -321,7 +324,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
 {
     const camat_config *cfg = &m->cfg;
     if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
-        m->error = a->core >= cfg->cores ? "access core out of range"
+        m->error = a->core >= cfg->cores       ? "access core out of range"
                    : a->object >= cfg->objects ? "access object out of range"
                                                : "access region out of range";
         return -1;
@@ -584,8 +587,23 @@ void camat_finish(camat_model *m)
         cm_timeline_advance(&m->tl[l], m->last_done + 1);
 }
 
-const camat_counts *camat_totals(const camat_model *m) { return m->totals; }
-const camat_counts *camat_by_object(const camat_model *m) { return m->by_object; }
-const camat_counts *camat_by_region(const camat_model *m) { return m->by_region; }
-uint64_t camat_cycles(const camat_model *m) { return m->last_done; }
-const char *camat_error(const camat_model *m) { return m->error; }
+const camat_counts *camat_totals(const camat_model *m)
+{
+    return m->totals;
+}
+const camat_counts *camat_by_object(const camat_model *m)
+{
+    return m->by_object;
+}
+const camat_counts *camat_by_region(const camat_model *m)
+{
+    return m->by_region;
+}
+uint64_t camat_cycles(const camat_model *m)
+{
+    return m->last_done;
+}
+const char *camat_error(const camat_model *m)
+{
+    return m->error;
+}

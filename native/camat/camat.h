@@ -52,12 +52,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CAMAT_L1 0
-#define CAMAT_L2 1
-#define CAMAT_LLC 2
-#define CAMAT_MEM 3
-#define CAMAT_FAR 4
-#define CAMAT_LEVELS 5
+#define CAMAT_L1        0
+#define CAMAT_L2        1
+#define CAMAT_LLC       2
+#define CAMAT_MEM       3
+#define CAMAT_FAR       4
+#define CAMAT_LEVELS    5
 #define CAMAT_MAX_CORES 64
 
 #define CAMAT_WRITE 0x1 /* camat_access.flags: a store */
@@ -65,41 +65,41 @@
 /* One access of the input stream (24 bytes). */
 typedef struct camat_access {
     uint64_t addr;
-    uint32_t core;    /* 0 .. cores-1 */
-    uint32_t object;  /* 0 .. objects-1 (the caller's numbering; 0 may mean "no object") */
-    uint32_t region;  /* 0 .. regions-1 */
-    uint16_t flags;   /* CAMAT_WRITE; bits 8..15: bytes accessed (0 = 1) */
-    uint16_t dep;     /* this core's accesses back to the one it depends on; 0 = none */
+    uint32_t core;   /* 0 .. cores-1 */
+    uint32_t object; /* 0 .. objects-1 (the caller's numbering; 0 may mean "no object") */
+    uint32_t region; /* 0 .. regions-1 */
+    uint16_t flags;  /* CAMAT_WRITE; bits 8..15: bytes accessed (0 = 1) */
+    uint16_t dep;    /* this core's accesses back to the one it depends on; 0 = none */
 } camat_access;
 
 typedef struct camat_cache {
     uint64_t size_bytes;
-    uint32_t ways;        /* 1..64 */
-    uint32_t hit_cycles;  /* >= 1 */
-    uint32_t mshrs;       /* outstanding misses to the next level, >= 1 */
+    uint32_t ways;       /* 1..64 */
+    uint32_t hit_cycles; /* >= 1 */
+    uint32_t mshrs;      /* outstanding misses to the next level, >= 1 */
     uint32_t reserved;
 } camat_cache;
 
 typedef struct camat_config {
-    camat_cache cache[3];     /* L1, L2, LLC */
-    uint32_t line_bytes;      /* power of two, 8..4096 */
-    uint32_t cores;           /* 1..CAMAT_MAX_CORES */
-    uint32_t issue_width;     /* accesses per cycle per core, >= 1 */
-    uint32_t window;          /* accesses in flight per core, 1..4096 */
-    uint32_t lag;             /* reorder == 0: cycles a core may trail the most advanced one */
-    uint32_t reorder;         /* 0, or the stream window of clock-ordered interleaving; then
+    camat_cache cache[3];      /* L1, L2, LLC */
+    uint32_t line_bytes;       /* power of two, 8..4096 */
+    uint32_t cores;            /* 1..CAMAT_MAX_CORES */
+    uint32_t issue_width;      /* accesses per cycle per core, >= 1 */
+    uint32_t window;           /* accesses in flight per core, 1..4096 */
+    uint32_t lag;              /* reorder == 0: cycles a core may trail the most advanced one */
+    uint32_t reorder;          /* 0, or the stream window of clock-ordered interleaving; then
                                  camat_feed must be given the whole stream in one call */
-    uint32_t mem_cycles;      /* MEM hit latency */
-    uint32_t mem_mshrs;       /* per core: outstanding MEM misses (to FAR); swap faults: 1 */
-    uint32_t far_cycles;      /* FAR latency */
-    uint32_t coherence_cycles;/* extra cycles of a transfer from another core's cache */
-    uint32_t page_shift;      /* local-buffer granule, 12 = 4 KiB pages */
-    uint64_t local_pages;     /* MEM as a local buffer of this many pages; 0 = no FAR level */
-    uint32_t objects;         /* >= 1 */
-    uint32_t regions;         /* >= 1 */
-    const uint8_t *pinned;    /* NULL, or objects flags: 1 = the object's pages are always
+    uint32_t mem_cycles;       /* MEM hit latency */
+    uint32_t mem_mshrs;        /* per core: outstanding MEM misses (to FAR); swap faults: 1 */
+    uint32_t far_cycles;       /* FAR latency */
+    uint32_t coherence_cycles; /* extra cycles of a transfer from another core's cache */
+    uint32_t page_shift;       /* local-buffer granule, 12 = 4 KiB pages */
+    uint64_t local_pages;      /* MEM as a local buffer of this many pages; 0 = no FAR level */
+    uint32_t objects;          /* >= 1 */
+    uint32_t regions;          /* >= 1 */
+    const uint8_t *pinned;     /* NULL, or objects flags: 1 = the object's pages are always
                                  local (they fill the buffer first) */
-    uint64_t pinned_pages;    /* local pages the pinned objects take */
+    uint64_t pinned_pages;     /* local pages the pinned objects take */
 } camat_config;
 
 /* The counts behind every C-AMAT term of one level, for all accesses or one object/region. */
@@ -107,19 +107,19 @@ typedef struct camat_counts {
     uint64_t accesses;
     uint64_t misses;
     uint64_t pure_misses;
-    uint64_t hit_phase;       /* hit-phase cycles summed over accesses */
-    uint64_t miss_phase;      /* miss-phase cycles summed over misses */
-    uint64_t pure_phase;      /* pure-miss cycles summed over misses (pMC accumulated) */
-    uint64_t hit_cycles;      /* totals only: cycles with a hit phase */
-    uint64_t miss_cycles;     /* totals only: cycles with a miss phase */
-    uint64_t pure_cycles;     /* totals only: pure-miss cycles */
-    uint64_t active_cycles;   /* totals only: hit or miss cycles */
-    double hit_share;         /* this access set's share of the hit cycles */
-    double miss_share;        /* ... of the miss cycles */
-    double pure_share;        /* ... of the pure-miss cycles */
-    uint64_t coherence_misses;/* private-cache misses on lines another core invalidated */
-    uint64_t false_sharing;   /* of those, on bytes the invalidating stores did not write */
-    uint64_t invalidations;   /* other cores' copies this set's stores invalidated */
+    uint64_t hit_phase;        /* hit-phase cycles summed over accesses */
+    uint64_t miss_phase;       /* miss-phase cycles summed over misses */
+    uint64_t pure_phase;       /* pure-miss cycles summed over misses (pMC accumulated) */
+    uint64_t hit_cycles;       /* totals only: cycles with a hit phase */
+    uint64_t miss_cycles;      /* totals only: cycles with a miss phase */
+    uint64_t pure_cycles;      /* totals only: pure-miss cycles */
+    uint64_t active_cycles;    /* totals only: hit or miss cycles */
+    double hit_share;          /* this access set's share of the hit cycles */
+    double miss_share;         /* ... of the miss cycles */
+    double pure_share;         /* ... of the pure-miss cycles */
+    uint64_t coherence_misses; /* private-cache misses on lines another core invalidated */
+    uint64_t false_sharing;    /* of those, on bytes the invalidating stores did not write */
+    uint64_t invalidations;    /* other cores' copies this set's stores invalidated */
 } camat_counts;
 
 typedef struct camat_model camat_model;
@@ -140,7 +140,7 @@ void camat_finish(camat_model *m);
 const camat_counts *camat_totals(const camat_model *m);
 const camat_counts *camat_by_object(const camat_model *m);
 const camat_counts *camat_by_region(const camat_model *m);
-uint64_t camat_cycles(const camat_model *m);   /* last completion cycle */
+uint64_t camat_cycles(const camat_model *m); /* last completion cycle */
 const char *camat_error(const camat_model *m);
 
 #endif

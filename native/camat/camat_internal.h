@@ -14,8 +14,8 @@ enum { ST_I = 0, ST_S = 1, ST_E = 2, ST_M = 3 };
 /* Set-associative cache with true LRU. tag = line number + 1, 0 = empty slot. */
 typedef struct cm_cache {
     uint64_t *tag;
-    uint64_t *stamp;   /* last use; the smallest stamp in a set is the LRU way */
-    uint8_t *state;    /* ST_* */
+    uint64_t *stamp;         /* last use; the smallest stamp in a set is the LRU way */
+    uint8_t *state;          /* ST_* */
     uint64_t sets, set_mask; /* set_mask = sets - 1 when sets is a power of two, else 0 */
     uint32_t ways;
     uint64_t clock;
@@ -59,13 +59,13 @@ typedef struct cm_pending {
 
 /* Running sums before one cycle (prefixes), kept together so a look-up is one cache line. */
 typedef struct cm_prefix {
-    uint64_t pure;        /* pure-miss cycles */
-    double qh, qm, qp;    /* sum of 1/hits over hit cycles, 1/misses over miss cycles and
+    uint64_t pure;     /* pure-miss cycles */
+    double qh, qm, qp; /* sum of 1/hits over hit cycles, 1/misses over miss cycles and
                              over pure-miss cycles */
 } cm_prefix;
 
 typedef struct cm_delta {
-    int32_t dh, dm;       /* +1/-1 at hit-phase and miss-phase starts/ends */
+    int32_t dh, dm; /* +1/-1 at hit-phase and miss-phase starts/ends */
 } cm_delta;
 
 typedef struct cm_timeline {
@@ -98,10 +98,10 @@ void cm_timeline_advance(cm_timeline *tl, uint64_t frontier);
 /* The local buffer in front of FAR: page-granular LRU of `capacity` pages. */
 typedef struct cm_local {
     uint64_t capacity, used;
-    uint64_t *keys;      /* hash table: page + 1, 0 = empty */
-    uint32_t *vals;      /* node index of the key */
+    uint64_t *keys; /* hash table: page + 1, 0 = empty */
+    uint32_t *vals; /* node index of the key */
     uint64_t hmask;
-    uint64_t *page;      /* node -> page */
+    uint64_t *page;        /* node -> page */
     uint32_t *prev, *next; /* LRU list, head = most recent; UINT32_MAX = none */
     uint32_t head, tail;
 } cm_local;

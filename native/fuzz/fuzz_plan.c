@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                                            \
-    do {                                                                                    \
-        if (!(c))                                                                           \
-            __builtin_trap();                                                               \
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            __builtin_trap();                                                                      \
     } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -22,15 +22,15 @@
 #include <stdint.h>
 
 typedef struct rt_llc {
-    uint64_t *tags;       /* sets * ways slots, from rt_sys_mmap */
+    uint64_t *tags; /* sets * ways slots, from rt_sys_mmap */
     uint64_t sets;
-    uint64_t set_mask;    /* sets - 1 when sets is a power of two, else 0 */
+    uint64_t set_mask; /* sets - 1 when sets is a power of two, else 0 */
     uint64_t last_line;
-    uint64_t accesses;    /* line accesses modelled */
-    uint64_t misses;      /* of which missed */
+    uint64_t accesses; /* line accesses modelled */
+    uint64_t misses;   /* of which missed */
     uint32_t ways;
-    uint32_t line_shift;  /* log2(line_bytes) */
-    uint64_t map_bytes;   /* bytes mapped for tags */
+    uint32_t line_shift; /* log2(line_bytes) */
+    uint64_t map_bytes;  /* bytes mapped for tags */
 } rt_llc;
 
 /* Geometry defaults of the machine: /sys/devices/system/cpu/cpu0/cache/index3/{size,

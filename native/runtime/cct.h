@@ -26,21 +26,21 @@
 
 #include <stdint.h>
 
-#define RT_CCT_MAX_DEPTH 4096
+#define RT_CCT_MAX_DEPTH   4096
 #define RT_CCT_MATCH_DEPTH 64
 
 typedef struct rt_cct_node {
-    uint64_t fn;       /* function entry address (absolute) */
-    uint64_t site;     /* call site: return address into the caller (absolute) */
+    uint64_t fn;   /* function entry address (absolute) */
+    uint64_t site; /* call site: return address into the caller (absolute) */
     uint64_t calls;
     uint64_t incl_ns;
-    uint32_t parent;   /* index in nodes[] (0 = root) */
-    uint32_t id;       /* process-wide id; 0 for the root */
+    uint32_t parent; /* index in nodes[] (0 = root) */
+    uint32_t id;     /* process-wide id; 0 for the root */
 } rt_cct_node;
 
 typedef struct rt_cct_counter {
-    uint64_t seq;      /* object: ot_alloc_record.seq */
-    uint32_t node;     /* index in nodes[] */
+    uint64_t seq;  /* object: ot_alloc_record.seq */
+    uint32_t node; /* index in nodes[] */
     uint32_t reserved;
     uint64_t loads, stores, misses;
 } rt_cct_counter;
@@ -51,24 +51,24 @@ typedef struct rt_cct_frame {
     uint64_t enter_ns;
 } rt_cct_frame;
 
-#define RT_CCT_CHUNK 4096        /* counters per chunk */
-#define RT_CCT_MAX_CHUNKS 4096   /* at most 16 Mi counters per thread */
+#define RT_CCT_CHUNK      4096 /* counters per chunk */
+#define RT_CCT_MAX_CHUNKS 4096 /* at most 16 Mi counters per thread */
 
 typedef struct rt_cct {
     rt_cct_node *nodes;
-    uint32_t count, cap;         /* nodes in use (root included) / allocated */
-    uint32_t *node_hash;         /* node indices keyed by (parent, fn, site); 0 = empty */
-    uint32_t node_hash_cap;      /* power of two, load < 1/2 */
-    rt_cct_frame *stack;         /* RT_CCT_MAX_DEPTH frames */
+    uint32_t count, cap;    /* nodes in use (root included) / allocated */
+    uint32_t *node_hash;    /* node indices keyed by (parent, fn, site); 0 = empty */
+    uint32_t node_hash_cap; /* power of two, load < 1/2 */
+    rt_cct_frame *stack;    /* RT_CCT_MAX_DEPTH frames */
     uint32_t depth, overflow;
-    rt_cct_counter **chunks;     /* RT_CCT_MAX_CHUNKS pointers */
-    uint64_t counters;           /* counters in use */
-    uint32_t *ctr_hash;          /* counter index + 1 keyed by (node, seq); 0 = empty */
-    uint64_t ctr_hash_cap;       /* power of two, load < 1/2 */
-    uint64_t dropped;            /* nodes or counters not created (out of memory / cap) */
+    rt_cct_counter **chunks; /* RT_CCT_MAX_CHUNKS pointers */
+    uint64_t counters;       /* counters in use */
+    uint32_t *ctr_hash;      /* counter index + 1 keyed by (node, seq); 0 = empty */
+    uint64_t ctr_hash_cap;   /* power of two, load < 1/2 */
+    uint64_t dropped;        /* nodes or counters not created (out of memory / cap) */
 } rt_cct;
 
-int rt_cct_init(rt_cct *t);                 /* 0 or -ENOMEM */
+int rt_cct_init(rt_cct *t); /* 0 or -ENOMEM */
 void rt_cct_destroy(rt_cct *t);
 
 static inline uint32_t rt_cct_current(const rt_cct *t)

@@ -11,10 +11,10 @@ typedef enum { T_PATH, T_SAMPLER, T_U64, T_BOOL, T_TIER } rt_type;
 typedef struct {
     const char *name;
     rt_type type;
-    const char *def;     /* default as text */
-    uint64_t min, max;   /* inclusive bounds for T_U64 */
-    size_t off;          /* offset in rt_config */
-    int width;           /* bytes of the field: integers 4 or 8, T_PATH the array with its NUL */
+    const char *def;   /* default as text */
+    uint64_t min, max; /* inclusive bounds for T_U64 */
+    size_t off;        /* offset in rt_config */
+    int width;         /* bytes of the field: integers 4 or 8, T_PATH the array with its NUL */
 } rt_setting;
 
 #define F(field) offsetof(rt_config, field), (int)sizeof(((rt_config *)0)->field)
@@ -52,8 +52,7 @@ static const rt_setting settings[] = {
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 
-static const char *const sampler_names[] = {"none", "fault", "perf", "trace", "pageout",
-                                             "wp"};
+static const char *const sampler_names[] = {"none", "fault", "perf", "trace", "pageout", "wp"};
 #define N_SAMPLERS (int)(sizeof sampler_names / sizeof sampler_names[0])
 static const char *const tier_names[] = {"swap", "numa"};
 
@@ -131,8 +130,7 @@ int rt_config_load(rt_config *cfg, const char *(*getter)(const char *), char *er
         case T_PATH: /* a char array field: s->width bytes with the NUL */
             if (strlen(text) >= (size_t)s->width) {
                 if (!bad)
-                    snprintf(err, err_len, "%s is too long (max %d bytes)", s->name,
-                             s->width - 1);
+                    snprintf(err, err_len, "%s is too long (max %d bytes)", s->name, s->width - 1);
                 bad = 1;
             } else
                 strcpy((char *)cfg + s->off, text);
@@ -156,8 +154,9 @@ int rt_config_load(rt_config *cfg, const char *(*getter)(const char *), char *er
                     found = k;
             if (found < 0) {
                 if (!bad)
-                    snprintf(err, err_len, "%s=%s is not one of none, fault, perf, trace, pageout, wp",
-                             s->name, text);
+                    snprintf(err, err_len,
+                             "%s=%s is not one of none, fault, perf, trace, pageout, wp", s->name,
+                             text);
                 bad = 1;
                 continue;
             }
@@ -179,8 +178,8 @@ int rt_config_load(rt_config *cfg, const char *(*getter)(const char *), char *er
         case T_U64:
             if (parse_u64(text, &v) != 0 || v < s->min || v > s->max) {
                 if (!bad)
-                    snprintf(err, err_len, "%s=%s is not an integer in %llu..%llu", s->name,
-                             text, (unsigned long long)s->min, (unsigned long long)s->max);
+                    snprintf(err, err_len, "%s=%s is not an integer in %llu..%llu", s->name, text,
+                             (unsigned long long)s->min, (unsigned long long)s->max);
                 bad = 1;
                 continue;
             }
@@ -204,8 +203,7 @@ size_t rt_config_text(const rt_config *cfg, char *out, size_t cap)
         else if (s->type == T_SAMPLER)
             w = snprintf(out + n, cap - n, "%s=%s\n", s->name, sampler_names[cfg->sampler]);
         else
-            w = snprintf(out + n, cap - n, "%s=%llu\n", s->name,
-                         (unsigned long long)load(cfg, s));
+            w = snprintf(out + n, cap - n, "%s=%llu\n", s->name, (unsigned long long)load(cfg, s));
         if (w < 0)
             break;
         n += (size_t)w;

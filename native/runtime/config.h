@@ -6,55 +6,59 @@
 #include <stdint.h>
 
 enum rt_sampler_kind {
-    RT_SAMPLER_NONE = 0, RT_SAMPLER_FAULT = 1, RT_SAMPLER_PERF = 2, RT_SAMPLER_TRACE = 3,
-    RT_SAMPLER_PAGEOUT = 4, RT_SAMPLER_WP = 5
+    RT_SAMPLER_NONE = 0,
+    RT_SAMPLER_FAULT = 1,
+    RT_SAMPLER_PERF = 2,
+    RT_SAMPLER_TRACE = 3,
+    RT_SAMPLER_PAGEOUT = 4,
+    RT_SAMPLER_WP = 5
 };
 enum rt_tier_kind { RT_TIER_SWAP = 0, RT_TIER_NUMA = 1 };
 
 typedef struct rt_config {
-    char output[1024];       /* OBJTIER_OUTPUT: directory; empty = passive */
-    int sampler;             /* OBJTIER_SAMPLER: enum rt_sampler_kind */
-    uint64_t rate;           /* OBJTIER_RATE: max samples per second (>= 1) */
-    uint64_t min_size;       /* OBJTIER_MIN_SIZE: bytes; objects >= this are recorded */
-    uint32_t stack_depth;    /* OBJTIER_STACK_DEPTH: frames per context, 1..32 */
-    int follow_forks;        /* OBJTIER_FOLLOW_FORKS: 0/1 */
-    uint32_t window_pages;   /* OBJTIER_WINDOW_PAGES: fault scan window, pages */
-    uint32_t flush_ms;       /* OBJTIER_FLUSH_MS: background flush period, ms */
-    int log;                 /* OBJTIER_LOG: 0 quiet, 1 warnings */
+    char output[1024];     /* OBJTIER_OUTPUT: directory; empty = passive */
+    int sampler;           /* OBJTIER_SAMPLER: enum rt_sampler_kind */
+    uint64_t rate;         /* OBJTIER_RATE: max samples per second (>= 1) */
+    uint64_t min_size;     /* OBJTIER_MIN_SIZE: bytes; objects >= this are recorded */
+    uint32_t stack_depth;  /* OBJTIER_STACK_DEPTH: frames per context, 1..32 */
+    int follow_forks;      /* OBJTIER_FOLLOW_FORKS: 0/1 */
+    uint32_t window_pages; /* OBJTIER_WINDOW_PAGES: fault scan window, pages */
+    uint32_t flush_ms;     /* OBJTIER_FLUSH_MS: background flush period, ms */
+    int log;               /* OBJTIER_LOG: 0 quiet, 1 warnings */
     /* exact tracing (sampler_trace.c); 0 = the machine's LLC geometry from sysfs */
-    uint64_t llc_bytes;      /* OBJTIER_LLC_BYTES: cache model size, bytes */
-    uint32_t llc_ways;       /* OBJTIER_LLC_WAYS: cache model associativity */
-    uint32_t llc_line;       /* OBJTIER_LLC_LINE: cache model line size, bytes (power of two) */
-    uint64_t trace_limit;    /* OBJTIER_TRACE_LIMIT: SAMPLE records of the address trace; 0 = none */
-    uint64_t trace_stream;   /* OBJTIER_TRACE_STREAM: ACCESS records (ordered stream); 0 = none */
+    uint64_t llc_bytes;    /* OBJTIER_LLC_BYTES: cache model size, bytes */
+    uint32_t llc_ways;     /* OBJTIER_LLC_WAYS: cache model associativity */
+    uint32_t llc_line;     /* OBJTIER_LLC_LINE: cache model line size, bytes (power of two) */
+    uint64_t trace_limit;  /* OBJTIER_TRACE_LIMIT: SAMPLE records of the address trace; 0 = none */
+    uint64_t trace_stream; /* OBJTIER_TRACE_STREAM: ACCESS records (ordered stream); 0 = none */
     /* plan enforcement (placement.c) */
-    char plan[1024];         /* OBJTIER_PLAN: text-form plan file; empty = no plan */
-    int tier;                /* OBJTIER_TIER: enum rt_tier_kind */
-    uint64_t mlock_limit;    /* OBJTIER_MLOCK_LIMIT: bytes the plan may mlock; 0 = no own cap */
-    int pageout;             /* OBJTIER_PAGEOUT: 1 = MADV_PAGEOUT planned-slow ranges too */
-    uint32_t advise_ms;      /* OBJTIER_ADVISE_MS: period of whole slow-range advice; 0 = never */
-    uint32_t pressure_ms;    /* OBJTIER_PRESSURE_MS: period of MADV_COLD while the memory
+    char plan[1024];          /* OBJTIER_PLAN: text-form plan file; empty = no plan */
+    int tier;                 /* OBJTIER_TIER: enum rt_tier_kind */
+    uint64_t mlock_limit;     /* OBJTIER_MLOCK_LIMIT: bytes the plan may mlock; 0 = no own cap */
+    int pageout;              /* OBJTIER_PAGEOUT: 1 = MADV_PAGEOUT planned-slow ranges too */
+    uint32_t advise_ms;       /* OBJTIER_ADVISE_MS: period of whole slow-range advice; 0 = never */
+    uint32_t pressure_ms;     /* OBJTIER_PRESSURE_MS: period of MADV_COLD while the memory
                                 cgroup is at its limit; 0 = never */
-    uint32_t inactive_pct;   /* OBJTIER_INACTIVE_PCT: under pressure, advise slow pages cold
+    uint32_t inactive_pct;    /* OBJTIER_INACTIVE_PCT: under pressure, advise slow pages cold
                                 while inactive anonymous memory is below this % of the limit */
-    uint32_t readahead_kb;   /* OBJTIER_READAHEAD_KB: swap tier, under a memory limit: KiB
+    uint32_t readahead_kb;    /* OBJTIER_READAHEAD_KB: swap tier, under a memory limit: KiB
                                 advised MADV_WILLNEED ahead of each ascending stream of page
                                 faults in planned objects (swapahead.c); 0 = none (the default:
                                 it costs more than it saves on most programs measured) */
-    int large_folios;        /* OBJTIER_LARGE_FOLIOS: swap tier: 1 (default) = the plan's `folio`
+    int large_folios;         /* OBJTIER_LARGE_FOLIOS: swap tier: 1 (default) = the plan's `folio`
                                 objects get MADV_HUGEPAGE on their planned-slow runs at
                                 allocation (placement.c); 0 = base pages everywhere */
-    char fast_nodes[64];     /* OBJTIER_FAST_NODES: node list such as "0" or "0-1,3" */
-    char slow_nodes[64];     /* OBJTIER_SLOW_NODES */
-    int numa_strict;         /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */
-    uint32_t residency_ms;   /* OBJTIER_RESIDENCY_MS: numa tier residency period; 0 = at exit */
+    char fast_nodes[64];      /* OBJTIER_FAST_NODES: node list such as "0" or "0-1,3" */
+    char slow_nodes[64];      /* OBJTIER_SLOW_NODES */
+    int numa_strict;          /* OBJTIER_NUMA_STRICT: 1 MPOL_BIND fast part, 0 MPOL_PREFERRED */
+    uint32_t residency_ms;    /* OBJTIER_RESIDENCY_MS: numa tier residency period; 0 = at exit */
     char sampler_reason[256]; /* OBJTIER_SAMPLER_REASON: why `objtier record` chose the
                                  sampler, kept in the trace's settings text; may be empty */
-    int statics;             /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
+    int statics;              /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
                                 OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
 } rt_config;
 
-#define RT_MAX_STACK_DEPTH 32
+#define RT_MAX_STACK_DEPTH  32
 #define RT_MAX_WINDOW_PAGES 65536
 
 extern int rt_log_level;

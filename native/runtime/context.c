@@ -74,8 +74,8 @@ uint32_t rt_context_of_address(rt_writer *w, uint64_t addr)
     uint32_t id = rt_ctxtab_intern(&table, &frame, 1, &is_new);
     if (is_new && id) {
         ot_context_record r = {.id = id, .depth = 1};
-        rt_write_var_record(w, OT_TAG_CONTEXT, &r, sizeof r, &frame, (uint32_t)sizeof frame,
-                            NULL, 0, NULL, 0);
+        rt_write_var_record(w, OT_TAG_CONTEXT, &r, sizeof r, &frame, (uint32_t)sizeof frame, NULL,
+                            0, NULL, 0);
     }
     pthread_mutex_unlock(&lock);
     return id;
@@ -110,8 +110,14 @@ uint64_t rt_context_key(uint32_t id)
     return h;
 }
 
-void rt_context_lock(void) { pthread_mutex_lock(&lock); }
-void rt_context_unlock(void) { pthread_mutex_unlock(&lock); }
+void rt_context_lock(void)
+{
+    pthread_mutex_lock(&lock);
+}
+void rt_context_unlock(void)
+{
+    pthread_mutex_unlock(&lock);
+}
 
 void rt_context_after_fork_child(void)
 {

@@ -12,25 +12,25 @@
 #include "objtier/trace_format.h"
 
 typedef struct rt_ctx_slot {
-    uint64_t hash;            /* 0 = empty slot */
-    uint32_t id;              /* >= 1 */
+    uint64_t hash; /* 0 = empty slot */
+    uint32_t id;   /* >= 1 */
     uint32_t depth;
-    const ot_frame *frames;   /* in the arena */
+    const ot_frame *frames; /* in the arena */
 } rt_ctx_slot;
 
 typedef struct rt_ctx_ref {
-    const ot_frame *frames;   /* in the arena */
+    const ot_frame *frames; /* in the arena */
     uint32_t depth;
     uint32_t reserved;
 } rt_ctx_ref;
 
 typedef struct rt_ctxtab {
     rt_ctx_slot *slots;
-    uint64_t capacity;        /* power of two; load kept below 1/2 */
-    uint64_t count;           /* ids handed out */
-    rt_ctx_ref *by_id;        /* by_id[id - 1] for id 1..count */
+    uint64_t capacity; /* power of two; load kept below 1/2 */
+    uint64_t count;    /* ids handed out */
+    rt_ctx_ref *by_id; /* by_id[id - 1] for id 1..count */
     uint64_t by_id_cap;
-    unsigned char *arena;     /* current arena chunk */
+    unsigned char *arena; /* current arena chunk */
     uint64_t arena_used, arena_cap;
 } rt_ctxtab;
 

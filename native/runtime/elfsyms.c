@@ -13,8 +13,8 @@ static int inside(uint64_t off, uint64_t len, size_t size)
     return off <= size && len <= size - off;
 }
 
-int rt_elf_data_symbols(const void *image, size_t size, uint64_t min_size,
-                        rt_elf_symbol_fn fn, void *arg)
+int rt_elf_data_symbols(const void *image, size_t size, uint64_t min_size, rt_elf_symbol_fn fn,
+                        void *arg)
 {
     const unsigned char *b = image;
     if (!b || size < sizeof(Elf64_Ehdr) || memcmp(b, ELFMAG, SELFMAG) != 0 ||

@@ -17,7 +17,7 @@ typedef int (*rt_elf_symbol_fn)(uint64_t value, uint64_t size, const char *name,
  * non-TLS section (.data, .bss and the like) — from .symtab when present, else .dynsym.
  * Aliases (several names at one address) are each reported. Returns the number of symbols
  * reported, or -1 when the image is not a 64-bit little-endian ELF file. */
-int rt_elf_data_symbols(const void *image, size_t size, uint64_t min_size,
-                        rt_elf_symbol_fn fn, void *arg);
+int rt_elf_data_symbols(const void *image, size_t size, uint64_t min_size, rt_elf_symbol_fn fn,
+                        void *arg);
 
 #endif

@@ -46,16 +46,19 @@
 #define RW (PROT_READ | PROT_WRITE)
 
 static _Atomic int tracking;
-static rt_prottab prots;        /* under the arm lock */
-static int prots_broken;        /* a change could not be recorded: arm nothing more */
-static _Atomic int pkeys_used;  /* protection keys in use: arm nothing more */
+static rt_prottab prots;       /* under the arm lock */
+static int prots_broken;       /* a change could not be recorded: arm nothing more */
+static _Atomic int pkeys_used; /* protection keys in use: arm nothing more */
 static _Atomic int pending_blockers;
 static _Atomic uint64_t mask_events;
 static _Atomic int gates;
 static _Atomic int arming;
-static const char *refusal;     /* under the arm lock */
+static const char *refusal; /* under the arm lock */
 
-static inline uint64_t pg_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
+static inline uint64_t pg_down(uint64_t a)
+{
+    return a & ~(uint64_t)(rt_page_bytes - 1);
+}
 static inline uint64_t pg_up(uint64_t a)
 {
     uint64_t b = a + rt_page_bytes - 1;
@@ -66,8 +69,14 @@ static inline uint64_t end_of(uint64_t addr, uint64_t len)
     return addr + len < addr ? UINT64_MAX : addr + len;
 }
 
-void rt_fault_protect_init(void) { atomic_store(&tracking, 1); }
-int rt_fault_protect_tracking(void) { return atomic_load_explicit(&tracking, memory_order_acquire); }
+void rt_fault_protect_init(void)
+{
+    atomic_store(&tracking, 1);
+}
+int rt_fault_protect_tracking(void)
+{
+    return atomic_load_explicit(&tracking, memory_order_acquire);
+}
 
 /* ---- protections ---------------------------------------------------------------- */
 
@@ -201,7 +210,9 @@ static int task_blocks_segv(int dirfd, const char *name)
         at++;
     uint64_t mask = 0;
     for (; *at; at++) {
-        int d = *at >= '0' && *at <= '9' ? *at - '0' : *at >= 'a' && *at <= 'f' ? *at - 'a' + 10 : -1;
+        int d = *at >= '0' && *at <= '9'   ? *at - '0'
+                : *at >= 'a' && *at <= 'f' ? *at - 'a' + 10
+                                           : -1;
         if (d < 0)
             break;
         mask = mask << 4 | (uint64_t)d;
@@ -212,8 +223,8 @@ static int task_blocks_segv(int dirfd, const char *name)
 /* 1 if a thread other than the caller has SIGSEGV blocked now. */
 static int a_thread_blocks_segv(void)
 {
-    int dirfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
-                             O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dirfd =
+        (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0)
         return 1; /* cannot tell: assume the worst */
     char buf[4096], self[24];
@@ -246,7 +257,7 @@ static int a_thread_blocks_segv(void)
  * window is armed only when the last read was clean and mask_events has not moved since
  * it began (no interposed blocker, no new thread). */
 #define SCAN_SHARE 50
-static uint64_t next_scan_ns;   /* under the arm lock */
+static uint64_t next_scan_ns; /* under the arm lock */
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -292,9 +303,15 @@ int rt_fault_arming_allowed_locked(void)
     return 0;
 }
 
-void rt_fault_arming_end(void) { atomic_store(&arming, 0); }
+void rt_fault_arming_end(void)
+{
+    atomic_store(&arming, 0);
+}
 
-const char *rt_fault_refusal(void) { return refusal; }
+const char *rt_fault_refusal(void)
+{
+    return refusal;
+}
 
 /* ---- stdio gate ------------------------------------------------------------------- */
 

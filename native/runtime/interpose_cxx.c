@@ -35,7 +35,7 @@ static void *fallback(size_t n, size_t align, int nothrow)
     return p;
 }
 
-#define NEW_BODY(fn, call, n, align, nothrow)                                                     \
+#define NEW_BODY(fn, call, n, align, nothrow)                                                      \
     rt_real_init();                                                                                \
     void *p;                                                                                       \
     rt_guard++;                                                                                    \
@@ -44,8 +44,14 @@ static void *fallback(size_t n, size_t align, int nothrow)
     note(p, n);                                                                                    \
     return p;
 
-void *_Znwm(size_t n) { NEW_BODY(op_new, rt_real.op_new(n), n, 0, 0) }
-void *_Znam(size_t n) { NEW_BODY(op_new_array, rt_real.op_new_array(n), n, 0, 0) }
+void *_Znwm(size_t n)
+{
+    NEW_BODY(op_new, rt_real.op_new(n), n, 0, 0)
+}
+void *_Znam(size_t n)
+{
+    NEW_BODY(op_new_array, rt_real.op_new_array(n), n, 0, 0)
+}
 void *_ZnwmRKSt9nothrow_t(size_t n, const void *t)
 {
     NEW_BODY(op_new_nothrow, rt_real.op_new_nothrow(n, t), n, 0, 1)
@@ -73,16 +79,56 @@ void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *t)
 
 /* Every delete overload releases with free(); sizes, alignments and nothrow tags are
  * not needed by glibc's free. */
-void _ZdlPv(void *p) { free(p); }
-void _ZdaPv(void *p) { free(p); }
-void _ZdlPvm(void *p, size_t n) { (void)n; free(p); }
-void _ZdaPvm(void *p, size_t n) { (void)n; free(p); }
-void _ZdlPvRKSt9nothrow_t(void *p, const void *t) { (void)t; free(p); }
-void _ZdaPvRKSt9nothrow_t(void *p, const void *t) { (void)t; free(p); }
-void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; free(p); }
-void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; free(p); }
-void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; free(p); }
-void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; free(p); }
+void _ZdlPv(void *p)
+{
+    free(p);
+}
+void _ZdaPv(void *p)
+{
+    free(p);
+}
+void _ZdlPvm(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+void _ZdaPvm(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+void _ZdlPvRKSt9nothrow_t(void *p, const void *t)
+{
+    (void)t;
+    free(p);
+}
+void _ZdaPvRKSt9nothrow_t(void *p, const void *t)
+{
+    (void)t;
+    free(p);
+}
+void _ZdlPvSt11align_val_t(void *p, size_t a)
+{
+    (void)a;
+    free(p);
+}
+void _ZdaPvSt11align_val_t(void *p, size_t a)
+{
+    (void)a;
+    free(p);
+}
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a)
+{
+    (void)n;
+    (void)a;
+    free(p);
+}
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a)
+{
+    (void)n;
+    (void)a;
+    free(p);
+}
 void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t)
 {
     (void)a;

@@ -25,7 +25,7 @@
 
 #define RETRIES 3
 
-#define WRAP(ret_t, call, buf, len, failed)                                                       \
+#define WRAP(ret_t, call, buf, len, failed)                                                        \
     rt_real_init();                                                                                \
     ret_t r;                                                                                       \
     int slot = rt_fault_io_begin(buf, len);                                                        \
@@ -41,35 +41,23 @@
     errno = saved;                                                                                 \
     return r;
 
-ssize_t read(int fd, void *buf, size_t n) { WRAP(ssize_t, rt_real.read(fd, buf, n), buf, n, r < 0) }
-ssize_t write(int fd, const void *buf, size_t n)
-{
-    WRAP(ssize_t, rt_real.write(fd, buf, n), buf, n, r < 0)
-}
-ssize_t pread64(int fd, void *buf, size_t n, off_t off)
-{
-    WRAP(ssize_t, rt_real.pread64(fd, buf, n, off), buf, n, r < 0)
-}
-ssize_t pread(int fd, void *buf, size_t n, off_t off) __attribute__((alias("pread64")));
-ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
-{
-    WRAP(ssize_t, rt_real.pwrite64(fd, buf, n, off), buf, n, r < 0)
-}
-ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) __attribute__((alias("pwrite64")));
-ssize_t recv(int fd, void *buf, size_t n, int flags)
-{
-    WRAP(ssize_t, rt_real.recv(fd, buf, n, flags), buf, n, r < 0)
-}
-ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
-{
-    WRAP(ssize_t, rt_real.recvfrom(fd, buf, n, flags, a, al), buf, n, r < 0)
-}
-ssize_t send(int fd, const void *buf, size_t n, int flags)
-{
-    WRAP(ssize_t, rt_real.send(fd, buf, n, flags), buf, n, r < 0)
-}
-ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a,
-               socklen_t al)
+ssize_t read(int fd, void *buf,
+             size_t n){WRAP(ssize_t, rt_real.read(fd, buf, n), buf, n, r < 0)} ssize_t
+    write(int fd, const void *buf,
+          size_t n){WRAP(ssize_t, rt_real.write(fd, buf, n), buf, n, r < 0)} ssize_t
+    pread64(int fd, void *buf, size_t n,
+            off_t off){WRAP(ssize_t, rt_real.pread64(fd, buf, n, off), buf, n, r < 0)} ssize_t
+    pread(int fd, void *buf, size_t n, off_t off) __attribute__((alias("pread64")));
+ssize_t pwrite64(int fd, const void *buf, size_t n,
+                 off_t off){WRAP(ssize_t, rt_real.pwrite64(fd, buf, n, off), buf, n, r < 0)} ssize_t
+    pwrite(int fd, const void *buf, size_t n, off_t off) __attribute__((alias("pwrite64")));
+ssize_t recv(int fd, void *buf, size_t n,
+             int flags){WRAP(ssize_t, rt_real.recv(fd, buf, n, flags), buf, n, r < 0)} ssize_t
+    recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al){
+        WRAP(ssize_t, rt_real.recvfrom(fd, buf, n, flags, a, al), buf, n, r < 0)} ssize_t
+    send(int fd, const void *buf, size_t n,
+         int flags){WRAP(ssize_t, rt_real.send(fd, buf, n, flags), buf, n, r < 0)} ssize_t
+    sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
 {
     WRAP(ssize_t, rt_real.sendto(fd, buf, n, flags, a, al), buf, n, r < 0)
 }
@@ -82,7 +70,8 @@ static size_t stdio_retry(int writing, void *buf, size_t size, size_t k, FILE *f
     int slot = rt_fault_io_begin(buf, size * k);
     for (int attempt = 0;; attempt++) {
         char *at = (char *)buf + done * size;
-        done += writing ? rt_real.fwrite(at, size, k - done, f) : rt_real.fread(at, size, k - done, f);
+        done +=
+            writing ? rt_real.fwrite(at, size, k - done, f) : rt_real.fread(at, size, k - done, f);
         if (done == k || !ferror(f) || errno != EFAULT || attempt == RETRIES ||
             !rt_fault_recently_armed(at, size * (k - done)))
             break;
@@ -177,75 +166,63 @@ static void *resolve(const char *name)
     return p;
 }
 
-#define REAL(ret, name, args)                                                             \
-    typedef ret(*name##_fn) args;                                                         \
-    static name##_fn real_##name;                                                         \
-    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                \
-    if (!fn_##name) {                                                                     \
-        fn_##name = (name##_fn)resolve(#name);                                            \
-        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                      \
-    }                                                                                     \
-    if (!fn_##name) {                                                                     \
-        errno = ENOSYS;                                                                   \
-        return -1;                                                                        \
+#define REAL(ret, name, args)                                                                      \
+    typedef ret(*name##_fn) args;                                                                  \
+    static name##_fn real_##name;                                                                  \
+    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                         \
+    if (!fn_##name) {                                                                              \
+        fn_##name = (name##_fn)resolve(#name);                                                     \
+        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                               \
+    }                                                                                              \
+    if (!fn_##name) {                                                                              \
+        errno = ENOSYS;                                                                            \
+        return -1;                                                                                 \
     }
 
 /* A call on the buffers of iov[0..n): restored first, retried on a late EFAULT. */
-#define VECTOR_BRACKET(call, iov, n)                                                      \
-    ssize_t r;                                                                            \
-    int slot = iov_begin(iov, n);                                                         \
-    for (int attempt = 0;; attempt++) {                                                   \
-        r = call;                                                                         \
-        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))       \
-            break;                                                                        \
-        touch_iov(iov, n);                                                                \
-    }                                                                                     \
-    int saved = errno;                                                                    \
-    rt_fault_io_end(slot);                                                                \
-    errno = saved;                                                                        \
+#define VECTOR_BRACKET(call, iov, n)                                                               \
+    ssize_t r;                                                                                     \
+    int slot = iov_begin(iov, n);                                                                  \
+    for (int attempt = 0;; attempt++) {                                                            \
+        r = call;                                                                                  \
+        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))                \
+            break;                                                                                 \
+        touch_iov(iov, n);                                                                         \
+    }                                                                                              \
+    int saved = errno;                                                                             \
+    rt_fault_io_end(slot);                                                                         \
+    errno = saved;                                                                                 \
     return r;
 
-ssize_t preadv64(int fd, const struct iovec *iov, int n, off_t off)
-{
-    REAL(ssize_t, preadv64, (int, const struct iovec *, int, off_t))
-    VECTOR_BRACKET(fn_preadv64(fd, iov, n, off), iov, n)
-}
-ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off) __attribute__((alias("preadv64")));
+ssize_t preadv64(int fd, const struct iovec *iov, int n,
+                 off_t off){REAL(ssize_t, preadv64, (int, const struct iovec *, int, off_t))
+                                VECTOR_BRACKET(fn_preadv64(fd, iov, n, off), iov, n)} ssize_t
+    preadv(int fd, const struct iovec *iov, int n, off_t off) __attribute__((alias("preadv64")));
 
-ssize_t pwritev64(int fd, const struct iovec *iov, int n, off_t off)
-{
-    REAL(ssize_t, pwritev64, (int, const struct iovec *, int, off_t))
-    VECTOR_BRACKET(fn_pwritev64(fd, iov, n, off), iov, n)
-}
-ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) __attribute__((alias("pwritev64")));
+ssize_t pwritev64(int fd, const struct iovec *iov, int n,
+                  off_t off){REAL(ssize_t, pwritev64, (int, const struct iovec *, int, off_t))
+                                 VECTOR_BRACKET(fn_pwritev64(fd, iov, n, off), iov, n)} ssize_t
+    pwritev(int fd, const struct iovec *iov, int n, off_t off) __attribute__((alias("pwritev64")));
 
-ssize_t preadv64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
-{
+ssize_t preadv64v2(int fd, const struct iovec *iov, int n, off_t off, int flags){
     REAL(ssize_t, preadv64v2, (int, const struct iovec *, int, off_t, int))
-    VECTOR_BRACKET(fn_preadv64v2(fd, iov, n, off, flags), iov, n)
-}
-ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags)
-    __attribute__((alias("preadv64v2")));
+        VECTOR_BRACKET(fn_preadv64v2(fd, iov, n, off, flags), iov, n)} ssize_t
+    preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+        __attribute__((alias("preadv64v2")));
 
-ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
-{
+ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off_t off, int flags){
     REAL(ssize_t, pwritev64v2, (int, const struct iovec *, int, off_t, int))
-    VECTOR_BRACKET(fn_pwritev64v2(fd, iov, n, off, flags), iov, n)
-}
-ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)
-    __attribute__((alias("pwritev64v2")));
+        VECTOR_BRACKET(fn_pwritev64v2(fd, iov, n, off, flags), iov, n)} ssize_t
+    pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+        __attribute__((alias("pwritev64v2")));
 
-ssize_t recvmsg(int fd, struct msghdr *m, int flags)
-{
+ssize_t recvmsg(int fd, struct msghdr *m, int flags){
     REAL(ssize_t, recvmsg, (int, struct msghdr *, int))
-    VECTOR_BRACKET(fn_recvmsg(fd, m, flags), m ? m->msg_iov : NULL, m ? (int)m->msg_iovlen : 0)
-}
+        VECTOR_BRACKET(fn_recvmsg(fd, m, flags), m ? m->msg_iov : NULL, m ? (int)m->msg_iovlen : 0)}
 
-ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
-{
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags){
     REAL(ssize_t, sendmsg, (int, const struct msghdr *, int))
-    VECTOR_BRACKET(fn_sendmsg(fd, m, flags), m ? m->msg_iov : NULL, m ? (int)m->msg_iovlen : 0)
-}
+        VECTOR_BRACKET(fn_sendmsg(fd, m, flags), m ? m->msg_iov : NULL, m ? (int)m->msg_iovlen : 0)}
 
 ssize_t getrandom(void *buf, size_t n, unsigned int flags)
 {

@@ -26,13 +26,13 @@ static void *resolve(const char *name)
     return p;
 }
 
-#define REAL(ret, name, args)                                                             \
-    typedef ret(*name##_fn) args;                                                         \
-    static name##_fn real_##name;                                                         \
-    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                \
-    if (!fn_##name) {                                                                     \
-        fn_##name = (name##_fn)resolve(#name);                                                 \
-        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                      \
+#define REAL(ret, name, args)                                                                      \
+    typedef ret(*name##_fn) args;                                                                  \
+    static name##_fn real_##name;                                                                  \
+    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                         \
+    if (!fn_##name) {                                                                              \
+        fn_##name = (name##_fn)resolve(#name);                                                     \
+        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                               \
     }
 
 int mprotect(void *addr, size_t len, int prot)
@@ -65,12 +65,12 @@ int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 }
 
 /* Runs a call that changes no protection with [addr, addr+len) disarmed. */
-#define DISARMED(call)                                                                    \
-    int t = rt_fault_prot_begin((uint64_t)(uintptr_t)addr, len);                          \
-    int r = call;                                                                         \
-    int saved = errno;                                                                    \
-    rt_fault_prot_end(t, 0, 0, 0, 0);                                                     \
-    errno = saved;                                                                        \
+#define DISARMED(call)                                                                             \
+    int t = rt_fault_prot_begin((uint64_t)(uintptr_t)addr, len);                                   \
+    int r = call;                                                                                  \
+    int saved = errno;                                                                             \
+    rt_fault_prot_end(t, 0, 0, 0, 0);                                                              \
+    errno = saved;                                                                                 \
     return r;
 
 int madvise(void *addr, size_t len, int advice)

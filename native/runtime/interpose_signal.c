@@ -84,7 +84,8 @@ int rt_signal_install(void (*handler)(int, siginfo_t *, void *))
     /* handlers the program installed before now that block SIGSEGV: through the trampoline */
     for (int sig = 1; sig < NSIGS; sig++) {
         struct sigaction cur;
-        if (sig != SIGSEGV && rt_real.sigaction(sig, NULL, &cur) == 0 && needs_trampoline(sig, &cur))
+        if (sig != SIGSEGV && rt_real.sigaction(sig, NULL, &cur) == 0 &&
+            needs_trampoline(sig, &cur))
             sigaction(sig, &cur, NULL);
     }
     return 0;
@@ -135,7 +136,8 @@ void rt_signal_chain(int sig, siginfo_t *info, void *uctx)
      * its handler while faulting, and the copy is a plain struct */
     struct sigaction a = app_segv;
     if (a.sa_flags & SA_SIGINFO) {
-        if ((void *)a.sa_sigaction != (void *)SIG_DFL && (void *)a.sa_sigaction != (void *)SIG_IGN) {
+        if ((void *)a.sa_sigaction != (void *)SIG_DFL &&
+            (void *)a.sa_sigaction != (void *)SIG_IGN) {
             if (a.sa_flags & SA_RESETHAND)
                 app_segv.sa_handler = SIG_DFL, app_segv.sa_flags = 0;
             call_app_segv(&a, sig, info, uctx);
@@ -154,7 +156,7 @@ void rt_signal_chain(int sig, siginfo_t *info, void *uctx)
     /* returning re-executes the faulting instruction under SIG_DFL */
 }
 
-static const int terminating[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT,
+static const int terminating[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGABRT,
                                   SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
 
 static void on_terminating(int sig)
@@ -263,8 +265,9 @@ sighandler_t signal(int sig, sighandler_t handler)
         return old == on_terminating ? SIG_DFL : old;
     }
     pthread_mutex_lock(&app_lock);
-    sighandler_t old = (app_segv.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)app_segv.sa_sigaction
-                                                        : app_segv.sa_handler;
+    sighandler_t old = (app_segv.sa_flags & SA_SIGINFO)
+                           ? (sighandler_t)(void *)app_segv.sa_sigaction
+                           : app_segv.sa_handler;
     memset(&app_segv, 0, sizeof app_segv);
     app_segv.sa_handler = handler;
     app_segv.sa_flags = SA_RESTART; /* glibc's signal() has BSD semantics */
@@ -313,8 +316,7 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 
 /* New threads inherit their creator's mask: the fault sampler reads every thread's SigBlk
  * again before its next window (fault_guard.h). */
-int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
-                   void *arg)
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
     static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     if (!__atomic_load_n(&real, __ATOMIC_ACQUIRE)) {

@@ -47,60 +47,52 @@ static void *resolve(const char *name)
     return p;
 }
 
-#define REAL(ret, name, args)                                                             \
-    typedef ret(*name##_fn) args;                                                         \
-    static name##_fn real_##name;                                                         \
-    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                \
-    if (!fn_##name) {                                                                     \
-        fn_##name = (name##_fn)resolve(#name);                                                 \
-        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                      \
+#define REAL(ret, name, args)                                                                      \
+    typedef ret(*name##_fn) args;                                                                  \
+    static name##_fn real_##name;                                                                  \
+    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                         \
+    if (!fn_##name) {                                                                              \
+        fn_##name = (name##_fn)resolve(#name);                                                     \
+        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                               \
     }
 
 /* A system call on [buf, buf+len): armed pages restored first, EFAULT on a recently armed
  * range restored and retried. */
-#define SYSCALL_BRACKET(call, buf, len)                                                   \
-    ssize_t r;                                                                            \
-    int slot = rt_fault_io_begin(buf, len);                                               \
-    for (int attempt = 0;; attempt++) {                                                   \
-        r = call;                                                                         \
-        if (r >= 0 || errno != EFAULT || attempt == RETRIES ||                            \
-            !rt_fault_recently_armed(buf, len))                                           \
-            break;                                                                        \
-        rt_fault_touch(buf, len);                                                         \
-    }                                                                                     \
-    int saved = errno;                                                                    \
-    rt_fault_io_end(slot);                                                                \
-    errno = saved;                                                                        \
+#define SYSCALL_BRACKET(call, buf, len)                                                            \
+    ssize_t r;                                                                                     \
+    int slot = rt_fault_io_begin(buf, len);                                                        \
+    for (int attempt = 0;; attempt++) {                                                            \
+        r = call;                                                                                  \
+        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !rt_fault_recently_armed(buf, len)) \
+            break;                                                                                 \
+        rt_fault_touch(buf, len);                                                                  \
+    }                                                                                              \
+    int saved = errno;                                                                             \
+    rt_fault_io_end(slot);                                                                         \
+    errno = saved;                                                                                 \
     return r;
 
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
-{
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen){
     REAL(ssize_t, __read_chk, (int, void *, size_t, size_t))
-    SYSCALL_BRACKET(fn___read_chk(fd, buf, n, buflen), buf, n < buflen ? n : buflen)
-}
+        SYSCALL_BRACKET(fn___read_chk(fd, buf, n, buflen), buf, n < buflen ? n : buflen)}
 
-ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen){
     REAL(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t))
-    SYSCALL_BRACKET(fn___pread_chk(fd, buf, n, off, buflen), buf, n < buflen ? n : buflen)
-}
+        SYSCALL_BRACKET(fn___pread_chk(fd, buf, n, off, buflen), buf, n < buflen ? n : buflen)}
 
-ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen){
     REAL(ssize_t, __pread64_chk, (int, void *, size_t, off_t, size_t))
-    SYSCALL_BRACKET(fn___pread64_chk(fd, buf, n, off, buflen), buf, n < buflen ? n : buflen)
-}
+        SYSCALL_BRACKET(fn___pread64_chk(fd, buf, n, off, buflen), buf, n < buflen ? n : buflen)}
 
-ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
-{
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags){
     REAL(ssize_t, __recv_chk, (int, void *, size_t, size_t, int))
-    SYSCALL_BRACKET(fn___recv_chk(fd, buf, n, buflen, flags), buf, n < buflen ? n : buflen)
-}
+        SYSCALL_BRACKET(fn___recv_chk(fd, buf, n, buflen, flags), buf, n < buflen ? n : buflen)}
 
-ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
-                       struct sockaddr *a, socklen_t *al)
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *a,
+                       socklen_t *al)
 {
-    REAL(ssize_t, __recvfrom_chk, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *))
+    REAL(ssize_t, __recvfrom_chk,
+         (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *))
     SYSCALL_BRACKET(fn___recvfrom_chk(fd, buf, n, buflen, flags, a, al), buf,
                     n < buflen ? n : buflen)
 }
@@ -182,12 +174,12 @@ size_t __fread_unlocked_chk(void *buf, size_t buflen, size_t size, size_t k, FIL
 
 /* ---- calls that read their input in user mode first: the stdio gate --------------- */
 
-#define GATED(type, call)                                                                 \
-    int g = rt_fault_gate_enter();                                                        \
-    type r = call;                                                                        \
-    int saved = errno;                                                                    \
-    rt_fault_gate_leave(g);                                                               \
-    errno = saved;                                                                        \
+#define GATED(type, call)                                                                          \
+    int g = rt_fault_gate_enter();                                                                 \
+    type r = call;                                                                                 \
+    int saved = errno;                                                                             \
+    rt_fault_gate_leave(g);                                                                        \
+    errno = saved;                                                                                 \
     return r;
 
 int fputs(const char *s, FILE *f)
@@ -244,21 +236,33 @@ int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
     GATED(int, fn___vdprintf_chk(fd, flag, fmt, ap))
 }
 
-#define VARIADIC(vcall, last)                                                             \
-    va_list ap;                                                                           \
-    va_start(ap, last);                                                                   \
-    int r = vcall;                                                                        \
-    va_end(ap);                                                                           \
+#define VARIADIC(vcall, last)                                                                      \
+    va_list ap;                                                                                    \
+    va_start(ap, last);                                                                            \
+    int r = vcall;                                                                                 \
+    va_end(ap);                                                                                    \
     return r;
 
-int fprintf(FILE *f, const char *fmt, ...) { VARIADIC(vfprintf(f, fmt, ap), fmt) }
-int printf(const char *fmt, ...) { VARIADIC(vprintf(fmt, ap), fmt) }
-int dprintf(int fd, const char *fmt, ...) { VARIADIC(vdprintf(fd, fmt, ap), fmt) }
+int fprintf(FILE *f, const char *fmt, ...)
+{
+    VARIADIC(vfprintf(f, fmt, ap), fmt)
+}
+int printf(const char *fmt, ...)
+{
+    VARIADIC(vprintf(fmt, ap), fmt)
+}
+int dprintf(int fd, const char *fmt, ...)
+{
+    VARIADIC(vdprintf(fd, fmt, ap), fmt)
+}
 int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
 {
     VARIADIC(__vfprintf_chk(f, flag, fmt, ap), fmt)
 }
-int __printf_chk(int flag, const char *fmt, ...) { VARIADIC(__vprintf_chk(flag, fmt, ap), fmt) }
+int __printf_chk(int flag, const char *fmt, ...)
+{
+    VARIADIC(__vprintf_chk(flag, fmt, ap), fmt)
+}
 int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 {
     VARIADIC(__vdprintf_chk(fd, flag, fmt, ap), fmt)

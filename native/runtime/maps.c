@@ -127,8 +127,8 @@ int rt_maps_contains(uint64_t addr, uint64_t len, uint64_t seq)
 {
     pthread_mutex_lock(&lock);
     size_t i = first_after(addr);
-    int yes = i < count && ranges[i].addr <= addr && addr + len <= ranges[i].addr + ranges[i].size &&
-              ranges[i].seq == seq;
+    int yes = i < count && ranges[i].addr <= addr &&
+              addr + len <= ranges[i].addr + ranges[i].size && ranges[i].seq == seq;
     pthread_mutex_unlock(&lock);
     return yes;
 }
@@ -142,8 +142,14 @@ size_t rt_maps_snapshot(rt_obj *out, size_t cap)
     return n;
 }
 
-void rt_maps_lock(void) { pthread_mutex_lock(&lock); }
-void rt_maps_unlock(void) { pthread_mutex_unlock(&lock); }
+void rt_maps_lock(void)
+{
+    pthread_mutex_lock(&lock);
+}
+void rt_maps_unlock(void)
+{
+    pthread_mutex_unlock(&lock);
+}
 
 void rt_maps_reset(void)
 {

@@ -19,7 +19,8 @@ int rt_maps_add(const rt_obj *o); /* o->addr .. o->addr + o->size; 0 or -ENOMEM 
 /* Removes [addr, addr+len) from every range; for each removed piece calls
  * fn(piece_start, piece_len, seq of its mapping, its prot, ctx). Returns the number of pieces. */
 int rt_maps_remove(uint64_t addr, uint64_t len,
-                   void (*fn)(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, void *ctx), void *ctx);
+                   void (*fn)(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, void *ctx),
+                   void *ctx);
 
 /* 1 if [addr, addr+len) lies inside one live range of the mapping with this seq. */
 int rt_maps_contains(uint64_t addr, uint64_t len, uint64_t seq);

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define V1_ROOT "/sys/fs/cgroup/memory"
-#define V2_ROOT "/sys/fs/cgroup"
+#define V1_ROOT   "/sys/fs/cgroup/memory"
+#define V2_ROOT   "/sys/fs/cgroup"
 #define UNLIMITED (1ull << 62) /* v1 reports "no limit" as about 2^63 */
 
 /* Decimal digits at s; 0 when s does not start with one. */
@@ -79,8 +79,7 @@ void rt_memcg_open(rt_memcg *m)
                 uint64_t v = dec_at(buf);
                 if (v < m->limit) {
                     m->limit = v;
-                    snprintf(m->usage_path, sizeof m->usage_path, V2_ROOT "%s/memory.current",
-                             dir);
+                    snprintf(m->usage_path, sizeof m->usage_path, V2_ROOT "%s/memory.current", dir);
                     snprintf(m->stat_path, sizeof m->stat_path, V2_ROOT "%s/memory.stat", dir);
                 }
             }

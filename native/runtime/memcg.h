@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 typedef struct rt_memcg {
-    uint64_t limit;         /* bytes; UINT64_MAX = no limit (or no memory cgroup) */
-    char usage_path[1400];  /* the usage file of the binding cgroup; "" when unknown */
-    char stat_path[1400];   /* its memory.stat; "" when unknown */
+    uint64_t limit;        /* bytes; UINT64_MAX = no limit (or no memory cgroup) */
+    char usage_path[1400]; /* the usage file of the binding cgroup; "" when unknown */
+    char stat_path[1400];  /* its memory.stat; "" when unknown */
 } rt_memcg;
 
 /* Fills *m from /proc/self/cgroup. Never fails: an unreadable set-up means no limit. */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #define MAX_MODULES 4096
-#define PATH_BYTES 4096
+#define PATH_BYTES  4096
 
 typedef struct {
     uint64_t base, start, end;

@@ -13,8 +13,7 @@ size_t rt_perf_ring_bytes(uint64_t data_pages)
     return (size_t)(data_pages + 1) * rt_page_bytes;
 }
 
-int rt_perf_open_ring(struct perf_event_attr *a, int cpu, uint64_t data_pages, int *fd,
-                      void **ring)
+int rt_perf_open_ring(struct perf_event_attr *a, int cpu, uint64_t data_pages, int *fd, void **ring)
 {
     long f = syscall(SYS_perf_event_open, a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     if (f < 0 && a->inherit_thread) { /* kernels before 5.13 */
@@ -23,8 +22,8 @@ int rt_perf_open_ring(struct perf_event_attr *a, int cpu, uint64_t data_pages, i
     }
     if (f < 0)
         return -errno;
-    void *r = mmap(NULL, rt_perf_ring_bytes(data_pages), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   (int)f, 0);
+    void *r =
+        mmap(NULL, rt_perf_ring_bytes(data_pages), PROT_READ | PROT_WRITE, MAP_SHARED, (int)f, 0);
     if (r == MAP_FAILED) {
         int e = errno;
         close((int)f);
@@ -35,8 +34,7 @@ int rt_perf_open_ring(struct perf_event_attr *a, int cpu, uint64_t data_pages, i
     return 0;
 }
 
-void rt_perf_ring_drain(void *ring, uint64_t data_pages, rt_perf_record_fn on_record,
-                        void *ctx)
+void rt_perf_ring_drain(void *ring, uint64_t data_pages, rt_perf_record_fn on_record, void *ctx)
 {
     struct perf_event_mmap_page *meta = ring;
     unsigned char *data = (unsigned char *)ring + rt_page_bytes;

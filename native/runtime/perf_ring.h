@@ -27,7 +27,6 @@ typedef void (*rt_perf_record_fn)(void *ctx, const struct perf_event_header *h,
  * advanced past them. ring: the mmap of 1 + data_pages pages of rt_page_bytes. A record that
  * wraps around the end of the ring is copied out first (its first 512 bytes: the records read
  * here are shorter). Only the thread that owns the ring may call this. */
-void rt_perf_ring_drain(void *ring, uint64_t data_pages, rt_perf_record_fn on_record,
-                        void *ctx);
+void rt_perf_ring_drain(void *ring, uint64_t data_pages, rt_perf_record_fn on_record, void *ctx);
 
 #endif

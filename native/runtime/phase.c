@@ -22,18 +22,18 @@
 #include <pthread.h>
 #include <string.h>
 
-#define MAX_NAMES 4096
+#define MAX_NAMES      4096
 #define MAX_NAME_BYTES 1024 /* longer names are cut (at a byte boundary) */
 
 typedef struct {
     uint64_t hash;
     uint32_t len;
-    int emitted;  /* NAME record written to the current file */
-    char *text;   /* in the arena */
+    int emitted; /* NAME record written to the current file */
+    char *text;  /* in the arena */
 } name_slot;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static name_slot *names;  /* names[id - 1] */
+static name_slot *names; /* names[id - 1] */
 static uint32_t n_names;
 static char *arena;
 static size_t arena_used, arena_cap;
@@ -85,8 +85,8 @@ static uint32_t intern(const char *s, size_t n)
     }
     if (id && !names[id - 1].emitted) {
         ot_name_record r = {.id = id, .len = (uint32_t)n};
-        if (rt_write_var_record(&rt_w, OT_TAG_NAME, &r, sizeof r, names[id - 1].text,
-                                (uint32_t)n, NULL, 0, NULL, 0) == 0)
+        if (rt_write_var_record(&rt_w, OT_TAG_NAME, &r, sizeof r, names[id - 1].text, (uint32_t)n,
+                                NULL, 0, NULL, 0) == 0)
             names[id - 1].emitted = 1;
     }
     pthread_mutex_unlock(&lock);
@@ -101,13 +101,11 @@ static void write_events(uint32_t enter)
     uint64_t now = rt_now_ns();
     uint32_t tid = rt_tid();
     if (tls_phase) {
-        ot_phase_record r = {.time_ns = now, .tid = tid, .name = tls_phase,
-                             .event = OT_PHASE_EXIT};
+        ot_phase_record r = {.time_ns = now, .tid = tid, .name = tls_phase, .event = OT_PHASE_EXIT};
         memcpy(blk + sizeof(ot_block_header) + n++ * sizeof r, &r, sizeof r);
     }
     if (enter) {
-        ot_phase_record r = {.time_ns = now, .tid = tid, .name = enter,
-                             .event = OT_PHASE_ENTER};
+        ot_phase_record r = {.time_ns = now, .tid = tid, .name = enter, .event = OT_PHASE_ENTER};
         memcpy(blk + sizeof(ot_block_header) + n++ * sizeof r, &r, sizeof r);
     }
     if (n)

@@ -40,13 +40,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define EMPTY 0
-#define DELETED 1
-#define NOT_APPLIED UINT64_MAX
-#define MIN_MARGIN (32ull << 20) /* mlock margin without OBJTIER_MLOCK_LIMIT: max(10%, 32 MiB) */
-#define MIN_UNLOCKED (4ull << 20) /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
-#define BATCH 1024               /* PLACEMENT records per block */
-#define MIN_HEADROOM (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
+#define EMPTY           0
+#define DELETED         1
+#define NOT_APPLIED     UINT64_MAX
+#define MIN_MARGIN      (32ull << 20) /* mlock margin without OBJTIER_MLOCK_LIMIT: max(10%, 32 MiB) */
+#define MIN_UNLOCKED    (4ull << 20) /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
+#define BATCH           1024         /* PLACEMENT records per block */
+#define MIN_HEADROOM    (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
 #define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
 
 typedef struct pobj {
@@ -63,24 +63,26 @@ typedef struct pobj {
     uint32_t is_map;          /* a mapping (released by rt_place_unmap) */
 } pobj;
 
-typedef struct { uint64_t key, count; } occ_slot; /* count 0 = empty */
+typedef struct {
+    uint64_t key, count;
+} occ_slot; /* count 0 = empty */
 
 _Atomic int rt_place_on;
 _Atomic uint64_t rt_place_generation;
 static rt_plan plan;
-static int tier;              /* enum rt_tier_kind */
+static int tier; /* enum rt_tier_kind */
 static int pageout;
 static uint32_t advise_ms, pressure_ms, inactive_pct, residency_ms;
 static uint64_t readahead_bytes; /* swap tier: OBJTIER_READAHEAD_KB, bytes; 0 = none */
 static int large_folios;         /* swap tier: OBJTIER_LARGE_FOLIOS: honour `folio` records */
-static rt_memcg memcg;        /* swap tier: the cgroup whose limit makes the fast tier */
+static rt_memcg memcg;           /* swap tier: the cgroup whose limit makes the fast tier */
 static int residency_on;
 static int numa_strict;
-static uint64_t fast_mask, slow_mask; /* NUMA node bit masks (nodes < 64) */
+static uint64_t fast_mask, slow_mask;    /* NUMA node bit masks (nodes < 64) */
 static uint64_t lock_limit = UINT64_MAX; /* bytes we may mlock in all */
 static uint64_t locked_total;
-static uint32_t phase_now;   /* index of the phase whose entries are in force */
-static uint64_t matched;     /* objects that matched an entry at allocation */
+static uint32_t phase_now; /* index of the phase whose entries are in force */
+static uint64_t matched;   /* objects that matched an entry at allocation */
 static int warned_limit;
 static uint64_t pressure_passes; /* advice passes made because the cgroup was at its limit */
 static uint64_t pressure_bytes;  /* bytes those passes advised */
@@ -202,8 +204,8 @@ int rt_place_init(const rt_config *cfg, int tracing)
         if (cg != UINT64_MAX) {
             /* an explicit limit was chosen with its own margin (objtier run/compare
              * --mlock-margin); without one, keep max(10%, 32 MiB) of the cgroup unlocked */
-            uint64_t margin = cfg->mlock_limit ? MIN_UNLOCKED
-                                               : (cg / 10 > MIN_MARGIN ? cg / 10 : MIN_MARGIN);
+            uint64_t margin =
+                cfg->mlock_limit ? MIN_UNLOCKED : (cg / 10 > MIN_MARGIN ? cg / 10 : MIN_MARGIN);
             uint64_t room = cg > margin ? cg - margin : 0;
             lock_limit = room < lock_limit ? room : lock_limit;
         }
@@ -416,8 +418,9 @@ static void warn_limit(void)
 {
     if (!warned_limit) {
         warned_limit = 1;
-        rt_log(1, "the plan asks to mlock more than the limit of %llu MiB "
-                  "(OBJTIER_MLOCK_LIMIT, memory cgroup limit minus margin); locking less",
+        rt_log(1,
+               "the plan asks to mlock more than the limit of %llu MiB "
+               "(OBJTIER_MLOCK_LIMIT, memory cgroup limit minus margin); locking less",
                (unsigned long long)(lock_limit >> 20));
     }
 }
@@ -498,8 +501,8 @@ static void swap_lock(pobj *o)
 static long sys_mbind(uint64_t start, uint64_t len, int mode, uint64_t mask, unsigned flags)
 {
     unsigned long m[1] = {(unsigned long)mask};
-    return syscall(SYS_mbind, (void *)(uintptr_t)start, len, mode, mask ? m : NULL,
-                   mask ? 65 : 0, flags);
+    return syscall(SYS_mbind, (void *)(uintptr_t)start, len, mode, mask ? m : NULL, mask ? 65 : 0,
+                   flags);
 }
 
 /* mbind [start, end) to the fast nodes (preferred unless OBJTIER_NUMA_STRICT). */
@@ -598,9 +601,14 @@ void rt_place_on_alloc(const rt_obj *ob, uint32_t ctx)
         pthread_mutex_unlock(&lock);
         return;
     }
-    pobj o = {.addr = ob->addr, .size = ob->size, .seq = ob->seq, .key = key,
-              .occurrence = next_occurrence(key), .bound_split = NOT_APPLIED,
-              .pages = RT_PLAN_NONE, .locked_entry = RT_PLAN_NONE,
+    pobj o = {.addr = ob->addr,
+              .size = ob->size,
+              .seq = ob->seq,
+              .key = key,
+              .occurrence = next_occurrence(key),
+              .bound_split = NOT_APPLIED,
+              .pages = RT_PLAN_NONE,
+              .locked_entry = RT_PLAN_NONE,
               .is_map = ob->kind == OT_ALLOC_MMAP || ob->kind == OT_ALLOC_MREMAP};
     uint64_t pg = rt_page_bytes;
     o.lo = (o.addr + pg - 1) & ~(pg - 1);
@@ -790,8 +798,7 @@ static uint64_t advise_runs(const pobj *o, uint64_t *at, uint64_t bytes, int adv
             self_pidfd = -1, one_by_one = 1;
         if (one_by_one) {
             for (size_t i = 0; i < n; i++) {
-                int ri = sys_result(syscall(SYS_madvise, iov[i].iov_base, iov[i].iov_len,
-                                            advice));
+                int ri = sys_result(syscall(SYS_madvise, iov[i].iov_base, iov[i].iov_len, advice));
                 uintptr_t b = (uintptr_t)iov[i].iov_base;
                 if (keep_records || ri != 0)
                     record(o, b, b + iov[i].iov_len, action, ri, 0);
@@ -828,8 +835,8 @@ static void advise_pass(void)
             break;
         }
         pobj *o = &objs[i];
-        for (uint64_t at = 0; o->addr > DELETED &&
-                              advise_runs(o, &at, UINT64_MAX, MADV_COLD, OT_PLACE_COLD, 1);)
+        for (uint64_t at = 0;
+             o->addr > DELETED && advise_runs(o, &at, UINT64_MAX, MADV_COLD, OT_PLACE_COLD, 1);)
             ;
         for (uint64_t at = 0; pageout && o->addr > DELETED &&
                               advise_runs(o, &at, UINT64_MAX, MADV_PAGEOUT, OT_PLACE_PAGEOUT, 1);)
@@ -1007,9 +1014,10 @@ void rt_place_finish(void)
     pthread_mutex_lock(&lock);
     flush_records();
     if (pressure_passes)
-        rt_log(0, "memory cgroup at its limit: %llu MiB of slow ranges advised cold in %llu "
-                  "passes", (unsigned long long)(pressure_bytes >> 20),
-               (unsigned long long)pressure_passes);
+        rt_log(0,
+               "memory cgroup at its limit: %llu MiB of slow ranges advised cold in %llu "
+               "passes",
+               (unsigned long long)(pressure_bytes >> 20), (unsigned long long)pressure_passes);
     if (matched == 0)
         rt_log(1, "plan matched no allocation (another binary, other inputs, another "
                   "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");

@@ -25,7 +25,9 @@ extern _Atomic int rt_place_on;
 extern _Atomic uint64_t rt_place_generation;
 
 /* A page range [lo, hi), in pages (address / page size). */
-typedef struct { uint64_t lo, hi; } rt_extent;
+typedef struct {
+    uint64_t lo, hi;
+} rt_extent;
 
 /* Swap tier: the whole-page extents of the planned objects that have a planned-slow part in
  * the phase in force, in address order (disjoint); at most cap of them; returns the count.

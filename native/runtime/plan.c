@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define MAX_PLAN_BYTES (256u << 20) /* a larger file is refused */
-#define MAX_FIELDS 8
+#define MAX_FIELDS     8
 
 /* ---- small helpers ------------------------------------------------------------- */
 
@@ -107,7 +107,8 @@ static const char *keep_name(rt_plan *p, const char *s, size_t n, uint32_t *len)
     char *d = p->strings + p->strings_used;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && i + 2 < n) { /* as objtier.plan.unescape: a '%' too near the end is literal */
+        if (s[i] == '%' &&
+            i + 2 < n) { /* as objtier.plan.unescape: a '%' too near the end is literal */
             int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
             if (hi < 0 || lo < 0)
                 return NULL;
@@ -222,8 +223,7 @@ static int parse_match(const fields *f, int at, uint64_t *key, uint64_t *occurre
         return -1;
     if (is_word(f, at + 1, "*"))
         *occurrence = RT_PLAN_ANY;
-    else if (parse_dec(f->s[at + 1], f->n[at + 1], occurrence) != 0 ||
-             *occurrence == RT_PLAN_ANY)
+    else if (parse_dec(f->s[at + 1], f->n[at + 1], occurrence) != 0 || *occurrence == RT_PLAN_ANY)
         return -1;
     return parse_dec(f->s[at + 2], f->n[at + 2], size_min) == 0 &&
                    parse_dec(f->s[at + 3], f->n[at + 3], size_max) == 0 && *size_min <= *size_max
@@ -268,7 +268,8 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
         number++;
         if (number == 1) {
             if (n != 14 || memcmp(line, "objtier-plan 1", 14) != 0) {
-                snprintf(err, err_len, "not an objtier text plan (first line is not 'objtier-plan 1')");
+                snprintf(err, err_len,
+                         "not an objtier text plan (first line is not 'objtier-plan 1')");
                 return -1;
             }
             continue;
@@ -312,8 +313,8 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
             }
         } else if (f.count >= 1 && is_word(&f, 0, "folio")) {
             rt_plan_folio r;
-            ok = f.count == 5 && parse_match(&f, 1, &r.key, &r.occurrence, &r.size_min,
-                                             &r.size_max) == 0;
+            ok = f.count == 5 &&
+                 parse_match(&f, 1, &r.key, &r.occurrence, &r.size_min, &r.size_max) == 0;
             if (ok && pass == 2)
                 p->folios[p->n_folios++] = r;
         } else if (f.count == 7 || (f.count == 8 && is_word(&f, 4, "pages"))) {

@@ -16,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RT_PLAN_ANY UINT64_MAX   /* rt_plan_entry.occurrence for "*" */
+#define RT_PLAN_ANY        UINT64_MAX /* rt_plan_entry.occurrence for "*" */
 #define RT_PLAN_MAX_PHASES 256
-#define RT_PLAN_MAX_NAME 255     /* bytes of a decoded phase name */
-#define RT_PLAN_NONE UINT32_MAX  /* no entry / no phase */
+#define RT_PLAN_MAX_NAME   255        /* bytes of a decoded phase name */
+#define RT_PLAN_NONE       UINT32_MAX /* no entry / no phase */
 
 enum rt_plan_tier { RT_PLAN_FAST = 0, RT_PLAN_SLOW = 1, RT_PLAN_SPLIT = 2, RT_PLAN_PAGES = 3 };
 
@@ -30,17 +30,17 @@ typedef struct rt_plan_range {
 } rt_plan_range;
 
 typedef struct rt_plan_entry {
-    uint64_t key;         /* stable context key (trace_format.h) */
-    uint64_t occurrence;  /* 0-based count among this key's tracked objects, or RT_PLAN_ANY */
-    uint64_t size_min;    /* inclusive, bytes */
-    uint64_t size_max;    /* inclusive, bytes */
-    uint64_t fast_bytes;  /* [0, fast_bytes) of the object is fast, the rest slow; for
+    uint64_t key;        /* stable context key (trace_format.h) */
+    uint64_t occurrence; /* 0-based count among this key's tracked objects, or RT_PLAN_ANY */
+    uint64_t size_min;   /* inclusive, bytes */
+    uint64_t size_max;   /* inclusive, bytes */
+    uint64_t fast_bytes; /* [0, fast_bytes) of the object is fast, the rest slow; for
                            * RT_PLAN_PAGES the sum of the ranges' lengths */
-    uint64_t range0;      /* RT_PLAN_PAGES: index of the first range in rt_plan.ranges */
-    uint64_t n_ranges;    /* RT_PLAN_PAGES: ranges (sorted, disjoint); 0 otherwise */
-    uint32_t phase;       /* index into rt_plan.phases: the entry applies while it is in force */
-    uint32_t line;        /* line number in the file: among equal matches the first wins */
-    uint32_t tier;        /* enum rt_plan_tier (informative for fast/slow/split: fast_bytes
+    uint64_t range0;     /* RT_PLAN_PAGES: index of the first range in rt_plan.ranges */
+    uint64_t n_ranges;   /* RT_PLAN_PAGES: ranges (sorted, disjoint); 0 otherwise */
+    uint32_t phase;      /* index into rt_plan.phases: the entry applies while it is in force */
+    uint32_t line;       /* line number in the file: among equal matches the first wins */
+    uint32_t tier;       /* enum rt_plan_tier (informative for fast/slow/split: fast_bytes
                            * says it all; RT_PLAN_PAGES: the ranges do) */
 } rt_plan_entry;
 
@@ -51,23 +51,23 @@ typedef struct rt_plan_folio {
 } rt_plan_folio;
 
 typedef struct rt_plan_phase {
-    const char *name;     /* decoded, NUL-terminated, in the plan's string arena */
-    uint32_t len;         /* bytes of name */
-    uint32_t target;      /* index of the phase whose entries apply while this one runs */
+    const char *name; /* decoded, NUL-terminated, in the plan's string arena */
+    uint32_t len;     /* bytes of name */
+    uint32_t target;  /* index of the phase whose entries apply while this one runs */
 } rt_plan_phase;
 
 typedef struct rt_plan {
     rt_plan_entry *entries;
     uint64_t n_entries;
-    rt_plan_range *ranges;  /* of all "pages" entries, each entry's ranges contiguous */
+    rt_plan_range *ranges; /* of all "pages" entries, each entry's ranges contiguous */
     uint64_t n_ranges;
-    rt_plan_folio *folios;  /* in file order; few, searched linearly */
+    rt_plan_folio *folios; /* in file order; few, searched linearly */
     uint64_t n_folios;
     rt_plan_phase phases[RT_PLAN_MAX_PHASES];
     uint32_t n_phases;
-    uint64_t budget_bytes;  /* `budget` record, 0 when absent */
-    uint64_t page_bytes;    /* planning page size, 0 when absent */
-    char binary_path[256];  /* `binary` record's path (truncated), "" when absent */
+    uint64_t budget_bytes; /* `budget` record, 0 when absent */
+    uint64_t page_bytes;   /* planning page size, 0 when absent */
+    char binary_path[256]; /* `binary` record's path (truncated), "" when absent */
     /* private: mappings to release */
     void *map_entries;
     size_t map_entries_bytes;

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RT_PROT_PKEY 0x20000000u  /* a non-default protection key is set */
+#define RT_PROT_PKEY  0x20000000u /* a non-default protection key is set */
 #define RT_PROT_NOARM 0x40000000u /* never armed, whatever its protection */
 
 typedef struct rt_prot_range {

@@ -7,16 +7,16 @@
 #include <pthread.h>
 #include <string.h>
 
-#define SHARDS 64
+#define SHARDS        64
 #define INITIAL_SLOTS 256 /* power of two */
-#define EMPTY 0
-#define DELETED 1
+#define EMPTY         0
+#define DELETED       1
 
 typedef struct {
     pthread_mutex_t lock;
-    rt_obj *slots;    /* capacity entries, from mmap */
-    size_t capacity;  /* power of two */
-    size_t used;      /* live + deleted */
+    rt_obj *slots;   /* capacity entries, from mmap */
+    size_t capacity; /* power of two */
+    size_t used;     /* live + deleted */
     size_t live;
     char pad[64];
 } shard;

@@ -19,11 +19,11 @@
 #include <stdint.h>
 
 typedef struct rt_obj {
-    uint64_t addr;  /* first byte returned to the program */
-    uint64_t size;  /* bytes requested (heap) or mapped (mappings) */
-    uint64_t seq;   /* ot_alloc_record.seq of the ALLOC */
-    uint32_t prot;  /* PROT_* bits the program expects on its pages */
-    uint32_t kind;  /* enum ot_alloc_kind */
+    uint64_t addr; /* first byte returned to the program */
+    uint64_t size; /* bytes requested (heap) or mapped (mappings) */
+    uint64_t seq;  /* ot_alloc_record.seq of the ALLOC */
+    uint32_t prot; /* PROT_* bits the program expects on its pages */
+    uint32_t kind; /* enum ot_alloc_kind */
 } rt_obj;
 
 extern _Atomic uint64_t rt_reg_live;

@@ -24,15 +24,15 @@
 #include <unistd.h>
 
 #define SAMPLE_PAGES 4096
-#define MAX_OBJECTS 65536       /* objects per pass; more are skipped (and said once) */
-#define MAX_NODES 64
-#define NOT_PRESENT 0xFFFFFFFFu
-#define BATCH 2048              /* records per block */
+#define MAX_OBJECTS  65536 /* objects per pass; more are skipped (and said once) */
+#define MAX_NODES    64
+#define NOT_PRESENT  0xFFFFFFFFu
+#define BATCH        2048 /* records per block */
 
 static rt_obj *snap;
 static void **pages;
 static int *status;
-static unsigned char *block;    /* block header + BATCH records */
+static unsigned char *block; /* block header + BATCH records */
 static uint32_t block_n;
 static int warned_many;
 
@@ -98,8 +98,7 @@ void rt_residency_pass(uint64_t now_ns)
     size_t m = n < MAX_OBJECTS ? rt_maps_snapshot(snap + n, MAX_OBJECTS - n) : 0;
     if (n + m == MAX_OBJECTS && !warned_many) {
         warned_many = 1;
-        rt_log(1, "residency: more than %d live objects; the rest are not sampled",
-               MAX_OBJECTS);
+        rt_log(1, "residency: more than %d live objects; the rest are not sampled", MAX_OBJECTS);
     }
     uint64_t counts[MAX_NODES + 1];
     for (size_t i = 0; i < n; i++) {

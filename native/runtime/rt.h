@@ -18,9 +18,9 @@
 #include <stdint.h>
 #include <time.h>
 
-#define RT_TLS __thread __attribute__((tls_model("initial-exec")))
-#define RT_HIDDEN __attribute__((visibility("hidden")))
-#define RT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RT_TLS         __thread __attribute__((tls_model("initial-exec")))
+#define RT_HIDDEN      __attribute__((visibility("hidden")))
+#define RT_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 enum rt_state_value {
@@ -54,7 +54,7 @@ RT_HIDDEN void rt_tid_reset(void);
 extern RT_HIDDEN size_t rt_page_bytes;
 
 /* Raw system calls that bypass every interposed wrapper (async-signal-safe). */
-RT_HIDDEN void *rt_sys_mmap(size_t bytes);           /* anonymous RW, NULL on failure */
+RT_HIDDEN void *rt_sys_mmap(size_t bytes); /* anonymous RW, NULL on failure */
 RT_HIDDEN void rt_sys_munmap(void *p, size_t bytes);
 RT_HIDDEN long rt_sys_write_all(int fd, const void *buf, size_t bytes); /* bytes or -errno */
 RT_HIDDEN int rt_sys_mprotect(void *addr, size_t bytes, int prot);      /* 0 or -errno */

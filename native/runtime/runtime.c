@@ -280,8 +280,8 @@ static int holds_no_events(int fd)
     for (long at = sizeof(ot_file_header); empty && at + (long)sizeof(ot_block_header) <= n;) {
         ot_block_header h;
         memcpy(&h, buf + at, sizeof h);
-        if (h.magic != OT_BLOCK_MAGIC || (h.tag != OT_TAG_PROCESS && h.tag != OT_TAG_MODULE &&
-                                          h.tag != OT_TAG_CONTEXT))
+        if (h.magic != OT_BLOCK_MAGIC ||
+            (h.tag != OT_TAG_PROCESS && h.tag != OT_TAG_MODULE && h.tag != OT_TAG_CONTEXT))
             empty = 0;
         at += (long)sizeof h + h.payload_bytes;
     }
@@ -326,9 +326,8 @@ static void write_process_record(void)
     char *cmd = rt_sys_mmap(8192);
     if (!rec || !cmd)
         return;
-    ot_process_record h = {.pid = (uint32_t)getpid(),
-                           .ppid = (uint32_t)getppid(),
-                           .time_ns = start_mono};
+    ot_process_record h = {
+        .pid = (uint32_t)getpid(), .ppid = (uint32_t)getppid(), .time_ns = start_mono};
     size_t at = sizeof h;
     char exe[4096];
     long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof exe);
@@ -372,7 +371,8 @@ static void write_process_record(void)
 static int begin_file(void)
 {
     /* a plan without OBJTIER_OUTPUT: enforcement runs, records go to /dev/null */
-    int fd = rt_cfg.output[0] ? open_trace_file() : open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd =
+        rt_cfg.output[0] ? open_trace_file() : open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         rt_log(1, "cannot create a trace file in %s: %s; not recording", rt_cfg.output,
                strerror(-fd));
@@ -580,8 +580,8 @@ static int wrapped_main(int argc, char **argv, char **envp)
     return real_main(argc, argv, envp);
 }
 
-int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
-                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end)
 {
     int (*next)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
     rt_real_init();

@@ -33,7 +33,7 @@ typedef struct rt_sampler_ops {
 
 extern const rt_sampler_ops rt_sampler_fault_ops;
 extern const rt_sampler_ops rt_sampler_perf_ops;
-extern const rt_sampler_ops rt_sampler_trace_ops; /* sampler_trace.c: exact, instrumented */
+extern const rt_sampler_ops rt_sampler_trace_ops;   /* sampler_trace.c: exact, instrumented */
 extern const rt_sampler_ops rt_sampler_pageout_ops; /* sampler_pageout.c: swap major faults */
 extern const rt_sampler_ops rt_sampler_wp_ops; /* sampler_wp.c: userfaultfd async write-protect */
 
@@ -44,10 +44,10 @@ const rt_sampler_ops *rt_sampler_for(int kind);
 int rt_sample_emit(const ot_sample_record *s, int in_signal);
 
 /* Fault-sampler hooks used by the interposers (no-ops when it is not running). */
-void rt_fault_disarm(uint64_t addr, uint64_t len);      /* before memory is released */
-void rt_fault_touch(const void *buf, uint64_t len);     /* before a syscall uses buf */
+void rt_fault_disarm(uint64_t addr, uint64_t len);          /* before memory is released */
+void rt_fault_touch(const void *buf, uint64_t len);         /* before a syscall uses buf */
 int rt_fault_recently_armed(const void *buf, uint64_t len); /* EFAULT may be ours */
-void rt_fault_phase_changed(void);                      /* objtier_phase entered another */
+void rt_fault_phase_changed(void);                          /* objtier_phase entered another */
 /* Brackets a system call that uses buf: restores armed pages and keeps the scanner off
  * the range until io_end. Returns a slot for io_end (-1: nothing to end). */
 int rt_fault_io_begin(const void *buf, uint64_t len);

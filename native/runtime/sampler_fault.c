@@ -69,11 +69,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TICK_NS 5000000ULL    /* scanner wake-up, 5 ms */
-#define DWELL_NS 50000000ULL  /* a window stays armed at most 50 ms */
-#define HISTORY 16            /* recently disarmed windows remembered for late faults */
-#define RETRY_LIMIT 3         /* same address faulting this often is not ours */
-#define WINDOW_BATCH 256      /* WINDOW records per block */
+#define TICK_NS      5000000ULL  /* scanner wake-up, 5 ms */
+#define DWELL_NS     50000000ULL /* a window stays armed at most 50 ms */
+#define HISTORY      16          /* recently disarmed windows remembered for late faults */
+#define RETRY_LIMIT  3           /* same address faulting this often is not ours */
+#define WINDOW_BATCH 256         /* WINDOW records per block */
 
 static const rt_config *cfg;
 static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -83,14 +83,14 @@ static pthread_t scanner;
 static int scanner_started;
 
 static _Atomic uint64_t win_start, win_end; /* armed window [start, end), page aligned */
-static _Atomic uint64_t win_period = 1;      /* armed: (page - start) / pg mod period < cluster */
+static _Atomic uint64_t win_period = 1;     /* armed: (page - start) / pg mod period < cluster */
 static _Atomic uint64_t win_cluster = 1;
 static _Atomic uint64_t win_arm_ns;
 static _Atomic uint32_t win_prot;
 static _Atomic uint64_t win_touched[RT_MAX_WINDOW_PAGES / 64]; /* bit per page: touched */
 static _Atomic uint64_t win_faults;
-static _Atomic uint64_t win_touched_ns;      /* sum of (first touch - arm) of touched pages */
-static uint64_t win_seq;                     /* alloc seq of the object the window lies in */
+static _Atomic uint64_t win_touched_ns; /* sum of (first touch - arm) of touched pages */
+static uint64_t win_seq;                /* alloc seq of the object the window lies in */
 /* WINDOW records not yet written; under arm_lock */
 static unsigned char win_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
 static uint32_t win_batch_n;
@@ -126,10 +126,19 @@ void rt_fault_unlock(void)
     lock_depth--;
 }
 
-int rt_fault_lock_held_here(void) { return lock_depth != 0; }
+int rt_fault_lock_held_here(void)
+{
+    return lock_depth != 0;
+}
 
-static inline uint64_t page_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
-static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes - 1); }
+static inline uint64_t page_down(uint64_t a)
+{
+    return a & ~(uint64_t)(rt_page_bytes - 1);
+}
+static inline uint64_t page_up(uint64_t a)
+{
+    return page_down(a + rt_page_bytes - 1);
+}
 
 static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
 {
@@ -154,8 +163,7 @@ static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
 /* 1 if `page` (inside the armed window starting at `start`) is one of its armed pages. */
 static int armed_page(uint64_t start, uint64_t page)
 {
-    return ((page - start) / rt_page_bytes) % atomic_load(&win_period) <
-           atomic_load(&win_cluster);
+    return ((page - start) / rt_page_bytes) % atomic_load(&win_period) < atomic_load(&win_cluster);
 }
 
 /* Marks armed page `page` of the window touched; 1 if this call was the first. The bit
@@ -188,8 +196,7 @@ static void on_segv(int sig, siginfo_t *info, void *uctx)
             ours = 1;
             if (claim_page(s, a)) {
                 atomic_fetch_add(&win_faults, 1);
-                emit((uint64_t)(uintptr_t)info->si_addr, rt_now_ns(), atomic_load(&win_arm_ns),
-                     1);
+                emit((uint64_t)(uintptr_t)info->si_addr, rt_now_ns(), atomic_load(&win_arm_ns), 1);
             }
             rt_sys_mprotect((void *)(uintptr_t)a, rt_page_bytes, (int)atomic_load(&win_prot));
             retry_count = 0;
@@ -234,8 +241,8 @@ static void record_window_locked(uint64_t start, uint64_t now)
                           .dwell_ns = now > arm ? now - arm : 0,
                           .touched_ns = atomic_load(&win_touched_ns),
                           .pages = (uint32_t)armed_pages_now,
-                          .touched = (uint32_t)(faults < armed_pages_now ? faults
-                                                                          : armed_pages_now)};
+                          .touched =
+                              (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now)};
     memcpy(win_batch + sizeof(ot_block_header) + win_batch_n * sizeof r, &r, sizeof r);
     if (++win_batch_n == WINDOW_BATCH)
         flush_windows_locked();
@@ -361,20 +368,23 @@ int rt_fault_recently_armed(const void *buf, uint64_t len)
 
 static rt_obj *snap;
 static size_t snap_cap, snap_n, snap_i;
-static uint64_t cursor; /* next page to arm in snap[snap_i]; 0 = start of object */
+static uint64_t cursor;      /* next page to arm in snap[snap_i]; 0 = start of object */
 static uint64_t snap_newest; /* highest ALLOC seq the pass knows of: newer objects are fresh */
 /* The object fresh ones were put before, part-way through: it goes on from resume_cursor
  * when the pass comes back to it (resume_seq 0: none). Pieces of one mapping share a seq,
  * and the first piece with it after the fresh objects is the one that was interrupted. */
 static uint64_t resume_seq, resume_cursor;
 #define CLUSTER_PAGES 16 /* armed pages per mprotect call when arming sparsely */
-#define PASS_WINDOWS 5   /* windows per pass at most: a pass lasts <= 5 dwells (250 ms) */
+#define PASS_WINDOWS  5  /* windows per pass at most: a pass lasts <= 5 dwells (250 ms) */
 static uint64_t period = 1, cluster = 1, phase; /* this pass's arming pattern (pages) */
 static uint64_t pass_count;
 static _Atomic int phase_changed; /* set by rt_fault_phase_changed, taken by the scanner */
 static int pass_by_phase;         /* the pass under way began at a phase change */
 
-void rt_fault_phase_changed(void) { atomic_store(&phase_changed, 1); }
+void rt_fault_phase_changed(void)
+{
+    atomic_store(&phase_changed, 1);
+}
 
 static int smaller_first(const void *a, const void *b)
 {
@@ -549,18 +559,18 @@ static int arm_next(void)
             cursor = run;
             continue;
         }
-        uint64_t avail = (run - cursor) / rt_page_bytes;     /* pages to the run's end */
+        uint64_t avail = (run - cursor) / rt_page_bytes; /* pages to the run's end */
         uint64_t budget = cfg->window_pages < tokens ? cfg->window_pages : (uint64_t)tokens;
         uint64_t m = period == 1 ? 1 : budget / cluster;   /* clusters in this window */
-        uint64_t clusters = (avail + period - 1) / period;  /* clusters starting in the run */
+        uint64_t clusters = (avail + period - 1) / period; /* clusters starting in the run */
         if (m > clusters)
             m = clusters;
-        uint64_t tail = avail - (m ? m - 1 : 0) * period;   /* room for the last cluster */
-        uint64_t last_pages = period == 1 ? (avail < budget ? avail : budget)
-                                          : (tail < cluster ? tail : cluster);
+        uint64_t tail = avail - (m ? m - 1 : 0) * period; /* room for the last cluster */
+        uint64_t last_pages =
+            period == 1 ? (avail < budget ? avail : budget) : (tail < cluster ? tail : cluster);
         if (m == 0 || last_pages == 0)
             break;
-        uint64_t n = (m - 1) * cluster + last_pages;                       /* armed pages */
+        uint64_t n = (m - 1) * cluster + last_pages;                    /* armed pages */
         uint64_t len = ((m - 1) * period + last_pages) * rt_page_bytes; /* to the last one */
         if (!still_live(snap_i, cursor, len)) {
             snap_i++;
@@ -638,8 +648,8 @@ static void *scan_loop(void *arg)
         }
         /* dwell: until every page was touched, the dwell time passed, or stop */
         uint64_t until = rt_now_ns() + DWELL_NS;
-        while (!atomic_load(&stop_flag) && rt_now_ns() < until &&
-               atomic_load(&win_start) != 0 && atomic_load(&win_faults) < armed_pages_now)
+        while (!atomic_load(&stop_flag) && rt_now_ns() < until && atomic_load(&win_start) != 0 &&
+               atomic_load(&win_faults) < armed_pages_now)
             sleep_ns(TICK_NS);
         rt_fault_lock();
         disarm_locked();
@@ -703,8 +713,14 @@ static void fault_stats(ot_sampler_stats_record *out)
     out->windows = atomic_load(&n_windows);
 }
 
-static void fault_fork_prepare(void) { pthread_mutex_lock(&arm_lock); }
-static void fault_fork_parent(void) { pthread_mutex_unlock(&arm_lock); }
+static void fault_fork_prepare(void)
+{
+    pthread_mutex_lock(&arm_lock);
+}
+static void fault_fork_parent(void)
+{
+    pthread_mutex_unlock(&arm_lock);
+}
 
 static void fault_fork_child(int restart)
 {

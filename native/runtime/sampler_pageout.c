@@ -58,13 +58,13 @@
 #define MADV_PAGEOUT 21
 #endif
 
-#define TICK_NS 5000000ULL   /* scanner wake-up while a window dwells, 5 ms */
-#define DWELL_NS 50000000ULL /* a window is watched at most 50 ms */
-#define RING_PAGES 64        /* perf ring data pages per CPU (power of two) */
-#define MAX_CPUS 256
-#define WINDOW_BATCH 256     /* WINDOW records per block */
-#define PM_SWAPPED (1ULL << 62)
-#define PM_PRESENT (1ULL << 63)
+#define TICK_NS      5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
+#define DWELL_NS     50000000ULL /* a window is watched at most 50 ms */
+#define RING_PAGES   64          /* perf ring data pages per CPU (power of two) */
+#define MAX_CPUS     256
+#define WINDOW_BATCH 256 /* WINDOW records per block */
+#define PM_SWAPPED   (1ULL << 62)
+#define PM_PRESENT   (1ULL << 63)
 
 static const rt_config *cfg;
 static pthread_t scanner;
@@ -84,15 +84,21 @@ static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows, n_outside;
  * k * cluster + j) has bit i in w_armed when pagemap showed it swapped and in w_touched
  * once its first major fault was seen. */
 static rt_scan scan;
-static rt_scan_window win;  /* win.pages == 0: no window */
+static rt_scan_window win; /* win.pages == 0: no window */
 static uint64_t w_arm_ns, w_touched_ns;
 static uint64_t w_armed[RT_MAX_WINDOW_PAGES / 64], w_touched[RT_MAX_WINDOW_PAGES / 64];
 static unsigned char w_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
 static uint32_t w_batch_n;
 static double tokens;
 
-static inline uint64_t page_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
-static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes - 1); }
+static inline uint64_t page_down(uint64_t a)
+{
+    return a & ~(uint64_t)(rt_page_bytes - 1);
+}
+static inline uint64_t page_up(uint64_t a)
+{
+    return page_down(a + rt_page_bytes - 1);
+}
 
 /* 1 when /proc/swaps lists a device or file with free space. */
 static int swap_available(void)
@@ -303,8 +309,7 @@ static uint64_t arm_next(void)
         syscall(SYS_madvise, (void *)(uintptr_t)rt_scan_cluster_at(&win, k, rt_page_bytes),
                 rt_scan_cluster_pages(&win, k) * rt_page_bytes, MADV_PAGEOUT);
     for (uint64_t k = 0; k < win.m; k++)
-        read_swapped(rt_scan_cluster_at(&win, k, rt_page_bytes), k,
-                     rt_scan_cluster_pages(&win, k));
+        read_swapped(rt_scan_cluster_at(&win, k, rt_page_bytes), k, rt_scan_cluster_pages(&win, k));
     tokens -= (double)win.pages;
     return win.pages;
 }
@@ -424,8 +429,12 @@ static void pageout_stats(ot_sampler_stats_record *out)
     out->windows = atomic_load(&n_windows);
 }
 
-static void pageout_fork_prepare(void) {}
-static void pageout_fork_parent(void) {}
+static void pageout_fork_prepare(void)
+{
+}
+static void pageout_fork_parent(void)
+{
+}
 
 static void pageout_fork_child(int restart)
 {

@@ -39,14 +39,14 @@
 #include <unistd.h>
 
 #define MAX_EVENTS 512 /* events x CPUs */
-#define RING_PAGES 64 /* data pages per ring (power of two) */
+#define RING_PAGES 64  /* data pages per ring (power of two) */
 
 typedef struct {
     int fd;
-    void *ring;          /* 1 metadata page + RING_PAGES data pages */
-    uint16_t source;     /* enum ot_sample_source */
-    uint16_t flags;      /* OT_SAMPLE_* added to every sample */
-    uint8_t level;       /* level when the event cannot tell (SWAP for major faults) */
+    void *ring;      /* 1 metadata page + RING_PAGES data pages */
+    uint16_t source; /* enum ot_sample_source */
+    uint16_t flags;  /* OT_SAMPLE_* added to every sample */
+    uint8_t level;   /* level when the event cannot tell (SWAP for major faults) */
     uint64_t sample_type;
 } event;
 
@@ -99,9 +99,9 @@ static int apply_event_terms(const char *pmu, const char *desc, struct perf_even
             return -1;
         *colon = 0;
         __u64 *field = strcmp(fmt, "config") == 0    ? &a->config
-                          : strcmp(fmt, "config1") == 0 ? &a->config1
-                          : strcmp(fmt, "config2") == 0 ? &a->config2
-                                                        : NULL;
+                       : strcmp(fmt, "config1") == 0 ? &a->config1
+                       : strcmp(fmt, "config2") == 0 ? &a->config2
+                                                     : NULL;
         if (!field)
             return -1;
         unsigned lo = (unsigned)strtoul(colon + 1, &colon, 10), hi = lo;
@@ -117,8 +117,8 @@ static void base_attr(struct perf_event_attr *a)
 {
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;
-    a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR |
-                     PERF_SAMPLE_PERIOD;
+    a->sample_type =
+        PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_PERIOD;
     a->inherit = 1;
     a->inherit_thread = 1;
     a->exclude_kernel = 1;
@@ -139,7 +139,8 @@ static int add_event_cpu(struct perf_event_attr *a, int cpu, uint16_t source, ui
     void *ring;
     int r = rt_perf_open_ring(a, cpu, RING_PAGES, &fd, &ring);
     if (r < 0 && (a->sample_type & PERF_SAMPLE_WEIGHT_STRUCT)) { /* before 5.12 */
-        a->sample_type = (a->sample_type & ~(uint64_t)PERF_SAMPLE_WEIGHT_STRUCT) | PERF_SAMPLE_WEIGHT;
+        a->sample_type =
+            (a->sample_type & ~(uint64_t)PERF_SAMPLE_WEIGHT_STRUCT) | PERF_SAMPLE_WEIGHT;
         r = rt_perf_open_ring(a, cpu, RING_PAGES, &fd, &ring);
     }
     if (r < 0)
@@ -171,8 +172,8 @@ static int add_event(struct perf_event_attr *a, uint16_t source, uint16_t flags,
 static int open_pebs(void)
 {
     char desc[256];
-    if (read_small_file("/sys/bus/event_source/devices/cpu/events/mem-loads", desc,
-                        sizeof desc) != 0)
+    if (read_small_file("/sys/bus/event_source/devices/cpu/events/mem-loads", desc, sizeof desc) !=
+        0)
         return -ENOENT;
     char type_s[32];
     if (read_small_file("/sys/bus/event_source/devices/cpu/type", type_s, sizeof type_s) != 0)
@@ -192,8 +193,8 @@ static int open_pebs(void)
     int r = add_event(&a, OT_SRC_PERF_PEBS, 0, OT_LVL_UNKNOWN);
     if (r)
         return r;
-    if (read_small_file("/sys/bus/event_source/devices/cpu/events/mem-stores", desc,
-                        sizeof desc) == 0) {
+    if (read_small_file("/sys/bus/event_source/devices/cpu/events/mem-stores", desc, sizeof desc) ==
+        0) {
         base_attr(&a);
         a.type = (uint32_t)atoi(type_s);
         if (apply_event_terms("cpu", desc, &a) == 0) {
@@ -269,17 +270,23 @@ static void decode_data_src(uint64_t v, ot_sample_record *s)
     case PERF_MEM_LVLNUM_RAM:
         s->level = d.mem_remote ? OT_LVL_DRAM_REMOTE : OT_LVL_DRAM_LOCAL;
         return;
-    default:
-        break;
+    default: break;
     }
     /* older kernels: the legacy bit field */
-    if (d.mem_lvl & PERF_MEM_LVL_L1) s->level = OT_LVL_L1;
-    else if (d.mem_lvl & PERF_MEM_LVL_LFB) s->level = OT_LVL_LFB;
-    else if (d.mem_lvl & PERF_MEM_LVL_L2) s->level = OT_LVL_L2;
-    else if (d.mem_lvl & PERF_MEM_LVL_L3) s->level = OT_LVL_L3;
-    else if (d.mem_lvl & PERF_MEM_LVL_LOC_RAM) s->level = OT_LVL_DRAM_LOCAL;
-    else if (d.mem_lvl & (PERF_MEM_LVL_REM_RAM1 | PERF_MEM_LVL_REM_RAM2)) s->level = OT_LVL_DRAM_REMOTE;
-    else if (d.mem_lvl & PERF_MEM_LVL_UNC) s->level = OT_LVL_UNCACHED;
+    if (d.mem_lvl & PERF_MEM_LVL_L1)
+        s->level = OT_LVL_L1;
+    else if (d.mem_lvl & PERF_MEM_LVL_LFB)
+        s->level = OT_LVL_LFB;
+    else if (d.mem_lvl & PERF_MEM_LVL_L2)
+        s->level = OT_LVL_L2;
+    else if (d.mem_lvl & PERF_MEM_LVL_L3)
+        s->level = OT_LVL_L3;
+    else if (d.mem_lvl & PERF_MEM_LVL_LOC_RAM)
+        s->level = OT_LVL_DRAM_LOCAL;
+    else if (d.mem_lvl & (PERF_MEM_LVL_REM_RAM1 | PERF_MEM_LVL_REM_RAM2))
+        s->level = OT_LVL_DRAM_REMOTE;
+    else if (d.mem_lvl & PERF_MEM_LVL_UNC)
+        s->level = OT_LVL_UNCACHED;
 }
 
 /* One PERF_RECORD_SAMPLE body (after the header) in the layout sample_type implies. */
@@ -294,14 +301,21 @@ static void handle_sample(const event *e, const unsigned char *p)
     s.node = 0xFFFF;
     s.weight = 1;
     uint32_t pid = 0;
-    if (t & PERF_SAMPLE_IP) p += 8;
+    if (t & PERF_SAMPLE_IP)
+        p += 8;
     if (t & PERF_SAMPLE_TID) {
         memcpy(&pid, p, 4);
         memcpy(&s.tid, p + 4, 4);
         p += 8;
     }
-    if (t & PERF_SAMPLE_TIME) { memcpy(&s.time_ns, p, 8); p += 8; }
-    if (t & PERF_SAMPLE_ADDR) { memcpy(&s.addr, p, 8); p += 8; }
+    if (t & PERF_SAMPLE_TIME) {
+        memcpy(&s.time_ns, p, 8);
+        p += 8;
+    }
+    if (t & PERF_SAMPLE_ADDR) {
+        memcpy(&s.addr, p, 8);
+        p += 8;
+    }
     if (t & PERF_SAMPLE_PERIOD) {
         uint64_t period;
         memcpy(&period, p, 8);
@@ -429,8 +443,12 @@ static void perf_stats(ot_sampler_stats_record *out)
     out->lost = atomic_load(&n_lost);
 }
 
-static void perf_fork_prepare(void) {}
-static void perf_fork_parent(void) {}
+static void perf_fork_prepare(void)
+{
+}
+static void perf_fork_parent(void)
+{
+}
 
 static void perf_fork_child(int restart)
 {

@@ -9,8 +9,14 @@
 
 #define PASS_WINDOWS 5 /* windows per pass at most */
 
-static inline uint64_t page_down(uint64_t a) { return a & ~(uint64_t)(rt_page_bytes - 1); }
-static inline uint64_t page_up(uint64_t a) { return page_down(a + rt_page_bytes - 1); }
+static inline uint64_t page_down(uint64_t a)
+{
+    return a & ~(uint64_t)(rt_page_bytes - 1);
+}
+static inline uint64_t page_up(uint64_t a)
+{
+    return page_down(a + rt_page_bytes - 1);
+}
 
 void rt_scan_init(rt_scan *s, const rt_config *cfg)
 {
@@ -111,8 +117,8 @@ int rt_scan_next(rt_scan *s, uint64_t budget, rt_scan_window *w)
         if (m > clusters)
             m = clusters;
         uint64_t tail = avail - (m ? m - 1 : 0) * period;
-        uint64_t last_pages = period == 1 ? (avail < budget ? avail : budget)
-                                          : (tail < cluster ? tail : cluster);
+        uint64_t last_pages =
+            period == 1 ? (avail < budget ? avail : budget) : (tail < cluster ? tail : cluster);
         if (m == 0 || last_pages == 0)
             return 0;
         uint64_t len = ((m - 1) * period + last_pages) * rt_page_bytes;
@@ -121,9 +127,13 @@ int rt_scan_next(rt_scan *s, uint64_t budget, rt_scan_window *w)
             s->cursor = 0;
             continue;
         }
-        *w = (rt_scan_window){.start = s->cursor, .len = len,
-                              .pages = (m - 1) * cluster + last_pages, .m = m,
-                              .last_pages = last_pages, .period = period, .cluster = cluster,
+        *w = (rt_scan_window){.start = s->cursor,
+                              .len = len,
+                              .pages = (m - 1) * cluster + last_pages,
+                              .m = m,
+                              .last_pages = last_pages,
+                              .period = period,
+                              .cluster = cluster,
                               .seq = o->seq};
         s->cursor += len;
         return 1;

@@ -23,9 +23,9 @@
 
 typedef struct rt_scan {
     const rt_config *cfg;
-    rt_obj *snap;           /* this pass's objects (rt_sys_mmap'd array of snap_cap) */
+    rt_obj *snap; /* this pass's objects (rt_sys_mmap'd array of snap_cap) */
     uint64_t snap_cap, snap_n, snap_i;
-    uint64_t cursor;        /* next page to arm in snap[snap_i]; 0 = start of object */
+    uint64_t cursor;                 /* next page to arm in snap[snap_i]; 0 = start of object */
     uint64_t period, cluster, phase; /* this pass's pattern [pages] */
     uint64_t pass_count;
 } rt_scan;
@@ -33,10 +33,10 @@ typedef struct rt_scan {
 /* One window: m clusters one period apart from `start`, the last one last_pages long;
  * armed page i of it is cluster i / cluster, page i % cluster. */
 typedef struct rt_scan_window {
-    uint64_t start, len;    /* [start, start + len): first to last armed byte, page aligned */
-    uint64_t pages;         /* armed pages: (m - 1) * cluster + last_pages */
+    uint64_t start, len; /* [start, start + len): first to last armed byte, page aligned */
+    uint64_t pages;      /* armed pages: (m - 1) * cluster + last_pages */
     uint64_t m, last_pages, period, cluster;
-    uint64_t seq;           /* ALLOC seq of the object */
+    uint64_t seq; /* ALLOC seq of the object */
 } rt_scan_window;
 
 void rt_scan_init(rt_scan *s, const rt_config *cfg);

@@ -53,12 +53,12 @@
 #include <pthread.h>
 #include <string.h>
 
-#define RT_FN_CTX_BASE 0x80000000U
-#define OBJ_SLOTS 4     /* per-thread cache of recent objects */
-#define NEG_PAGES 64    /* per-thread direct-mapped cache of object-free pages */
-#define NEG_SHIFT 12    /* 4 KiB pages for the negative cache (any page size is correct) */
-#define STREAM_CHUNK (OT_BLOCK_TARGET_BYTES / sizeof(ot_access_record)) /* records per block */
-#define STREAM_VALUES 4 /* last 8-byte loaded values kept for dependence detection */
+#define RT_FN_CTX_BASE  0x80000000U
+#define OBJ_SLOTS       4  /* per-thread cache of recent objects */
+#define NEG_PAGES       64 /* per-thread direct-mapped cache of object-free pages */
+#define NEG_SHIFT       12 /* 4 KiB pages for the negative cache (any page size is correct) */
+#define STREAM_CHUNK    (OT_BLOCK_TARGET_BYTES / sizeof(ot_access_record)) /* records per block */
+#define STREAM_VALUES   4    /* last 8-byte loaded values kept for dependence detection */
 #define STREAM_DEP_SPAN 4096 /* an address this far above a loaded value depends on it */
 /* Never instrument the callbacks themselves (should this file be built by an instrumenting
  * compiler): they would call themselves. */
@@ -76,7 +76,7 @@ typedef struct tr_obj {
 typedef struct tr_slot {
     uint64_t start, len; /* hit when addr - start < len (len 0 = empty slot) */
     uint64_t seq;
-    uint32_t node;       /* cct node index the counter belongs to */
+    uint32_t node; /* cct node index the counter belongs to */
     uint32_t reserved;
     rt_cct_counter *ctr; /* counter of (node, seq) */
 } tr_slot;
@@ -89,23 +89,23 @@ typedef struct tr_thread {
     int busy;               /* in a slow path: a nested call (signal handler) skips */
     int exited;
     tr_slot slots[OBJ_SLOTS];
-    uint64_t neg[NEG_PAGES];/* page numbers that hold no tracked byte; UINT64_MAX = empty */
+    uint64_t neg[NEG_PAGES]; /* page numbers that hold no tracked byte; UINT64_MAX = empty */
     rt_llc llc;
     rt_cct cct;
     /* ordered access stream (OBJTIER_TRACE_STREAM) */
-    unsigned char *sbuf;    /* block header + STREAM_CHUNK records; NULL until first use */
-    uint32_t sn, scap;      /* records in sbuf / records claimed for it from the budget */
-    int sdone;              /* the budget is spent: record nothing more */
-    uint32_t vpos;          /* next slot of values[] */
-    uint64_t nacc;          /* this thread's stream index of the next record */
+    unsigned char *sbuf;            /* block header + STREAM_CHUNK records; NULL until first use */
+    uint32_t sn, scap;              /* records in sbuf / records claimed for it from the budget */
+    int sdone;                      /* the budget is spent: record nothing more */
+    uint32_t vpos;                  /* next slot of values[] */
+    uint64_t nacc;                  /* this thread's stream index of the next record */
     uint64_t values[STREAM_VALUES]; /* last 8-byte loaded values (0 = none) */
     uint64_t value_at[STREAM_VALUES]; /* their stream indices */
 } tr_thread;
 
 /* ---- shared state ------------------------------------------------------------------ */
 
-static _Atomic int tr_on;        /* 1 while callbacks count (start .. stop) */
-static _Atomic int idx_on;       /* 1 while the index follows the registry (init .. stop) */
+static _Atomic int tr_on;  /* 1 while callbacks count (start .. stop) */
+static _Atomic int idx_on; /* 1 while the index follows the registry (init .. stop) */
 static _Atomic uint64_t idx_gen;
 static pthread_rwlock_t idx_lock = PTHREAD_RWLOCK_INITIALIZER;
 static tr_obj *idx;
@@ -113,7 +113,7 @@ static uint64_t idx_n, idx_cap;
 
 static _Atomic(tr_thread *) threads;
 static RT_TLS tr_thread *tls_tr;
-static RT_TLS int tls_done;      /* this thread's state was released: count nothing more */
+static RT_TLS int tls_done; /* this thread's state was released: count nothing more */
 static pthread_key_t tr_key;
 
 static uint64_t llc_bytes;
@@ -241,9 +241,9 @@ RT_HIDDEN NOINST int __wrap_rt_maps_add(const rt_obj *o)
     return r;
 }
 
-RT_HIDDEN NOINST int __wrap_rt_maps_remove(uint64_t addr, uint64_t len,
-                                 void (*fn)(uint64_t, uint64_t, uint64_t, uint32_t, void *),
-                                 void *ctx)
+RT_HIDDEN NOINST int
+__wrap_rt_maps_remove(uint64_t addr, uint64_t len,
+                      void (*fn)(uint64_t, uint64_t, uint64_t, uint32_t, void *), void *ctx)
 {
     int n = __real_rt_maps_remove(addr, len, fn, ctx);
     if (n)
@@ -323,8 +323,10 @@ static NOINST __attribute__((noinline)) tr_slot *lookup(tr_thread *t, uint64_t a
     uint64_t i = idx_first_after(addr);
     if (i < idx_n && idx[i].start <= addr) {
         s = &t->slots[t->next_slot++ % OBJ_SLOTS];
-        *s = (tr_slot){.start = idx[i].start, .len = idx[i].end - idx[i].start,
-                       .seq = idx[i].seq, .node = UINT32_MAX};
+        *s = (tr_slot){.start = idx[i].start,
+                       .len = idx[i].end - idx[i].start,
+                       .seq = idx[i].seq,
+                       .node = UINT32_MAX};
     } else {
         uint64_t page_end = (page + 1) << NEG_SHIFT;
         int clean = i == idx_n || idx[i].start >= page_end;
@@ -343,8 +345,8 @@ static NOINST __attribute__((noinline)) tr_slot *lookup(tr_thread *t, uint64_t a
     return s;
 }
 
-static NOINST __attribute__((noinline)) void trace_record(tr_thread *t, uint64_t addr,
-                                                          int store, uint32_t miss)
+static NOINST __attribute__((noinline)) void trace_record(tr_thread *t, uint64_t addr, int store,
+                                                          uint32_t miss)
 {
     (void)t;
     if (atomic_fetch_sub_explicit(&trace_left, 1, memory_order_relaxed) <= 0) {
@@ -366,8 +368,8 @@ static NOINST __attribute__((noinline)) void trace_record(tr_thread *t, uint64_t
 }
 
 /* One ACCESS record of the ordered stream (OBJTIER_TRACE_STREAM). */
-static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_t a,
-                                                           uint64_t size, int store)
+static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_t a, uint64_t size,
+                                                           int store)
 {
     if (t->sdone)
         return;
@@ -377,8 +379,8 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
             t->sdone = 1;
             return;
         }
-        int64_t left = atomic_fetch_sub_explicit(&stream_left, (int64_t)STREAM_CHUNK,
-                                                 memory_order_relaxed);
+        int64_t left =
+            atomic_fetch_sub_explicit(&stream_left, (int64_t)STREAM_CHUNK, memory_order_relaxed);
         if (left <= 0) {
             t->sdone = 1;
             return;
@@ -404,15 +406,15 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
         }
     }
     ot_access_record *r = (ot_access_record *)(t->sbuf + sizeof(ot_block_header)) + t->sn++;
-    *r = (ot_access_record){
-        .order = atomic_fetch_add_explicit(&stream_order, 1, memory_order_relaxed),
-        .time_ns = rt_now_ns(),
-        .addr = a,
-        .tid = rt_tid(),
-        .cct_node = t->cct.nodes[t->node].id,
-        .size = (uint16_t)size,
-        .flags = (uint16_t)(store ? OT_ACCESS_WRITE : 0),
-        .dep = (uint16_t)dep};
+    *r = (ot_access_record){.order =
+                                atomic_fetch_add_explicit(&stream_order, 1, memory_order_relaxed),
+                            .time_ns = rt_now_ns(),
+                            .addr = a,
+                            .tid = rt_tid(),
+                            .cct_node = t->cct.nodes[t->node].id,
+                            .size = (uint16_t)size,
+                            .flags = (uint16_t)(store ? OT_ACCESS_WRITE : 0),
+                            .dep = (uint16_t)dep};
     if (t->sn == t->scap)
         stream_flush(t);
 }
@@ -462,9 +464,15 @@ static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t
         trace_record(t, a, store, miss);
 }
 
-#define LOAD_STORE(n, type)                                                                   \
-    NOINST void __sanitizer_cov_load##n(type *p) { on_access((uint64_t)(uintptr_t)p, n, 0); } \
-    NOINST void __sanitizer_cov_store##n(type *p) { on_access((uint64_t)(uintptr_t)p, n, 1); }
+#define LOAD_STORE(n, type)                                                                        \
+    NOINST void __sanitizer_cov_load##n(type *p)                                                   \
+    {                                                                                              \
+        on_access((uint64_t)(uintptr_t)p, n, 0);                                                   \
+    }                                                                                              \
+    NOINST void __sanitizer_cov_store##n(type *p)                                                  \
+    {                                                                                              \
+        on_access((uint64_t)(uintptr_t)p, n, 1);                                                   \
+    }
 LOAD_STORE(1, uint8_t)
 LOAD_STORE(2, uint16_t)
 LOAD_STORE(4, uint32_t)
@@ -482,8 +490,8 @@ NOINST void __cyg_profile_func_enter(void *fn, void *site)
     if (RT_UNLIKELY(t->busy))
         return;
     t->busy = 1;
-    t->node = rt_cct_enter(&t->cct, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site,
-                           rt_now_ns());
+    t->node =
+        rt_cct_enter(&t->cct, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, rt_now_ns());
     t->busy = 0;
 }
 
@@ -495,8 +503,7 @@ NOINST void __cyg_profile_func_exit(void *fn, void *site)
     if (RT_UNLIKELY(!t) || RT_UNLIKELY(t->busy))
         return;
     t->busy = 1;
-    t->node = rt_cct_exit(&t->cct, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site,
-                          rt_now_ns());
+    t->node = rt_cct_exit(&t->cct, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, rt_now_ns());
     t->busy = 0;
 }
 
@@ -505,7 +512,7 @@ NOINST void __cyg_profile_func_exit(void *fn, void *site)
 /* Function contexts: (fn, site) -> id, open addressing over an mmap'd table. */
 typedef struct fn_ctx {
     uint64_t fn, site;
-    uint32_t id;       /* 0 = empty */
+    uint32_t id; /* 0 = empty */
     uint32_t reserved;
 } fn_ctx;
 
@@ -650,7 +657,8 @@ static int trace_init(const rt_config *cfg)
     rt_llc probe;
     int r = rt_llc_init(&probe, llc_bytes, llc_ways, llc_line);
     if (r != 0) {
-        rt_log(1, "trace sampler: cache model of %llu bytes, %u ways, %u-byte lines is not "
+        rt_log(1,
+               "trace sampler: cache model of %llu bytes, %u ways, %u-byte lines is not "
                "usable (the line must be a power of two, ways 1..64); no access counts",
                (unsigned long long)llc_bytes, llc_ways, llc_line);
         return r;

@@ -64,10 +64,10 @@ struct pm_scan_arg {
 #define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
 #endif
 
-#define TICK_NS 5000000ULL   /* scan period while a window dwells, 5 ms */
-#define DWELL_NS 50000000ULL /* a window is watched at most 50 ms */
+#define TICK_NS      5000000ULL  /* scan period while a window dwells, 5 ms */
+#define DWELL_NS     50000000ULL /* a window is watched at most 50 ms */
 #define WINDOW_BATCH 256
-#define REGIONS 256          /* page_region entries per PAGEMAP_SCAN call */
+#define REGIONS      256 /* page_region entries per PAGEMAP_SCAN call */
 
 static const rt_config *cfg;
 static pthread_t scanner;
@@ -275,8 +275,9 @@ static int wp_start(void)
 {
     int fd = open_uffd();
     if (fd < 0) {
-        rt_log(1, "wp sampler: no userfaultfd with asynchronous write-protect (%s; needs "
-                  "Linux 6.7 and vm.unprivileged_userfaultfd=1 or CAP_SYS_PTRACE); no samples",
+        rt_log(1,
+               "wp sampler: no userfaultfd with asynchronous write-protect (%s; needs "
+               "Linux 6.7 and vm.unprivileged_userfaultfd=1 or CAP_SYS_PTRACE); no samples",
                strerror(-fd));
         return fd;
     }
@@ -329,8 +330,12 @@ static void wp_stats(ot_sampler_stats_record *out)
     out->windows = atomic_load(&n_windows);
 }
 
-static void wp_fork_prepare(void) {}
-static void wp_fork_parent(void) {}
+static void wp_fork_prepare(void)
+{
+}
+static void wp_fork_parent(void)
+{
+}
 
 static void wp_fork_child(int restart)
 {

@@ -43,8 +43,8 @@ typedef struct {
 
 typedef struct {
     uint64_t min_size;
-    uint64_t self;  /* an address inside the runtime's own module */
-    span *spans;    /* MAX_STATICS scratch entries */
+    uint64_t self; /* an address inside the runtime's own module */
+    span *spans;   /* MAX_STATICS scratch entries */
     int registered;
 } scan_state;
 

@@ -36,20 +36,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MAX_CPUS 256
-#define RING_PAGES 16   /* data pages per CPU ring (power of two) */
-#define WAKEUP_EVENTS 8 /* samples per wake-up of the thread */
-#define N_STREAMS 16
-#define MAX_GAP 32      /* pages between two faults of one stream */
-#define CONFIRM 4       /* faults before a stream is advised */
-#define MAX_EXTENTS 4096
+#define MAX_CPUS      256
+#define RING_PAGES    16 /* data pages per CPU ring (power of two) */
+#define WAKEUP_EVENTS 8  /* samples per wake-up of the thread */
+#define N_STREAMS     16
+#define MAX_GAP       32 /* pages between two faults of one stream */
+#define CONFIRM       4  /* faults before a stream is advised */
+#define MAX_EXTENTS   4096
 
 typedef struct {
-    uint64_t lo, hi;      /* the object's extent, pages */
-    uint64_t last;        /* page of the stream's newest fault */
-    uint64_t ahead;       /* first page not advised yet */
-    uint64_t faults;      /* faults in the stream */
-    uint64_t stamp;       /* when last continued (sample count) */
+    uint64_t lo, hi; /* the object's extent, pages */
+    uint64_t last;   /* page of the stream's newest fault */
+    uint64_t ahead;  /* first page not advised yet */
+    uint64_t faults; /* faults in the stream */
+    uint64_t stamp;  /* when last continued (sample count) */
 } stream;
 
 static int fds[MAX_CPUS], n_fds = 0, stop_fd = -1;
@@ -106,8 +106,8 @@ static void on_fault(uint64_t addr)
             oldest = t;
     }
     if (!s) {
-        *oldest = (stream){.lo = x->lo, .hi = x->hi, .last = p, .ahead = p + 1, .faults = 1,
-                           .stamp = samples};
+        *oldest = (stream){
+            .lo = x->lo, .hi = x->hi, .last = p, .ahead = p + 1, .faults = 1, .stamp = samples};
         return;
     }
     s->last = p;
@@ -220,9 +220,8 @@ void rt_ahead_stop(void)
     running = 0;
     close_events();
     rt_log(0, "readahead: %llu MiB advised in %llu windows (%llu faults seen%s)",
-           (unsigned long long)(advised_pages * rt_page_bytes >> 20),
-           (unsigned long long)windows, (unsigned long long)samples,
-           calls_failed ? ", some windows refused" : "");
+           (unsigned long long)(advised_pages * rt_page_bytes >> 20), (unsigned long long)windows,
+           (unsigned long long)samples, calls_failed ? ", some windows refused" : "");
 }
 
 void rt_ahead_fork_child(void)

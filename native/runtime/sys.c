@@ -35,8 +35,8 @@ void *rt_sys_mmap(size_t bytes)
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 #endif
-    long r = syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    long r =
+        syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (r < 0 && r > -4096)
         return NULL;
     return (void *)r;
@@ -102,7 +102,9 @@ void rt_log(int force, const char *fmt, ...)
     va_end(ap);
     if (m < 0)
         return;
-    size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2);
+    size_t len =
+        (size_t)n +
+        ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2);
     line[len++] = '\n';
     rt_sys_write_all(2, line, len);
 }

@@ -12,8 +12,8 @@
 #include <zlib.h>
 
 static const uint16_t buf_tags[RT_BUF_COUNT] = {OT_TAG_ALLOC, OT_TAG_FREE, OT_TAG_SAMPLE};
-static const uint16_t buf_sizes[RT_BUF_COUNT] = {
-    sizeof(ot_alloc_record), sizeof(ot_free_record), sizeof(ot_sample_record)};
+static const uint16_t buf_sizes[RT_BUF_COUNT] = {sizeof(ot_alloc_record), sizeof(ot_free_record),
+                                                 sizeof(ot_sample_record)};
 
 int rt_trace_dir_open(const char *dir)
 {
@@ -32,8 +32,8 @@ int rt_trace_dir_open(const char *dir)
 
 int rt_trace_file_create(int dirfd, const char *name)
 {
-    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                    0600);
+    int fd =
+        openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     return fd >= 0 ? fd : -errno;
 }
 

@@ -25,30 +25,30 @@
 enum { RT_BUF_ALLOC = 0, RT_BUF_FREE = 1, RT_BUF_SAMPLE = 2, RT_BUF_COUNT = 3 };
 
 typedef struct rt_buf {
-    _Atomic int busy;      /* 1 while someone reads or writes this block */
-    uint16_t tag;          /* enum ot_tag */
-    uint16_t record_size;  /* bytes per record */
-    uint32_t count;        /* records pending */
-    uint32_t capacity;     /* records that fit in OT_BLOCK_TARGET_BYTES */
+    _Atomic int busy;     /* 1 while someone reads or writes this block */
+    uint16_t tag;         /* enum ot_tag */
+    uint16_t record_size; /* bytes per record */
+    uint32_t count;       /* records pending */
+    uint32_t capacity;    /* records that fit in OT_BLOCK_TARGET_BYTES */
     unsigned char block[sizeof(ot_block_header) + OT_BLOCK_TARGET_BYTES];
 } rt_buf;
 
 enum { RT_TBUF_FREE = 0, RT_TBUF_USED = 1 };
 
 typedef struct rt_tbuf {
-    struct rt_tbuf *next;  /* list link; written once before the buffer is published */
-    _Atomic int state;     /* RT_TBUF_FREE / RT_TBUF_USED */
+    struct rt_tbuf *next; /* list link; written once before the buffer is published */
+    _Atomic int state;    /* RT_TBUF_FREE / RT_TBUF_USED */
     rt_buf bufs[RT_BUF_COUNT];
 } rt_tbuf;
 
 typedef struct rt_writer {
-    int fd;                           /* O_APPEND file, -1 when closed */
-    _Atomic(rt_tbuf *) head;          /* all thread buffers, newest first */
-    _Atomic uint64_t records;         /* records in blocks written so far */
-    _Atomic uint64_t lost;            /* records dropped (busy block in a handler, I/O error) */
-    _Atomic int io_error;             /* first -errno of a failed write, 0 if none */
-    pthread_mutex_t var_lock;         /* serializes var_buf users */
-    unsigned char *var_buf;           /* scratch for variable-size blocks (header + payload) */
+    int fd;                   /* O_APPEND file, -1 when closed */
+    _Atomic(rt_tbuf *) head;  /* all thread buffers, newest first */
+    _Atomic uint64_t records; /* records in blocks written so far */
+    _Atomic uint64_t lost;    /* records dropped (busy block in a handler, I/O error) */
+    _Atomic int io_error;     /* first -errno of a failed write, 0 if none */
+    pthread_mutex_t var_lock; /* serializes var_buf users */
+    unsigned char *var_buf;   /* scratch for variable-size blocks (header + payload) */
 } rt_writer;
 
 /* Scratch size for one variable-size block (header included). */

@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define NEVER UINT64_MAX
+#define NEVER          UINT64_MAX
 #define REBUILD_FACTOR 4
 
 typedef struct heap_entry {

@@ -11,7 +11,7 @@
 #define NS_PER_MS 1000000ull
 
 typedef struct hemem_state {
-    uint32_t epoch;              /* number of global halvings so far */
+    uint32_t epoch; /* number of global halvings so far */
     uint32_t read_hot, write_hot, cool_at;
     uint64_t period_ns, next_ns, pass_pages;
     sim_queue queue;

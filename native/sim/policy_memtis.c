@@ -11,16 +11,16 @@
 
 #include <stdlib.h>
 
-#define NBINS 16
+#define NBINS     16
 #define NS_PER_MS 1000000ull
 
 typedef struct memtis_state {
-    uint64_t hist[NBINS];     /* live pages per bin */
-    uint64_t samples;         /* samples seen (the adaptation/cooling clock) */
+    uint64_t hist[NBINS]; /* live pages per bin */
+    uint64_t samples;     /* samples seen (the adaptation/cooling clock) */
     uint64_t adapt_every, cool_every, period_ns, next_ns, budget;
-    unsigned hot;             /* pages in bins >= hot are hot */
+    unsigned hot; /* pages in bins >= hot are hot */
     bool count_weight;
-    sim_queue queue;          /* slow pages that reached the hot bin */
+    sim_queue queue; /* slow pages that reached the hot bin */
 } memtis_state;
 
 static const sim_param_def memtis_params[] = {

@@ -13,7 +13,10 @@ static const sim_param_def numab2_params[] = {
     {NULL, 0},
 };
 
-static int numab2_init(sim_t *s) { return numab_init(s, false); }
+static int numab2_init(sim_t *s)
+{
+    return numab_init(s, false);
+}
 
 const sim_policy_ops sim_policy_numab2 = {
     .name = "numab2",

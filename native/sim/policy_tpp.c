@@ -12,7 +12,10 @@ static const sim_param_def tpp_params[] = {
     {NULL, 0},
 };
 
-static int tpp_init(sim_t *s) { return numab_init(s, true); }
+static int tpp_init(sim_t *s)
+{
+    return numab_init(s, true);
+}
 
 const sim_policy_ops sim_policy_tpp = {
     .name = "tpp",

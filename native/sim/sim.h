@@ -80,15 +80,15 @@ _Static_assert(sizeof(sim_config) == 40, "sim_config is 40 bytes");
 /* Per-bin statistics. Access counts are weighted (sum of sample weights); pages are counts of
  * pages of (1 << page_shift) bytes. */
 typedef struct sim_bin {
-    uint64_t fast_loads, fast_stores;  /* accesses served by the fast tier */
-    uint64_t slow_loads, slow_stores;  /* accesses served by the slow tier */
-    uint64_t other;                    /* accesses to no live object (stack, globals): fast */
-    uint64_t promoted, demoted;        /* pages moved slow->fast, fast->slow by the policy
+    uint64_t fast_loads, fast_stores; /* accesses served by the fast tier */
+    uint64_t slow_loads, slow_stores; /* accesses served by the slow tier */
+    uint64_t other;                   /* accesses to no live object (stack, globals): fast */
+    uint64_t promoted, demoted;       /* pages moved slow->fast, fast->slow by the policy
                                         * (NUMA migrations; in swap mode demoted stays 0 and
                                         * promoted counts policy swap-ins) */
-    uint64_t hint_faults;              /* NUMA hint faults taken in this bin */
-    uint64_t fast_pages, slow_pages;   /* resident pages at the end of the bin */
-    uint64_t swap_in, swap_out;        /* swap mode: pages swapped in by faults / out (any cause) */
+    uint64_t hint_faults;             /* NUMA hint faults taken in this bin */
+    uint64_t fast_pages, slow_pages;  /* resident pages at the end of the bin */
+    uint64_t swap_in, swap_out;       /* swap mode: pages swapped in by faults / out (any cause) */
 } sim_bin;
 _Static_assert(sizeof(sim_bin) == 96, "sim_bin is 96 bytes");
 

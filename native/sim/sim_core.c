@@ -20,22 +20,19 @@
 #define TICK_NS 1000000ull
 
 static const sim_policy_ops *const POLICIES[] = {
-    &sim_policy_first_touch, &sim_policy_numab2, &sim_policy_tpp,
-    &sim_policy_memtis,      &sim_policy_hemem,  &sim_policy_static,
-    &sim_policy_phases,      &sim_policy_belady,
+    &sim_policy_first_touch, &sim_policy_numab2, &sim_policy_tpp,    &sim_policy_memtis,
+    &sim_policy_hemem,       &sim_policy_static, &sim_policy_phases, &sim_policy_belady,
 };
 #define NPOLICIES (sizeof POLICIES / sizeof POLICIES[0])
 
 static const char *const COUNTER_NAMES[SIM_C_COUNT_] = {
-    "events", "samples",
-    "fast_loads", "fast_stores", "slow_loads", "slow_stores", "other_accesses",
-    "alloc_fast_pages", "alloc_slow_pages",
-    "pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd",
-    "numa_hint_faults", "numa_pte_updates", "numa_pages_migrated",
-    "pgmigrate_fail", "kswapd_wake", "peak_pages", "peak_fast_pages",
-    "hot_threshold_ms",
-    "pswpin", "pswpout", "pgmajfault", "pgfault_first_touch",
-    "phase_switches", "pgmigrate_phase", "swap_fault_pinned",
+    "events",           "samples",           "fast_loads",          "fast_stores",
+    "slow_loads",       "slow_stores",       "other_accesses",      "alloc_fast_pages",
+    "alloc_slow_pages", "pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd",
+    "numa_hint_faults", "numa_pte_updates",  "numa_pages_migrated", "pgmigrate_fail",
+    "kswapd_wake",      "peak_pages",        "peak_fast_pages",     "hot_threshold_ms",
+    "pswpin",           "pswpout",           "pgmajfault",          "pgfault_first_touch",
+    "phase_switches",   "pgmigrate_phase",   "swap_fault_pinned",
 };
 
 static const sim_policy_ops *find_policy(const char *name)
@@ -152,11 +149,20 @@ void sim_set_phase_placement(sim_t *s, uint32_t nphases, const uint64_t *offsets
     s->phase_fast_bytes = fast_bytes;
 }
 
-const char *sim_error(const sim_t *s) { return s->error; }
+const char *sim_error(const sim_t *s)
+{
+    return s->error;
+}
 
-size_t sim_counter_count(void) { return SIM_C_COUNT_; }
+size_t sim_counter_count(void)
+{
+    return SIM_C_COUNT_;
+}
 
-const char *sim_counter_name(size_t i) { return i < SIM_C_COUNT_ ? COUNTER_NAMES[i] : NULL; }
+const char *sim_counter_name(size_t i)
+{
+    return i < SIM_C_COUNT_ ? COUNTER_NAMES[i] : NULL;
+}
 
 void sim_counters(const sim_t *s, uint64_t *out)
 {
@@ -428,9 +434,9 @@ touched:
  * the page PREFETCH_PAGE ahead (accesses without an object: the hash slot instead). Only a
  * hint: correctness does not depend on it. */
 #ifndef PREFETCH_OBJ
-#define PREFETCH_OBJ 32
+#define PREFETCH_OBJ   32
 #define PREFETCH_ENTRY 16
-#define PREFETCH_PAGE 8
+#define PREFETCH_PAGE  8
 #endif
 
 static inline void prefetch_stage(const sim_t *s, const sim_event *e, int stage)
@@ -484,9 +490,7 @@ int sim_feed(sim_t *s, const sim_event *ev, size_t n)
         }
         s->counter[SIM_C_EVENTS]++;
         switch (e->type) {
-        case SIM_EV_ACCESS:
-            do_access(s, e);
-            break;
+        case SIM_EV_ACCESS: do_access(s, e); break;
         case SIM_EV_ALLOC:
             if (sim_do_alloc(s, e) < 0)
                 return -1;
@@ -506,9 +510,7 @@ int sim_feed(sim_t *s, const sim_event *ev, size_t n)
             s->counter[SIM_C_PHASE_SWITCHES]++;
             s->ops->on_phase(s, e->obj);
             break;
-        default:
-            snprintf(s->error, sizeof s->error, "unknown event type %u", e->type);
-            return -1;
+        default: snprintf(s->error, sizeof s->error, "unknown event type %u", e->type); return -1;
         }
     }
     return 0;

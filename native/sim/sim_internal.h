@@ -13,11 +13,11 @@ enum sim_tier { SIM_FAST = 0, SIM_SLOW = 1 };
 
 /* sim_page.flags */
 #define SIM_PG_REFERENCED 0x01 /* accessed since the fast-LRU clock hand last passed */
-#define SIM_PG_PROTNONE 0x02   /* numab: marked by the scanner, next access is a hint fault */
-#define SIM_PG_ACTIVE 0x04     /* tpp: on the active LRU (one hint fault seen) */
-#define SIM_PG_QUEUED 0x08     /* memtis/hemem: in the policy's promotion queue */
-#define SIM_PG_PINNED 0x10     /* static: never demoted */
-#define SIM_PG_UNTOUCHED 0x20  /* swap mode: placed slow at allocation, never resident yet */
+#define SIM_PG_PROTNONE   0x02 /* numab: marked by the scanner, next access is a hint fault */
+#define SIM_PG_ACTIVE     0x04 /* tpp: on the active LRU (one hint fault seen) */
+#define SIM_PG_QUEUED     0x08 /* memtis/hemem: in the policy's promotion queue */
+#define SIM_PG_PINNED     0x10 /* static: never demoted */
+#define SIM_PG_UNTOUCHED  0x20 /* swap mode: placed slow at allocation, never resident yet */
 
 #define SIM_NIL 0xFFFFFFFFu
 
@@ -26,35 +26,51 @@ enum sim_tier { SIM_FAST = 0, SIM_SLOW = 1 };
  * bytes per page. Indices into the pool are stable for the page's lifetime (the hash table maps
  * key -> index, objects' page arrays hold indices). */
 typedef struct sim_page {
-    uint32_t stamp;       /* policy-defined: numab scan time (ms since start), hemem epoch */
-    uint32_t count;       /* policy-defined: access count (memtis), reads (hemem) */
-    uint32_t refs;        /* live objects overlapping the page (>= 1) */
-    uint16_t count2;      /* policy-defined: writes (hemem) */
-    uint8_t tier;         /* enum sim_tier */
-    uint8_t flags;        /* SIM_PG_* */
+    uint32_t stamp;  /* policy-defined: numab scan time (ms since start), hemem epoch */
+    uint32_t count;  /* policy-defined: access count (memtis), reads (hemem) */
+    uint32_t refs;   /* live objects overlapping the page (>= 1) */
+    uint16_t count2; /* policy-defined: writes (hemem) */
+    uint8_t tier;    /* enum sim_tier */
+    uint8_t flags;   /* SIM_PG_* */
 } sim_page;
 _Static_assert(sizeof(sim_page) == 16, "sim_page is 16 bytes");
 
 /* The cold half of a pool slot. key == 0 marks a free slot. */
 typedef struct sim_page_link {
-    uint64_t key;         /* ((space + 1) << 40) | page number; never 0 for a live page */
-    uint32_t prev, next;  /* fast-tier LRU links (pool indices, SIM_NIL at the ends); free
+    uint64_t key;        /* ((space + 1) << 40) | page number; never 0 for a live page */
+    uint32_t prev, next; /* fast-tier LRU links (pool indices, SIM_NIL at the ends); free
                            * slots are chained through next */
 } sim_page_link;
 
 /* Counter indices; names in sim_core.c (keep in the same order). Access counters are
  * weighted; page counters count pages. */
 enum sim_counter {
-    SIM_C_EVENTS, SIM_C_SAMPLES,
-    SIM_C_FAST_LOADS, SIM_C_FAST_STORES, SIM_C_SLOW_LOADS, SIM_C_SLOW_STORES, SIM_C_OTHER,
-    SIM_C_ALLOC_FAST, SIM_C_ALLOC_SLOW,            /* new pages placed in each tier */
-    SIM_C_PGPROMOTE_SUCCESS, SIM_C_PGPROMOTE_CANDIDATE, SIM_C_PGDEMOTE_KSWAPD,
-    SIM_C_NUMA_HINT_FAULTS, SIM_C_NUMA_PTE_UPDATES, SIM_C_NUMA_PAGES_MIGRATED,
-    SIM_C_PGMIGRATE_FAIL, SIM_C_KSWAPD_WAKE, SIM_C_PEAK_PAGES, SIM_C_PEAK_FAST_PAGES,
+    SIM_C_EVENTS,
+    SIM_C_SAMPLES,
+    SIM_C_FAST_LOADS,
+    SIM_C_FAST_STORES,
+    SIM_C_SLOW_LOADS,
+    SIM_C_SLOW_STORES,
+    SIM_C_OTHER,
+    SIM_C_ALLOC_FAST,
+    SIM_C_ALLOC_SLOW, /* new pages placed in each tier */
+    SIM_C_PGPROMOTE_SUCCESS,
+    SIM_C_PGPROMOTE_CANDIDATE,
+    SIM_C_PGDEMOTE_KSWAPD,
+    SIM_C_NUMA_HINT_FAULTS,
+    SIM_C_NUMA_PTE_UPDATES,
+    SIM_C_NUMA_PAGES_MIGRATED,
+    SIM_C_PGMIGRATE_FAIL,
+    SIM_C_KSWAPD_WAKE,
+    SIM_C_PEAK_PAGES,
+    SIM_C_PEAK_FAST_PAGES,
     SIM_C_HOT_THRESHOLD_MS, /* numab2: hot threshold at the end (gauge) */
-    SIM_C_PSWPIN, SIM_C_PSWPOUT, SIM_C_PGMAJFAULT, /* swap mode; pgmajfault = faulting swap-ins */
-    SIM_C_PGFAULT_FIRST_TOUCH,                      /* swap mode: zero-fill faults */
-    SIM_C_PHASE_SWITCHES, SIM_C_PGMIGRATE_PHASE,    /* phases: switches, pages moved by them */
+    SIM_C_PSWPIN,
+    SIM_C_PSWPOUT,
+    SIM_C_PGMAJFAULT,          /* swap mode; pgmajfault = faulting swap-ins */
+    SIM_C_PGFAULT_FIRST_TOUCH, /* swap mode: zero-fill faults */
+    SIM_C_PHASE_SWITCHES,
+    SIM_C_PGMIGRATE_PHASE,   /* phases: switches, pages moved by them */
     SIM_C_SWAP_FAULT_PINNED, /* swap mode: faults that found every fast page pinned (no room
                               * to swap in: the access is charged slow, a real cgroup would
                               * reclaim harder or OOM-kill); also counted in pgmigrate_fail */
@@ -83,7 +99,7 @@ typedef struct sim_policy_ops {
      * only when pg->flags has a bit of access_flags, or always when access_flags is 0. */
     void (*on_access)(sim_t *s, sim_page *pg, uint64_t now, uint64_t weight, bool store);
     uint8_t access_flags;
-    void (*on_tick)(sim_t *s, uint64_t now); /* every 1 ms of trace time */
+    void (*on_tick)(sim_t *s, uint64_t now);    /* every 1 ms of trace time */
     void (*on_phase)(sim_t *s, uint32_t phase); /* SIM_EV_PHASE; phase < phase_count */
     /* Swap mode: the fast page to swap out when a fault finds fast memory full, NULL when none
      * may go (the fault then fails as when every page is pinned). Without this hook the core
@@ -123,12 +139,12 @@ struct sim {
     uint32_t *hvals;
     uint64_t hmask; /* capacity - 1, capacity a power of two, load <= 1/2 */
     uint64_t hcount;
-    uint64_t last_key;  /* one-entry lookup cache */
+    uint64_t last_key; /* one-entry lookup cache */
     uint32_t last_idx;
 
     /* tiers: fast LRU of the unpinned fast pages (head = most recent), page counts */
     uint32_t lru_head, lru_tail;
-    uint64_t fast_cap, fast_pages, slow_pages; /* in pages */
+    uint64_t fast_cap, fast_pages, slow_pages;  /* in pages */
     uint64_t wm_min, wm_low, wm_high, wm_promo; /* fast-tier free-page watermarks */
 
     sim_object *objects;
@@ -165,7 +181,10 @@ struct sim {
 /* Parameter value by name (must exist in ops->params). */
 double sim_param(const sim_t *s, const char *name);
 
-static inline uint64_t sim_fast_free(const sim_t *s) { return s->fast_cap - s->fast_pages; }
+static inline uint64_t sim_fast_free(const sim_t *s)
+{
+    return s->fast_cap - s->fast_pages;
+}
 static inline uint64_t sim_ms(const sim_t *s, uint64_t now)
 {
     return now > s->cfg.start_ns ? (now - s->cfg.start_ns) / 1000000u : 0;
@@ -243,7 +262,10 @@ typedef struct sim_queue {
 } sim_queue;
 int sim_queue_push(sim_queue *q, uint32_t idx, uint64_t key);
 bool sim_queue_pop(sim_queue *q, uint32_t *idx, uint64_t *key);
-static inline size_t sim_queue_len(const sim_queue *q) { return q->tail - q->head; }
+static inline size_t sim_queue_len(const sim_queue *q)
+{
+    return q->tail - q->head;
+}
 void sim_queue_free(sim_queue *q);
 
 /* Built-in policies (one file each). */

@@ -142,8 +142,7 @@ static void invalidate(sim_t *s, uint32_t space, uint64_t first, uint64_t end)
 
 /* Range [addr, addr+size) unmapped: drop every page lying fully inside it. `owner` (or NULL)
  * is the object being cut; pages only it references need no search of the other objects. */
-static void free_range(sim_t *s, sim_object *owner, uint32_t space, uint64_t addr,
-                       uint64_t size)
+static void free_range(sim_t *s, sim_object *owner, uint32_t space, uint64_t addr, uint64_t size)
 {
     unsigned sh = s->cfg.page_shift;
     uint64_t psz = 1ull << sh;
@@ -240,8 +239,8 @@ const uint32_t *sim_sorted_objects(sim_t *s, size_t *n)
         size_t m = 0;
         for (uint32_t i = 0; i < s->cfg.objects; i++)
             if (s->objects[i].npages)
-                items[m++] = (sort_item){sim_page_key(s->objects[i].space,
-                                                      s->objects[i].first_vpn), i, 0};
+                items[m++] =
+                    (sort_item){sim_page_key(s->objects[i].space, s->objects[i].first_vpn), i, 0};
         qsort(items, m, sizeof *items, by_key);
         for (size_t i = 0; i < m; i++)
             s->sorted[i] = items[i].idx;

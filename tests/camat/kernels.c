@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define NODES (1 << 16)   /* 4 MiB of 64-byte nodes: beyond the small preset's caches */
-#define STREAM (1 << 19)  /* 4 MiB of uint64_t */
+#define NODES  (1 << 16) /* 4 MiB of 64-byte nodes: beyond the small preset's caches */
+#define STREAM (1 << 19) /* 4 MiB of uint64_t */
 
-struct node { struct node *next; char pad[56]; };
+struct node {
+    struct node *next;
+    char pad[56];
+};
 
 __attribute__((noinline)) static uintptr_t chase(struct node *p, long steps)
 {

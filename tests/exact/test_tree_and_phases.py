@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from scipy import sparse
 
 from objtier.exact.phases import access_matrix, merge, phase_tables
 from objtier.exact.tree import ContextTree, context_tree

@@ -8,7 +8,6 @@ import subprocess
 import numpy as np
 import pytest
 
-from objtier import native
 from objtier.analysis.objects import object_table as trace_objects
 from objtier.analysis.page_samples import page_samples
 from objtier.plan import Budget, build_plan, object_table, pages, to_text

@@ -13,7 +13,7 @@ from objtier import native
 from objtier.analysis.objects import object_table as trace_objects
 from objtier.plan import Budget, build_plan, object_table, parse_text, rank, to_text
 
-from .conftest import LOCKED_KB_C, keys_by_size, plan_text, printed, runtime_env
+from .conftest import LOCKED_KB_C, keys_by_size, plan_text, runtime_env
 
 MIB = 1 << 20
 MLOCK, MUNLOCK, COLD, PAGEOUT, MBIND = 1, 2, 3, 4, 5   # enum ot_placement_action

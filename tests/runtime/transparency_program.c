@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MIB (1UL << 20)
+#define MIB            (1UL << 20)
 #define ROUNDS_SECONDS 0.6
 
 static double now_s(void)
@@ -82,8 +82,7 @@ static int mode_read(const char *dir)
     }
     close(fd);
     unlink(path);
-    printf("read checksum %llu equal %d\n", (unsigned long long)check,
-           memcmp(src, dst, n) == 0);
+    printf("read checksum %llu equal %d\n", (unsigned long long)check, memcmp(src, dst, n) == 0);
     return bad;
 }
 
@@ -173,15 +172,15 @@ static int mode_guard(void)
 {
     long pg = sysconf(_SC_PAGESIZE);
     size_t n = 8 * MIB;
-    unsigned char *m = mmap(NULL, n + (size_t)pg, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *m =
+        mmap(NULL, n + (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     unsigned char *ro = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED || ro == MAP_FAILED)
         return 2;
     fill(m, n, 4);
     fill(ro, n, 5u << 20);
     mprotect(m + n, (size_t)pg, PROT_NONE); /* guard page */
-    mprotect(ro, n, PROT_READ);              /* read-only from now on */
+    mprotect(ro, n, PROT_READ);             /* read-only from now on */
     uint64_t s = 0;
     int rounds = 0, ok = 1;
     double until = now_s() + ROUNDS_SECONDS;
@@ -198,8 +197,7 @@ static int mode_guard(void)
 static int mode_reserve(void)
 {
     size_t n = 64 * MIB, piece = 4 * MIB;
-    unsigned char *r = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                            -1, 0);
+    unsigned char *r = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (r == MAP_FAILED)
         return 2;
     uint64_t s = 0;

@@ -1,6 +1,5 @@
 """The phases policy: per-phase placements switched at the trace's PHASE records."""
 
-import json
 
 import numpy as np
 import pytest

@@ -30,7 +30,7 @@
 
 #include "../common/wl.h"
 
-#define LINE 64
+#define LINE    64
 #define WORK_US 2000.0 /* length of one burst of traffic [us] */
 
 static volatile sig_atomic_t stop_flag;
@@ -39,7 +39,7 @@ static atomic_uint_fast64_t total_bytes;
 struct job {
     char *buf;
     uint64_t size;
-    double duty;  /* (0, 1] */
+    double duty; /* (0, 1] */
     int chase;
     uint64_t sink;
 };

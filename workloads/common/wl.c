@@ -67,10 +67,14 @@ uint64_t wl_parse_bytes(const char *opt, const char *text, uint64_t min, uint64_
     unsigned shift = 0;
     if (*end) {
         switch (*end) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        case 't': case 'T': shift = 40; break;
+        case 'k':
+        case 'K': shift = 10; break;
+        case 'm':
+        case 'M': shift = 20; break;
+        case 'g':
+        case 'G': shift = 30; break;
+        case 't':
+        case 'T': shift = 40; break;
         default: shift = 99;
         }
         if (shift == 99 || (end[1] && !((end[1] == 'B' || end[1] == 'b') && !end[2])))

@@ -30,14 +30,14 @@
 #include "graph.h"
 #include <objtier/phase.h>
 
-#define LOCAL_QUEUE 1024
+#define LOCAL_QUEUE       1024
 #define BRUTE_FORCE_MAX_N 1024
 
 typedef struct bc_state {
     const graph *g;
     int32_t *depth;
     double *sigma, *delta, *scores;
-    vid_t *order;        /* BFS order; level d is order[level_start[d] .. level_start[d+1]) */
+    vid_t *order; /* BFS order; level d is order[level_start[d] .. level_start[d+1]) */
     uint64_t *level_start;
     uint64_t levels;
 } bc_state;
@@ -180,14 +180,15 @@ static const char *brute_force(const graph *g, const vid_t *sources, uint64_t k,
 
 static void usage(void)
 {
-    printf("usage: bc [-f FILE | -g SCALE | -u SCALE] [-k DEGREE] [-s SEED] [-i SOURCES]\n"
-           "          [-n TRIALS] [-t THREADS] [-v]\n"
-           "Betweenness centrality (Brandes) from SOURCES sampled sources; prints MTEPS.\n"
-           GRAPH_USAGE
-           "  -i SOURCES sources per trial (default 16)\n"
-           "  -v         brute-force check of the scores (automatic when n <= %u)\n"
-           "  -h         this help\n"
-           "Default graph: Kronecker scale 16.\n", 1u, BRUTE_FORCE_MAX_N);
+    printf(
+        "usage: bc [-f FILE | -g SCALE | -u SCALE] [-k DEGREE] [-s SEED] [-i SOURCES]\n"
+        "          [-n TRIALS] [-t THREADS] [-v]\n"
+        "Betweenness centrality (Brandes) from SOURCES sampled sources; prints MTEPS.\n" GRAPH_USAGE
+        "  -i SOURCES sources per trial (default 16)\n"
+        "  -v         brute-force check of the scores (automatic when n <= %u)\n"
+        "  -h         this help\n"
+        "Default graph: Kronecker scale 16.\n",
+        1u, BRUTE_FORCE_MAX_N);
 }
 
 int main(int argc, char **argv)

@@ -24,8 +24,8 @@
 #include <objtier/phase.h>
 
 /* Switching thresholds of the direction-optimizing heuristic (values from the paper). */
-#define BFS_ALPHA 15
-#define BFS_BETA 18
+#define BFS_ALPHA   15
+#define BFS_BETA    18
 /* Per-thread staging buffer of the top-down step, in vertices. */
 #define LOCAL_QUEUE 1024
 
@@ -35,7 +35,7 @@ typedef struct bfs_state {
     vid_t *queue;
     uint64_t head, tail; /* current frontier: queue[head .. tail) */
     uint64_t *front, *next;
-    uint64_t words;      /* bitmap length in uint64 words */
+    uint64_t words; /* bitmap length in uint64 words */
 } bfs_state;
 
 static inline int bit_test(const uint64_t *bm, uint64_t v)
@@ -209,13 +209,14 @@ static const char *verify(const graph *g, const int32_t *parent, vid_t source, i
 
 static void usage(void)
 {
-    printf("usage: bfs [-f FILE | -g SCALE | -u SCALE] [-k DEGREE] [-s SEED] [-n TRIALS]\n"
-           "           [-t THREADS] [-v]\n"
-           "Direction-optimizing BFS from TRIALS sources chosen from SEED; prints MTEPS.\n"
-           GRAPH_USAGE
-           "  -v         verify every trial (default: the last trial only)\n"
-           "  -h         this help\n"
-           "Default graph: Kronecker scale 18.\n", 8u);
+    printf(
+        "usage: bfs [-f FILE | -g SCALE | -u SCALE] [-k DEGREE] [-s SEED] [-n TRIALS]\n"
+        "           [-t THREADS] [-v]\n"
+        "Direction-optimizing BFS from TRIALS sources chosen from SEED; prints MTEPS.\n" GRAPH_USAGE
+        "  -v         verify every trial (default: the last trial only)\n"
+        "  -h         this help\n"
+        "Default graph: Kronecker scale 18.\n",
+        8u);
 }
 
 int main(int argc, char **argv)

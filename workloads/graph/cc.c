@@ -23,7 +23,7 @@
 /* Neighbors per vertex linked before the largest component is guessed. */
 #define NEIGHBOR_ROUNDS 2
 /* Vertices sampled to guess the largest component. */
-#define SAMPLES 1024
+#define SAMPLES         1024
 
 /* Join the trees of u and v: the larger root is hooked under the smaller one. */
 static void link_vertices(int32_t *comp, vid_t u, vid_t v)
@@ -144,11 +144,11 @@ static void usage(void)
 {
     printf("usage: cc [-f FILE | -g SCALE | -u SCALE] [-k DEGREE] [-s SEED] [-n TRIALS]\n"
            "          [-t THREADS] [-v]\n"
-           "Connected components (Afforest); prints million edges per second.\n"
-           GRAPH_USAGE
+           "Connected components (Afforest); prints million edges per second.\n" GRAPH_USAGE
            "  -v         verify every trial (default: the last trial only)\n"
            "  -h         this help\n"
-           "Default graph: Kronecker scale 18.\n", 16u);
+           "Default graph: Kronecker scale 18.\n",
+           16u);
 }
 
 int main(int argc, char **argv)
@@ -173,8 +173,10 @@ int main(int argc, char **argv)
             objtier_phase("verify");
             int64_t components = verify(g, comp);
             if (components < 0)
-                wl_die(WL_EXIT_FAIL, "verification failed (trial %llu): labels disagree with "
-                       "a serial union-find", (unsigned long long)t);
+                wl_die(WL_EXIT_FAIL,
+                       "verification failed (trial %llu): labels disagree with "
+                       "a serial union-find",
+                       (unsigned long long)t);
             printf("trial %llu: %lld components in %.6f s (verified)\n", (unsigned long long)t,
                    (long long)components, secs);
         } else {

@@ -25,18 +25,18 @@
 
 typedef uint32_t vid_t;
 
-#define GRAPH_MAGIC "OTGRAPH\0"
-#define GRAPH_VERSION 1u
+#define GRAPH_MAGIC          "OTGRAPH\0"
+#define GRAPH_VERSION        1u
 #define GRAPH_FLAG_SYMMETRIC 1u
-#define GRAPH_FLAG_SORTED 2u
-#define GRAPH_HEADER_BYTES 32u
-#define GRAPH_MAX_SCALE 31u
+#define GRAPH_FLAG_SORTED    2u
+#define GRAPH_HEADER_BYTES   32u
+#define GRAPH_MAX_SCALE      31u
 
 typedef struct graph {
-    uint64_t n;         /* vertex count */
-    uint64_t m;         /* directed edge count = length of neighbors */
-    uint64_t *offsets;  /* n + 1 entries; offsets[0] = 0, offsets[n] = m */
-    vid_t *neighbors;   /* m entries */
+    uint64_t n;        /* vertex count */
+    uint64_t m;        /* directed edge count = length of neighbors */
+    uint64_t *offsets; /* n + 1 entries; offsets[0] = 0, offsets[n] = m */
+    vid_t *neighbors;  /* m entries */
 } graph;
 
 static inline uint64_t graph_degree(const graph *g, uint64_t v)
@@ -71,8 +71,8 @@ void graph_free(graph *g);
  * -s SEED, -n TRIALS, -t THREADS, -c. */
 typedef struct graph_opts {
     const char *file;
-    unsigned scale;     /* 0 = not given */
-    unsigned degree;    /* edge factor, default 16 */
+    unsigned scale;  /* 0 = not given */
+    unsigned degree; /* edge factor, default 16 */
     int uniform;
     uint64_t seed;
     uint64_t trials;
@@ -81,14 +81,14 @@ typedef struct graph_opts {
 } graph_opts;
 
 #define GRAPH_OPTSTRING "f:g:u:k:s:n:t:c"
-#define GRAPH_USAGE                                                                    \
-    "  -f FILE    load a graph written by graphgen (loading is not timed)\n"           \
-    "  -c         with -f: also check that the loaded graph is symmetric\n"            \
-    "  -g SCALE   generate a Kronecker graph with 2^SCALE vertices (not timed)\n"      \
-    "  -u SCALE   generate a uniform random graph with 2^SCALE vertices (not timed)\n" \
-    "  -k DEGREE  edge factor: generated edges per vertex (default 16)\n"              \
-    "  -s SEED    seed of the generator and of the source choice (default 1)\n"        \
-    "  -n TRIALS  timed trials (default %u)\n"                                         \
+#define GRAPH_USAGE                                                                                \
+    "  -f FILE    load a graph written by graphgen (loading is not timed)\n"                       \
+    "  -c         with -f: also check that the loaded graph is symmetric\n"                        \
+    "  -g SCALE   generate a Kronecker graph with 2^SCALE vertices (not timed)\n"                  \
+    "  -u SCALE   generate a uniform random graph with 2^SCALE vertices (not timed)\n"             \
+    "  -k DEGREE  edge factor: generated edges per vertex (default 16)\n"                          \
+    "  -s SEED    seed of the generator and of the source choice (default 1)\n"                    \
+    "  -n TRIALS  timed trials (default %u)\n"                                                     \
     "  -t THREADS OpenMP threads (default: the OpenMP default)\n"
 
 void graph_opts_init(graph_opts *o, uint64_t trials);

@@ -35,8 +35,8 @@ static void draw_edge(unsigned scale, int uniform, uint64_t seed, uint64_t i, vi
             bits = wl_rng_next(&r);
         uint64_t p = bits & 0xFFFFFFFFULL;
         bits >>= 32;
-        unsigned ubit = p >= tab;                           /* quadrants C or D */
-        unsigned vbit = (p >= ta && p < tab) || p >= tabc;  /* quadrants B or D */
+        unsigned ubit = p >= tab;                          /* quadrants C or D */
+        unsigned vbit = (p >= ta && p < tab) || p >= tabc; /* quadrants B or D */
         a = (a << 1) | ubit;
         b = (b << 1) | vbit;
     }

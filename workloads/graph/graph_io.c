@@ -75,11 +75,12 @@ graph *graph_load(const char *path, int check_symmetry)
         wl_die(WL_EXIT_USAGE, "%s: not a graph file (bad magic)", path);
     uint32_t version = get_u32(h + 8);
     if (version != GRAPH_VERSION)
-        wl_die(WL_EXIT_USAGE, "%s: graph file version %u, expected %u", path, version, GRAPH_VERSION);
+        wl_die(WL_EXIT_USAGE, "%s: graph file version %u, expected %u", path, version,
+               GRAPH_VERSION);
     uint64_t n = get_u64(h + 16), m = get_u64(h + 24);
     if (n == 0 || n > (1ULL << GRAPH_MAX_SCALE) || m > (1ULL << 40))
-        wl_die(WL_EXIT_USAGE, "%s: implausible counts n=%llu m=%llu", path,
-               (unsigned long long)n, (unsigned long long)m);
+        wl_die(WL_EXIT_USAGE, "%s: implausible counts n=%llu m=%llu", path, (unsigned long long)n,
+               (unsigned long long)m);
     uint64_t expect = GRAPH_HEADER_BYTES + (n + 1) * sizeof(uint64_t) + m * sizeof(vid_t);
     if ((uint64_t)st.st_size != expect)
         wl_die(WL_EXIT_USAGE, "%s: file has %llu bytes, its header implies %llu", path,
@@ -166,31 +167,18 @@ void graph_opts_init(graph_opts *o, uint64_t trials)
 int graph_opts_handle(graph_opts *o, int c, const char *arg)
 {
     switch (c) {
-    case 'f':
-        o->file = arg;
-        return 1;
+    case 'f': o->file = arg; return 1;
     case 'g':
     case 'u':
         o->scale = (unsigned)wl_parse_u64(c == 'g' ? "-g" : "-u", arg, 1, GRAPH_MAX_SCALE);
         o->uniform = c == 'u';
         return 1;
-    case 'k':
-        o->degree = (unsigned)wl_parse_u64("-k", arg, 1, 1024);
-        return 1;
-    case 's':
-        o->seed = wl_parse_u64("-s", arg, 0, UINT64_MAX);
-        return 1;
-    case 'n':
-        o->trials = wl_parse_u64("-n", arg, 1, 1000000);
-        return 1;
-    case 't':
-        o->threads = wl_parse_u64("-t", arg, 1, 4096);
-        return 1;
-    case 'c':
-        o->check_symmetry = 1;
-        return 1;
-    default:
-        return 0;
+    case 'k': o->degree = (unsigned)wl_parse_u64("-k", arg, 1, 1024); return 1;
+    case 's': o->seed = wl_parse_u64("-s", arg, 0, UINT64_MAX); return 1;
+    case 'n': o->trials = wl_parse_u64("-n", arg, 1, 1000000); return 1;
+    case 't': o->threads = wl_parse_u64("-t", arg, 1, 4096); return 1;
+    case 'c': o->check_symmetry = 1; return 1;
+    default: return 0;
     }
 }
 
@@ -230,9 +218,9 @@ graph *graph_from_opts(const graph_opts *o, unsigned default_scale)
             wl_die(WL_EXIT_USAGE, "scale %u with edge factor %u is too large", scale, o->degree);
         g = graph_generate(scale, o->degree, o->uniform, o->seed);
         printf("graph: generated %s scale %u edge factor %u seed %llu: %llu vertices, "
-               "%llu directed edges in %.3f s\n", o->uniform ? "uniform" : "kronecker", scale,
-               o->degree, (unsigned long long)o->seed, (unsigned long long)g->n,
-               (unsigned long long)g->m, wl_now() - t0);
+               "%llu directed edges in %.3f s\n",
+               o->uniform ? "uniform" : "kronecker", scale, o->degree, (unsigned long long)o->seed,
+               (unsigned long long)g->n, (unsigned long long)g->m, wl_now() - t0);
     }
     if (g->n > (1ULL << GRAPH_MAX_SCALE))
         wl_die(WL_EXIT_USAGE, "graph too large");

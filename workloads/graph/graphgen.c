@@ -61,8 +61,9 @@ int main(int argc, char **argv)
         wl_die(WL_EXIT_FAIL, "generated graph is invalid: %s", problem);
     graph_save(g, out);
     printf("graphgen: %s scale %u edge factor %u seed %llu: %llu vertices, %llu directed edges "
-           "-> %s\n", o.uniform ? "uniform" : "kronecker", o.scale, o.degree,
-           (unsigned long long)o.seed, (unsigned long long)g->n, (unsigned long long)g->m, out);
+           "-> %s\n",
+           o.uniform ? "uniform" : "kronecker", o.scale, o.degree, (unsigned long long)o.seed,
+           (unsigned long long)g->n, (unsigned long long)g->m, out);
     double input_edges = (double)o.degree * (double)(1ULL << o.scale);
     wl_fom("graphgen", input_edges / secs / 1e6, "MEdges/s", secs);
     graph_free(g);

@@ -17,7 +17,7 @@
 
 #include "../common/wl.h"
 
-#define POLY 0x0000000000000007ULL
+#define POLY   0x0000000000000007ULL
 #define PERIOD 1317624576693539401LL
 
 static inline uint64_t step(uint64_t r)
@@ -123,7 +123,8 @@ int main(int argc, char **argv)
         wl_die(WL_EXIT_FAIL, "verification failed: %llu of %llu entries wrong, above HPCC's 1%%",
                (unsigned long long)errors, (unsigned long long)size);
     printf("verification: passed (%llu of %llu entries wrong, %.4f%%; HPCC allows 1%%)\n",
-           (unsigned long long)errors, (unsigned long long)size, 100.0 * (double)errors / (double)size);
+           (unsigned long long)errors, (unsigned long long)size,
+           100.0 * (double)errors / (double)size);
     wl_fom("gups", (double)updates / secs / 1e9, "GUP/s", secs);
     free(table);
     return 0;

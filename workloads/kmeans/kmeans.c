@@ -106,8 +106,8 @@ int main(int argc, char **argv)
     int32_t *membership = wl_malloc(npoints * sizeof(int32_t), "membership");
     float *clusters = wl_malloc(nclusters * nfeatures * sizeof(float), "clusters");
     float *used = wl_malloc(nclusters * nfeatures * sizeof(float), "previous clusters");
-    float *partial_new_centers = wl_calloc((size_t)nthreads * nclusters * nfeatures, sizeof(float),
-                                           "partial_new_centers");
+    float *partial_new_centers =
+        wl_calloc((size_t)nthreads * nclusters * nfeatures, sizeof(float), "partial_new_centers");
     int32_t *partial_new_centers_len =
         padded ? wl_aligned(CACHE_LINE, (size_t)nthreads * row * sizeof(int32_t),
                             "partial_new_centers_len")
@@ -137,8 +137,8 @@ int main(int argc, char **argv)
     for (uint64_t it = 0; it < iterations; it++) {
         memcpy(used, clusters, nclusters * nfeatures * sizeof(float));
         delta = 0;
-#pragma omp parallel shared(feature, clusters, membership, partial_new_centers, \
-                            partial_new_centers_len)
+#pragma omp parallel shared(feature, clusters, membership, partial_new_centers,                    \
+                                partial_new_centers_len)
         {
             int tid = omp_get_thread_num();
 #pragma omp for schedule(static) reduction(+ : delta)
@@ -149,7 +149,8 @@ int main(int argc, char **argv)
                     delta += 1.0;
                 membership[i] = index;
                 partial_new_centers_len[(uint64_t)tid * row + (uint64_t)index]++;
-                float *pc = partial_new_centers + ((uint64_t)tid * nclusters + (uint64_t)index) * nfeatures;
+                float *pc =
+                    partial_new_centers + ((uint64_t)tid * nclusters + (uint64_t)index) * nfeatures;
                 for (int j = 0; j < nf; j++)
                     pc[j] += pt[j];
             }
@@ -162,7 +163,8 @@ int main(int argc, char **argv)
             for (int j = 0; j < nf; j++) {
                 double sum = 0;
                 for (int t = 0; t < nthreads; t++) {
-                    float *p = &partial_new_centers[((uint64_t)t * nc + (uint64_t)k) * nf + (uint64_t)j];
+                    float *p =
+                        &partial_new_centers[((uint64_t)t * nc + (uint64_t)k) * nf + (uint64_t)j];
                     sum += *p;
                     *p = 0;
                 }
@@ -212,13 +214,14 @@ int main(int argc, char **argv)
             worst = err > worst ? err : worst;
         }
     if (worst > 1e-3)
-        wl_die(WL_EXIT_FAIL, "verification failed: a center is off its points' mean by %.3g", worst);
+        wl_die(WL_EXIT_FAIL, "verification failed: a center is off its points' mean by %.3g",
+               worst);
 
     printf("kmeans: %llu points x %llu features, %llu clusters, %llu iterations, %d threads, "
-           "%s counters (row %llu ints)\n", (unsigned long long)npoints,
-           (unsigned long long)nfeatures, (unsigned long long)nclusters,
-           (unsigned long long)iterations, nthreads, padded ? "padded" : "unpadded",
-           (unsigned long long)row);
+           "%s counters (row %llu ints)\n",
+           (unsigned long long)npoints, (unsigned long long)nfeatures,
+           (unsigned long long)nclusters, (unsigned long long)iterations, nthreads,
+           padded ? "padded" : "unpadded", (unsigned long long)row);
     printf("last iteration: %.0f membership changes\n", delta);
     printf("verification: passed (max relative center error %.2g)\n", worst);
     wl_fom("kmeans", (double)npoints * (double)iterations / secs / 1e6, "Mpoints/s", secs);

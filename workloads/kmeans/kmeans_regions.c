@@ -120,8 +120,8 @@ int main(int argc, char **argv)
     float *feature = wl_malloc(npoints * nfeatures * sizeof(float), "feature");
     int32_t *membership = wl_malloc(npoints * sizeof(int32_t), "membership");
     float *clusters = wl_malloc(nclusters * nfeatures * sizeof(float), "clusters");
-    float *partial_new_centers = wl_calloc((size_t)nthreads * nclusters * nfeatures,
-                                           sizeof(float), "partial_new_centers");
+    float *partial_new_centers =
+        wl_calloc((size_t)nthreads * nclusters * nfeatures, sizeof(float), "partial_new_centers");
     size_t len_bytes = (size_t)nthreads * row * sizeof(int32_t);
     int32_t *partial_new_centers_len =
         padded ? wl_aligned(CACHE_LINE, (len_bytes + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE,
@@ -136,7 +136,8 @@ int main(int argc, char **argv)
     for (uint64_t i = 0; i < npoints; i++) {
         uint64_t blob = wl_rng_below(&r, nclusters);
         for (uint64_t j = 0; j < nfeatures; j++)
-            feature[i * nfeatures + j] = centers0[blob * nfeatures + j] + (float)(wl_rng_unit(&r) - 0.5);
+            feature[i * nfeatures + j] =
+                centers0[blob * nfeatures + j] + (float)(wl_rng_unit(&r) - 0.5);
         membership[i] = -1;
     }
     memcpy(clusters, feature, nclusters * nfeatures * sizeof(float));
@@ -169,7 +170,8 @@ int main(int argc, char **argv)
             for (int j = 0; j < nf; j++) {
                 double sum = 0;
                 for (int t = 0; t < nthreads; t++) {
-                    float *p = &partial_new_centers[((uint64_t)t * nc + (uint64_t)k) * nf + (uint64_t)j];
+                    float *p =
+                        &partial_new_centers[((uint64_t)t * nc + (uint64_t)k) * nf + (uint64_t)j];
                     sum += *p;
                     *p = 0;
                 }
@@ -199,11 +201,12 @@ int main(int argc, char **argv)
         }
     }
     if (worst > 1e-3)
-        wl_die(WL_EXIT_FAIL, "verification failed: a center is off its points' mean by %.3g", worst);
+        wl_die(WL_EXIT_FAIL, "verification failed: a center is off its points' mean by %.3g",
+               worst);
     printf("kmeans_regions: %llu points x %d features, %d clusters, %llu iterations, %d threads, "
-           "%s counters (row %llu ints)\n", (unsigned long long)npoints, nf, nc,
-           (unsigned long long)iterations, nthreads, padded ? "padded" : "unpadded",
-           (unsigned long long)row);
+           "%s counters (row %llu ints)\n",
+           (unsigned long long)npoints, nf, nc, (unsigned long long)iterations, nthreads,
+           padded ? "padded" : "unpadded", (unsigned long long)row);
     printf("last iteration: %llu membership changes\n", (unsigned long long)changes);
     printf("verification: passed (max relative center error %.2g)\n", worst);
     wl_fom("kmeans_regions", (double)npoints * (double)iterations / secs / 1e6, "Mpoints/s", secs);

@@ -123,7 +123,8 @@ int main(int argc, char **argv)
     if (optind < argc)
         wl_die(WL_EXIT_USAGE, "unexpected argument '%s' (try -h)", argv[optind]);
     if (elem_bytes % 64)
-        wl_die(WL_EXIT_USAGE, "-e must be a multiple of 64, got %llu", (unsigned long long)elem_bytes);
+        wl_die(WL_EXIT_USAGE, "-e must be a multiple of 64, got %llu",
+               (unsigned long long)elem_bytes);
     wl_set_threads(threads);
     int nthreads = threads ? (int)threads : omp_get_max_threads();
     uint64_t elements = size / elem_bytes;
@@ -181,7 +182,8 @@ int main(int argc, char **argv)
     double secs = wl_now() - t0;
 
     for (int i = 0; i < nthreads; i++) {
-        uint64_t len = regions ? (i + 1 == nthreads ? elements - (uint64_t)i * per : per) : elements;
+        uint64_t len =
+            regions ? (i + 1 == nthreads ? elements - (uint64_t)i * per : per) : elements;
         if (finish[i]->pos != (start_pos[i] + steps) % len)
             wl_die(WL_EXIT_FAIL, "verification failed: thread %d ended at the wrong element", i);
     }

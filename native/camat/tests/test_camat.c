@@ -13,21 +13,31 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);             \
-            failures++;                                                                          \
-        }                                                                                        \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static camat_config base_config(uint32_t cores)
 {
     camat_config c = {
         .cache = {{32 << 10, 8, 4, 10, 0}, {256 << 10, 8, 12, 16, 0}, {2 << 20, 16, 40, 32, 0}},
-        .line_bytes = 64, .cores = cores, .issue_width = 2, .window = 128, .lag = 64,
-        .mem_cycles = 200, .mem_mshrs = 1, .far_cycles = 3000, .coherence_cycles = 60,
-        .page_shift = 12, .local_pages = 0, .objects = 3, .regions = 2};
+        .line_bytes = 64,
+        .cores = cores,
+        .issue_width = 2,
+        .window = 128,
+        .lag = 64,
+        .mem_cycles = 200,
+        .mem_mshrs = 1,
+        .far_cycles = 3000,
+        .coherence_cycles = 60,
+        .page_shift = 12,
+        .local_pages = 0,
+        .objects = 3,
+        .regions = 2};
     return c;
 }
 
@@ -63,7 +73,8 @@ static void check_sums(camat_model *m, const camat_config *cfg)
         const camat_counts *t = &camat_totals(m)[l];
         for (int pass = 0; pass < 2; pass++) {
             uint32_t n = pass ? cfg->regions : cfg->objects;
-            const camat_counts *p = (pass ? camat_by_region(m) : camat_by_object(m)) + (size_t)l * n;
+            const camat_counts *p =
+                (pass ? camat_by_region(m) : camat_by_object(m)) + (size_t)l * n;
             uint64_t acc = 0, mis = 0, pm = 0, pp = 0;
             double hs = 0, ps = 0, ms = 0;
             for (uint32_t i = 0; i < n; i++) {
@@ -103,16 +114,19 @@ static void test_pointer_chase(void)
     camat_access *a = calloc(N, sizeof *a);
     uint64_t s = 88172645463325252ULL;
     for (int i = 0; i < N; i++) /* random lines of a 256 MiB array, each on the previous */
-        a[i] = (camat_access){.addr = 0x10000000ULL + (rng(&s) % (1 << 22)) * 64, .object = 1,
-                              .region = 1, .flags = 8 << 8, .dep = i ? 1 : 0};
+        a[i] = (camat_access){.addr = 0x10000000ULL + (rng(&s) % (1 << 22)) * 64,
+                              .object = 1,
+                              .region = 1,
+                              .flags = 8 << 8,
+                              .dep = i ? 1 : 0};
     CHECK(camat_feed(m, a, N) == 0);
     camat_finish(m);
     const camat_counts *t = camat_totals(m);
     CHECK(t[CAMAT_L1].accesses == N);
     CHECK(t[CAMAT_L1].misses > N * 9 / 10);
     double cm1 = miss_concurrency(&t[CAMAT_L1]), cmm = t[CAMAT_MEM].accesses ? 1.0 : 0;
-    printf("  L1 C_M %.3f  MR %.3f  C-AMAT %.1f\n", cm1,
-           (double)t[CAMAT_L1].misses / N, camat_terms(&t[CAMAT_L1]));
+    printf("  L1 C_M %.3f  MR %.3f  C-AMAT %.1f\n", cm1, (double)t[CAMAT_L1].misses / N,
+           camat_terms(&t[CAMAT_L1]));
     CHECK(cm1 > 0.95 && cm1 < 1.05);
     CHECK(cmm == 1.0);
     for (int l = 0; l < CAMAT_FAR; l++)
@@ -133,8 +147,10 @@ static void test_streaming(void)
     enum { N = 40000 };
     camat_access *a = calloc(N, sizeof *a);
     for (int i = 0; i < N; i++) /* one load per line, no dependence */
-        a[i] = (camat_access){.addr = 0x40000000ULL + (uint64_t)i * 64, .object = 2,
-                              .region = i & 1, .flags = 8 << 8};
+        a[i] = (camat_access){.addr = 0x40000000ULL + (uint64_t)i * 64,
+                              .object = 2,
+                              .region = i & 1,
+                              .flags = 8 << 8};
     CHECK(camat_feed(m, a, N) == 0);
     camat_finish(m);
     const camat_counts *t = camat_totals(m);
@@ -190,7 +206,10 @@ static void sharing(int padded, camat_counts *out)
     for (int i = 0; i < N; i++) {
         uint32_t c = (uint32_t)(i & 1);
         uint64_t addr = 0x2000 + (padded ? c * 64 : c * 4);
-        a[i] = (camat_access){.addr = addr, .core = c, .object = 1, .region = 1,
+        a[i] = (camat_access){.addr = addr,
+                              .core = c,
+                              .object = 1,
+                              .region = 1,
                               .flags = (uint16_t)((4 << 8) | ((i >> 1) & 1 ? CAMAT_WRITE : 0))};
     }
     CHECK(camat_feed(m, a, N) == 0);
@@ -231,7 +250,10 @@ static void test_clock_interleaving(void)
     camat_access *a = calloc(N, sizeof *a);
     for (int i = 0; i < N; i++) {
         uint32_t c = (uint32_t)((i / 1000) & 1);
-        a[i] = (camat_access){.addr = 0x2000 + c * 4, .core = c, .object = 1, .region = 1,
+        a[i] = (camat_access){.addr = 0x2000 + c * 4,
+                              .core = c,
+                              .object = 1,
+                              .region = 1,
                               .flags = (uint16_t)((4 << 8) | (i & 1 ? CAMAT_WRITE : 0))};
     }
     for (int pass = 0; pass < 2; pass++) {

@@ -37,10 +37,10 @@
 
 #include <stdint.h>
 
-#define OT_MAGIC "OBJTIER\0"  /* 8 bytes, includes the NUL */
-#define OT_VERSION_MAJOR 1    /* readers reject a different major version */
-#define OT_VERSION_MINOR 2    /* additions only: new tags, new trailing fields */
-#define OT_BLOCK_MAGIC 0x4B42544FU /* "OTBK" read as a little-endian uint32 */
+#define OT_MAGIC              "OBJTIER\0" /* 8 bytes, includes the NUL */
+#define OT_VERSION_MAJOR      1           /* readers reject a different major version */
+#define OT_VERSION_MINOR      2           /* additions only: new tags, new trailing fields */
+#define OT_BLOCK_MAGIC        0x4B42544FU /* "OTBK" read as a little-endian uint32 */
 #define OT_BLOCK_TARGET_BYTES (64 * 1024) /* writers flush a block at about this size */
 
 /* ot_file_header.endianness */
@@ -83,18 +83,18 @@ _Static_assert(sizeof(ot_block_header) == 24, "ot_block_header is 24 bytes");
 
 /* Record tags. NEVER renumber; append only. */
 enum ot_tag {
-    OT_TAG_PROCESS = 1,      /* variable: ot_process_record + strings */
-    OT_TAG_MODULE = 2,       /* variable: ot_module_record + build id + path */
-    OT_TAG_CONTEXT = 3,      /* variable: ot_context_record + frames */
-    OT_TAG_ALLOC = 4,        /* fixed: ot_alloc_record */
-    OT_TAG_FREE = 5,         /* fixed: ot_free_record */
-    OT_TAG_SAMPLE = 6,       /* fixed: ot_sample_record */
-    OT_TAG_COUNTER_DEF = 7,  /* variable: ot_counter_def_record + name */
-    OT_TAG_COUNTERS = 8,     /* fixed: ot_counter_record (one value of one counter) */
-    OT_TAG_PHASE = 9,        /* fixed: ot_phase_record */
-    OT_TAG_NAME = 10,        /* variable: ot_name_record + string (phase names etc.) */
+    OT_TAG_PROCESS = 1,        /* variable: ot_process_record + strings */
+    OT_TAG_MODULE = 2,         /* variable: ot_module_record + build id + path */
+    OT_TAG_CONTEXT = 3,        /* variable: ot_context_record + frames */
+    OT_TAG_ALLOC = 4,          /* fixed: ot_alloc_record */
+    OT_TAG_FREE = 5,           /* fixed: ot_free_record */
+    OT_TAG_SAMPLE = 6,         /* fixed: ot_sample_record */
+    OT_TAG_COUNTER_DEF = 7,    /* variable: ot_counter_def_record + name */
+    OT_TAG_COUNTERS = 8,       /* fixed: ot_counter_record (one value of one counter) */
+    OT_TAG_PHASE = 9,          /* fixed: ot_phase_record */
+    OT_TAG_NAME = 10,          /* variable: ot_name_record + string (phase names etc.) */
     OT_TAG_SAMPLER_STATS = 11, /* fixed: ot_sampler_stats_record */
-    OT_TAG_END = 12,         /* fixed: ot_end_record, last block of a cleanly closed file */
+    OT_TAG_END = 12,           /* fixed: ot_end_record, last block of a cleanly closed file */
     OT_TAG_ACCESS_COUNT = 13,  /* fixed: ot_access_count_record (exact tracing) */
     OT_TAG_CCT_NODE = 14,      /* fixed: ot_cct_node_record (calling-context tree) */
     OT_TAG_RESIDENCY = 15,     /* fixed: ot_residency_record (pages per node) */
@@ -108,26 +108,26 @@ enum ot_tag {
 enum ot_alloc_kind {
     OT_ALLOC_MALLOC = 1,
     OT_ALLOC_CALLOC = 2,
-    OT_ALLOC_REALLOC = 3,       /* the new object of a realloc; the old one gets a FREE */
+    OT_ALLOC_REALLOC = 3, /* the new object of a realloc; the old one gets a FREE */
     OT_ALLOC_POSIX_MEMALIGN = 4,
     OT_ALLOC_ALIGNED_ALLOC = 5,
     OT_ALLOC_MEMALIGN = 6,
     OT_ALLOC_VALLOC = 7,
     OT_ALLOC_PVALLOC = 8,
-    OT_ALLOC_MMAP = 9,          /* anonymous mmap called by the program */
-    OT_ALLOC_MREMAP = 10,       /* the new range of an mremap; the old one gets a FREE */
-    OT_ALLOC_NEW = 11,          /* C++ operator new / new[] */
-    OT_ALLOC_STATIC = 12,       /* a .data/.bss symbol of a loaded module, registered when main
+    OT_ALLOC_MMAP = 9,    /* anonymous mmap called by the program */
+    OT_ALLOC_MREMAP = 10, /* the new range of an mremap; the old one gets a FREE */
+    OT_ALLOC_NEW = 11,    /* C++ operator new / new[] */
+    OT_ALLOC_STATIC = 12, /* a .data/.bss symbol of a loaded module, registered when main
                                    starts; its context is one frame: (module, symbol value + 1) */
 };
 
 /* ot_free_record.kind */
 enum ot_free_kind {
-    OT_FREE_FREE = 1,     /* free / operator delete: the whole object */
-    OT_FREE_REALLOC = 2,  /* the old object of a realloc */
-    OT_FREE_MUNMAP = 3,   /* [addr, addr+size) unmapped; may be a part of an object */
-    OT_FREE_MREMAP = 4,   /* the old range of an mremap */
-    OT_FREE_EXIT = 5,     /* still live at process exit (written at clean exit) */
+    OT_FREE_FREE = 1,    /* free / operator delete: the whole object */
+    OT_FREE_REALLOC = 2, /* the old object of a realloc */
+    OT_FREE_MUNMAP = 3,  /* [addr, addr+size) unmapped; may be a part of an object */
+    OT_FREE_MREMAP = 4,  /* the old range of an mremap */
+    OT_FREE_EXIT = 5,    /* still live at process exit (written at clean exit) */
 };
 
 typedef struct ot_alloc_record {
@@ -145,24 +145,24 @@ _Static_assert(sizeof(ot_alloc_record) == 48, "ot_alloc_record is 48 bytes");
 
 typedef struct ot_free_record {
     uint64_t time_ns;
-    uint64_t seq;     /* same counter as ot_alloc_record.seq */
-    uint64_t addr;    /* object start (FREE/REALLOC) or start of the unmapped range */
-    uint64_t size;    /* bytes unmapped (MUNMAP/MREMAP); 0 = the whole object */
+    uint64_t seq;  /* same counter as ot_alloc_record.seq */
+    uint64_t addr; /* object start (FREE/REALLOC) or start of the unmapped range */
+    uint64_t size; /* bytes unmapped (MUNMAP/MREMAP); 0 = the whole object */
     uint32_t tid;
-    uint16_t kind;    /* enum ot_free_kind */
-    uint16_t flags;   /* reserved, 0 */
+    uint16_t kind;  /* enum ot_free_kind */
+    uint16_t flags; /* reserved, 0 */
 } ot_free_record;
 _Static_assert(sizeof(ot_free_record) == 40, "ot_free_record is 40 bytes");
 
 /* ot_sample_record.source: which sampler produced the sample */
 enum ot_sample_source {
-    OT_SRC_FAULT = 1,       /* user-space hint fault (PROT_NONE window) */
-    OT_SRC_PERF_PEBS = 2,   /* Intel PEBS mem-loads / mem-stores */
-    OT_SRC_PERF_IBS = 3,    /* AMD IBS op */
-    OT_SRC_PERF_SWFAULT = 4,/* software page-fault event (minor or major) */
-    OT_SRC_TRACE = 5,       /* compiler instrumentation (exact) */
-    OT_SRC_PAGEOUT = 6,     /* major fault on a page the pageout sampler pushed to swap */
-    OT_SRC_WP = 7,          /* first write to a userfaultfd write-protected page (wp sampler) */
+    OT_SRC_FAULT = 1,        /* user-space hint fault (PROT_NONE window) */
+    OT_SRC_PERF_PEBS = 2,    /* Intel PEBS mem-loads / mem-stores */
+    OT_SRC_PERF_IBS = 3,     /* AMD IBS op */
+    OT_SRC_PERF_SWFAULT = 4, /* software page-fault event (minor or major) */
+    OT_SRC_TRACE = 5,        /* compiler instrumentation (exact) */
+    OT_SRC_PAGEOUT = 6,      /* major fault on a page the pageout sampler pushed to swap */
+    OT_SRC_WP = 7,           /* first write to a userfaultfd write-protected page (wp sampler) */
 };
 
 /* ot_sample_record.level: where the access was served (perf data source), or
@@ -175,35 +175,35 @@ enum ot_mem_level {
     OT_LVL_L3 = 4,
     OT_LVL_DRAM_LOCAL = 5,
     OT_LVL_DRAM_REMOTE = 6,
-    OT_LVL_PMEM = 7,     /* Optane / KMEM-DAX */
+    OT_LVL_PMEM = 7, /* Optane / KMEM-DAX */
     OT_LVL_CXL = 8,
-    OT_LVL_SWAP = 9,     /* major fault: the page came back from the swap tier */
+    OT_LVL_SWAP = 9, /* major fault: the page came back from the swap tier */
     OT_LVL_UNCACHED = 10,
 };
 
 /* ot_sample_record.flags bits */
-#define OT_SAMPLE_WRITE 0x1    /* store (else load, or unknown when OT_SAMPLE_RW_KNOWN clear) */
+#define OT_SAMPLE_WRITE    0x1 /* store (else load, or unknown when OT_SAMPLE_RW_KNOWN clear) */
 #define OT_SAMPLE_RW_KNOWN 0x2 /* the sampler knows load vs store */
-#define OT_SAMPLE_MAJOR 0x4    /* a major page fault */
+#define OT_SAMPLE_MAJOR    0x4 /* a major page fault */
 
 /* ot_sample_record.tlb */
 #define OT_TLB_UNKNOWN 0
-#define OT_TLB_HIT 1
-#define OT_TLB_MISS 2
+#define OT_TLB_HIT     1
+#define OT_TLB_MISS    2
 
 typedef struct ot_sample_record {
-    uint64_t time_ns;   /* when the access was observed */
-    uint64_t addr;      /* data virtual address */
+    uint64_t time_ns; /* when the access was observed */
+    uint64_t addr;    /* data virtual address */
     uint32_t tid;
-    uint32_t latency;   /* fault: hint-fault latency in microseconds (touch - protect),
+    uint32_t latency; /* fault: hint-fault latency in microseconds (touch - protect),
                            saturating at UINT32_MAX; PEBS/IBS: load latency in cycles;
                            0 = unknown */
-    uint16_t source;    /* enum ot_sample_source */
-    uint8_t level;      /* enum ot_mem_level */
-    uint8_t tlb;        /* OT_TLB_* */
-    uint16_t flags;     /* OT_SAMPLE_* bits */
-    uint16_t node;      /* NUMA node of the page when known, else 0xFFFF */
-    uint32_t weight;    /* accesses this sample stands for (sampling period); 0 = unknown */
+    uint16_t source;  /* enum ot_sample_source */
+    uint8_t level;    /* enum ot_mem_level */
+    uint8_t tlb;      /* OT_TLB_* */
+    uint16_t flags;   /* OT_SAMPLE_* bits */
+    uint16_t node;    /* NUMA node of the page when known, else 0xFFFF */
+    uint32_t weight;  /* accesses this sample stands for (sampling period); 0 = unknown */
     uint32_t reserved;
 } ot_sample_record;
 _Static_assert(sizeof(ot_sample_record) == 40, "ot_sample_record is 40 bytes");
@@ -213,19 +213,19 @@ _Static_assert(sizeof(ot_sample_record) == 40, "ot_sample_record is 40 bytes");
 typedef struct ot_process_record {
     uint32_t pid;
     uint32_t ppid;
-    uint64_t time_ns;     /* when the runtime started in this process */
-    uint32_t argc;        /* followed by: exe (u32 len + bytes), then argc args, each u32 len + bytes, */
-    uint32_t config_len;  /* then config_len bytes: the runtime settings as "KEY=VALUE\n" lines */
+    uint64_t time_ns; /* when the runtime started in this process */
+    uint32_t argc; /* followed by: exe (u32 len + bytes), then argc args, each u32 len + bytes, */
+    uint32_t config_len; /* then config_len bytes: the runtime settings as "KEY=VALUE\n" lines */
 } ot_process_record;
 _Static_assert(sizeof(ot_process_record) == 24, "ot_process_record is 24 bytes");
 
 typedef struct ot_module_record {
-    uint32_t id;          /* module id used in frames, unique within the file; 0 = unknown module */
-    uint16_t build_id_len;/* bytes of GNU build id that follow (0..32) */
-    uint16_t path_len;    /* bytes of path that follow the build id */
-    uint64_t base;        /* load bias: frame offset = ip - base */
-    uint64_t start;       /* lowest mapped address of the module */
-    uint64_t end;         /* one past the highest */
+    uint32_t id; /* module id used in frames, unique within the file; 0 = unknown module */
+    uint16_t build_id_len; /* bytes of GNU build id that follow (0..32) */
+    uint16_t path_len;     /* bytes of path that follow the build id */
+    uint64_t base;         /* load bias: frame offset = ip - base */
+    uint64_t start;        /* lowest mapped address of the module */
+    uint64_t end;          /* one past the highest */
     /* followed by build_id[build_id_len], path[path_len] */
 } ot_module_record;
 _Static_assert(sizeof(ot_module_record) == 32, "ot_module_record is 32 bytes");
@@ -233,49 +233,49 @@ _Static_assert(sizeof(ot_module_record) == 32, "ot_module_record is 32 bytes");
 /* One frame of a calling context: a return address as (module, offset), so the
  * same call site has the same identity across runs, PIE and ASLR. */
 typedef struct ot_frame {
-    uint32_t module;      /* ot_module_record.id; 0 = address in no known module */
+    uint32_t module; /* ot_module_record.id; 0 = address in no known module */
     uint32_t reserved;
-    uint64_t offset;      /* ip - module base (absolute ip when module == 0) */
+    uint64_t offset; /* ip - module base (absolute ip when module == 0) */
 } ot_frame;
 _Static_assert(sizeof(ot_frame) == 16, "ot_frame is 16 bytes");
 
 typedef struct ot_context_record {
-    uint32_t id;          /* >= 1, unique within the file; 0 means "no context" */
-    uint32_t depth;       /* frames that follow, innermost (the allocator's caller) first */
+    uint32_t id;    /* >= 1, unique within the file; 0 means "no context" */
+    uint32_t depth; /* frames that follow, innermost (the allocator's caller) first */
     /* followed by ot_frame frames[depth] */
 } ot_context_record;
 _Static_assert(sizeof(ot_context_record) == 8, "ot_context_record is 8 bytes");
 
 typedef struct ot_counter_def_record {
-    uint32_t id;          /* counter id used by ot_counter_record */
-    uint16_t unit_len;    /* bytes of unit string after the name */
-    uint16_t name_len;    /* bytes of name that follow, e.g. "vmstat.pgpromote_success" */
+    uint32_t id;       /* counter id used by ot_counter_record */
+    uint16_t unit_len; /* bytes of unit string after the name */
+    uint16_t name_len; /* bytes of name that follow, e.g. "vmstat.pgpromote_success" */
     /* followed by name[name_len], unit[unit_len] */
 } ot_counter_def_record;
 _Static_assert(sizeof(ot_counter_def_record) == 8, "ot_counter_def_record is 8 bytes");
 
 typedef struct ot_counter_record {
     uint64_t time_ns;
-    uint32_t id;          /* ot_counter_def_record.id */
+    uint32_t id; /* ot_counter_def_record.id */
     uint32_t reserved;
-    int64_t value;        /* raw value as read (cumulative counters stay cumulative) */
+    int64_t value; /* raw value as read (cumulative counters stay cumulative) */
 } ot_counter_record;
 _Static_assert(sizeof(ot_counter_record) == 24, "ot_counter_record is 24 bytes");
 
 typedef struct ot_name_record {
-    uint32_t id;          /* name id (e.g. ot_phase_record.name) */
-    uint32_t len;         /* bytes that follow */
+    uint32_t id;  /* name id (e.g. ot_phase_record.name) */
+    uint32_t len; /* bytes that follow */
 } ot_name_record;
 _Static_assert(sizeof(ot_name_record) == 8, "ot_name_record is 8 bytes");
 
 #define OT_PHASE_ENTER 1
-#define OT_PHASE_EXIT 2
+#define OT_PHASE_EXIT  2
 
 typedef struct ot_phase_record {
     uint64_t time_ns;
     uint32_t tid;
-    uint32_t name;        /* ot_name_record.id */
-    uint16_t event;       /* OT_PHASE_ENTER / OT_PHASE_EXIT */
+    uint32_t name;  /* ot_name_record.id */
+    uint16_t event; /* OT_PHASE_ENTER / OT_PHASE_EXIT */
     uint16_t reserved0;
     uint32_t reserved1;
 } ot_phase_record;
@@ -283,50 +283,50 @@ _Static_assert(sizeof(ot_phase_record) == 24, "ot_phase_record is 24 bytes");
 
 typedef struct ot_sampler_stats_record {
     uint64_t time_ns;
-    uint16_t source;          /* enum ot_sample_source */
+    uint16_t source; /* enum ot_sample_source */
     uint16_t reserved0;
     uint32_t reserved1;
-    uint64_t samples;         /* samples written */
-    uint64_t lost;            /* samples dropped (ring overflow, buffer full) */
-    uint64_t pages_armed;     /* fault: pages made PROT_NONE; perf: 0 */
-    uint64_t windows;         /* fault: scan windows armed */
+    uint64_t samples;     /* samples written */
+    uint64_t lost;        /* samples dropped (ring overflow, buffer full) */
+    uint64_t pages_armed; /* fault: pages made PROT_NONE; perf: 0 */
+    uint64_t windows;     /* fault: scan windows armed */
 } ot_sampler_stats_record;
 _Static_assert(sizeof(ot_sampler_stats_record) == 48, "ot_sampler_stats_record is 48 bytes");
 
 typedef struct ot_end_record {
     uint64_t time_ns;
-    uint64_t records;         /* records written to this file before END */
-    uint32_t exit_status;     /* status passed to exit(), when known */
+    uint64_t records;     /* records written to this file before END */
+    uint32_t exit_status; /* status passed to exit(), when known */
     uint32_t reserved;
 } ot_end_record;
 _Static_assert(sizeof(ot_end_record) == 24, "ot_end_record is 24 bytes");
 
 /* Exact tracing: accesses to one object from one calling-context node. */
 typedef struct ot_access_count_record {
-    uint64_t alloc_seq;       /* ot_alloc_record.seq of the object */
-    uint32_t cct_node;        /* ot_cct_node_record.id */
+    uint64_t alloc_seq; /* ot_alloc_record.seq of the object */
+    uint32_t cct_node;  /* ot_cct_node_record.id */
     uint32_t reserved;
     uint64_t loads;
     uint64_t stores;
-    uint64_t llc_misses;      /* accesses that missed the last-level-cache model */
+    uint64_t llc_misses; /* accesses that missed the last-level-cache model */
 } ot_access_count_record;
 _Static_assert(sizeof(ot_access_count_record) == 40, "ot_access_count_record is 40 bytes");
 
 typedef struct ot_cct_node_record {
-    uint32_t id;              /* >= 1; 0 is the root */
-    uint32_t parent;          /* parent node id */
-    uint32_t function;        /* ot_context_record.id naming (function, call site), depth 2 */
+    uint32_t id;       /* >= 1; 0 is the root */
+    uint32_t parent;   /* parent node id */
+    uint32_t function; /* ot_context_record.id naming (function, call site), depth 2 */
     uint32_t reserved;
     uint64_t calls;
-    uint64_t inclusive_ns;    /* time spent in the node and below */
+    uint64_t inclusive_ns; /* time spent in the node and below */
 } ot_cct_node_record;
 _Static_assert(sizeof(ot_cct_node_record) == 32, "ot_cct_node_record is 32 bytes");
 
 /* Pages of one object per NUMA node, from move_pages(2) queries. */
 typedef struct ot_residency_record {
     uint64_t time_ns;
-    uint64_t alloc_seq;       /* the object */
-    uint32_t node;            /* NUMA node, or 0xFFFFFFFF for "not present" */
+    uint64_t alloc_seq; /* the object */
+    uint32_t node;      /* NUMA node, or 0xFFFFFFFF for "not present" */
     uint32_t reserved;
     uint64_t pages;
 } ot_residency_record;
@@ -336,20 +336,24 @@ _Static_assert(sizeof(ot_residency_record) == 32, "ot_residency_record is 32 byt
  * HUGEPAGE (MADV_HUGEPAGE on a planned-slow run, so that it swaps as large folios). New values
  * may be added without a version change; a reader counts an unknown one as an action. */
 enum ot_placement_action {
-    OT_PLACE_MLOCK = 1, OT_PLACE_MUNLOCK = 2, OT_PLACE_COLD = 3, OT_PLACE_PAGEOUT = 4,
-    OT_PLACE_MBIND = 5, OT_PLACE_HUGEPAGE = 6,
+    OT_PLACE_MLOCK = 1,
+    OT_PLACE_MUNLOCK = 2,
+    OT_PLACE_COLD = 3,
+    OT_PLACE_PAGEOUT = 4,
+    OT_PLACE_MBIND = 5,
+    OT_PLACE_HUGEPAGE = 6,
 };
 
 /* A plan action the runtime applied (or failed to apply) to a range of an object. */
 typedef struct ot_placement_record {
     uint64_t time_ns;
     uint64_t alloc_seq;
-    uint64_t offset;          /* byte offset inside the object */
-    uint64_t length;          /* bytes */
-    uint16_t action;          /* enum ot_placement_action */
+    uint64_t offset; /* byte offset inside the object */
+    uint64_t length; /* bytes */
+    uint16_t action; /* enum ot_placement_action */
     uint16_t reserved;
-    int32_t result;           /* 0 or -errno */
-    uint64_t nodemask;        /* MBIND: target nodes; else 0 */
+    int32_t result;    /* 0 or -errno */
+    uint64_t nodemask; /* MBIND: target nodes; else 0 */
 } ot_placement_record;
 _Static_assert(sizeof(ot_placement_record) == 48, "ot_placement_record is 48 bytes");
 
@@ -360,18 +364,18 @@ _Static_assert(sizeof(ot_placement_record) == 48, "ot_placement_record is 48 byt
  * r (the maximum-likelihood estimate for a censored exponential), where first-touch counts
  * alone saturate at one per armed page. Since version 1.1. */
 typedef struct ot_window_record {
-    uint64_t arm_ns;          /* when its pages became PROT_NONE */
-    uint64_t alloc_seq;       /* ot_alloc_record.seq of the object */
-    uint64_t start;           /* address of the first armed page */
-    uint64_t dwell_ns;        /* disarm - arm [ns] */
-    uint64_t touched_ns;      /* sum over touched pages of (first touch - arm) [ns] */
-    uint32_t pages;           /* armed pages */
-    uint32_t touched;         /* armed pages touched (each one SAMPLE, unless it was lost) */
+    uint64_t arm_ns;     /* when its pages became PROT_NONE */
+    uint64_t alloc_seq;  /* ot_alloc_record.seq of the object */
+    uint64_t start;      /* address of the first armed page */
+    uint64_t dwell_ns;   /* disarm - arm [ns] */
+    uint64_t touched_ns; /* sum over touched pages of (first touch - arm) [ns] */
+    uint32_t pages;      /* armed pages */
+    uint32_t touched;    /* armed pages touched (each one SAMPLE, unless it was lost) */
 } ot_window_record;
 _Static_assert(sizeof(ot_window_record) == 48, "ot_window_record is 48 bytes");
 
 /* ot_access_record.flags bits */
-#define OT_ACCESS_WRITE 0x1    /* a store (else a load) */
+#define OT_ACCESS_WRITE 0x1 /* a store (else a load) */
 
 /* Exact tracing, OBJTIER_TRACE_STREAM=N: one record per load or store of the instrumented
  * code, in program order per thread, for the first N accesses of the process (tracked objects
@@ -382,14 +386,14 @@ _Static_assert(sizeof(ot_window_record) == 48, "ot_window_record is 48 bytes");
  * one of this thread's last four 8-byte loads returned (a pointer load feeding this access). A
  * block holds records of one thread, in order. Since version 1.2. */
 typedef struct ot_access_record {
-    uint64_t order;           /* process-wide access order, from 0 */
-    uint64_t time_ns;         /* CLOCK_MONOTONIC at the access (maps it to the live object) */
-    uint64_t addr;            /* data virtual address */
-    uint32_t tid;             /* gettid() of the accessing thread */
-    uint32_t cct_node;        /* ot_cct_node_record.id of the innermost function; 0 = root */
-    uint16_t size;            /* bytes accessed (1, 2, 4, 8 or 16) */
-    uint16_t flags;           /* OT_ACCESS_* bits */
-    uint16_t dep;             /* this thread's accesses back to the load whose value gave
+    uint64_t order;    /* process-wide access order, from 0 */
+    uint64_t time_ns;  /* CLOCK_MONOTONIC at the access (maps it to the live object) */
+    uint64_t addr;     /* data virtual address */
+    uint32_t tid;      /* gettid() of the accessing thread */
+    uint32_t cct_node; /* ot_cct_node_record.id of the innermost function; 0 = root */
+    uint16_t size;     /* bytes accessed (1, 2, 4, 8 or 16) */
+    uint16_t flags;    /* OT_ACCESS_* bits */
+    uint16_t dep;      /* this thread's accesses back to the load whose value gave
                                  the address (1 = the previous one); 0 = none seen */
     uint16_t reserved;
 } ot_access_record;
@@ -403,7 +407,7 @@ _Static_assert(sizeof(ot_access_record) == 40, "ot_access_record is 40 bytes");
  * Plans key objects by this value; Python computes the same (objtier.trace.contexts).
  * Printed as 16 lowercase hex digits. */
 #define OT_FNV64_OFFSET 0xcbf29ce484222325ULL
-#define OT_FNV64_PRIME 0x100000001b3ULL
+#define OT_FNV64_PRIME  0x100000001b3ULL
 
 static inline uint64_t ot_fnv64_update(uint64_t h, const void *data, uint64_t len)
 {

@@ -43,8 +43,8 @@ int main(void)
     CHECK(rt_llc_init(&c, 256, 2, 64) == 0);
     CHECK(c.sets == 2);
     CHECK(rt_llc_access(&c, 0) == 1 && rt_llc_access(&c, 2) == 1);
-    CHECK(rt_llc_access(&c, 0) == 0);                 /* 0 is MRU, 2 is LRU */
-    CHECK(rt_llc_access(&c, 4) == 1);                 /* evicts 2 */
+    CHECK(rt_llc_access(&c, 0) == 0); /* 0 is MRU, 2 is LRU */
+    CHECK(rt_llc_access(&c, 4) == 1); /* evicts 2 */
     CHECK(rt_llc_access(&c, 0) == 0 && rt_llc_access(&c, 2) == 1);
     CHECK(rt_llc_access(&c, 1) == 1 && rt_llc_access(&c, 0) == 0); /* set 1 is separate */
     CHECK(c.misses == 5);
@@ -54,8 +54,8 @@ int main(void)
     CHECK(rt_llc_init(&c, 3 * 4 * 64, 4, 64) == 0);
     CHECK(c.sets == 3 && c.set_mask == 0);
     CHECK(pass(&c, 0, 12 * 64) == 12 && pass(&c, 0, 12 * 64) == 0);
-    CHECK(pass(&c, 0, 13 * 64) == 1);  /* line 12 evicts line 0 (LRU of set 0) */
-    CHECK(pass(&c, 0, 64) == 1);       /* which now misses */
+    CHECK(pass(&c, 0, 13 * 64) == 1); /* line 12 evicts line 0 (LRU of set 0) */
+    CHECK(pass(&c, 0, 64) == 1);      /* which now misses */
     rt_llc_destroy(&c);
 
     uint64_t size;

@@ -26,9 +26,17 @@ int main(void)
     CHECK(c.stack_depth == 8 && c.follow_forks == 0 && c.window_pages == 1024);
     CHECK(c.flush_ms == 200 && c.log == 0 && c.output[0] == 0);
 
-    const char *set[] = {"OBJTIER_OUTPUT", "/tmp/x", "OBJTIER_SAMPLER", "perf",
-                         "OBJTIER_MIN_SIZE", "1M", "OBJTIER_STACK_DEPTH", "32",
-                         "OBJTIER_FOLLOW_FORKS", "1", NULL};
+    const char *set[] = {"OBJTIER_OUTPUT",
+                         "/tmp/x",
+                         "OBJTIER_SAMPLER",
+                         "perf",
+                         "OBJTIER_MIN_SIZE",
+                         "1M",
+                         "OBJTIER_STACK_DEPTH",
+                         "32",
+                         "OBJTIER_FOLLOW_FORKS",
+                         "1",
+                         NULL};
     env = set;
     CHECK(rt_config_load(&c, get, err, sizeof err) == 0);
     CHECK(strcmp(c.output, "/tmp/x") == 0 && c.sampler == RT_SAMPLER_PERF);

@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 /* Kept by `used` and by the writes in main, so the compiler keeps their symbols. */
-__attribute__((used)) static char big_bss[300000];          /* static, .bss */
-__attribute__((used)) double big_data[40000] = {1.0};       /* global, .data, 320000 B */
+__attribute__((used)) static char big_bss[300000];                /* static, .bss */
+__attribute__((used)) double big_data[40000] = {1.0};             /* global, .data, 320000 B */
 __attribute__((used)) static const char big_rodata[300000] = {1}; /* read-only: not reported */
-__attribute__((used)) static char small_bss[1000];          /* below min_size */
+__attribute__((used)) static char small_bss[1000];                /* below min_size */
 
 typedef struct {
     int saw_bss, saw_data, saw_rodata, saw_small;

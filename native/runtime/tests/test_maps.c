@@ -3,7 +3,10 @@
 #include "check.h"
 #include "maps.h"
 
-typedef struct { uint64_t start, len, seq; int n; } seen;
+typedef struct {
+    uint64_t start, len, seq;
+    int n;
+} seen;
 
 static void note(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, void *ctx)
 {

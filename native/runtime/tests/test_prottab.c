@@ -8,13 +8,16 @@
 #include <string.h>
 
 #define PAGES 64
-#define PG 4096ULL
-#define BASE 0x10000000ULL
-#define DFLT 3u
+#define PG    4096ULL
+#define BASE  0x10000000ULL
+#define DFLT  3u
 
 static uint32_t model[PAGES]; /* 0xFFFFFFFF: no range (default) */
 
-static uint32_t model_at(int p) { return model[p] == 0xFFFFFFFFu ? DFLT : model[p]; }
+static uint32_t model_at(int p)
+{
+    return model[p] == 0xFFFFFFFFu ? DFLT : model[p];
+}
 
 /* Every run the table reports matches the model, from every page to every end. */
 static void check_against_model(const rt_prottab *t)
@@ -105,7 +108,8 @@ int main(void)
     for (uint64_t i = 0; i < 5000; i++)
         CHECK(rt_prottab_set(&big, BASE + 2 * i * PG, PG, (uint32_t)(i & 1)) == 0);
     CHECK(big.n == 5000);
-    CHECK(rt_prottab_at(&big, BASE + 2 * 4999 * PG, 9) == 1 && rt_prottab_at(&big, BASE + PG, 9) == 9);
+    CHECK(rt_prottab_at(&big, BASE + 2 * 4999 * PG, 9) == 1 &&
+          rt_prottab_at(&big, BASE + PG, 9) == 9);
     rt_prottab_reset(&big);
     rt_prottab_reset(&t);
     CHECK(t.n == 0);

@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#define THREADS 8
+#define THREADS    8
 #define PER_THREAD 50000
 
 static void *worker(void *arg)

@@ -68,9 +68,12 @@ int main(void)
 
     /* clean up */
     unlink(link_dir);
-    snprintf(path, sizeof path, "%s/proc-1.otr", dir); unlink(path);
-    snprintf(path, sizeof path, "%s/proc-2.otr", dir); unlink(path);
-    snprintf(path, sizeof path, "%s/proc-3.otr", dir); unlink(path);
+    snprintf(path, sizeof path, "%s/proc-1.otr", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/proc-2.otr", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/proc-3.otr", dir);
+    unlink(path);
     rmdir(dir);
     unlink(target);
     rmdir(base);

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define THREADS 8
+#define THREADS    8
 #define PER_THREAD 20000
 
 static rt_writer w;
@@ -57,7 +57,8 @@ int main(void)
     CHECK(rt_writer_open(&w, afd, 1, 2, 3, 4) == 0);
     const char name[] = "phase";
     ot_name_record nr = {.id = 7, .len = sizeof name - 1};
-    CHECK(rt_write_var_record(&w, OT_TAG_NAME, &nr, sizeof nr, name, nr.len, NULL, 0, NULL, 0) == 0);
+    CHECK(rt_write_var_record(&w, OT_TAG_NAME, &nr, sizeof nr, name, nr.len, NULL, 0, NULL, 0) ==
+          0);
 
     pthread_t th[THREADS], fl;
     pthread_create(&fl, NULL, flusher, NULL);

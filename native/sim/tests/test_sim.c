@@ -9,22 +9,25 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);             \
-            failures++;                                                                          \
-        }                                                                                        \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 #define PAGE 4096ull
-#define MS 1000000ull
+#define MS   1000000ull
 #define BASE 0x10000000ull
 
 static sim_t *make(const char *policy, uint64_t fast_pages, uint32_t objects)
 {
-    sim_config c = {.fast_bytes = fast_pages * PAGE, .start_ns = 0, .bin_ns = 100 * MS,
-                    .page_shift = 12, .objects = objects};
+    sim_config c = {.fast_bytes = fast_pages * PAGE,
+                    .start_ns = 0,
+                    .bin_ns = 100 * MS,
+                    .page_shift = 12,
+                    .objects = objects};
     sim_t *s = sim_create(&c, policy);
     if (!s) {
         fprintf(stderr, "cannot create %s\n", policy);
@@ -114,7 +117,7 @@ static sim_t *numab_setup(uint64_t rate_mbps)
     CHECK(sim_set_param(s, "promote_rate_limit_MBps", (double)rate_mbps) == 0);
     CHECK(sim_set_param(s, "min_free_kbytes", 16) == 0); /* 4 pages: low 5, high 6, promo 7 */
     CHECK(sim_set_param(s, "nonexistent", 1) == -1);
-    feed1(s, ev(SIM_EV_ALLOC, 1, BASE, 64 * PAGE, 0));          /* fills fast down to low */
+    feed1(s, ev(SIM_EV_ALLOC, 1, BASE, 64 * PAGE, 0));              /* fills fast down to low */
     feed1(s, ev(SIM_EV_ALLOC, 2, BASE + 0x1000000, 512 * PAGE, 1)); /* slow */
     return s;
 }
@@ -253,8 +256,12 @@ static void test_bins(void)
 
 static sim_t *make_swap(const char *policy, uint64_t fast_pages, uint32_t objects)
 {
-    sim_config c = {.fast_bytes = fast_pages * PAGE, .start_ns = 0, .bin_ns = 100 * MS,
-                    .page_shift = 12, .objects = objects, .swap = 1};
+    sim_config c = {.fast_bytes = fast_pages * PAGE,
+                    .start_ns = 0,
+                    .bin_ns = 100 * MS,
+                    .page_shift = 12,
+                    .objects = objects,
+                    .swap = 1};
     sim_t *s = sim_create(&c, policy);
     if (!s)
         exit(1);
@@ -363,7 +370,8 @@ static void test_phases_switch(void)
 int main(void)
 {
     CHECK(sim_create(&(sim_config){.bin_ns = 1, .page_shift = 12}, "nope") == NULL);
-    CHECK(sim_policy_params("numab2") != NULL && strstr(sim_policy_params("numab2"), "hot_threshold_ms"));
+    CHECK(sim_policy_params("numab2") != NULL &&
+          strstr(sim_policy_params("numab2"), "hot_threshold_ms"));
     test_first_touch_fills_in_order();
     test_shared_pages_refcounted();
     test_hash_many_pages();

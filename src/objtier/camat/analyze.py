@@ -174,7 +174,6 @@ def findings(doc: dict) -> list[str]:
                        f"{l1['C_M']:.1f} (its misses wait one after the other), "
                        f"{100 * share:.0f} % of L1 active cycles")
     regs = doc.get("regions", [])
-    rtotal = sum(r.get("l1_active_share", 0.0) for r in regs) or 1.0
     for r in regs:
         fs = r.get("false_sharing_misses", 0)
         if fs >= FALSE_SHARING_MIN and fs >= FALSE_SHARING_SHARE * r.get("accesses", 0):

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from objtier.sweep.fom import make_source
     from objtier.sweep.levels import parse_int_list
     from objtier.sweep.output import print_tables
-    from objtier.sweep.runner import SweepSettings, run_sweep
+    from objtier.sweep.runner import SweepSettings
 
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
@@ -191,7 +191,6 @@ def _run_with_progress(command, knob, settings, quiet, err):
 def _run_suite(args, settings, console, err) -> int:
     from rich.table import Table
 
-    from objtier.sweep.runner import run_sweep
     from objtier.sweep.suite import load_suite, run_suite
 
     if args.command and args.command != ["--"]:

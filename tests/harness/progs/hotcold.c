@@ -20,8 +20,14 @@
 
 #define PAGE 4096UL
 
-__attribute__((noinline)) static unsigned char *alloc_hot(size_t n) { return malloc(n); }
-__attribute__((noinline)) static unsigned char *alloc_cold(size_t n) { return malloc(n); }
+__attribute__((noinline)) static unsigned char *alloc_hot(size_t n)
+{
+    return malloc(n);
+}
+__attribute__((noinline)) static unsigned char *alloc_cold(size_t n)
+{
+    return malloc(n);
+}
 
 static double now(void)
 {
@@ -66,7 +72,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < cold_n; i += PAGE)
             cold[i]++;
         for (size_t u = 0; u < updates; u++) {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;   /* xorshift64 */
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17; /* xorshift64 */
             size_t at = (size_t)(x % hot_n);
             sum += hot[at]++;
         }
@@ -83,8 +91,8 @@ int main(int argc, char **argv)
     printf("hot_resident=%.4f\n", pages ? (double)resident / pages : 0.0);
     printf("hot_locked_kb=%ld\n", vm_locked_kb());
     printf("checksum=%lu\n", (unsigned long)sum);
-    printf("FOM hotcold=%.3f Mupdates/s time=%.6f\n",
-           (double)updates * rounds / seconds / 1e6, seconds);
+    printf("FOM hotcold=%.3f Mupdates/s time=%.6f\n", (double)updates * rounds / seconds / 1e6,
+           seconds);
     fflush(stdout);
     if (argc > 4)
         sleep(60);

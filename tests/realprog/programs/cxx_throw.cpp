@@ -13,7 +13,9 @@
 
 struct Overflow : std::runtime_error {
     std::uint64_t value;
-    explicit Overflow(std::uint64_t v) : std::runtime_error("overflow"), value(v) {}
+    explicit Overflow(std::uint64_t v) : std::runtime_error("overflow"), value(v)
+    {
+    }
 };
 
 static std::uint64_t descend(int depth, std::uint64_t seed)
@@ -33,7 +35,7 @@ static std::uint64_t descend(int depth, std::uint64_t seed)
             return sum + descend(depth - 1, seed);
         } catch (const Overflow &e) {
             if (seed % 3 == 1)
-                throw;  // rethrow through the frames above
+                throw; // rethrow through the frames above
             return sum + e.value;
         }
     }
@@ -44,7 +46,7 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? std::atoi(argv[1]) : 200;
     std::uint64_t total = 0, caught = 0;
-    auto big = std::make_unique<std::uint64_t[]>(1 << 21);  // 16 MiB kept for the whole run
+    auto big = std::make_unique<std::uint64_t[]>(1 << 21); // 16 MiB kept for the whole run
     for (int r = 0; r < rounds; r++) {
         try {
             total += descend(8, static_cast<std::uint64_t>(r));

@@ -60,9 +60,8 @@ int main(int argc, char **argv)
     char *line = malloc(step);
     if (!a || !b || !c || !d || !line)
         fail("malloc");
-    uint64_t sums[5] = {14695981039346656037ULL, 14695981039346656037ULL,
-                        14695981039346656037ULL, 14695981039346656037ULL,
-                        14695981039346656037ULL};
+    uint64_t sums[5] = {14695981039346656037ULL, 14695981039346656037ULL, 14695981039346656037ULL,
+                        14695981039346656037ULL, 14695981039346656037ULL};
     uint64_t touched = 0;
     for (int r = 0; r < rounds; r++) {
         if (lseek(fd, 0, SEEK_SET) != 0)
