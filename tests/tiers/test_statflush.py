@@ -72,3 +72,14 @@ def test_reads_a_real_cgroup_while_a_program_runs_and_changes_nothing(compile_c)
         assert cgroup.read("memory.limit_in_bytes" if cgroup.version == 1
                            else "memory.max") == limit
     assert not cgroup.path.exists()
+
+
+def test_a_reader_entered_again_reads_again(tmp_path):
+    (tmp_path / "memory.stat").write_text(STAT)
+    reader = StatFlushReader(tmp_path, period_ms=1)
+    with reader:
+        wait_for(lambda: reader.stats.reads >= 2)
+    first = reader.stats.reads
+    with reader:
+        wait_for(lambda: reader.stats.reads >= first + 2)
+    assert reader.stats.reads >= first + 2

@@ -59,6 +59,7 @@ class StatFlushReader:
         return self.stats.period_ms > 0
 
     def __enter__(self) -> "StatFlushReader":
+        self._stop.clear()   # a reader may be entered again; its stats add up
         if self.enabled:
             self._thread = threading.Thread(target=self._loop, name="objtier-statflush",
                                             daemon=True)
@@ -77,6 +78,7 @@ class StatFlushReader:
             fd = open(self.path, "rb", buffering=0)
         except OSError as error:
             self.stats.notes.append(f"cannot open {self.path}: {error.strerror}")
+            self.stats.running_s += time.monotonic() - start
             return
         with fd:
             while not self._stop.is_set():
@@ -95,4 +97,4 @@ class StatFlushReader:
                     self.stats.max_gap_ms = max(self.stats.max_gap_ms, (now - last) * 1000.0)
                 last = now
                 self._stop.wait(period_s)
-        self.stats.running_s = time.monotonic() - start
+        self.stats.running_s += time.monotonic() - start
