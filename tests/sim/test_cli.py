@@ -85,7 +85,7 @@ def test_pages_entries_become_page_bits(hot_cold_trace):
     (["--preset", "nosuch"], "unknown preset"),
     (["--policy", "first-touch,bogus"], "unknown policy"),
     (["--param", "numab2.nosuch=1", "--policy", "numab2"], "no selected policy has a parameter"),
-    (["--param", "hot_threshold_ms=abc", "--policy", "numab2"], "must be a number"),
+    (["--param", "hot_threshold_ms=abc", "--policy", "numab2"], "is not a number"),
     (["--param", "page=3K"], "use 4K or 2M"),
     (["--fast", "lots"], "bad budget"),
 ])
