@@ -158,22 +158,8 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 
 /* ---- more vectors: resolved here on first use -------------------------------------- */
 
-static void *resolve(const char *name)
-{
-    rt_resolving++;
-    void *p = dlsym(RTLD_NEXT, name);
-    rt_resolving--;
-    return p;
-}
-
 #define REAL(ret, name, args)                                                                      \
-    typedef ret(*name##_fn) args;                                                                  \
-    static name##_fn real_##name;                                                                  \
-    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                         \
-    if (!fn_##name) {                                                                              \
-        fn_##name = (name##_fn)resolve(#name);                                                     \
-        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                               \
-    }                                                                                              \
+    RT_REAL_LAZY(ret, name, args)                                                                  \
     if (!fn_##name) {                                                                              \
         errno = ENOSYS;                                                                            \
         return -1;                                                                                 \

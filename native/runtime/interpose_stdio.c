@@ -39,22 +39,7 @@
 
 #define RETRIES 3
 
-static void *resolve(const char *name)
-{
-    rt_resolving++;
-    void *p = dlsym(RTLD_NEXT, name);
-    rt_resolving--;
-    return p;
-}
-
-#define REAL(ret, name, args)                                                                      \
-    typedef ret(*name##_fn) args;                                                                  \
-    static name##_fn real_##name;                                                                  \
-    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                         \
-    if (!fn_##name) {                                                                              \
-        fn_##name = (name##_fn)resolve(#name);                                                     \
-        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                               \
-    }
+#define REAL(ret, name, args) RT_REAL_LAZY(ret, name, args)
 
 /* A system call on [buf, buf+len): armed pages restored first, EFAULT on a recently armed
  * range restored and retried. */

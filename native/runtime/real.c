@@ -90,3 +90,11 @@ void rt_real_init(void)
     rt_resolving--;
     atomic_store_explicit(&resolved, 1, memory_order_release);
 }
+
+void *rt_resolve_next(const char *name)
+{
+    rt_resolving++;
+    void *p = dlsym(RTLD_NEXT, name);
+    rt_resolving--;
+    return p;
+}

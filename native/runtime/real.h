@@ -62,6 +62,21 @@ void rt_real_init(void);
 /* Bootstrap arena used while dlsym runs on this thread. */
 extern __thread int rt_resolving __attribute__((tls_model("initial-exec")));
 void *rt_arena_alloc(size_t bytes, size_t align);
+
+/* dlsym(RTLD_NEXT, name) with allocations made meanwhile served by the bootstrap arena. */
+void *rt_resolve_next(const char *name);
+
+/* In a wrapper's body: declares fn_<name>, the next definition of `name` (type ret(*)args),
+ * resolved on first use and cached (a race resolves twice to the same pointer). NULL when no
+ * later library defines it. */
+#define RT_REAL_LAZY(ret, name, args)                                                              \
+    typedef ret(*name##_fn) args;                                                                  \
+    static name##_fn real_##name;                                                                  \
+    name##_fn fn_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);                         \
+    if (!fn_##name) {                                                                              \
+        fn_##name = (name##_fn)rt_resolve_next(#name);                                             \
+        __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELEASE);                               \
+    }
 int rt_in_arena(const void *p);
 size_t rt_arena_size(const void *p); /* bytes requested for an arena pointer */
 
