@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_PERIOD_MS = 10  # the period of the runtime's pressure guard (OBJTIER_GUARD_MS)
+DEFAULT_PERIOD_MS = 10  # the period of the runtime's pressure guard (OBJTIER_PRESSURE_MS)
 
 
 @dataclass
