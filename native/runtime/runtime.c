@@ -138,7 +138,7 @@ void rt_on_static(uint64_t addr, uint64_t size)
     if (!rt_active())
         return;
     rt_guard++;
-    track_alloc((void *)(uintptr_t)addr, size, OT_ALLOC_STATIC, PROT_READ | PROT_WRITE, 1,
+    track_alloc((void *)(uintptr_t)addr, size, OT_ALLOC_STATIC, PROT_READ | PROT_WRITE, 0,
                 rt_context_of_address(&rt_w, addr));
     rt_guard--;
 }

@@ -23,8 +23,8 @@ extern _Atomic uint64_t rt_newest_tracked_seq;
  * rt_guard == 0. */
 void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map);
 
-/* A static data object [addr, addr+size) (a .data/.bss symbol, statics.c): tracked in the map
- * list with a one-frame context naming the symbol's address. */
+/* A static data object [addr, addr+size) (a .data/.bss symbol, statics.c): tracked in the
+ * registry like a heap block (never freed) with a one-frame context naming its address. */
 void rt_on_static(uint64_t addr, uint64_t size);
 
 /* A heap object may be released: if tracked, disarm it, write FREE(kind) and return 1.

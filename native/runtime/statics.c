@@ -5,8 +5,9 @@
  * at least OBJTIER_MIN_SIZE bytes (elfsyms.c) become objects like allocations: an ALLOC record
  * of kind STATIC whose context is one frame (module, symbol value + 1), so offline
  * symbolization (offset - 1) names the symbol and the stable context key survives ASLR.
- * They are tracked in the map list (never freed; dlclose unmaps them through munmap only if
- * the program calls it), covered by the samplers and placed by a plan like any object.
+ * They are tracked in the registry like heap blocks and never freed (the arrays of a library
+ * unloaded later stay listed), covered by the samplers and placed by a plan like any object.
+ * (In the map list, adjacent arrays sharing a page were skipped by the pageout scanner.)
  *
  * Not covered: libraries loaded later with dlopen, thread-local (.tbss/.tdata) data, and
  * symbols of stripped files without .dynsym entries. The runtime's own module is skipped.

@@ -160,3 +160,22 @@ def test_plan_for_globals_is_enforced(globals_program, tmp_path):
     assert run.returncode == 3, run.stderr
     assert "of 5 objects matched the plan" in run.stderr, run.stderr
     assert "0 of 5" not in run.stderr
+
+
+@pytest.mark.root
+def test_default_sampler_covers_adjacent_globals(globals_program, tmp_path):
+    """The default (pageout) sampler samples every swept array, also those that share a page
+    with their neighbour in .bss (they were skipped when tracked as mappings)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (a temporary swap device when none is active)")
+    out = tmp_path / "default.otr"
+    run = subprocess.run([sys.executable, "-m", "objtier", "record", "-q", "--rate", "20000",
+                          "-o", str(out), "--", str(globals_program), "60"],
+                         capture_output=True, text=True)
+    assert run.returncode == 3, run.stderr
+    from objtier.trace import open_trace
+
+    table = object_table(open_trace(out))
+    swept = [r for r in table.to_pylist() if r["size"] == N * 8]
+    assert len(swept) == 3
+    assert all(r["samples"] > 0 for r in swept), [(r["label"], r["samples"]) for r in swept]
