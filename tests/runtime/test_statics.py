@@ -71,9 +71,9 @@ def _labels_by_size(table) -> dict[int, str]:
 
 
 def test_globals_are_named_sampled_objects(globals_program, tmp_path):
-    plain = subprocess.run([str(globals_program), "30"], capture_output=True, text=True)
+    plain = subprocess.run([str(globals_program), "600"], capture_output=True, text=True)
     out = tmp_path / "run.otr"
-    run = subprocess.run([str(globals_program), "30"], capture_output=True, text=True,
+    run = subprocess.run([str(globals_program), "600"], capture_output=True, text=True,
                          env=runtime_env(out, rate=20000))
     assert run.returncode == plain.returncode == 3
     assert run.stdout == plain.stdout
@@ -170,7 +170,7 @@ def test_default_sampler_covers_adjacent_globals(globals_program, tmp_path):
         pytest.skip("needs root (a temporary swap device when none is active)")
     out = tmp_path / "default.otr"
     run = subprocess.run([sys.executable, "-m", "objtier", "record", "-q", "--rate", "20000",
-                          "-o", str(out), "--", str(globals_program), "60"],
+                          "-o", str(out), "--", str(globals_program), "600"],
                          capture_output=True, text=True)
     assert run.returncode == 3, run.stderr
     from objtier.trace import open_trace
