@@ -89,7 +89,7 @@ static uint64_t w_arm_ns, w_touched_ns;
 static uint64_t w_armed[RT_MAX_WINDOW_PAGES / 64], w_touched[RT_MAX_WINDOW_PAGES / 64];
 static unsigned char w_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
 static uint32_t w_batch_n;
-static double tokens;
+static rt_scan_budget budget; /* scanner thread only */
 
 static inline uint64_t page_down(uint64_t a)
 {
@@ -297,8 +297,7 @@ static void read_swapped(uint64_t at, uint64_t k, uint64_t len)
 /* Arms the next window; its armed pages, 0 when none was armed. */
 static uint64_t arm_next(void)
 {
-    uint64_t budget = (uint64_t)tokens;
-    if (!rt_scan_next(&scan, budget, &win))
+    if (!rt_scan_next(&scan, (uint64_t)budget.tokens, &win))
         return 0;
     memset(w_armed, 0, (win.pages + 63) / 64 * 8);
     memset(w_touched, 0, (win.pages + 63) / 64 * 8);
@@ -310,42 +309,27 @@ static uint64_t arm_next(void)
                 rt_scan_cluster_pages(&win, k) * rt_page_bytes, MADV_PAGEOUT);
     for (uint64_t k = 0; k < win.m; k++)
         read_swapped(rt_scan_cluster_at(&win, k, rt_page_bytes), k, rt_scan_cluster_pages(&win, k));
-    tokens -= (double)win.pages;
+    budget.tokens -= (double)win.pages;
     return win.pages;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 static void *scan_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
-    double per_ns = (double)cfg->rate / 1e9;
-    double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
-                                                               : (double)cfg->rate;
-    uint64_t last = rt_now_ns();
-    tokens = (double)cfg->rate / 10.0;
+    rt_scan_budget_init(&budget, cfg);
     while (!atomic_load(&stop_flag)) {
-        uint64_t now = rt_now_ns();
-        tokens += (double)(now - last) * per_ns;
-        if (tokens > cap)
-            tokens = cap;
-        last = now;
-        uint64_t n = tokens >= 1.0 ? arm_next() : 0;
+        rt_scan_budget_refill(&budget);
+        uint64_t n = budget.tokens >= 1.0 ? arm_next() : 0;
         if (!n) {
             drain_all(); /* faults outside windows: counted, not recorded */
-            sleep_ns(TICK_NS);
+            rt_scan_sleep_ns(TICK_NS);
             continue;
         }
         uint64_t until = w_arm_ns + DWELL_NS;
         unsigned armed;
         do {
-            sleep_ns(TICK_NS);
+            rt_scan_sleep_ns(TICK_NS);
             drain_all();
             armed = popcount_words(w_armed, w_touched, n);
         } while (!atomic_load(&stop_flag) && rt_now_ns() < until &&

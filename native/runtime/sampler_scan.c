@@ -4,8 +4,10 @@
 #include "maps.h"
 #include "rt.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PASS_WINDOWS 5 /* windows per pass at most */
 
@@ -149,4 +151,29 @@ int64_t rt_scan_armed_index(const rt_scan_window *w, uint64_t page_addr, uint64_
     if (off % w->period >= w->cluster)
         return -1;
     return (int64_t)(off / w->period * w->cluster + off % w->period);
+}
+
+void rt_scan_budget_init(rt_scan_budget *b, const rt_config *cfg)
+{
+    b->per_ns = (double)cfg->rate / 1e9;
+    b->cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
+                                                           : (double)cfg->rate;
+    b->last = rt_now_ns();
+    b->tokens = (double)cfg->rate / 10.0;
+}
+
+void rt_scan_budget_refill(rt_scan_budget *b)
+{
+    uint64_t now = rt_now_ns();
+    b->tokens += (double)(now - b->last) * b->per_ns;
+    if (b->tokens > b->cap)
+        b->tokens = b->cap;
+    b->last = now;
+}
+
+void rt_scan_sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }

@@ -59,4 +59,19 @@ static inline uint64_t rt_scan_cluster_pages(const rt_scan_window *w, uint64_t k
 /* Index of the page at `page_addr` among w's armed pages, or -1 when it is not one. */
 int64_t rt_scan_armed_index(const rt_scan_window *w, uint64_t page_addr, uint64_t page);
 
+/* The scanner's page budget: `tokens` pages may be armed now; they accrue at OBJTIER_RATE per
+ * second up to max(OBJTIER_WINDOW_PAGES, OBJTIER_RATE) and start at a tenth of a second's worth.
+ * Arming n pages takes n tokens (a sampler may refund untouched pages). Scanner thread only. */
+typedef struct rt_scan_budget {
+    double tokens; /* pages */
+    double per_ns; /* pages per ns */
+    double cap;    /* pages */
+    uint64_t last; /* CLOCK_MONOTONIC ns of the last refill */
+} rt_scan_budget;
+void rt_scan_budget_init(rt_scan_budget *b, const rt_config *cfg);
+void rt_scan_budget_refill(rt_scan_budget *b);
+
+/* Sleeps ns nanoseconds, resuming after signals. */
+void rt_scan_sleep_ns(uint64_t ns);
+
 #endif

@@ -84,7 +84,7 @@ static unsigned w_touched_n;
 static uint64_t w_touched[RT_MAX_WINDOW_PAGES / 64];
 static unsigned char w_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
 static uint32_t w_batch_n;
-static double tokens;
+static rt_scan_budget budget; /* scanner thread only */
 static struct page_region regions[REGIONS];
 
 static void emit(uint64_t addr, uint64_t t)
@@ -170,7 +170,7 @@ static void end_window(void)
         flush_windows();
     atomic_fetch_add(&n_pages_armed, win.pages);
     atomic_fetch_add(&n_windows, 1);
-    tokens += (double)(win.pages - w_touched_n);
+    budget.tokens += (double)(win.pages - w_touched_n);
     win.pages = 0;
 }
 
@@ -178,7 +178,7 @@ static void end_window(void)
 static int arm_next(void)
 {
     for (int tries = 0; tries < 64; tries++) {
-        if (!rt_scan_next(&scan, (uint64_t)tokens, &win))
+        if (!rt_scan_next(&scan, (uint64_t)budget.tokens, &win))
             return 0;
         struct uffdio_register reg = {.range = {.start = win.start, .len = win.len},
                                       .mode = UFFDIO_REGISTER_MODE_WP};
@@ -206,41 +206,26 @@ static int arm_next(void)
             win.pages = 0;
             continue;
         }
-        tokens -= (double)win.pages;
+        budget.tokens -= (double)win.pages;
         return 1;
     }
     return 0;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 static void *scan_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
-    double per_ns = (double)cfg->rate / 1e9;
-    double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
-                                                               : (double)cfg->rate;
-    uint64_t last = rt_now_ns();
-    tokens = (double)cfg->rate / 10.0;
+    rt_scan_budget_init(&budget, cfg);
     while (!atomic_load(&stop_flag)) {
-        uint64_t now = rt_now_ns();
-        tokens += (double)(now - last) * per_ns;
-        if (tokens > cap)
-            tokens = cap;
-        last = now;
-        if (tokens < 1.0 || !arm_next()) {
-            sleep_ns(TICK_NS);
+        rt_scan_budget_refill(&budget);
+        if (budget.tokens < 1.0 || !arm_next()) {
+            rt_scan_sleep_ns(TICK_NS);
             continue;
         }
         uint64_t until = w_arm_ns + DWELL_NS;
         do {
-            sleep_ns(TICK_NS);
+            rt_scan_sleep_ns(TICK_NS);
             scan_written();
         } while (!atomic_load(&stop_flag) && rt_now_ns() < until && w_touched_n < win.pages);
         end_window();
