@@ -1,4 +1,4 @@
-"""The Python mirror of the runtime's settings table matches native/runtime/config.c, and
+"""The Python mirror of the runtime's settings table matches native/runtime/core/config.c, and
 runtime_env checks names and bounds as the runtime does."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from objtier.errors import UsageError
 from objtier.runtime_settings import BY_NAME, SAMPLERS, SETTINGS, TIERS, runtime_env
 
-CONFIG_C = Path(__file__).resolve().parents[1] / "native" / "runtime" / "config.c"
+CONFIG_C = Path(__file__).resolve().parents[1] / "native" / "runtime" / "core" / "config.c"
 KINDS = {"T_U64": "u64", "T_BOOL": "bool", "T_PATH": "path", "T_SAMPLER": "sampler",
          "T_TIER": "tier"}
 HALF = (1 << 64) // 2 - 1

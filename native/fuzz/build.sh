@@ -14,7 +14,7 @@ mkdir -p "$out"
 "$clang" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -DOBJTIER_SANITIZED=1 \
-  -I"$root/native/include" -I"$root/native/runtime" \
-  "$here/fuzz_plan.c" "$root/native/runtime/plan.c" "$root/native/runtime/sys.c" \
+  -I"$root/native/include" -I"$root/native/runtime/core" -I"$root/native/runtime/place" \
+  "$here/fuzz_plan.c" "$root/native/runtime/place/plan.c" "$root/native/runtime/core/sys.c" \
   -o "$out/fuzz_plan"
 echo "$out/fuzz_plan"

@@ -1,4 +1,4 @@
-/* libFuzzer target for the runtime's text-plan parser (native/runtime/plan.c).
+/* libFuzzer target for the runtime's text-plan parser (native/runtime/place/plan.c).
  *
  * Input: the bytes of a plan file. Invariants checked on every input:
  *   - rt_plan_parse returns 0 or -1 and never reads or writes out of bounds (ASan, UBSan);

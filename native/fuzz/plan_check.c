@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 0 when native/runtime/plan.c accepts text[0..len), else -1 with its one-line reason in
+/* 0 when native/runtime/place/plan.c accepts text[0..len), else -1 with its one-line reason in
  * err; *entries gets the number of entries it kept. */
 int objtier_plan_check(const char *text, size_t len, char *err, size_t err_len, uint64_t *entries)
 {

@@ -5,7 +5,7 @@ with the range in the message, never clamped, never ignored. The checks raise Us
 (one line); `option(...)` wraps them as argparse `type=` callables, so argparse reports them
 as "objtier CMD: argument --X: MESSAGE" (one line, exit code 2).
 
-The limits that mirror the runtime's settings table (native/runtime/config.c) are named here
+The limits that mirror the runtime's settings table (native/runtime/core/config.c) are named here
 so the CLI and the runtime agree: a value the runtime would refuse is refused up front.
 """
 
@@ -20,7 +20,7 @@ from objtier.errors import UsageError
 
 T = TypeVar("T")
 
-# Mirrors of native/runtime/config.c bounds (inclusive).
+# Mirrors of native/runtime/core/config.c bounds (inclusive).
 RATE_MAX = 10_000_000                # OBJTIER_RATE: samples per second
 STACK_DEPTH_MAX = 32                 # OBJTIER_STACK_DEPTH: RT_MAX_STACK_DEPTH
 LLC_BYTES_MAX = 1 << 40              # OBJTIER_LLC_BYTES

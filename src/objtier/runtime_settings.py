@@ -1,5 +1,5 @@
 """The runtime's settings: every OBJTIER_* variable libobjtier.so reads, mirrored from the one
-table in native/runtime/config.c (a test checks this mirror against that table, name by name:
+table in native/runtime/core/config.c (a test checks this mirror against that table, name by name:
 type, default and bounds).
 
 `runtime_env(sampler="none", min_size=131072, ...)` is the one way Python code builds the

@@ -1,4 +1,4 @@
-"""The Python plan readers against the runtime's parser (native/runtime/plan.c, called through
+"""The Python plan readers against the runtime's parser (native/runtime/place/plan.c, called through
 ctypes): every plan `load_plan` accepts becomes a text form the runtime also accepts, entry
 for entry, so that no accepted entry is silently dropped by the runtime; every text plan the
 reference parser (parse_text) accepts, the runtime accepts too."""
@@ -33,9 +33,11 @@ def runtime_parser(tmp_path_factory):
     library = tmp_path_factory.mktemp("plancheck") / "libplan_check.so"
     build = subprocess.run(
         [compiler, "-std=gnu11", "-O1", "-shared", "-fPIC", "-DOBJTIER_SANITIZED=1",
-         f"-I{REPO / 'native' / 'include'}", f"-I{REPO / 'native' / 'runtime'}",
+         f"-I{REPO / 'native' / 'include'}", f"-I{REPO / 'native' / 'runtime' / 'core'}",
+         f"-I{REPO / 'native' / 'runtime' / 'place'}",
          str(REPO / "native" / "fuzz" / "plan_check.c"),
-         str(REPO / "native" / "runtime" / "plan.c"), str(REPO / "native" / "runtime" / "sys.c"),
+         str(REPO / "native" / "runtime" / "place" / "plan.c"),
+         str(REPO / "native" / "runtime" / "core" / "sys.c"),
          "-o", str(library)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     check = ctypes.CDLL(str(library)).objtier_plan_check

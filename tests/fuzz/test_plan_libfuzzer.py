@@ -1,4 +1,4 @@
-"""The runtime's plan parser (native/runtime/plan.c) under libFuzzer with AddressSanitizer and
+"""The runtime's plan parser (native/runtime/place/plan.c) under libFuzzer with AddressSanitizer and
 UndefinedBehaviorSanitizer: a short bounded run from the seed corpus in
 tests/fixtures/plan-seeds/. Longer runs by hand: native/fuzz/build.sh (its header says how)."""
 

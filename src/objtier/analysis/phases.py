@@ -16,7 +16,7 @@ These are the planner's inputs for `objtier plan --phases` (docs/planning.md).
 Attribution: a sample of a thread that marks phases belongs to that thread's phase at the
 sample's time. A sample of a thread that marks none (an OpenMP worker, a pool thread) belongs to
 the phase in force in its process: the one named by the last marker call of any thread, which
-is the plan the runtime enforces then (native/runtime/placement.c).
+is the plan the runtime enforces then (native/runtime/place/placement.c).
 
 Units: with object_accesses (the object table's `accesses`, indexed by object id) each
 object's samples are scaled so that its phases and the root share its `accesses` in proportion

@@ -41,7 +41,7 @@ _KEY = re.compile(r"^[0-9a-f]{16}$")
 MAX_BYTES = (1 << 63) - 1      # sizes, fast_bytes, budget: int64 in tables, u64 in the runtime
 MAX_PAGE_BYTES = 1 << 30       # the largest planning page (a 1 GiB huge page)
 MAX_OCCURRENCE = (1 << 63) - 1  # the runtime reserves UINT64_MAX for "*"
-MAX_PHASES = 256               # RT_PLAN_MAX_PHASES (native/runtime/plan.h)
+MAX_PHASES = 256               # RT_PLAN_MAX_PHASES (native/runtime/place/plan.h)
 MAX_PHASE_NAME_BYTES = 255     # RT_PLAN_MAX_NAME: bytes of a decoded phase name
 _HEX = re.compile(r"[0-9a-fA-F]+")
 

@@ -99,7 +99,7 @@ def to_text(plan: dict[str, Any]) -> str:
 
 
 U64_MAX = (1 << 64) - 1
-MAX_PHASES = 256           # RT_PLAN_MAX_PHASES (native/runtime/plan.h)
+MAX_PHASES = 256           # RT_PLAN_MAX_PHASES (native/runtime/place/plan.h)
 MAX_NAME_BYTES = 255       # RT_PLAN_MAX_NAME
 
 
@@ -157,7 +157,7 @@ def _ranges(field: str, fast_bytes: int) -> list[list[int]]:
 
 
 def parse_text(text: str) -> dict[str, Any]:
-    """Parse the text form back (the reference for the C parser, native/runtime/plan.c, with
+    """Parse the text form back (the reference for the C parser, native/runtime/place/plan.c, with
     its checks: decimal u64 fields, size_min <= size_max, sorted disjoint ranges summing to
     fast_bytes, at most 256 phases, names of at most 255 bytes, targets that are phases;
     names must also be UTF-8 here); UsageError (one line) when malformed."""

@@ -26,7 +26,7 @@ class RecordSettings:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:
-        """The runtime's bounds (native/runtime/config.c), checked before the program starts:
+        """The runtime's bounds (native/runtime/core/config.c), checked before the program starts:
         a value the runtime would refuse would otherwise record nothing."""
         from objtier import bounds as B
 
