@@ -31,17 +31,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Atomic int rt_state;
 rt_config rt_cfg;
-rt_writer rt_w;
 _Atomic uint64_t rt_min_size = UINT64_MAX;
 
 static _Atomic uint64_t seq_counter; /* ALLOC and FREE order, from 1 */
-_Atomic uint64_t rt_newest_tracked_seq;
 static const rt_sampler_ops *sampler;
-static pthread_key_t thread_key;
-static RT_TLS rt_tbuf *tls_buf;
-static RT_TLS int tls_key_set;
 static _Atomic int finished;
 static uint64_t start_mono;
 
@@ -52,37 +46,6 @@ static pthread_cond_t flush_cond;
 static int flush_stop;
 
 /* ---- records ------------------------------------------------------------------- */
-
-rt_tbuf *rt_thread_buffers(int in_signal)
-{
-    if (RT_LIKELY(tls_buf != NULL)) {
-        if (RT_UNLIKELY(!tls_key_set) && !in_signal) {
-            tls_key_set = 1;
-            pthread_setspecific(thread_key, tls_buf);
-        }
-        return tls_buf;
-    }
-    tls_buf = rt_tbuf_acquire(&rt_w);
-    if (tls_buf && !in_signal) {
-        tls_key_set = 1;
-        pthread_setspecific(thread_key, tls_buf);
-    }
-    return tls_buf;
-}
-
-void rt_flush_before_death(void)
-{
-    if (rt_active())
-        rt_flush_all(&rt_w, 0); /* try-once per block: async-signal-safe */
-}
-
-int rt_sample_emit(const ot_sample_record *s, int in_signal)
-{
-    if (!rt_active())
-        return 0;
-    rt_tbuf *t = rt_thread_buffers(in_signal);
-    return t ? rt_append(&rt_w, t, RT_BUF_SAMPLE, s, in_signal) : 0;
-}
 
 static void put_free(uint64_t addr, uint64_t size, uint16_t kind)
 {
@@ -107,11 +70,8 @@ static void track_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot,
                 .prot = prot,
                 .kind = kind};
     rt_place_on_alloc(&o, ctx); /* plan: mlock/mbind before the sampler can arm it */
-    if ((is_map ? rt_maps_add(&o) : rt_reg_insert(&o)) == 0) {
-        uint64_t seen = atomic_load(&rt_newest_tracked_seq); /* raise to o.seq, never lower */
-        while (seen < o.seq && !atomic_compare_exchange_weak(&rt_newest_tracked_seq, &seen, o.seq))
-            ;
-    }
+    if ((is_map ? rt_maps_add(&o) : rt_reg_insert(&o)) == 0)
+        rt_reg_note_tracked(o.seq);
     ot_alloc_record r = {.time_ns = rt_now_ns(),
                          .seq = o.seq,
                          .addr = o.addr,
@@ -203,19 +163,6 @@ int rt_on_unmap(uint64_t addr, uint64_t len, uint16_t kind, uint32_t *prot)
 }
 
 /* ---- threads --------------------------------------------------------------------- */
-
-static void thread_exit(void *arg)
-{
-    rt_tbuf *t = arg;
-    rt_guard++;
-    if (t && t == tls_buf) {
-        tls_buf = NULL;
-        tls_key_set = 0;
-        if (rt_active())
-            rt_tbuf_release(&rt_w, t);
-    }
-    rt_guard--;
-}
 
 static void *flush_loop(void *arg)
 {
@@ -432,7 +379,7 @@ static void fork_child(void)
     rt_context_after_fork_child();
     /* objects inherited from the parent belong to the parent's trace: forget them */
     rt_reg_init();
-    rt_writer_reset_after_fork(&rt_w, tls_buf);
+    rt_thread_buffers_after_fork_child();
     flusher_started = 0;
     int follow = rt_cfg.follow_forks;
     if (follow) {
@@ -551,7 +498,7 @@ __attribute__((constructor(101))) static void rt_start(void)
     }
     if (begin_file() != 0)
         goto out;
-    pthread_key_create(&thread_key, thread_exit);
+    rt_thread_buffers_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     sampler = rt_cfg.output[0] ? rt_sampler_for(rt_cfg.sampler) : NULL; /* no trace, no samples */
     if (sampler && sampler->init(&rt_cfg) != 0)

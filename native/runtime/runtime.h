@@ -8,15 +8,10 @@
 #include "writer.h"
 
 extern rt_config rt_cfg;
-extern rt_writer rt_w;
 
 /* OBJTIER_MIN_SIZE while recording, UINT64_MAX otherwise: the one compare on the
  * malloc fast path. */
 extern _Atomic uint64_t rt_min_size;
-
-/* The highest ALLOC seq of an object put in the registry or the map list so far (0: none);
- * the fault sampler compares it with its snapshot's to notice objects allocated since. */
-extern _Atomic uint64_t rt_newest_tracked_seq;
 
 /* A new object [addr, addr+size) with the caller's context. is_map: an anonymous
  * mapping (tracked in the map list) rather than a heap block. Caller checked size and
@@ -42,10 +37,5 @@ void rt_on_unmap_free_record(uint64_t addr, uint16_t kind);
 /* Re-inserts a heap object whose release failed (realloc returning NULL). */
 void rt_reinsert(const void *obj);
 
-/* A fatal signal is about to kill the process: write what is pending (signal-safe). */
-void rt_flush_before_death(void);
-
-/* The calling thread's buffers (created on first use); NULL when not recording. */
-rt_tbuf *rt_thread_buffers(int in_signal);
 
 #endif

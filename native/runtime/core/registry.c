@@ -23,6 +23,14 @@ typedef struct {
 
 static shard shards[SHARDS];
 _Atomic uint64_t rt_reg_live;
+_Atomic uint64_t rt_newest_tracked_seq;
+
+void rt_reg_note_tracked(uint64_t seq)
+{
+    uint64_t seen = atomic_load(&rt_newest_tracked_seq);
+    while (seen < seq && !atomic_compare_exchange_weak(&rt_newest_tracked_seq, &seen, seq))
+        ;
+}
 
 static inline uint64_t mix(uint64_t a)
 {

@@ -28,6 +28,13 @@ typedef struct rt_obj {
 
 extern _Atomic uint64_t rt_reg_live;
 
+/* The highest ALLOC seq of an object put in the registry or the map list so far (0: none);
+ * the fault sampler compares it with its snapshot's to notice objects allocated since. */
+extern _Atomic uint64_t rt_newest_tracked_seq;
+
+/* Raises rt_newest_tracked_seq to seq (never lowers it): an object of seq is now tracked. */
+void rt_reg_note_tracked(uint64_t seq);
+
 int rt_reg_init(void);                         /* 0 or -ENOMEM */
 int rt_reg_insert(const rt_obj *o);            /* 0, or -ENOMEM (object not tracked) */
 int rt_reg_remove(uint64_t addr, rt_obj *out); /* 1 if it was there (copied to out) */

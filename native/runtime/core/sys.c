@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+_Atomic int rt_state;
 RT_TLS int rt_guard;
 static RT_TLS uint32_t tls_tid;
 size_t rt_page_bytes = 4096;

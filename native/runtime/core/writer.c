@@ -250,3 +250,64 @@ void rt_writer_reset_after_fork(rt_writer *w, rt_tbuf *keep)
     atomic_store(&w->lost, 0);
     atomic_store(&w->io_error, 0);
 }
+
+/* ---- the process's writer ------------------------------------------------------------ */
+
+rt_writer rt_w;
+static pthread_key_t thread_key;
+static RT_TLS rt_tbuf *tls_buf;
+static RT_TLS int tls_key_set;
+
+static void thread_exit(void *arg)
+{
+    rt_tbuf *t = arg;
+    rt_guard++;
+    if (t && t == tls_buf) {
+        tls_buf = NULL;
+        tls_key_set = 0;
+        if (rt_active())
+            rt_tbuf_release(&rt_w, t);
+    }
+    rt_guard--;
+}
+
+void rt_thread_buffers_init(void)
+{
+    pthread_key_create(&thread_key, thread_exit);
+}
+
+rt_tbuf *rt_thread_buffers(int in_signal)
+{
+    if (RT_LIKELY(tls_buf != NULL)) {
+        if (RT_UNLIKELY(!tls_key_set) && !in_signal) {
+            tls_key_set = 1;
+            pthread_setspecific(thread_key, tls_buf);
+        }
+        return tls_buf;
+    }
+    tls_buf = rt_tbuf_acquire(&rt_w);
+    if (tls_buf && !in_signal) {
+        tls_key_set = 1;
+        pthread_setspecific(thread_key, tls_buf);
+    }
+    return tls_buf;
+}
+
+void rt_thread_buffers_after_fork_child(void)
+{
+    rt_writer_reset_after_fork(&rt_w, tls_buf);
+}
+
+int rt_sample_emit(const ot_sample_record *s, int in_signal)
+{
+    if (!rt_active())
+        return 0;
+    rt_tbuf *t = rt_thread_buffers(in_signal);
+    return t ? rt_append(&rt_w, t, RT_BUF_SAMPLE, s, in_signal) : 0;
+}
+
+void rt_flush_before_death(void)
+{
+    if (rt_active())
+        rt_flush_all(&rt_w, 0); /* try-once per block: async-signal-safe */
+}

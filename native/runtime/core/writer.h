@@ -98,4 +98,26 @@ int rt_write_var_record(rt_writer *w, uint16_t tag, const void *p0, uint32_t n0,
 /* Forgets every buffer but `keep` and drops pending records (a forked child). */
 void rt_writer_reset_after_fork(rt_writer *w, rt_tbuf *keep);
 
+/* ---- the process's writer ----------------------------------------------------------
+ * rt_w writes this process's trace; each thread appends to buffers of its own, taken on
+ * first use and given back when the thread exits (records are written only while ACTIVE). */
+extern rt_writer rt_w;
+
+/* Registers the thread-exit hand-back of buffers (start-up, before the first record). */
+void rt_thread_buffers_init(void);
+
+/* The calling thread's buffers (taken on first use); NULL when none are left. */
+rt_tbuf *rt_thread_buffers(int in_signal);
+
+/* A forked child: rt_w keeps only the forking thread's buffers (see
+ * rt_writer_reset_after_fork). */
+void rt_thread_buffers_after_fork_child(void);
+
+/* Writes one sample into the calling thread's buffer; 1 stored, 0 dropped (not ACTIVE,
+ * no buffer, buffer full). Async-signal-safe with in_signal = 1. */
+int rt_sample_emit(const ot_sample_record *s, int in_signal);
+
+/* A fatal signal is about to kill the process: write what is pending (signal-safe). */
+void rt_flush_before_death(void);
+
 #endif

@@ -31,7 +31,7 @@
 #include "rt.h"
 #include "fault_guard.h"
 #include "real.h"
-#include "runtime.h"
+#include "writer.h"
 #include "sampler.h"
 
 #include <dlfcn.h>

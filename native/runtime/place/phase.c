@@ -16,7 +16,7 @@
 #include "phase.h"
 #include "placement.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 #include "sampler.h"
 
 #include <pthread.h>

@@ -25,7 +25,7 @@
 #include "plan.h"
 #include "plankey.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 #include "swapahead.h"
 
 #include <errno.h>

@@ -16,7 +16,7 @@
 #include "placement.h"
 #include "registry.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <string.h>

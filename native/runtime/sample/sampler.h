@@ -40,9 +40,6 @@ extern const rt_sampler_ops rt_sampler_wp_ops; /* sampler_wp.c: userfaultfd asyn
 /* The ops table for enum rt_sampler_kind, NULL for none. */
 const rt_sampler_ops *rt_sampler_for(int kind);
 
-/* Writes one sample into the calling thread's buffer; 1 stored, 0 dropped. */
-int rt_sample_emit(const ot_sample_record *s, int in_signal);
-
 /* Fault-sampler hooks used by the interposers (no-ops when it is not running). */
 void rt_fault_disarm(uint64_t addr, uint64_t len);          /* before memory is released */
 void rt_fault_touch(const void *buf, uint64_t len);         /* before a syscall uses buf */

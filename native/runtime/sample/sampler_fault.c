@@ -58,7 +58,7 @@
 #include "maps.h"
 #include "registry.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <pthread.h>

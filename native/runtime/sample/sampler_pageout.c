@@ -39,7 +39,7 @@
 #include "perf_ring.h"
 #include "sampler_scan.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -25,6 +25,7 @@
 #include "sampler.h"
 #include "perf_ring.h"
 #include "rt.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -46,7 +46,7 @@
 #include "modules.h"
 #include "registry.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 #include "sampler.h"
 
 #include <errno.h>

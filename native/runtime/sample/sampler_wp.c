@@ -29,7 +29,7 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 #include "sampler_scan.h"
 
 #include <errno.h>
