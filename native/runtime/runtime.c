@@ -8,7 +8,7 @@
  * buffer, then SAMPLER_STATS and END.
  */
 #define _GNU_SOURCE
-#include "runtime.h"
+#include "config.h"
 #include "context.h"
 #include "maps.h"
 #include "phase.h"
@@ -18,6 +18,8 @@
 #include "rt.h"
 #include "sampler.h"
 #include "statics.h"
+#include "track.h"
+#include "writer.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -31,10 +33,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-rt_config rt_cfg;
-_Atomic uint64_t rt_min_size = UINT64_MAX;
+static rt_config rt_cfg;
 
-static _Atomic uint64_t seq_counter; /* ALLOC and FREE order, from 1 */
 static const rt_sampler_ops *sampler;
 static _Atomic int finished;
 static uint64_t start_mono;
@@ -44,123 +44,6 @@ static int flusher_started;
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flush_cond;
 static int flush_stop;
-
-/* ---- records ------------------------------------------------------------------- */
-
-static void put_free(uint64_t addr, uint64_t size, uint16_t kind)
-{
-    ot_free_record r = {.time_ns = rt_now_ns(),
-                        .seq = atomic_fetch_add(&seq_counter, 1) + 1,
-                        .addr = addr,
-                        .size = size,
-                        .tid = rt_tid(),
-                        .kind = kind};
-    rt_tbuf *t = rt_thread_buffers(0);
-    if (t)
-        rt_append(&rt_w, t, RT_BUF_FREE, &r, 0);
-}
-
-/* Tracks [addr, addr+size) as a new object of context ctx and writes its ALLOC record. */
-static void track_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map,
-                        uint32_t ctx)
-{
-    rt_obj o = {.addr = (uint64_t)(uintptr_t)addr,
-                .size = size,
-                .seq = atomic_fetch_add(&seq_counter, 1) + 1,
-                .prot = prot,
-                .kind = kind};
-    rt_place_on_alloc(&o, ctx); /* plan: mlock/mbind before the sampler can arm it */
-    if ((is_map ? rt_maps_add(&o) : rt_reg_insert(&o)) == 0)
-        rt_reg_note_tracked(o.seq);
-    ot_alloc_record r = {.time_ns = rt_now_ns(),
-                         .seq = o.seq,
-                         .addr = o.addr,
-                         .size = size,
-                         .tid = rt_tid(),
-                         .context = ctx,
-                         .kind = kind};
-    rt_tbuf *t = rt_thread_buffers(0);
-    if (t)
-        rt_append(&rt_w, t, RT_BUF_ALLOC, &r, 0);
-}
-
-void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is_map)
-{
-    if (!rt_active())
-        return;
-    rt_guard++;
-    track_alloc(addr, size, kind, prot, is_map, rt_context_capture(&rt_w));
-    rt_guard--;
-}
-
-void rt_on_static(uint64_t addr, uint64_t size)
-{
-    if (!rt_active())
-        return;
-    rt_guard++;
-    track_alloc((void *)(uintptr_t)addr, size, OT_ALLOC_STATIC, PROT_READ | PROT_WRITE, 0,
-                rt_context_of_address(&rt_w, addr));
-    rt_guard--;
-}
-
-int rt_on_free(void *addr, uint16_t kind)
-{
-    rt_obj o;
-    rt_guard++;
-    int tracked = rt_reg_remove((uint64_t)(uintptr_t)addr, &o);
-    if (tracked) {
-        rt_fault_disarm(o.addr, o.size);
-        rt_place_release(o.addr);
-        if (rt_active())
-            put_free(o.addr, 0, kind);
-    }
-    rt_guard--;
-    return tracked;
-}
-
-void rt_on_unmap_free_record(uint64_t addr, uint16_t kind)
-{
-    if (rt_active())
-        put_free(addr, 0, kind);
-}
-
-void rt_reinsert(const void *obj)
-{
-    rt_reg_insert((const rt_obj *)obj);
-}
-
-struct unmap_ctx {
-    uint16_t kind;
-    int first;
-    uint32_t prot;
-};
-
-static void on_piece(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, void *arg)
-{
-    (void)seq;
-    struct unmap_ctx *c = arg;
-    if (c->first)
-        c->prot = prot;
-    rt_place_unmap(start, len);
-    if (rt_active())
-        put_free(start, len, c->kind);
-    c->first = 0;
-}
-
-int rt_on_unmap(uint64_t addr, uint64_t len, uint16_t kind, uint32_t *prot)
-{
-    rt_guard++;
-    rt_fault_disarm(addr, len);
-    struct unmap_ctx c = {kind, 1, PROT_READ | PROT_WRITE};
-    int n = 0;
-    if (atomic_load(&rt_maps_live)) {
-        n = rt_maps_remove(addr, len, on_piece, &c);
-    }
-    if (prot)
-        *prot = c.prot;
-    rt_guard--;
-    return n;
-}
 
 /* ---- threads --------------------------------------------------------------------- */
 
@@ -523,7 +406,7 @@ static int wrapped_main(int argc, char **argv, char **envp)
     if (rt_active())
         on_exit(on_exit_handler, NULL);
     if (rt_active() && rt_cfg.statics) /* every DT_NEEDED module is loaded by now */
-        rt_statics_register(rt_cfg.min_size);
+        rt_statics_register(rt_cfg.min_size, rt_on_static);
     return real_main(argc, argv, envp);
 }
 

@@ -17,7 +17,6 @@
 #include "elfsyms.h"
 #include "modules.h"
 #include "rt.h"
-#include "runtime.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -46,6 +45,7 @@ typedef struct {
     uint64_t min_size;
     uint64_t self; /* an address inside the runtime's own module */
     span *spans;   /* MAX_STATICS scratch entries */
+    void (*track)(uint64_t addr, uint64_t size);
     int registered;
 } scan_state;
 
@@ -128,16 +128,17 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
     for (int i = 0; i < c.n; i++) {
         if (c.spans[i].addr < end)
             continue; /* an alias or a symbol inside the previous one */
-        rt_on_static(c.spans[i].addr, c.spans[i].size);
+        st->track(c.spans[i].addr, c.spans[i].size);
         end = c.spans[i].addr + c.spans[i].size;
         st->registered++;
     }
     return 0;
 }
 
-int rt_statics_register(uint64_t min_size)
+int rt_statics_register(uint64_t min_size, void (*track)(uint64_t addr, uint64_t size))
 {
     scan_state st = {.min_size = min_size ? min_size : 1,
+                     .track = track,
                      .self = (uint64_t)(uintptr_t)&rt_statics_register,
                      .spans = rt_sys_mmap(MAX_STATICS * sizeof(span))};
     if (!st.spans)

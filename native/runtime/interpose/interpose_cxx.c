@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include "real.h"
 #include "rt.h"
-#include "runtime.h"
+#include "track.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>

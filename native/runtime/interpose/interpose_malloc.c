@@ -8,7 +8,7 @@
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
-#include "runtime.h"
+#include "track.h"
 #include "sampler.h"
 
 #include <errno.h>

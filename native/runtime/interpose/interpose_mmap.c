@@ -10,7 +10,7 @@
 #include "maps.h"
 #include "real.h"
 #include "rt.h"
-#include "runtime.h"
+#include "track.h"
 #include "sampler.h"
 
 #include <errno.h>

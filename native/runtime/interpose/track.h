@@ -1,13 +1,11 @@
-/* Process-level runtime state and the record paths used by the interposers. */
-#ifndef OBJTIER_RUNTIME_H
-#define OBJTIER_RUNTIME_H
+/* The record paths used by the interposers (and the statics scan); see track.c. */
+#ifndef OBJTIER_TRACK_H
+#define OBJTIER_TRACK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "writer.h"
-
-extern rt_config rt_cfg;
+#include "objtier/trace_format.h" /* kind: enum ot_alloc_kind, enum ot_free_kind */
 
 /* OBJTIER_MIN_SIZE while recording, UINT64_MAX otherwise: the one compare on the
  * malloc fast path. */
@@ -36,6 +34,5 @@ void rt_on_unmap_free_record(uint64_t addr, uint16_t kind);
 
 /* Re-inserts a heap object whose release failed (realloc returning NULL). */
 void rt_reinsert(const void *obj);
-
 
 #endif
