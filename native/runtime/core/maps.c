@@ -86,6 +86,9 @@ int rt_maps_add(const rt_obj *o)
     insert_at(first_after(o->addr), o);
     atomic_store(&rt_maps_live, count);
     pthread_mutex_unlock(&lock);
+    const rt_track_observer *obs = rt_track_observer_now();
+    if (obs)
+        obs->added(o->addr, o->size, o->seq);
     return 0;
 }
 
@@ -120,6 +123,9 @@ int rt_maps_remove(uint64_t addr, uint64_t len,
     }
     atomic_store(&rt_maps_live, count);
     pthread_mutex_unlock(&lock);
+    const rt_track_observer *obs = pieces ? rt_track_observer_now() : NULL;
+    if (obs)
+        obs->removed(addr, len);
     return pieces;
 }
 

@@ -24,6 +24,17 @@ typedef struct {
 static shard shards[SHARDS];
 _Atomic uint64_t rt_reg_live;
 _Atomic uint64_t rt_newest_tracked_seq;
+static const rt_track_observer *_Atomic observer;
+
+void rt_track_set_observer(const rt_track_observer *obs)
+{
+    atomic_store_explicit(&observer, obs, memory_order_release);
+}
+
+const rt_track_observer *rt_track_observer_now(void)
+{
+    return atomic_load_explicit(&observer, memory_order_acquire);
+}
 
 void rt_reg_note_tracked(uint64_t seq)
 {
@@ -120,6 +131,9 @@ int rt_reg_insert(const rt_obj *o)
     }
     *d = *o;
     pthread_mutex_unlock(&s->lock);
+    const rt_track_observer *obs = rt_track_observer_now();
+    if (obs)
+        obs->added(o->addr, o->size ? o->size : 1, o->seq);
     return 0;
 }
 
@@ -130,15 +144,22 @@ int rt_reg_remove(uint64_t addr, rt_obj *out)
     pthread_mutex_lock(&s->lock);
     rt_obj *d = find_slot(s, h, addr, 0);
     int found = d != NULL;
+    rt_obj o;
     if (found) {
-        if (out)
-            *out = *d;
+        o = *d;
         d->addr = DELETED;
         s->live--;
         atomic_fetch_sub_explicit(&rt_reg_live, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&s->lock);
-    return found;
+    if (!found)
+        return 0;
+    if (out)
+        *out = o;
+    const rt_track_observer *obs = rt_track_observer_now();
+    if (obs)
+        obs->removed(o.addr, o.size ? o.size : 1);
+    return 1;
 }
 
 int rt_reg_lookup(uint64_t addr, rt_obj *out)

@@ -35,6 +35,21 @@ extern _Atomic uint64_t rt_newest_tracked_seq;
 /* Raises rt_newest_tracked_seq to seq (never lowers it): an object of seq is now tracked. */
 void rt_reg_note_tracked(uint64_t seq);
 
+/* One observer may follow what is tracked (the trace sampler's object index). The registry
+ * and the map list call it after a change, with their locks released, from the thread that
+ * made the change:
+ *   added(addr, len, seq)  [addr, addr+len) is now the tracked object of ALLOC seq (a heap
+ *                          block of size 0 is reported as 1 byte: it still has an address);
+ *   removed(addr, len)     nothing in [addr, addr+len) is tracked any more.
+ * Set once at start-up, before the runtime is ACTIVE; NULL (the default) for none. */
+typedef struct rt_track_observer {
+    void (*added)(uint64_t addr, uint64_t len, uint64_t seq);
+    void (*removed)(uint64_t addr, uint64_t len);
+} rt_track_observer;
+
+void rt_track_set_observer(const rt_track_observer *obs);
+const rt_track_observer *rt_track_observer_now(void); /* NULL: none */
+
 int rt_reg_init(void);                         /* 0 or -ENOMEM */
 int rt_reg_insert(const rt_obj *o);            /* 0, or -ENOMEM (object not tracked) */
 int rt_reg_remove(uint64_t addr, rt_obj *out); /* 1 if it was there (copied to out) */

@@ -25,9 +25,9 @@
  * For 8-byte loads the value about to be loaded is read first (the program reads the same
  * bytes next), to name the data dependence of later accesses on it (ot_access_record.dep).
  *
- * The object index is fed by link-time wrappers (-Wl,--wrap, see CMakeLists.txt) around
- * the registry's insert/remove and the map list's add/remove, so it sees exactly the
- * objects the runtime records, with their ALLOC seq, without a hook in the interposers.
+ * The object index is the registry's and the map list's observer (rt_track_set_observer,
+ * registry.h), so it sees exactly the objects the runtime records, with their ALLOC seq,
+ * without a hook in the interposers.
  *
  * Invariants
  *   - idx[0 .. idx_n) is sorted by start and non-overlapping; idx_gen changes (under the
@@ -206,50 +206,18 @@ static void idx_update(uint64_t start, uint64_t len, uint64_t seq, int add)
     pthread_rwlock_unlock(&idx_lock);
 }
 
-/* Link-time wrappers (-Wl,--wrap=...): every caller in the runtime reaches these. */
-int __real_rt_reg_insert(const rt_obj *o);
-int __real_rt_reg_remove(uint64_t addr, rt_obj *out);
-int __real_rt_maps_add(const rt_obj *o);
-int __real_rt_maps_remove(uint64_t addr, uint64_t len,
-                          void (*fn)(uint64_t, uint64_t, uint64_t, uint32_t, void *), void *ctx);
-
-RT_HIDDEN NOINST int __wrap_rt_reg_insert(const rt_obj *o)
+/* The index follows the registry and the map list as their observer (set at init). */
+static NOINST void idx_added(uint64_t addr, uint64_t len, uint64_t seq)
 {
-    int r = __real_rt_reg_insert(o);
-    if (r == 0)
-        idx_update(o->addr, o->size ? o->size : 1, o->seq, 1);
-    return r;
+    idx_update(addr, len, seq, 1);
 }
 
-RT_HIDDEN NOINST int __wrap_rt_reg_remove(uint64_t addr, rt_obj *out)
+static NOINST void idx_removed(uint64_t addr, uint64_t len)
 {
-    rt_obj o;
-    int r = __real_rt_reg_remove(addr, &o);
-    if (r) {
-        idx_update(o.addr, o.size ? o.size : 1, o.seq, 0);
-        if (out)
-            *out = o;
-    }
-    return r;
+    idx_update(addr, len, 0, 0);
 }
 
-RT_HIDDEN NOINST int __wrap_rt_maps_add(const rt_obj *o)
-{
-    int r = __real_rt_maps_add(o);
-    if (r == 0)
-        idx_update(o->addr, o->size, o->seq, 1);
-    return r;
-}
-
-RT_HIDDEN NOINST int
-__wrap_rt_maps_remove(uint64_t addr, uint64_t len,
-                      void (*fn)(uint64_t, uint64_t, uint64_t, uint32_t, void *), void *ctx)
-{
-    int n = __real_rt_maps_remove(addr, len, fn, ctx);
-    if (n)
-        idx_update(addr, len, 0, 0);
-    return n;
-}
+static const rt_track_observer idx_observer = {.added = idx_added, .removed = idx_removed};
 
 /* ---- per-thread state ---------------------------------------------------------------- */
 
@@ -671,6 +639,7 @@ static int trace_init(const rt_config *cfg)
     atomic_store(&stream_left, (int64_t)cfg->trace_stream);
     stream_on = cfg->trace_stream > 0;
     /* follow the registry from here on: objects allocated before start() are known */
+    rt_track_set_observer(&idx_observer);
     atomic_store(&idx_on, 1);
     return 0;
 }
