@@ -1,8 +1,9 @@
 /*
  * Plan enforcement (OBJTIER_PLAN): matching tracked objects to plan entries and applying
- * them — mlock / munlock / MADV_COLD / MADV_PAGEOUT on the swap tier, mbind on the NUMA
- * tier — with one PLACEMENT record per action; phase changes; the background thread that
- * re-advises slow ranges and samples residency. docs/runtime.md, "Plan enforcement".
+ * them through the tier in force (tier.h) — mlock / munlock / MADV_COLD / MADV_PAGEOUT on the
+ * swap tier, mbind on the NUMA tier — with one PLACEMENT record per action; phase changes;
+ * the background thread that re-advises slow ranges and samples residency. docs/runtime.md,
+ * "Plan enforcement".
  *
  * Every hook is a no-op unless rt_place_on is set; hooks run with rt_guard > 0 (the caller
  * is the runtime) and never fail the program: a failed action is a record with -errno.
@@ -19,20 +20,6 @@
 
 /* 1 while a plan is enforced in this process. */
 extern _Atomic int rt_place_on;
-
-/* Changes whenever the set of planned objects or the phase in force changes (readers
- * re-read rt_place_slow_objects then). */
-extern _Atomic uint64_t rt_place_generation;
-
-/* A page range [lo, hi), in pages (address / page size). */
-typedef struct {
-    uint64_t lo, hi;
-} rt_extent;
-
-/* Swap tier: the whole-page extents of the planned objects that have a planned-slow part in
- * the phase in force, in address order (disjoint); at most cap of them; returns the count.
- * Takes the placement lock. */
-size_t rt_place_slow_objects(rt_extent *out, size_t cap);
 
 /* Start-up, before the runtime is ACTIVE: loads cfg->plan (a bad file is one warning and
  * no plan), reads the mlock limits, parses node lists. Returns 1 when a plan is enforced,
@@ -70,10 +57,5 @@ void rt_place_finish(void);
 void rt_place_fork_prepare(void);
 void rt_place_fork_parent(void);
 void rt_place_fork_child(int follow);
-
-/* residency.c: one pass over every tracked object (move_pages queries), RESIDENCY records
- * with time now_ns. */
-void rt_residency_pass(uint64_t now_ns);
-int rt_residency_init(void); /* 0, or -ENOMEM (then no residency) */
 
 #endif

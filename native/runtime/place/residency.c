@@ -13,7 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "maps.h"
-#include "placement.h"
+#include "residency.h"
 #include "registry.h"
 #include "rt.h"
 #include "writer.h"

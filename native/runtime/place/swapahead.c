@@ -18,13 +18,12 @@
  * keep the stream going.
  *
  * Invariants: only the readahead thread touches streams, extents and counters after start;
- * extents are refreshed whenever rt_place_generation changed (an object planned or
+ * extents are refreshed whenever the source's generation changed (an object planned or
  * released, a phase change), which also ends every stream. Units: pages of rt_page_bytes.
  */
 #define _GNU_SOURCE
 #include "swapahead.h"
 #include "perf_ring.h"
-#include "placement.h"
 #include "rt.h"
 
 #include <errno.h>
@@ -57,6 +56,7 @@ static void *rings[MAX_CPUS];
 static pthread_t thread;
 static int running;
 static uint64_t window_pages;
+static const rt_ahead_source *source;
 
 static stream streams[N_STREAMS];
 static rt_extent extents[MAX_EXTENTS];
@@ -66,7 +66,7 @@ static uint64_t advised_pages, windows, calls_failed;
 
 static void refresh_extents(uint64_t gen)
 {
-    n_extents = rt_place_slow_objects(extents, MAX_EXTENTS);
+    n_extents = source->slow_objects(extents, MAX_EXTENTS);
     memset(streams, 0, sizeof streams);
     generation = gen;
 }
@@ -87,7 +87,7 @@ static const rt_extent *extent_of(uint64_t p)
 
 static void on_fault(uint64_t addr)
 {
-    uint64_t gen = atomic_load_explicit(&rt_place_generation, memory_order_acquire);
+    uint64_t gen = atomic_load_explicit(source->generation, memory_order_acquire);
     if (gen != generation)
         refresh_extents(gen);
     uint64_t p = addr / rt_page_bytes;
@@ -169,10 +169,11 @@ static void close_events(void)
     stop_fd = -1;
 }
 
-void rt_ahead_start(uint64_t window_bytes)
+void rt_ahead_start(uint64_t window_bytes, const rt_ahead_source *src)
 {
     if (running || window_bytes < rt_page_bytes)
         return;
+    source = src;
     window_pages = window_bytes / rt_page_bytes;
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);

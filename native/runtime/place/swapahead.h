@@ -12,12 +12,29 @@
 #ifndef OBJTIER_SWAPAHEAD_H
 #define OBJTIER_SWAPAHEAD_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
+/* A page range [lo, hi), in pages (address / page size). */
+typedef struct {
+    uint64_t lo, hi;
+} rt_extent;
+
+/* What readahead needs to know of the plan, from whoever enforces it. */
+typedef struct rt_ahead_source {
+    /* Changes whenever the set of planned objects or the phase in force changes (slow_objects
+     * is re-read then). */
+    const _Atomic uint64_t *generation;
+    /* The whole-page extents of the planned objects that have a planned-slow part in the
+     * phase in force, in address order (disjoint); at most cap of them; returns the count. */
+    size_t (*slow_objects)(rt_extent *out, size_t cap);
+} rt_ahead_source;
+
 /* Starts the fault sampling and the readahead thread; window_bytes ahead of each stream
- * (whole pages). A failure (no perf_event_open, no thread) is logged once; the program runs
- * on without readahead. */
-void rt_ahead_start(uint64_t window_bytes);
+ * (whole pages), within the extents src names (src is kept). A failure (no perf_event_open,
+ * no thread) is logged once; the program runs on without readahead. */
+void rt_ahead_start(uint64_t window_bytes, const rt_ahead_source *src);
 
 /* Stops the thread and closes the events; logs what was advised. Idempotent. */
 void rt_ahead_stop(void);

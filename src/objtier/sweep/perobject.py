@@ -51,7 +51,7 @@ from objtier.sweep.metric import bootstrap_median_ci, performance, worst
 
 MIN_SHARE = 0.01
 MIN_UNLOCKED_BYTES = 2 << 20   # the least room an arm gets for what is outside the objects
-#: the runtime never locks within 4 MiB of its cgroup's limit (native/runtime/place/placement.c
+#: the runtime never locks within 4 MiB of its cgroup's limit (native/runtime/place/tier_swap.c
 #: MIN_UNLOCKED): every arm's limit carries it, and it is room the slow objects can hold
 RUNTIME_UNLOCKED_BYTES = 4 << 20
 ALL_FAST = "all fast"
