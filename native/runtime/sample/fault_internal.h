@@ -8,17 +8,21 @@
 
 #include <stdint.h>
 
-/* sampler_fault.c: the arm lock (one window is armed or restored only under it). The
+/* fault_protect.c: the arm lock (one window is armed or restored only under it). The
  * lock counts its holders per thread: a signal handler that interrupts a thread holding
- * it must not wait for it (rt_fault_lock_held_here). */
+ * it must not wait for it (rt_fault_lock_held_here). fork(): prepare takes the mutex and
+ * parent gives it back (the holder count is left alone); rt_fault_protect_fork_child makes
+ * it anew. */
 void rt_fault_lock(void);
 void rt_fault_unlock(void);
 int rt_fault_lock_held_here(void);
-/* Caller holds the lock: restores the armed window if it overlaps [lo, hi). */
-void rt_fault_disarm_overlap_locked(uint64_t lo, uint64_t hi);
+void rt_fault_lock_fork_prepare(void);
+void rt_fault_lock_fork_parent(void);
 
 /* fault_protect.c. Caller holds the lock for every *_locked call. */
-void rt_fault_protect_init(void); /* protections are recorded from now on */
+/* Protections are recorded from now on; disarm_overlap_locked (the scanner's, called with
+ * the lock held) restores the armed window if it overlaps [lo, hi). */
+void rt_fault_protect_init(void (*disarm_overlap_locked)(uint64_t lo, uint64_t hi));
 int rt_fault_protect_tracking(void);
 /* 1 when a window may be armed now: no thread is blocking SIGSEGV or about to, no stdio
  * call is in flight, the protection record is whole. Reads every thread's SigBlk. */

@@ -69,8 +69,43 @@ static inline uint64_t end_of(uint64_t addr, uint64_t len)
     return addr + len < addr ? UINT64_MAX : addr + len;
 }
 
-void rt_fault_protect_init(void)
+/* The arm lock; see fault_internal.h. */
+static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
+/* 1 while this thread takes or holds arm_lock: raised before taking it, so a signal handler
+ * that interrupts the thread anywhere in between never waits for the lock itself. */
+static RT_TLS int lock_depth;
+static void (*disarm_overlap_locked)(uint64_t lo, uint64_t hi);
+
+void rt_fault_lock(void)
 {
+    lock_depth++;
+    pthread_mutex_lock(&arm_lock);
+}
+
+void rt_fault_unlock(void)
+{
+    pthread_mutex_unlock(&arm_lock);
+    lock_depth--;
+}
+
+int rt_fault_lock_held_here(void)
+{
+    return lock_depth != 0;
+}
+
+void rt_fault_lock_fork_prepare(void)
+{
+    pthread_mutex_lock(&arm_lock);
+}
+
+void rt_fault_lock_fork_parent(void)
+{
+    pthread_mutex_unlock(&arm_lock);
+}
+
+void rt_fault_protect_init(void (*disarm)(uint64_t lo, uint64_t hi))
+{
+    disarm_overlap_locked = disarm;
     atomic_store(&tracking, 1);
 }
 int rt_fault_protect_tracking(void)
@@ -85,7 +120,7 @@ int rt_fault_prot_begin(uint64_t addr, uint64_t len)
     if (!rt_fault_protect_tracking() || rt_guard || rt_fault_lock_held_here())
         return 0;
     rt_fault_lock();
-    rt_fault_disarm_overlap_locked(pg_down(addr), pg_up(end_of(addr, len)));
+    disarm_overlap_locked(pg_down(addr), pg_up(end_of(addr, len)));
     return 1;
 }
 
@@ -162,7 +197,7 @@ int rt_fault_segv_block_begin(void)
     atomic_fetch_add(&mask_events, 1);
     if (!rt_fault_lock_held_here()) {
         rt_fault_lock();
-        rt_fault_disarm_overlap_locked(0, UINT64_MAX);
+        disarm_overlap_locked(0, UINT64_MAX);
         rt_fault_unlock();
     }
     return 1;
@@ -333,6 +368,8 @@ void rt_fault_gate_leave(int token)
 
 void rt_fault_protect_fork_child(void)
 {
+    pthread_mutex_init(&arm_lock, NULL);
+    lock_depth = 0;
     /* the other threads' calls in flight did not come along */
     atomic_store(&pending_blockers, 0);
     atomic_store(&gates, 0);

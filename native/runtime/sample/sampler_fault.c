@@ -76,7 +76,6 @@
 #define WINDOW_BATCH 256         /* WINDOW records per block */
 
 static const rt_config *cfg;
-static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int running;
 static _Atomic int stop_flag;
 static pthread_t scanner;
@@ -109,27 +108,7 @@ static uint64_t armed_pages_now;
 
 static RT_TLS uint64_t retry_addr;
 static RT_TLS unsigned retry_count;
-/* 1 while this thread takes or holds arm_lock: raised before taking it, so a signal handler
- * that interrupts the thread anywhere in between never waits for the lock itself. */
-static RT_TLS int lock_depth;
 static _Atomic uint64_t n_refused; /* arm attempts refused by fault_protect.c */
-
-void rt_fault_lock(void)
-{
-    lock_depth++;
-    pthread_mutex_lock(&arm_lock);
-}
-
-void rt_fault_unlock(void)
-{
-    pthread_mutex_unlock(&arm_lock);
-    lock_depth--;
-}
-
-int rt_fault_lock_held_here(void)
-{
-    return lock_depth != 0;
-}
 
 static inline uint64_t page_down(uint64_t a)
 {
@@ -273,7 +252,8 @@ static void disarm_locked(void)
     armed_pages_now = 0;
 }
 
-void rt_fault_disarm_overlap_locked(uint64_t lo, uint64_t hi)
+/* Caller holds the arm lock: restores the armed window if it overlaps [lo, hi). */
+static void disarm_overlap_locked(uint64_t lo, uint64_t hi)
 {
     uint64_t s = atomic_load(&win_start);
     if (s && lo < atomic_load(&win_end) && s < hi)
@@ -282,10 +262,10 @@ void rt_fault_disarm_overlap_locked(uint64_t lo, uint64_t hi)
 
 void rt_fault_disarm(uint64_t addr, uint64_t len)
 {
-    if (!atomic_load_explicit(&running, memory_order_acquire) || lock_depth)
+    if (!atomic_load_explicit(&running, memory_order_acquire) || rt_fault_lock_held_here())
         return;
     rt_fault_lock();
-    rt_fault_disarm_overlap_locked(addr, addr + len < addr ? UINT64_MAX : addr + len);
+    disarm_overlap_locked(addr, addr + len < addr ? UINT64_MAX : addr + len);
     rt_fault_unlock();
 }
 
@@ -295,7 +275,7 @@ void rt_fault_touch(const void *buf, uint64_t len)
         !atomic_load_explicit(&win_start, memory_order_relaxed))
         return;
     uint64_t lo = (uint64_t)(uintptr_t)buf, hi = lo + len;
-    if (lock_depth) /* a signal handler on a thread inside the runtime: cannot wait */
+    if (rt_fault_lock_held_here()) /* a signal handler on a thread inside the runtime */
         return;
     rt_fault_lock();
     uint64_t s = atomic_load(&win_start), e = atomic_load(&win_end);
@@ -663,7 +643,7 @@ static void *scan_loop(void *arg)
 static int fault_init(const rt_config *c)
 {
     cfg = c;
-    rt_fault_protect_init();
+    rt_fault_protect_init(disarm_overlap_locked);
     return 0;
 }
 
@@ -715,11 +695,11 @@ static void fault_stats(ot_sampler_stats_record *out)
 
 static void fault_fork_prepare(void)
 {
-    pthread_mutex_lock(&arm_lock);
+    rt_fault_lock_fork_prepare();
 }
 static void fault_fork_parent(void)
 {
-    pthread_mutex_unlock(&arm_lock);
+    rt_fault_lock_fork_parent();
 }
 
 static void fault_fork_child(int restart)
@@ -731,8 +711,6 @@ static void fault_fork_child(int restart)
                         (int)atomic_load(&win_prot));
     atomic_store(&win_start, 0);
     atomic_store(&handlers_active, 0);
-    pthread_mutex_init(&arm_lock, NULL);
-    lock_depth = 0;
     atomic_store(&n_refused, 0);
     rt_fault_protect_fork_child();
     scanner_started = 0;
