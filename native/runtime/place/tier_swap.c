@@ -143,7 +143,7 @@ static void warn_limit(void)
     }
 }
 
-/* Set while a phase change locks the new phase's fast set (under `lock`). */
+/* Set while a phase change locks the new phase's fast set (under rt_planned_lock). */
 static int locking_at_phase_change;
 
 /* mlock [a, a + len). At a phase change with MLOCK_ONFAULT: the pages of the new fast set
@@ -259,8 +259,8 @@ static int pidfd_self(void)
  * costs a system call each (BFS at scale 20 made 443k calls in 24 s). Falls back to one
  * madvise per run where process_madvise is missing (Linux < 5.10) or refused. Leaves one
  * record per run when keep_records, and for every run that failed; *at becomes the end of
- * the last run taken. Returns the bytes taken (0: no slow run left). Called with `lock`
- * held. */
+ * the last run taken. Returns the bytes taken (0: no slow run left). Called with
+ * rt_planned_lock held. */
 static uint64_t advise_runs(const rt_pobj *o, uint64_t *at, uint64_t bytes, int advice,
                             uint16_t action, int keep_records)
 {

@@ -29,8 +29,9 @@
  *
  * Invariants
  *   - At most one window is armed. Its description (win_*) is written only under
- *     arm_lock; win_start != 0 is published last when arming and cleared when
- *     disarming only after the range was added to the history ring and restored.
+ *     arm_lock (rt_fault_lock, fault_protect.c); win_start != 0 is published last when
+ *     arming and cleared when disarming only after the range was added to the history
+ *     ring and restored.
  *   - Only whole pages inside a live object are armed, and the object is re-validated
  *     under arm_lock; every release path (free, realloc, munmap, mremap, MAP_FIXED)
  *     calls rt_fault_disarm under the same lock before the memory goes back, so a
