@@ -232,6 +232,9 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
     doc = document(footprint)
     write_private(settings.output / "perobject.json", (json.dumps(doc, indent=1) + "\n").encode())
     write_private(settings.output / "sensitivity.csv", sensitivity_csv(doc["objects"]).encode())
+    from objtier.sweep.page import write_sweep_page
+
+    write_sweep_page(settings.output, perobject=doc)
     return doc
 
 
