@@ -144,3 +144,4 @@ def test_per_object_page(tmp_path):
     assert bars["y"] == pytest.approx([r["median_ratio"] for r in objects])
     (curve,) = plots["plot-curve"]["traces"]
     assert curve["y"] == pytest.approx([p["predicted_fom"] for p in doc["curve"]])
+

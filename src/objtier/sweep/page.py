@@ -228,3 +228,39 @@ def write_sweep_page(out: Path, doc: dict[str, Any] | None = None,
     page = out / PAGE_NAME
     write_private(page, render_page(title, figures, notes, _facts(main), files).encode())
     return page
+
+
+SWEEP_FILES = ("sweep.json", "calibration.json", "perobject.json")
+
+
+def is_sweep_dir(path: Path) -> bool:
+    """A directory `objtier sweep` wrote (not a recording: those hold .otr files)."""
+    return path.is_dir() and any((path / name).is_file() for name in SWEEP_FILES)
+
+
+def rewrite_sweep_page(out: Path) -> Path:
+    """sweep.html again from the JSON documents in a sweep directory (`objtier report DIR`)."""
+    import json
+
+    from objtier.errors import UsageError
+
+    docs = {}
+    for name in SWEEP_FILES:
+        path = out / name
+        if path.is_file():
+            try:
+                docs[name] = json.loads(path.read_text())
+                if not isinstance(docs[name], dict):
+                    raise ValueError("not an object")
+            except (OSError, ValueError) as error:
+                raise UsageError(f"{path}: not a sweep output ({error})".splitlines()[0]) \
+                    from None
+    doc = docs.get("sweep.json")
+    if doc is not None and not isinstance(doc.get("series"), list):
+        raise UsageError(f"{out / 'sweep.json'}: not a sweep output (no series)")
+    try:
+        return write_sweep_page(out, doc, docs.get("calibration.json"),
+                                docs.get("perobject.json"))
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        raise UsageError(f"{out}: a sweep output with missing or malformed fields "
+                         f"({type(error).__name__}: {error})".splitlines()[0]) from None
