@@ -9,9 +9,12 @@ table NAME-objects/sensitivity.csv. Then:
   1. `objtier plan NAME.otr --fast F --algo rank --no-backfill` with and without
      `--sensitivity`: the fast objects of each plan;
   2. runs, with the per-object sweep's machinery (objtier.sweep.perobject.run_arms: the fast
-     objects mlocked by the runtime, the others MADV_COLD, cgroup limit = the fast objects'
-     live peak + what lies outside the objects + the runtime's 4 MiB unlocked room, zram,
-     stat-flush reader), in interleaved rounds: all fast, the sampled plan, the measured plan;
+     objects mlocked by the runtime, the others MADV_COLD, zram, stat-flush reader), in
+     interleaved rounds: all fast, the sampled plan, the measured plan. Both plans run under
+     one cgroup limit: the larger (--limit max) or smaller (min) fast set's live peak + what
+     lies outside the objects + the runtime's 4 MiB unlocked room (with max, the other plan
+     gets the difference as unlocked room; with min, the runtime locks of the larger set only
+     what fits 4 MiB under the limit);
   3. prints each plan's fast objects, its median FoM ratio to all fast, and the additive
      model's prediction for it from the per-object table.
 """
@@ -38,8 +41,8 @@ def main() -> int:
     from objtier.plan import load_plan
     from objtier.plan.sensitivity import read_sensitivity
     from objtier.sweep.fom import FomSource
-    from objtier.sweep.perobject import (Arm, PerObjectSettings, candidate_rows, load_objects,
-                                         ratios, run_arms)
+    from objtier.sweep.perobject import (Arm, PerObjectSettings, candidate_rows, live_peak,
+                                         load_objects, ratios, run_arms)
     from sweep_perobject import WORKLOADS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -49,13 +52,17 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--graph-scale", type=int, default=17)
+    parser.add_argument("--limit", choices=["max", "min"], default="max",
+                        help="one cgroup limit for both plans from the larger (max) or the "
+                        "smaller (min) fast set: with min, the runtime locks only what fits "
+                        "4 MiB under the limit")
     args = parser.parse_args()
     source = Path(args.source)
     graph = source / f"kron{args.graph_scale}.graph"
     command = [c.replace("{graph}", str(graph)) for c in WORKLOADS[args.workload]]
     recording = source / f"{args.workload}.otr"
     table = source / f"{args.workload}-objects" / "sensitivity.csv"
-    out = source / f"{args.workload}-plans-{args.fast}"
+    out = source / f"{args.workload}-plans-{args.fast}-{args.limit}"
     out.mkdir(exist_ok=True)
     print(f"# {' '.join(sys.argv)}\n# {platform.node()}, "
           f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC, repeat {args.repeat}\n")
@@ -80,6 +87,15 @@ def main() -> int:
                      if (str(objects.context_key[r]), int(objects.occurrence[r])) not in fast)
         plans[name] = (fast, slow)
         arms.append(Arm(len(arms), f"{name} plan", slow, int(objects.size[list(slow)].sum())))
+    # one cgroup limit for both plans (the larger fast set's live peak + what lies outside
+    # the objects + 4 MiB): the smaller fast set gets the difference as unlocked room, where
+    # the kernel keeps whichever pages are hot
+    plannable = np.flatnonzero(objects.plannable)
+    peaks = {arm.index: live_peak(objects, np.setdiff1d(plannable, np.asarray(
+        arm.slow_rows, dtype=np.int64))) for arm in arms[1:]}
+    pick = max if args.limit == "max" else min
+    for arm in arms[1:]:
+        arm.room_bytes = pick(peaks.values()) - peaks[arm.index]
     settings = PerObjectSettings(recording=recording, repeat=args.repeat,
                                  timeout_s=args.timeout, output=out / "runs", force=True)
     run_arms(command, objects, page, arms, settings, FomSource("line"), lambda text: None,
