@@ -6,8 +6,9 @@ the sweep's own overhead per run.
     .venv/bin/python bench/sweep_suite.py --knob bandit --levels 0,25,50,75,100 \
         --program-threads 1 -o /tmp/sweep-bench/bandit
 
-Runs `objtier sweep --suite` over stream, ptrchase and kmeans at sizes whose runs stay short
-under swap (local needs root: memory cgroup + zram, stat-flush reader at 10 ms), then prints
+Runs `objtier sweep --suite` over stream, ptrchase, kmeans, gups, bfs and cc (the graph kernels
+load one Kronecker graph written once by graphgen, `--graph-scale`, so that generation is not
+part of every run; `--only` picks programs) at sizes whose runs stay short under swap (local needs root: memory cgroup + zram, stat-flush reader at 10 ms), then prints
 the ranked table (suite.md) and, per program, its footprint, runs, and the sweep's own time
 per run (`overhead_s` in sweep.csv: the knob's set-up and read-back around the run, FoM
 parsing, the run appended to sweep.csv) [ms].
@@ -32,6 +33,9 @@ SUITE = [
     ("stream", [str(BIN / "stream"), "-s", "1500000", "-n", "4", "-t", "{t}"]),
     ("ptrchase", [str(BIN / "ptrchase"), "-s", "48M", "-n", "300000", "-t", "{t}"]),
     ("kmeans", [str(BIN / "kmeans"), "-n", "250000", "-d", "34", "-i", "6", "-t", "{t}"]),
+    ("gups", [str(BIN / "gups"), "-l", "22", "-t", "{t}"]),
+    ("bfs", [str(BIN / "bfs"), "-f", "{graph}", "-n", "4", "-t", "{t}"]),
+    ("cc", [str(BIN / "cc"), "-f", "{graph}", "-n", "2", "-t", "{t}"]),
 ]
 
 
@@ -43,13 +47,20 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--levels", default="100,90,80,70,60,50")
     parser.add_argument("--timeout", default="60")
+    parser.add_argument("--graph-scale", type=int, default=17)
+    parser.add_argument("--only", default=",".join(name for name, _ in SUITE))
     args = parser.parse_args()
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
+    chosen = [(name, cmd) for name, cmd in SUITE if name in args.only.split(",")]
+    graph = out.parent / f"kron{args.graph_scale}.graph"
+    if any("{graph}" in cmd for _, cmd in chosen) and not graph.exists():
+        subprocess.run([str(BIN / "graphgen"), "-g", str(args.graph_scale), "-o", str(graph)],
+                       check=True, capture_output=True)
     suite = out.parent / f"{out.name}.suite.txt"
     suite.write_text("".join(
-        f"{name}: {' '.join(c.replace('{t}', str(args.program_threads)) for c in cmd)}\n"
-        for name, cmd in SUITE))
+        f"{name}: {' '.join(c.replace('{t}', str(args.program_threads)).replace('{graph}', str(graph)) for c in cmd)}\n"
+        for name, cmd in chosen))
     command = [str(OBJTIER), "sweep", "--suite", str(suite), "--knob",
                f"{args.knob}={args.levels}",
                "--repeat", str(args.repeat), "--timeout", args.timeout, "-q", "-o", str(out),

@@ -165,3 +165,24 @@ def test_help_texts_render():
         run = objtier(*args)
         assert run.returncode == 0, run.stderr
         assert "sweep" in run.stdout
+
+
+def test_report_of_a_sweep_dir_writes_its_page_again(tmp_path):
+    out = tmp_path / "threads"
+    run = objtier("sweep", "--knob", "threads=1,2", "--repeat", "1", "-q", "-o", str(out),
+                  "--", str(binary("stream")), "-s", "100000", "-n", "2", "-t", "{threads}")
+    assert run.returncode == 0, run.stderr
+    page = out / "sweep.html"
+    page.unlink()
+    again = objtier("report", str(out))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"report: {page}"
+    assert 'id="plot-fom"' in page.read_text()
+    (out / "sweep.json").write_text('{"knob": "threads"}')
+    bad = objtier("report", str(out))
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode != 0 and len(lines) == 1 and "not a sweep output" in lines[0]
+    (out / "sweep.json").write_text('{"knob": "threads", "series": [{"levels": [{}]}]}')
+    bad = objtier("report", str(out))
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode != 0 and len(lines) == 1 and "malformed" in lines[0], bad.stderr

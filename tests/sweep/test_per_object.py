@@ -82,6 +82,18 @@ def test_per_object_hot_array_is_most_sensitive(compile_c, tmp_path):
     assert saved["objects"][0]["object"] == hot["object"]
     assert (out / "sensitivity.csv").read_text().startswith("context_key,")
     assert oct((out / "perobject.json").stat().st_mode & 0o777) == "0o600"
+    # the table is a plan input: its rows name the recording's objects, and a budget of the
+    # hot array's size keeps the measured most sensitive object fast
+    from objtier.cli import main
+    from objtier.plan import load_plan
+
+    plan_path = tmp_path / "plan.json"
+    assert main(["plan", str(recording), "--fast", str(hot["size"]), "--algo", "rank",
+                 "--sensitivity", str(out / "sensitivity.csv"), "-o", str(plan_path)]) == 0
+    plan = load_plan(plan_path)
+    assert not any("not in the planned table" in w for w in plan["warnings"])
+    fast = [e for e in plan["entries"] if e["tier"] == "fast"]
+    assert [e["context_key"] for e in fast] == [hot["context_key"]]
 
 
 def test_candidates_are_objects_with_one_percent_of_accesses():

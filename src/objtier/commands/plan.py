@@ -63,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(.parquet/.csv: phase, parent, start_ns, end_ns)")
     parser.add_argument("--phase-accesses", default=None, help="per-phase accesses of an "
                         "object-table input (.parquet/.csv: phase, object, accesses)")
+    parser.add_argument("--sensitivity", default=None, metavar="FILE",
+                        help="rank the objects measured in FILE (sensitivity.csv of `objtier "
+                        "sweep --per-object`) by measured loss per byte instead of sampled "
+                        "accesses (docs/planning.md)")
     parser.add_argument("--exe", default=None, help="the program's binary (default: from the "
                         "recording)")
     parser.add_argument("--explain", action="store_true",
@@ -184,6 +188,9 @@ def _same_program(paths: list[Path], exe: str | None) -> list[Any]:
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {}
+    if args.sensitivity and (args.phases or args.algo in ("pages", "auto")):
+        raise UsageError("--sensitivity ranks whole objects over the whole run: not with "
+                         "--phases or --algo pages/auto")
     if args.alpha is not None or args.beta is not None:
         if args.algo != "halving":
             raise UsageError("--alpha and --beta apply to --algo halving only")
@@ -196,6 +203,15 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("--max-cells applies to --algo exact only")
         params["max_cells"] = args.max_cells
     return params
+
+
+def _with_sensitivity(args: argparse.Namespace, objects: Any) -> tuple[Any, list[str]]:
+    """(objects re-weighted by a --sensitivity table, warnings); unchanged without one."""
+    if not args.sensitivity:
+        return objects, []
+    from objtier.plan.sensitivity import read_sensitivity, weight_by_sensitivity
+
+    return weight_by_sensitivity(objects, read_sensitivity(args.sensitivity))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -218,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
             from objtier.analysis.page_samples import merged_page_samples
 
             params["page_samples"] = merged_page_samples(traces)
-    objects = planner.object_table(raw)
+    objects, measured_notes = _with_sensitivity(args, planner.object_table(raw))
     page = args.page_bytes or page
     peak = B.parse_bytes(args.footprint, "--footprint", 1) if args.footprint else None
     foot = planner.footprint(objects.size, objects.alloc_ns, objects.free_ns, peak)
@@ -245,7 +261,9 @@ def run(args: argparse.Namespace) -> int:
             result = planner.without_backfill(objects, result)
         placements = {planner.ROOT: result}
     binary = planner.identity(exe) if exe else None
-    plan = planner.build_plan(objects, result, budget, binary, source=" ".join(args.input))
+    plan = planner.build_plan(objects, result, budget, binary, source=" ".join(args.input) + (
+        f" --sensitivity {args.sensitivity}" if args.sensitivity else ""))
+    plan["warnings"].extend(measured_notes)
     if binary and binary["size"] is None:
         plan["warnings"].append(f"the program's binary {exe} is not on this machine: the plan "
                                 f"has no build-id to check against")

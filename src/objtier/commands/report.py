@@ -11,7 +11,8 @@ HELP = "characterize a recording: objects, pages, tiers, counters (HTML + CSV/Pa
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file")
+    parser.add_argument("trace", help="recording directory (run.otr/) or one .otr file; or a "
+                        "`objtier sweep` output directory (writes its sweep.html again)")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="output directory (default: <trace>.report next to the trace)")
     parser.add_argument("--top", type=B.int_option(1), default=10, metavar="N",
@@ -30,6 +31,11 @@ def run(args) -> int:
     from objtier.trace import open_trace
 
     trace_path = Path(args.trace)
+    from objtier.sweep.page import is_sweep_dir, rewrite_sweep_page
+
+    if is_sweep_dir(trace_path):
+        print(f"report: {rewrite_sweep_page(trace_path)}", flush=True)
+        return 0
     out = Path(args.output) if args.output else trace_path.with_name(
         trace_path.name.removesuffix(".otr") + ".report")
     console = make_console(stderr=True)

@@ -155,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
         _add_units(outcome.document, calibration, settings.output, console)
     print_tables(console, outcome.document, outcome.metrics)
     out = settings.output
-    console.print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'}, {out / 'sweep.parquet'} "
-                  f"and {out / 'sweep.png'}")
+    console.print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'}, {out / 'sweep.parquet'}, "
+                  f"{out / 'sweep.png'} and {out / 'sweep.html'}")
     failed = sum(r.fom is None for r in outcome.records)
     if failed:
         sys.stderr.write(f"objtier sweep: warning: {failed} of {len(outcome.records)} run(s) "
@@ -274,8 +274,8 @@ def _run_per_object(args, fom) -> int:
     console.print("predicted FoM (additive) by fraction of bytes fast: " + ", ".join(
         f"{100 * p['fast_fraction']:.0f}% -> {p['predicted_fom']:.2f}" for p in doc["curve"]))
     out = settings.output
-    console.print(f"wrote {out / 'perobject.json'}, {out / 'sensitivity.csv'} and "
-                  f"{out / 'sweep.csv'}")
+    console.print(f"wrote {out / 'perobject.json'}, {out / 'sensitivity.csv'}, "
+                  f"{out / 'sweep.csv'} and {out / 'sweep.html'}")
     return 0
 
 
@@ -291,6 +291,9 @@ def _add_units(doc, calibration, out, console) -> None:
                                                  series["threads"])
     doc["thresholds_in_units"] = doc["series"][0]["thresholds_in_units"]
     write_private(out / "sweep.json", (json.dumps(doc, indent=1) + "\n").encode())
+    from objtier.sweep.page import write_sweep_page
+
+    write_sweep_page(out, doc, calibration={"rows": calibration})   # with its heatmaps
     for percent, unit in doc["thresholds_in_units"].items():
         if unit["level"] is not None:
             console.print(f"T{percent}: level {unit['level']:g} = "
@@ -326,5 +329,6 @@ def _run_calibrate(args, settings, console, err) -> int:
                       "-" if row["ns"] is None else f"{row['ns']:.4g}")
     console.print(table)
     out = settings.output
-    console.print(f"wrote {out / 'calibration.json'} and {out / 'calibration.csv'}")
+    console.print(f"wrote {out / 'calibration.json'}, {out / 'calibration.csv'} and "
+                  f"{out / 'sweep.html'} (bandwidth and latency heatmaps)")
     return 0

@@ -103,4 +103,7 @@ def run_calibration(make_knob: Callable[[], Any], settings, say, run_one) -> dic
     writer.writeheader()
     writer.writerows(rows)
     write_private(out / "calibration.csv", text.getvalue().encode())
+    from objtier.sweep.page import write_sweep_page
+
+    write_sweep_page(out, calibration=doc)   # the bandwidth and latency heatmaps
     return doc

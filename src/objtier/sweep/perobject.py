@@ -67,6 +67,8 @@ class Arm:
     context_key: str = ""      # the slow object's, for a one-object arm
     occurrence: int = 0
     foms: list[float | None] = field(default_factory=list)
+    room_bytes: int = 0        # unlocked room added to the arm's cgroup limit [bytes]: lets
+                               # arms with different fast sets run under one limit
 
 
 def candidate_rows(objects, min_share: float = MIN_SHARE) -> np.ndarray:
@@ -232,6 +234,9 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
     doc = document(footprint)
     write_private(settings.output / "perobject.json", (json.dumps(doc, indent=1) + "\n").encode())
     write_private(settings.output / "sensitivity.csv", sensitivity_csv(doc["objects"]).encode())
+    from objtier.sweep.page import write_sweep_page
+
+    write_sweep_page(settings.output, perobject=doc)
     return doc
 
 
@@ -292,7 +297,7 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
             # allocations), so the slow ones have none at the fast objects' peak
             fast_rows = np.setdiff1d(plannable, np.asarray(arm.slow_rows, dtype=np.int64))
             mlock = max(live_peak(objects, fast_rows), 1)
-            limit = mlock + outside_objects + RUNTIME_UNLOCKED_BYTES
+            limit = mlock + outside_objects + RUNTIME_UNLOCKED_BYTES + arm.room_bytes
             trace_dir = runs_dir / f"{len(records) + 1:03d}-{arm.index:02d}.otr"
             trace_dir.mkdir()
             run = enforce.PlanRun(plan_text, mlock, enforce.plan_min_size(plan),

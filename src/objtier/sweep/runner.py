@@ -168,10 +168,12 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
         # the figure are written at the end, also when the sweep is interrupted
         if records:
             from objtier.sweep.figure import plot_sweep
+            from objtier.sweep.page import write_sweep_page
 
             doc, _ = document()
             write_files(settings.output, doc, records)
             plot_sweep(doc, settings.output / "sweep.png")
+            write_sweep_page(settings.output, doc)
     doc, metrics = document()
     return SweepOutcome(records, doc, metrics)
 

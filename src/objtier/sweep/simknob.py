@@ -113,4 +113,7 @@ def run_simulated(knob: SimKnob, settings, say: Callable[[str], None]):
     from objtier.sweep.figure import plot_sweep
 
     plot_sweep(doc, settings.output / "sweep.png")
+    from objtier.sweep.page import write_sweep_page
+
+    write_sweep_page(settings.output, doc)
     return SweepOutcome(records, doc, metrics)
