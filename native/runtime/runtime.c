@@ -13,6 +13,7 @@
 #include "maps.h"
 #include "phase.h"
 #include "placement.h"
+#include "dynamic.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
@@ -107,6 +108,7 @@ static void track_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot,
                 .prot = prot,
                 .kind = kind};
     rt_place_on_alloc(&o, ctx); /* plan: mlock/mbind before the sampler can arm it */
+    rt_dyn_on_alloc(&o, ctx);
     if ((is_map ? rt_maps_add(&o) : rt_reg_insert(&o)) == 0) {
         uint64_t seen = atomic_load(&rt_newest_tracked_seq); /* raise to o.seq, never lower */
         while (seen < o.seq && !atomic_compare_exchange_weak(&rt_newest_tracked_seq, &seen, o.seq))
@@ -151,6 +153,7 @@ int rt_on_free(void *addr, uint16_t kind)
     if (tracked) {
         rt_fault_disarm(o.addr, o.size);
         rt_place_release(o.addr);
+        rt_dyn_release(o.addr);
         if (rt_active())
             put_free(o.addr, 0, kind);
     }
@@ -182,6 +185,7 @@ static void on_piece(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, 
     if (c->first)
         c->prot = prot;
     rt_place_unmap(start, len);
+    rt_dyn_unmap(start, len);
     if (rt_active())
         put_free(start, len, c->kind);
     c->first = 0;
@@ -461,6 +465,7 @@ static void fork_child(void)
     }
     rt_phase_fork_child();
     rt_place_fork_child(follow);
+    rt_dyn_fork_child();
     rt_guard--;
 }
 
@@ -474,6 +479,7 @@ static void finish(int status, int have_status)
     if (sampler)
         sampler->stop();
     stop_flusher();
+    rt_dyn_finish();
     rt_place_finish();
     atomic_store(&rt_min_size, UINT64_MAX);
     atomic_store(&rt_state, RT_CLOSED);
@@ -539,12 +545,13 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     }
     rt_log_level = rt_cfg.log;
-    if (!rt_cfg.output[0] && !rt_cfg.plan[0])
+    if (!rt_cfg.output[0] && !rt_cfg.plan[0] && !rt_cfg.dynamic[0])
         goto out;
     if (!is_root_process() && !rt_cfg.follow_forks)
         goto out;
-    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0])
-        goto out; /* no usable plan and no trace: nothing to do */
+    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0] &&
+        !rt_cfg.dynamic[0])
+        goto out; /* no usable plan, schedule or trace: nothing to do */
     if (rt_reg_init() != 0 || rt_context_init(rt_cfg.stack_depth) != 0) {
         rt_log(1, "out of memory at start-up; not recording");
         goto out;
@@ -561,6 +568,7 @@ __attribute__((constructor(101))) static void rt_start(void)
     atomic_store(&rt_state, state);
     start_threads();
     rt_place_start();
+    rt_dyn_init(&rt_cfg);
 out:
     atomic_store(&rt_state, state);
     rt_guard--;

@@ -88,11 +88,12 @@ def runs(pages: np.ndarray) -> list[tuple[int, int]]:
     return [(int(pages[a]), int(ends[i] - a)) for i, a in enumerate(starts)]
 
 
-def boundaries(start_ns: int, end_ns: int, switch_ns: np.ndarray, switch_name: list[str],
-               window_ms: float) -> list[tuple[int, int, str, int]]:
-    """Window starts as (time_ns, switch ordinal, phase in force, offset since the switch)."""
-    # several switches at one time are one (the last holds), a switch to the phase already in
-    # force is none: what the runtime counts (one per objtier_phase call that changes it)
+def switch_marks(start_ns: int, switch_ns: np.ndarray, switch_name: list[str]
+                 ) -> list[tuple[int, int, str]]:
+    """(time_ns, ordinal, phase in force) of the program start (ordinal 0) and of every switch
+    of the phase in force. Several switches at one time are one (the last holds), a switch to
+    the phase already in force is none: what the runtime counts (one per objtier_phase call
+    that changes the phase in force)."""
     last: dict[int, str] = {}
     for t, name in zip(np.asarray(switch_ns, np.int64).tolist(), switch_name):
         last[int(t)] = str(name)
@@ -100,6 +101,13 @@ def boundaries(start_ns: int, end_ns: int, switch_ns: np.ndarray, switch_name: l
     for t in sorted(last):
         if last[t] != marks[-1][2] and t >= marks[-1][0]:
             marks.append((t, len(marks), last[t]))
+    return marks
+
+
+def boundaries(start_ns: int, end_ns: int, switch_ns: np.ndarray, switch_name: list[str],
+               window_ms: float) -> list[tuple[int, int, str, int]]:
+    """Window starts as (time_ns, switch ordinal, phase in force, offset since the switch)."""
+    marks = switch_marks(start_ns, switch_ns, switch_name)
     out = []
     for j, (t, ordinal, name) in enumerate(marks):
         stop = marks[j + 1][0] if j + 1 < len(marks) else int(end_ns) + 1

@@ -25,7 +25,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     if plan_doc is not None and plan_doc.get("dynamic"):
         from objtier.plan.dynamic_file import schedule_from_plan
 
-        sched = schedule_from_plan(trace, source, plan_doc, switch_ns, page_shift)
+        sched = schedule_from_plan(trace, source, plan_doc, switch_ns, page_shift, switch_name)
     else:
         window_ms = float(params.get("window_ms", D.DEFAULT_WINDOW_MS))
         min_acc = float(params.get("min_accesses", D.DEFAULT_MIN_ACCESSES))
@@ -43,3 +43,22 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     steps["type"] = EV_PHASE
     source.phase_ev = steps[np.argsort(steps["time_ns"], kind="stable")]
     return sched
+
+
+def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float,
+                       min_accesses: float) -> dict:
+    """A plan's `dynamic` section learned from a recording (objtier plan --dynamic)."""
+    from objtier.analysis.objects import object_labels
+    from objtier.plan.dynamic_file import build_section
+    from objtier.sim.events import from_trace
+    from objtier.sim.placement import context_keys, occurrences
+
+    if page_bytes & (page_bytes - 1):
+        raise UsageError(f"--dynamic needs a power-of-two page size, not {page_bytes}")
+    shift = page_bytes.bit_length() - 1
+    source = from_trace(trace)
+    sched = schedule_for(trace, source, lock_bytes, shift, None,
+                         {"window_ms": window_ms, "min_accesses": min_accesses})
+    keys = context_keys(trace, source)
+    return build_section(sched, keys, occurrences(keys, source.pid), source.size,
+                         object_labels(trace))
