@@ -13,7 +13,8 @@ pages window k uses most:
     PAGEOUT        L_{k-1} - L_k used in neither (munlock + MADV_PAGEOUT: room made ahead);
     LOCK           L_k - L_{k-1} (MADV_WILLNEED + mlock: brought in before the window needs it);
     SWEEP          objects window k reads in page order (at least `sweep_share` of its steps
-                   from one sample to the next of that object go forward by 0 or 1 page) with
+                   from one page to another between consecutive samples of that object go to
+                   the next page) with
                    pages outside L_k: a fault there prefetches (MADV_WILLNEED) the pages after it.
 
 Pages are counted from the page holding the object's first byte (page k of object o covers
@@ -161,8 +162,9 @@ def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray
     # sequential sweeps per (window, object): forward steps between consecutive samples
     order = np.lexsort((t, obj, win))
     so, sw, sp = obj[order], win[order], page[order]
-    same = (so[1:] == so[:-1]) & (sw[1:] == sw[:-1])
-    fwd = same & ((sp[1:] - sp[:-1]) >= 0) & ((sp[1:] - sp[:-1]) <= 1)
+    # only steps that change page count: a random walk inside one page is no sweep
+    same = (so[1:] == so[:-1]) & (sw[1:] == sw[:-1]) & (sp[1:] != sp[:-1])
+    fwd = same & ((sp[1:] - sp[:-1]) == 1)
     sweep_of: dict[int, set[int]] = {}
     if same.any():
         pair = sw[1:][same] * (nobj + 1) + so[1:][same]
