@@ -146,7 +146,7 @@ def main() -> int:
         "calls_mlock", "calls_munlock", "calls_pageout", "calls_cold", "calls_willneed"))
         for r in dyn) if dyn else 0
     k = med["kernel"]["wall_s"]
-    print(f"| arm | runs ok | wall s (median) | vs kernel | major faults | anon refaults |")
+    print("| arm | runs ok | wall s (median) | vs kernel | major faults | anon refaults |")
     print("|---|---|---|---|---|---|")
     for config, m in med.items():
         print(f"| {config} | {m['ok']} | {m['wall_s']:.2f} | {k / m['wall_s']:.2f}× | "

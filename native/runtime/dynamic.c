@@ -91,8 +91,8 @@ static uint64_t lock_limit, locked_bytes;
 
 static struct {
     uint64_t switches, steps_applied, steps_skipped, actions_applied, actions_dropped,
-        actions_absent, sweep_hints, calls_mlock, calls_munlock, calls_pageout, calls_cold, calls_willneed,
-        calls_failed, lock_refused, budget_waits, locked_peak, objects_matched;
+        actions_absent, sweep_hints, calls_mlock, calls_munlock, calls_pageout, calls_cold,
+        calls_willneed, calls_failed, lock_refused, budget_waits, locked_peak, objects_matched;
 } st;
 
 /* ---- parsing ------------------------------------------------------------------------- */
@@ -187,9 +187,8 @@ static int parse(const char *buf, uint64_t lines, uint64_t *bad_line)
                 return -1;
             p = end;
         } else if (word(&p, "object")) {
-            if (space(&p) || parse_u64(&p, &a) || a != n_objs || space(&p) ||
-                parse_hex16(&p, &b) || space(&p) || parse_u64(&p, &c) || space(&p) ||
-                parse_u64(&p, &d) || !d)
+            if (space(&p) || parse_u64(&p, &a) || a != n_objs || space(&p) || parse_hex16(&p, &b) ||
+                space(&p) || parse_u64(&p, &c) || space(&p) || parse_u64(&p, &d) || !d)
                 return -1;
             objs[n_objs++] = (dobj){.key = b, .occ = c, .size = d};
             uint32_t k = 0;
@@ -198,8 +197,7 @@ static int parse(const char *buf, uint64_t lines, uint64_t *bad_line)
             if (k == n_keys)
                 keys[n_keys++] = (dkey){.key = b};
         } else if (word(&p, "step")) {
-            if (space(&p) || parse_u64(&p, &a) || a > UINT32_MAX || space(&p) ||
-                parse_u64(&p, &b))
+            if (space(&p) || parse_u64(&p, &a) || a > UINT32_MAX || space(&p) || parse_u64(&p, &b))
                 return -1;
             if (n_steps && (a < steps[n_steps - 1].sw ||
                             (a == steps[n_steps - 1].sw && b <= steps[n_steps - 1].off_ns)))
@@ -429,8 +427,8 @@ void rt_dyn_init(const rt_config *cfg)
         return;
     }
     if (page_bytes != rt_page_bytes)
-        rt_log(1, "schedule %s counts pages of %llu bytes, this machine's are %zu",
-               cfg->dynamic, (unsigned long long)page_bytes, rt_page_bytes);
+        rt_log(1, "schedule %s counts pages of %llu bytes, this machine's are %zu", cfg->dynamic,
+               (unsigned long long)page_bytes, rt_page_bytes);
     memcpy(stats_path, cfg->dynamic_stats, sizeof stats_path);
     rate = (double)cfg->advice_rate;
     tokens = rate;
@@ -448,8 +446,8 @@ void rt_dyn_init(const rt_config *cfg)
     thread_started = pthread_create(&thread, NULL, loop, NULL) == 0;
     if (!thread_started)
         rt_log(1, "cannot start the dynamic placement thread; steps run at phase switches only");
-    rt_log(0, "dynamic schedule %s: %u objects, %u steps, %llu actions, %.0f calls/s",
-           cfg->dynamic, n_objs, n_steps, (unsigned long long)n_acts, rate);
+    rt_log(0, "dynamic schedule %s: %u objects, %u steps, %llu actions, %.0f calls/s", cfg->dynamic,
+           n_objs, n_steps, (unsigned long long)n_acts, rate);
 }
 
 void rt_dyn_on_alloc(const rt_obj *ob, uint32_t ctx)
@@ -531,7 +529,8 @@ static void write_stats(void)
         "objects %u\nsteps %u\nactions %llu\nswitches %llu\nsteps_applied %llu\n"
         "steps_skipped %llu\nactions_applied %llu\nactions_dropped %llu\nactions_absent %llu\n"
         "sweep_hints %llu\ncalls_mlock %llu\ncalls_munlock %llu\ncalls_pageout %llu\n"
-        "calls_cold %llu\ncalls_willneed %llu\ncalls_failed %llu\nlock_refused %llu\nbudget_waits %llu\n"
+        "calls_cold %llu\ncalls_willneed %llu\ncalls_failed %llu\nlock_refused %llu\nbudget_waits "
+        "%llu\n"
         "locked_peak_bytes %llu\nobjects_matched %llu\nadvice_rate %.0f\n",
         n_objs, n_steps, (unsigned long long)n_acts, (unsigned long long)st.switches,
         (unsigned long long)st.steps_applied, (unsigned long long)st.steps_skipped,
@@ -539,10 +538,9 @@ static void write_stats(void)
         (unsigned long long)st.actions_absent, (unsigned long long)st.sweep_hints,
         (unsigned long long)st.calls_mlock, (unsigned long long)st.calls_munlock,
         (unsigned long long)st.calls_pageout, (unsigned long long)st.calls_cold,
-        (unsigned long long)st.calls_willneed,
-        (unsigned long long)st.calls_failed, (unsigned long long)st.lock_refused,
-        (unsigned long long)st.budget_waits, (unsigned long long)st.locked_peak,
-        (unsigned long long)st.objects_matched, rate);
+        (unsigned long long)st.calls_willneed, (unsigned long long)st.calls_failed,
+        (unsigned long long)st.lock_refused, (unsigned long long)st.budget_waits,
+        (unsigned long long)st.locked_peak, (unsigned long long)st.objects_matched, rate);
     int fd = (int)syscall(SYS_openat, AT_FDCWD, stats_path,
                           O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {

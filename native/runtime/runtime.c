@@ -549,8 +549,7 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     if (!is_root_process() && !rt_cfg.follow_forks)
         goto out;
-    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0] &&
-        !rt_cfg.dynamic[0])
+    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0] && !rt_cfg.dynamic[0])
         goto out; /* no usable plan, schedule or trace: nothing to do */
     if (rt_reg_init() != 0 || rt_context_init(rt_cfg.stack_depth) != 0) {
         rt_log(1, "out of memory at start-up; not recording");

@@ -26,9 +26,9 @@
 #include <string.h>
 
 typedef struct dynamic_state {
-    uint8_t *sweep;          /* per object: prefetch ahead of its faults in this step */
-    uint64_t majfault_seen;  /* major faults counted when the last hook ran */
-    uint32_t step;           /* the step in force + 1 (0 before the first) */
+    uint8_t *sweep;         /* per object: prefetch ahead of its faults in this step */
+    uint64_t majfault_seen; /* major faults counted when the last hook ran */
+    uint32_t step;          /* the step in force + 1 (0 before the first) */
 } dynamic_state;
 
 static const sim_param_def dynamic_params[] = {

@@ -74,9 +74,9 @@ enum sim_counter {
     SIM_C_SWAP_FAULT_PINNED, /* swap mode: faults that found every fast page pinned (no room
                               * to swap in: the access is charged slow, a real cgroup would
                               * reclaim harder or OOM-kill); also counted in pgmigrate_fail */
-    SIM_C_PGPREFETCH, /* dynamic: pages swapped in ahead of their access (also in pswpin) */
-    SIM_C_PGLOCK,     /* dynamic: pages a step locked */
-    SIM_C_PGPAGEOUT,  /* dynamic: pages a step paged out (also in pswpout) */
+    SIM_C_PGPREFETCH,        /* dynamic: pages swapped in ahead of their access (also in pswpin) */
+    SIM_C_PGLOCK,            /* dynamic: pages a step locked */
+    SIM_C_PGPAGEOUT,         /* dynamic: pages a step paged out (also in pswpout) */
     SIM_C_COUNT_
 };
 
