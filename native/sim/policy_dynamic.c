@@ -36,6 +36,7 @@ static const sim_param_def dynamic_params[] = {
     /* read by the driver when it learns the schedule (objtier.plan.dynamic), not here: */
     {"window_ms", 0},    /* windows inside a phase execution, ms of trace time (0: none) */
     {"min_accesses", 2}, /* accesses in a window for a page to be locked */
+    {"pageout", 1},      /* 1: page out what leaves the locked set unused soon; 0: unlock */
     {NULL, 0},
 };
 

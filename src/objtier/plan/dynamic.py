@@ -10,7 +10,8 @@ pages window k uses most:
                    the kernel's reclaim);
     UNLOCK         L_{k-1} - L_k still used in window k or k + 1 (munlock: stays resident, on
                    the kernel's LRU);
-    PAGEOUT        L_{k-1} - L_k used in neither (munlock + MADV_PAGEOUT: room made ahead);
+    PAGEOUT        L_{k-1} - L_k used in neither (munlock + MADV_PAGEOUT: room made ahead;
+                   with pageout=False these are unlocked only, and reclaim decides);
     LOCK           L_k - L_{k-1} (MADV_WILLNEED + mlock: brought in before the window needs it);
     SWEEP          objects window k reads in page order (at least `sweep_share` of its steps
                    from one page to another between consecutive samples of that object go to
@@ -128,7 +129,7 @@ def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray
           weights: np.ndarray, obj_addr: np.ndarray, obj_size: np.ndarray,
           bounds: list[tuple[int, int, str, int]], lock_pages: int, page_shift: int,
           window_ms: float = DEFAULT_WINDOW_MS, min_accesses: float = DEFAULT_MIN_ACCESSES,
-          sweep_share: float = DEFAULT_SWEEP_SHARE) -> Schedule:
+          sweep_share: float = DEFAULT_SWEEP_SHARE, pageout: bool = True) -> Schedule:
     """The schedule of one trace (samples in time order; sample_obj -1 = in no object)."""
     nobj = len(obj_addr)
     first_vpn = np.asarray(obj_addr, np.uint64) >> np.uint64(page_shift)
@@ -189,7 +190,7 @@ def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray
         lock = np.sort(g)
         soon = np.union1d(used[k], used[k + 1] if k + 1 < nwin else empty)
         dropped = np.setdiff1d(prev_lock, lock, assume_unique=True)
-        still = np.isin(dropped, soon)
+        still = np.isin(dropped, soon) if pageout else np.ones(len(dropped), dtype=bool)
         actions: list[tuple[int, int, int, int]] = []
         for code, gids in ((UNLOCK, dropped[still]), (PAGEOUT, dropped[~still]),
                            (LOCK, np.setdiff1d(lock, prev_lock, assume_unique=True))):

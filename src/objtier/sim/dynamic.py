@@ -10,7 +10,7 @@ from objtier.errors import UsageError
 from objtier.plan import dynamic as D
 from objtier.sim.engine import EV_PHASE, EVENT, NO_OBJ
 
-LEARN_PARAMS = ("window_ms", "min_accesses")  # policy parameters the driver reads
+LEARN_PARAMS = ("window_ms", "min_accesses", "pageout")  # policy parameters the driver reads
 
 
 def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict | None,
@@ -29,6 +29,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     else:
         window_ms = float(params.get("window_ms", D.DEFAULT_WINDOW_MS))
         min_acc = float(params.get("min_accesses", D.DEFAULT_MIN_ACCESSES))
+        pageout = float(params.get("pageout", 1)) != 0
         if window_ms < 0 or min_acc < 1:
             raise UsageError("dynamic.window_ms must be >= 0 and dynamic.min_accesses >= 1")
         ev = source.sample_ev
@@ -36,7 +37,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         bounds = D.boundaries(source.start_ns, source.end_ns, switch_ns, switch_name, window_ms)
         sched = D.learn(ev["time_ns"], obj, ev["addr"], ev["size"].astype(np.float64),
                         source.addr, source.size, bounds, lock_bytes >> page_shift, page_shift,
-                        window_ms, min_acc)
+                        window_ms, min_acc, pageout=pageout)
     steps = np.zeros(len(sched.steps), dtype=EVENT)
     steps["time_ns"] = [s.time_ns for s in sched.steps]
     steps["obj"] = np.arange(len(sched.steps), dtype=np.uint32)
