@@ -70,3 +70,38 @@ def test_schedule_steps_follow_the_phase_switches(alternating_trace):
     offsets, objs, first, pages, action = sched.csr()
     assert len(offsets) == len(sched.steps) + 1 and int(offsets[-1]) == len(objs)
     assert np.all(np.isin(action, [D.UNLOCK, D.PAGEOUT, D.LOCK, D.WILLNEED, D.SWEEP]))
+
+
+@needs_clang
+def test_a_planned_schedule_replays_as_the_learned_one(alternating_trace, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from objtier.plan import load_plan
+
+    plan_path = tmp_path / "plan.json"
+    made = subprocess.run([sys.executable, "-m", "objtier", "plan", str(alternating_trace.path),
+                           "--fast", "50%", "--dynamic", "-o", str(plan_path)],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert "dynamic schedule:" in made.stdout
+    assert (plan_path.stat().st_mode & 0o777) == 0o600
+    plan = load_plan(plan_path)
+    assert plan["version"] == 2 and plan["entries"] == []
+    assert {o["size"] for o in plan["dynamic"]["objects"]} == {MIB_ARG << 20}
+    learned = simulate(alternating_trace, ["dynamic"], plan["budget"]["bytes"],
+                       load_preset("zram"))
+    replayed = simulate(alternating_trace, ["dynamic"], plan["budget"]["bytes"],
+                        load_preset("zram"), plan_doc=plan)
+    a, b = learned.results[0].counters, replayed.results[0].counters
+    assert a["pswpin"] == b["pswpin"] and a["pglock_step"] == b["pglock_step"] > 0
+    # a plan whose schedule is damaged is refused with one line
+    plan["dynamic"]["steps"][1]["actions"][0][1] = 99
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(plan))
+    run = subprocess.run([sys.executable, "-m", "objtier", "simulate", str(alternating_trace.path),
+                          "--fast", "50%", "--preset", "zram", "--policy", "dynamic", "--plan",
+                          str(bad)], capture_output=True, text=True)
+    assert run.returncode != 0 and "dynamic section" in run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
