@@ -105,3 +105,41 @@ def test_a_planned_schedule_replays_as_the_learned_one(alternating_trace, tmp_pa
                           str(bad)], capture_output=True, text=True)
     assert run.returncode != 0 and "dynamic section" in run.stderr
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+@needs_clang
+def test_run_applies_the_schedule_within_its_call_budget(alternating_trace, tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+
+    plan_path = tmp_path / "plan.json"
+    subprocess.run([sys.executable, "-m", "objtier", "plan", str(alternating_trace.path),
+                    "--fast", "50%", "--dynamic", "-o", str(plan_path)], check=True,
+                   capture_output=True)
+    exe = str(tmp_path / "alternating")
+    args = [str(MIB_ARG), str(ROUNDS), str(SWEEPS), str(STRIDE)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
+    plain = subprocess.run([exe, *args], env=env, capture_output=True, text=True)
+
+    def run(*options):
+        return subprocess.run([sys.executable, "-m", "objtier", "run", "--plan", str(plan_path),
+                               *options, "--", exe, *args], env=env, capture_output=True,
+                              text=True)
+
+    full, starved = run(), run("--advice-rate", "3")
+    for r in (full, starved):
+        assert r.returncode == plain.returncode == 0 and r.stdout == plain.stdout, r.stderr
+    counts = {}
+    for name, r in (("full", full), ("starved", starved)):
+        m = re.search(r"(\d+) advice calls .*?(\d+) failed\), (\d+) actions dropped", r.stderr)
+        assert m, r.stderr
+        counts[name] = tuple(int(g) for g in m.groups())
+        assert "2 of 2 objects matched" in r.stderr
+    calls, failed, dropped = counts["full"]
+    assert calls >= 2 * (2 * ROUNDS - 1) and failed == 0 and dropped == 0
+    s_calls, s_failed, s_dropped = counts["starved"]
+    assert s_calls < calls and s_dropped > 0  # 3 calls per second: most steps cut short
+    bad = run("--advice-rate", "0")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="frames per allocation context; must equal the recording's "
                         "(default 8)")
     parser.add_argument("--advice-rate", type=B.int_option(1, 1_000_000, "calls/s"),
-                        default=2000,
+                        default=None,
                         help="swap tier, a plan with a dynamic schedule: at most this many "
                         "mlock/munlock/madvise calls per second (default 2000)")
     parser.add_argument("-o", "--output", default=None,
@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     command = resolve_command(command)
     folio_size = enforce.parse_large_folio(args.large_folio or enforce.DEFAULT_LARGE_FOLIO)
     plan = load_plan(args.plan)
+    if args.advice_rate is not None and not dynamic_run.has_schedule(plan):
+        raise UsageError("--advice-rate applies to a plan with a dynamic schedule "
+                         "(objtier plan --dynamic) only")
     fast_nodes = enforce.check_nodes(args.fast_nodes, "--fast-nodes")
     slow_nodes = enforce.check_nodes(args.slow_nodes, "--slow-nodes")
     local = margin = None
@@ -125,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
         env = runtime_env(settings.settings())
         stats_path = None
         if dynamic_run.has_schedule(plan):
-            extra, stats_path = dynamic_run.schedule_env(plan, scratch_dir, args.advice_rate,
-                                                         args.tier)
+            rate = args.advice_rate or dynamic_run.DEFAULT_ADVICE_RATE
+            extra, stats_path = dynamic_run.schedule_env(plan, scratch_dir, rate, args.tier)
             env.update(extra)
             if not plan.get("entries"):  # the schedule alone: no fixed placement to apply
                 env.pop("OBJTIER_PLAN", None)
