@@ -13,6 +13,7 @@
 #include "maps.h"
 #include "phase.h"
 #include "placement.h"
+#include "dynamic.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
@@ -291,6 +292,7 @@ static void fork_child(void)
     }
     rt_phase_fork_child();
     rt_place_fork_child(follow);
+    rt_dyn_fork_child();
     rt_guard--;
 }
 
@@ -304,6 +306,7 @@ static void finish(int status, int have_status)
     if (sampler)
         sampler->stop();
     stop_flusher();
+    rt_dyn_finish();
     rt_place_finish();
     atomic_store(&rt_min_size, UINT64_MAX);
     atomic_store(&rt_state, RT_CLOSED);
@@ -369,12 +372,12 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     }
     rt_log_level = rt_cfg.log;
-    if (!rt_cfg.output[0] && !rt_cfg.plan[0])
+    if (!rt_cfg.output[0] && !rt_cfg.plan[0] && !rt_cfg.dynamic[0])
         goto out;
     if (!is_root_process() && !rt_cfg.follow_forks)
         goto out;
-    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0])
-        goto out; /* no usable plan and no trace: nothing to do */
+    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0] && !rt_cfg.dynamic[0])
+        goto out; /* no usable plan, schedule or trace: nothing to do */
     if (rt_reg_init() != 0 || rt_context_init(rt_cfg.stack_depth) != 0) {
         rt_log(1, "out of memory at start-up; not recording");
         goto out;
@@ -391,6 +394,7 @@ __attribute__((constructor(101))) static void rt_start(void)
     atomic_store(&rt_state, state);
     start_threads();
     rt_place_start();
+    rt_dyn_init(&rt_cfg);
 out:
     atomic_store(&rt_state, state);
     rt_guard--;

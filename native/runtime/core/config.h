@@ -54,6 +54,10 @@ typedef struct rt_config {
     uint32_t residency_ms;    /* OBJTIER_RESIDENCY_MS: numa tier residency period; 0 = at exit */
     char sampler_reason[256]; /* OBJTIER_SAMPLER_REASON: why `objtier record` chose the
                                  sampler, kept in the trace's settings text; may be empty */
+    /* dynamic placement (dynamic.c) */
+    char dynamic[1024];       /* OBJTIER_DYNAMIC: text-form schedule; empty = none */
+    char dynamic_stats[1024]; /* OBJTIER_DYNAMIC_STATS: counts written here at exit; may be empty */
+    uint32_t advice_rate;     /* OBJTIER_ADVICE_RATE: dynamic steps' system calls per second */
     int statics;              /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
                                 OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
 } rt_config;

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "phase.h"
+#include "dynamic.h"
 #include "placement.h"
 #include "rt.h"
 #include "writer.h"
@@ -119,6 +120,8 @@ __attribute__((visibility("default"))) void objtier_phase_end(void)
     if (!rt_active() || rt_guard)
         return;
     rt_guard++;
+    if (tls_phase)
+        rt_dyn_switch();
     write_events(0);
     rt_place_phase(NULL, 0);
     rt_guard--;
@@ -138,6 +141,7 @@ __attribute__((visibility("default"))) void objtier_phase(const char *name)
     if (id && id != tls_phase) {
         write_events(id);
         rt_fault_phase_changed();
+        rt_dyn_switch();
     }
     rt_place_phase(name, n);
     rt_guard--;

@@ -67,6 +67,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rank the objects measured in FILE (sensitivity.csv of `objtier "
                         "sweep --per-object`) by measured loss per byte instead of sampled "
                         "accesses (docs/planning.md)")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="swap tier: a schedule of lock/page-out/prefetch steps at phase "
+                        "switches (and --window-ms windows) learned from the recording, "
+                        "instead of one fixed set (plan version 2; docs/planning.md)")
+    parser.add_argument("--window-ms", type=B.float_option(0, B.INTERVAL_MS_MAX, unit="ms"),
+                        default=0.0,
+                        help="dynamic: also a step every this many ms of recorded time inside "
+                        "a phase (0 = at phase switches only)")
+    parser.add_argument("--min-accesses", type=B.float_option(1, 1e18), default=2.0,
+                        help="dynamic: accesses in a window for a page to be locked (2)")
+    parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
+                        help="dynamic: share of the budget never locked, left to the "
+                        "kernel's reclaim (0.1)")
     parser.add_argument("--exe", default=None, help="the program's binary (default: from the "
                         "recording)")
     parser.add_argument("--explain", action="store_true",
@@ -186,6 +199,30 @@ def _same_program(paths: list[Path], exe: str | None) -> list[Any]:
     return traces
 
 
+def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: int,
+                  page: int) -> None:
+    """Replace the plan's fixed entries by a dynamic schedule learned from the recording."""
+    path = Path(args.input[0])
+    if not path.is_dir() or len(args.input) > 1 or args.phases or args.sensitivity:
+        raise UsageError("--dynamic takes one recording (run.otr/), without --phases or "
+                         "--sensitivity")
+    from objtier.plan.dynamic_file import SECTION_VERSION
+    from objtier.sim.dynamic import section_from_trace
+    from objtier.trace import open_trace
+
+    lock = int(budget_bytes * (1.0 - args.reserve)) // page * page
+    plan["dynamic"] = section_from_trace(open_trace(path), lock, page, args.window_ms,
+                                         args.min_accesses)
+    plan["version"] = SECTION_VERSION
+    plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
+    plan["algorithm"] = {"name": "dynamic", "params": {
+        "window_ms": args.window_ms, "min_accesses": args.min_accesses,
+        "reserve": args.reserve}}
+    if not plan["dynamic"]["steps"] or not plan["dynamic"]["objects"]:
+        plan["warnings"].append("the dynamic schedule is empty (no accesses to objects with a "
+                                "known allocation context)")
+
+
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if args.sensitivity and (args.phases or args.algo in ("pages", "auto")):
@@ -270,11 +307,26 @@ def run(args: argparse.Namespace) -> int:
     if not exe:
         plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
                                 "cannot be checked against the binary it is used with")
+    if args.dynamic:
+        _add_schedule(args, plan, budget.bytes, page)
+    elif args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1:
+        raise UsageError("--window-ms, --min-accesses and --reserve apply to --dynamic only")
     planner.write_plan(plan, args.output)
     if args.text:
         from objtier.outputs import write_private
 
         write_private(args.text, planner.to_text(plan), "text plan")
+
+    if args.dynamic:
+        section = plan["dynamic"]
+        actions = sum(len(st["actions"]) for st in section["steps"])
+        print(f"dynamic schedule: {len(section['steps'])} steps, {actions} actions on "
+              f"{len(section['objects'])} objects, at most "
+              f"{section['lock_bytes'] / 2**20:.1f} MiB locked")
+        print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
+        for warning in plan["warnings"]:
+            sys.stderr.write(f"objtier plan: warning: {warning}\n")
+        return 0
 
     from objtier.analysis.view import accesses_basis
     from objtier.plan.explain import explain, explain_phases, summary_line

@@ -44,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=8,
                         help="frames per allocation context; must equal the recording's "
                         "(default 8)")
+    parser.add_argument("--advice-rate", type=B.int_option(1, 1_000_000, "calls/s"),
+                        default=None,
+                        help="swap tier, a plan with a dynamic schedule: at most this many "
+                        "mlock/munlock/madvise calls per second (default 2000)")
     parser.add_argument("-o", "--output", default=None,
                         help="also write the run's trace (objects and placement actions) here")
     parser.add_argument("-f", "--force", action="store_true",
@@ -72,7 +76,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.harness import enforce
+    from objtier.harness import dynamic_run, enforce
     from objtier.plan import load_plan, to_text
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
     from objtier.outputs import write_private
@@ -84,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     command = resolve_command(command)
     folio_size = enforce.parse_large_folio(args.large_folio or enforce.DEFAULT_LARGE_FOLIO)
     plan = load_plan(args.plan)
+    if args.advice_rate is not None and not dynamic_run.has_schedule(plan):
+        raise UsageError("--advice-rate applies to a plan with a dynamic schedule "
+                         "(objtier plan --dynamic) only")
     fast_nodes = enforce.check_nodes(args.fast_nodes, "--fast-nodes")
     slow_nodes = enforce.check_nodes(args.slow_nodes, "--slow-nodes")
     local = margin = None
@@ -119,6 +126,13 @@ def run(args: argparse.Namespace) -> int:
                                    pressure_guard=args.guard,
                                    large_folios=folio_size is not None)
         env = runtime_env(settings.settings())
+        stats_path = None
+        if dynamic_run.has_schedule(plan):
+            rate = args.advice_rate or dynamic_run.DEFAULT_ADVICE_RATE
+            extra, stats_path = dynamic_run.schedule_env(plan, scratch_dir, rate, args.tier)
+            env.update(extra)
+            if not plan.get("entries"):  # the schedule alone: no fixed placement to apply
+                env.pop("OBJTIER_PLAN", None)
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
                 f"at most {limit >> 20} MiB locked ({margin >> 20} MiB margin)")
@@ -131,8 +145,10 @@ def run(args: argparse.Namespace) -> int:
         with tier if tier is not None else contextlib.nullcontext():
             returncode = run_program(command, env, preexec=tier.preexec if tier else None,
                                      name="objtier run")
-        found = enforce.read_enforcement(plan, output)
-        for text in enforce.enforcement_warnings(plan, found, supported):
+        only_schedule = stats_path is not None and not plan.get("entries")
+        found = None if only_schedule else enforce.read_enforcement(plan, output)
+        for text in [] if only_schedule else enforce.enforcement_warnings(plan, found,
+                                                                           supported):
             warn(text)
         if found is not None:
             folios = (f"{found.large_folio_bytes >> 20} MiB on large folios, "
@@ -140,6 +156,12 @@ def run(args: argparse.Namespace) -> int:
             say(f"{found.matched} of {found.objects} objects matched the plan; "
                 f"{found.locked_bytes >> 20} MiB locked, {found.cold_bytes >> 20} MiB advised "
                 f"cold, {folios}{found.failed_actions} failed action(s)")
+        if stats_path is not None:
+            stats = dynamic_run.read_stats(stats_path)
+            if stats is None:
+                warn("the runtime wrote no dynamic-schedule counts (the schedule did not run)")
+            else:
+                say(dynamic_run.stats_line(stats))
         if args.output:
             say(f"trace written to {output}/")
     return exit_code(returncode)

@@ -156,6 +156,7 @@ def check_nodes(text: str | None, what: str) -> str | None:
 def plan_min_size(plan: dict[str, Any]) -> int:
     """Allocation size from which the runtime must track objects to see every planned one."""
     sizes = [int(e["size_min"]) for e in plan.get("entries", [])]
+    sizes += [int(o["size"]) for o in (plan.get("dynamic") or {}).get("objects", [])]
     return max(1, min(sizes)) if sizes else DEFAULT_MIN_SIZE
 
 
@@ -209,7 +210,9 @@ def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike) -> list[str]:
 
     warnings = list(check_plan_binary(plan, exe))
     entries = plan.get("entries", [])
-    if not entries:
+    if not entries and (plan.get("dynamic") or {}).get("objects"):
+        pass  # a dynamic schedule (harness.dynamic_run) does the placement
+    elif not entries:
         warnings.append("the plan has no entries: it matches no object, the program runs as "
                         "without objtier")
     elif not any(e["tier"] in ("fast", "split") for e in entries):

@@ -13,7 +13,7 @@ from objtier.sim.engine import Simulator, policy_params
 from objtier.sim.events import CHUNK_SAMPLES, EventSource
 
 POLICIES = ("first-touch", "numab2", "tpp", "memtis", "hemem", "object", "spill", "phases",
-            "oracle", "belady")
+            "oracle", "belady", "dynamic")
 STATIC = {"object", "spill", "oracle"}  # run on the core's "static" policy
 DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk", "swap", "swap_reserve", "scale", "expand",
                  "seed"}
@@ -230,11 +230,14 @@ def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: in
     placement: set_placement's arrays, or for phases a PhasePlan (its events must be in
     source.phase_ev). object_swap_ins, if given (source.objects entries), receives the
     swap-ins per object."""
+    from objtier.plan.dynamic import Schedule
     from objtier.sim.phases import PhasePlan
 
     with Simulator(native_policy(policy), fast_bytes, source.start_ns, bin_ns, page_shift,
                    max(source.objects, 1), params, swap) as s:
-        if isinstance(placement, PhasePlan):
+        if isinstance(placement, Schedule):
+            s.set_schedule(*placement.csr())
+        elif isinstance(placement, PhasePlan):
             s.set_phase_placement(placement.offsets, placement.objs, placement.fast_bytes)
         elif placement is not None:
             s.set_placement(*placement)
@@ -289,6 +292,10 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         if not user_scale > 0 or user_scale != user_scale or user_scale == float("inf"):
             raise UsageError("--param scale must be a positive number")
     check_driver_memory(trace.samples.num_rows, policies, trace.samples.nbytes)
+    for needs_swap in ("belady", "dynamic"):
+        if needs_swap in policies and not swap:
+            raise UsageError(f"policy {needs_swap} needs the swap tier: a swap preset (zram, "
+                             "nvme, rdma) or --param swap=1")
     if "belady" in policies and not swap:
         raise UsageError("policy belady needs the swap tier: a swap preset (zram, nvme, rdma) "
                          "or --param swap=1")
@@ -353,6 +360,11 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         elif policy == "phases":
             placement = phase_placement(trace, source, plan_bytes, page_shift, plan_doc,
                                         default_weight, cache)
+        elif policy == "dynamic":
+            from objtier.sim.dynamic import schedule_for
+
+            placement = schedule_for(trace, source, plan_bytes, page_shift, plan_doc,
+                                     per[policy], default_weight)
         per_object = np.zeros(source.objects, dtype=np.uint64) if swap else None
         counters, bins = run_policy(source, policy, fast_bytes, page_shift, bin_ns, per[policy],
                                     placement, chunk, swap, per_object)

@@ -1,0 +1,173 @@
+/*
+ * dynamic: a placement schedule learned ahead (objtier.plan.dynamic), swap mode only. The
+ * schedule is a list of steps; the driver feeds SIM_EV_PHASE with obj = step index at the time
+ * of the step's trigger (a phase switch, an allocation, a time window: events the runtime sees
+ * too). At a step, its actions are applied to live pages, in this order:
+ *   UNLOCK   munlock: the page leaves the pinned set and joins the LRU head (stays resident);
+ *   PAGEOUT  munlock + MADV_PAGEOUT: a fast page is swapped out now (pswpout);
+ *   LOCK     MADV_WILLNEED + mlock: a swapped page is brought in (pswpin, not a major fault),
+ *            reclaiming an unpinned page first when fast memory is full; a page never resident
+ *            is zero-filled (pgfault_first_touch); the page is then pinned;
+ *   WILLNEED MADV_WILLNEED: like LOCK without the pin (the page joins the LRU head);
+ *   SWEEP    the object is swept in page order until the next step: a major fault on one of
+ *            its pages prefetches (WILLNEED) the next `prefetch_pages` pages of the object.
+ * Between steps the unpinned pages follow the kernel's reclaim (second-chance LRU), as on the
+ * real swap tier. Every page brought in ahead of its access is counted in pswpin (a swap-in is
+ * a swap-in whoever asks for it) and in pgprefetch, never in pgmajfault, so swap-ins compare
+ * with belady's directly and major faults say how many the program waited for.
+ *
+ * Invariants: sweep[o] != 0 exactly for the objects with a SWEEP action in the step in force;
+ * majfault_seen == counter[SIM_C_PGMAJFAULT] after every hook returns.
+ */
+#include "sim_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dynamic_state {
+    uint8_t *sweep;         /* per object: prefetch ahead of its faults in this step */
+    uint64_t majfault_seen; /* major faults counted when the last hook ran */
+    uint32_t step;          /* the step in force + 1 (0 before the first) */
+} dynamic_state;
+
+static const sim_param_def dynamic_params[] = {
+    {"prefetch_pages", 32}, /* pages prefetched ahead of a fault in a swept object (0: none) */
+    /* read by the driver when it learns the schedule (objtier.plan.dynamic), not here: */
+    {"window_ms", 0},    /* windows inside a phase execution, ms of trace time (0: none) */
+    {"min_accesses", 2}, /* accesses in a window for a page to be locked */
+    {"pageout", 1},      /* 1: page out what leaves the locked set unused soon; 0: unlock */
+    {NULL, 0},
+};
+
+static int dynamic_init(sim_t *s)
+{
+    dynamic_state *st = s->state;
+    if (!s->cfg.swap) {
+        snprintf(s->error, sizeof s->error,
+                 "policy dynamic needs the swap tier (a swap preset or --param swap=1)");
+        return -1;
+    }
+    st->sweep = calloc(s->cfg.objects ? s->cfg.objects : 1, 1);
+    return st->sweep ? 0 : -1;
+}
+
+static int dynamic_alloc(sim_t *s, sim_page *pg, uint32_t obj, uint64_t offset)
+{
+    (void)s, (void)pg, (void)obj, (void)offset;
+    return SIM_SLOW; /* demand paging: resident from the first access, as under the kernel */
+}
+
+/* Bring a slow page in ahead of its access (WILLNEED): true when it is fast afterwards. */
+static bool bring_in(sim_t *s, sim_page *pg)
+{
+    if (pg->tier == SIM_FAST)
+        return true;
+    if (sim_fast_free(s) == 0)
+        sim_reclaim(s, 1, NULL);
+    bool fresh = (pg->flags & SIM_PG_UNTOUCHED) != 0;
+    if (!sim_promote(s, pg)) {
+        s->counter[SIM_C_PGMIGRATE_FAIL]++;
+        return false;
+    }
+    if (fresh)
+        s->counter[SIM_C_PGFAULT_FIRST_TOUCH]++;
+    else {
+        s->counter[SIM_C_PGPREFETCH]++;
+        s->bin->swap_in++;
+    }
+    return true;
+}
+
+static void apply(sim_t *s, dynamic_state *st, uint32_t obj, uint64_t first, uint64_t n,
+                  uint8_t action)
+{
+    if (action == SIM_DYN_SWEEP) {
+        st->sweep[obj] = 1;
+        return;
+    }
+    sim_object *o = &s->objects[obj];
+    if (!o->size || first >= o->npages)
+        return;
+    uint64_t end = first + n < o->npages ? first + n : o->npages;
+    for (uint64_t k = first; k < end; k++) {
+        if (o->pages[k] == SIM_NIL)
+            continue;
+        sim_page *pg = &s->pool[o->pages[k]];
+        switch (action) {
+        case SIM_DYN_UNLOCK: sim_unpin(s, pg); break;
+        case SIM_DYN_PAGEOUT:
+            sim_unpin(s, pg);
+            if (pg->tier == SIM_FAST) {
+                sim_demote(s, pg);
+                s->counter[SIM_C_PGPAGEOUT]++;
+            }
+            break;
+        case SIM_DYN_LOCK:
+            if (bring_in(s, pg)) {
+                if (!(pg->flags & SIM_PG_PINNED))
+                    s->counter[SIM_C_PGLOCK]++;
+                sim_pin(s, pg);
+            }
+            break;
+        case SIM_DYN_WILLNEED: bring_in(s, pg); break;
+        default: break;
+        }
+    }
+}
+
+static void dynamic_step(sim_t *s, uint32_t step)
+{
+    dynamic_state *st = s->state;
+    memset(st->sweep, 0, s->cfg.objects ? s->cfg.objects : 1);
+    /* actions in the order UNLOCK, PAGEOUT, LOCK, WILLNEED, SWEEP: room is made before it is
+     * taken */
+    for (uint8_t action = SIM_DYN_UNLOCK; action <= SIM_DYN_SWEEP; action++)
+        for (uint64_t i = s->dyn_offsets[step]; i < s->dyn_offsets[step + 1]; i++)
+            if (s->dyn_action[i] == action && s->dyn_obj[i] < s->cfg.objects)
+                apply(s, st, s->dyn_obj[i], s->dyn_first[i], s->dyn_pages[i], action);
+    st->step = step + 1;
+    st->majfault_seen = s->counter[SIM_C_PGMAJFAULT];
+}
+
+/* After a major fault on a swept object's page: prefetch the pages after it. */
+static void dynamic_access(sim_t *s, sim_page *pg, uint64_t now, uint64_t weight, bool store)
+{
+    (void)pg, (void)now, (void)weight, (void)store;
+    dynamic_state *st = s->state;
+    if (s->counter[SIM_C_PGMAJFAULT] == st->majfault_seen)
+        return;
+    st->majfault_seen = s->counter[SIM_C_PGMAJFAULT];
+    const sim_event *e = s->event;
+    uint64_t ahead = (uint64_t)s->param[0];
+    if (!e || e->obj >= s->cfg.objects || !st->sweep[e->obj] || !ahead)
+        return;
+    sim_object *o = &s->objects[e->obj];
+    uint64_t k = (e->addr >> s->cfg.page_shift) - o->first_vpn;
+    for (uint64_t j = k + 1; j <= k + ahead && j < o->npages; j++) {
+        if (o->pages[j] == SIM_NIL)
+            continue;
+        sim_page *p = &s->pool[o->pages[j]];
+        if (p->tier == SIM_SLOW && !(p->flags & SIM_PG_UNTOUCHED))
+            bring_in(s, p);
+    }
+    st->majfault_seen = s->counter[SIM_C_PGMAJFAULT];
+}
+
+static void dynamic_fini(sim_t *s)
+{
+    dynamic_state *st = s->state;
+    free(st->sweep);
+    st->sweep = NULL;
+}
+
+const sim_policy_ops sim_policy_dynamic = {
+    .name = "dynamic",
+    .params = dynamic_params,
+    .state_bytes = sizeof(dynamic_state),
+    .init = dynamic_init,
+    .on_alloc = dynamic_alloc,
+    .on_access = dynamic_access,
+    .on_phase = dynamic_step,
+    .fini = dynamic_fini,
+};

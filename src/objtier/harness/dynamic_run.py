@@ -1,0 +1,66 @@
+"""Running a plan's dynamic schedule (plan version 2, objtier.plan.dynamic_file): the runtime's
+settings (OBJTIER_DYNAMIC, OBJTIER_DYNAMIC_STATS, OBJTIER_ADVICE_RATE) and the counts it writes
+at exit (native/runtime/place/dynamic.c): system calls per kind, steps applied, skipped and dropped
+for the call budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from objtier.errors import UsageError
+
+DEFAULT_ADVICE_RATE = 2000  # system calls per second (config.c OBJTIER_ADVICE_RATE)
+CALLS = ("calls_mlock", "calls_munlock", "calls_pageout", "calls_cold", "calls_willneed")
+
+
+def has_schedule(plan: dict[str, Any]) -> bool:
+    return bool(plan.get("dynamic"))
+
+
+def schedule_env(plan: dict[str, Any], directory: Path, advice_rate: int,
+                 tier: str = "swap") -> tuple[dict[str, str], Path]:
+    """Write the schedule's text form into directory; (runtime settings, the counts' path)."""
+    from objtier.outputs import write_private
+    from objtier.plan.dynamic_file import to_text
+    from objtier.runtime_settings import runtime_env
+
+    if tier != "swap":
+        raise UsageError("a dynamic schedule runs on the swap tier only (mlock/madvise)")
+    text = directory / "schedule.txt"
+    stats = directory / "dynamic-stats.txt"
+    write_private(text, to_text(plan["dynamic"]), "dynamic schedule")
+    stats.unlink(missing_ok=True)
+    env = runtime_env(dynamic=text.resolve(), dynamic_stats=stats.resolve(),
+                      advice_rate=advice_rate)
+    return env, stats
+
+
+def read_stats(path: Path) -> dict[str, float] | None:
+    """The runtime's counts ("name value" lines), None when it wrote none."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    out: dict[str, float] = {}
+    for line in lines:
+        name, _, value = line.partition(" ")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            continue
+    return out
+
+
+def stats_line(stats: dict[str, float]) -> str:
+    calls = int(sum(stats.get(c, 0) for c in CALLS))
+    return (f"dynamic schedule: {int(stats.get('steps_applied', 0))} of "
+            f"{int(stats.get('steps', 0))} steps applied at {int(stats.get('switches', 0))} "
+            f"phase switches, {calls} advice calls (mlock {int(stats.get('calls_mlock', 0))}, "
+            f"munlock {int(stats.get('calls_munlock', 0))}, pageout "
+            f"{int(stats.get('calls_pageout', 0))}, cold {int(stats.get('calls_cold', 0))}, willneed "
+            f"{int(stats.get('calls_willneed', 0))}; {int(stats.get('calls_failed', 0))} "
+            f"failed), {int(stats.get('actions_dropped', 0))} actions dropped for the "
+            f"{int(stats.get('advice_rate', 0))}/s budget, "
+            f"{int(stats.get('objects_matched', 0))} of {int(stats.get('objects', 0))} objects "
+            f"matched, peak {stats.get('locked_peak_bytes', 0) / 2**20:.1f} MiB locked")

@@ -1,0 +1,210 @@
+"""Dynamic placement for the swap tier: a schedule learned ahead from an exact trace.
+
+The run is cut into windows at events the runtime sees too: every switch of the phase in force
+(`objtier_phase()` markers) and, with `window_ms` > 0, every `window_ms` of trace time inside a
+phase execution. Step k runs at the start of window k and moves the locked (mlocked) set to the
+pages window k uses most:
+
+    lock set L_k   the pages of window k with at least `min_accesses` accesses in it, most
+                   accessed first, up to `lock_pages` (the fast tier less the reserve left to
+                   the kernel's reclaim);
+    UNLOCK         L_{k-1} - L_k still used in window k or k + 1 (munlock: stays resident, on
+                   the kernel's LRU);
+    PAGEOUT        L_{k-1} - L_k used in neither (munlock + MADV_PAGEOUT: room made ahead;
+                   with pageout=False these are unlocked only, and reclaim decides);
+    LOCK           L_k - L_{k-1} (MADV_WILLNEED + mlock: brought in before the window needs it);
+    SWEEP          objects window k reads in page order (at least `sweep_share` of its steps
+                   from one page to another between consecutive samples of that object go to
+                   the next page) with
+                   pages outside L_k: a fault there prefetches (MADV_WILLNEED) the pages after it.
+
+Pages are counted from the page holding the object's first byte (page k of object o covers
+[first page of o + k]); ranges are runs of consecutive pages. Pure: numpy in, dataclasses out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+UNLOCK, PAGEOUT, LOCK, WILLNEED, SWEEP = 1, 2, 3, 4, 5  # sim.h enum sim_dyn_action
+ACTION_NAMES = {UNLOCK: "unlock", PAGEOUT: "pageout", LOCK: "lock", WILLNEED: "willneed",
+                SWEEP: "sweep"}
+ACTION_CODES = {v: k for k, v in ACTION_NAMES.items()}
+
+DEFAULT_WINDOW_MS = 0.0      # windows = phase executions only
+DEFAULT_MIN_ACCESSES = 2     # a page touched once in a window is not worth a lock
+DEFAULT_SWEEP_SHARE = 0.8
+
+
+@dataclass
+class Step:
+    """One step: when it runs and what it does."""
+
+    time_ns: int             # trace time of its trigger
+    switch: int              # phase switches before it (0 = from the start of the process)
+    phase: str               # the phase in force ("*" outside any)
+    offset_ns: int           # trace time since that switch (or since the start)
+    actions: list[tuple[int, int, int, int]] = field(default_factory=list)
+    # (action, object index, first page, pages)
+
+
+@dataclass
+class Schedule:
+    steps: list[Step]
+    lock_pages: int
+    page_shift: int
+    window_ms: float
+
+    def csr(self) -> tuple[np.ndarray, ...]:
+        """(offsets, objs, first, pages, action) for sim_set_schedule."""
+        offsets = [0]
+        rows = []
+        for s in self.steps:
+            rows.extend(s.actions)
+            offsets.append(len(rows))
+        a = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
+        return (np.asarray(offsets, np.uint64), a[:, 1].astype(np.uint32),
+                a[:, 2].astype(np.uint64), a[:, 3].astype(np.uint64), a[:, 0].astype(np.uint8))
+
+    def counts(self) -> dict[str, int]:
+        """Ranges and pages per action over the whole schedule."""
+        out: dict[str, int] = {}
+        for s in self.steps:
+            for action, _, _, n in s.actions:
+                name = ACTION_NAMES[action]
+                out[name + "_ranges"] = out.get(name + "_ranges", 0) + 1
+                if action != SWEEP:
+                    out[name + "_pages"] = out.get(name + "_pages", 0) + n
+        return out
+
+
+def runs(pages: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted unique page numbers as (first, count) runs of consecutive pages."""
+    if not len(pages):
+        return []
+    cut = np.flatnonzero(np.diff(pages) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [len(pages)]])
+    return [(int(pages[a]), int(ends[i] - a)) for i, a in enumerate(starts)]
+
+
+def switch_marks(start_ns: int, switch_ns: np.ndarray, switch_name: list[str]
+                 ) -> list[tuple[int, int, str]]:
+    """(time_ns, ordinal, phase in force) of the program start (ordinal 0) and of every switch
+    of the phase in force. Several switches at one time are one (the last holds), a switch to
+    the phase already in force is none: what the runtime counts (one per objtier_phase call
+    that changes the phase in force)."""
+    last: dict[int, str] = {}
+    for t, name in zip(np.asarray(switch_ns, np.int64).tolist(), switch_name):
+        last[int(t)] = str(name)
+    marks = [(int(start_ns), 0, "*")]
+    for t in sorted(last):
+        if last[t] != marks[-1][2] and t >= marks[-1][0]:
+            marks.append((t, len(marks), last[t]))
+    return marks
+
+
+def boundaries(start_ns: int, end_ns: int, switch_ns: np.ndarray, switch_name: list[str],
+               window_ms: float) -> list[tuple[int, int, str, int]]:
+    """Window starts as (time_ns, switch ordinal, phase in force, offset since the switch)."""
+    marks = switch_marks(start_ns, switch_ns, switch_name)
+    out = []
+    for j, (t, ordinal, name) in enumerate(marks):
+        stop = marks[j + 1][0] if j + 1 < len(marks) else int(end_ns) + 1
+        out.append((t, ordinal, name, 0))
+        if window_ms > 0:
+            step = int(window_ms * 1e6)
+            for off in range(step, max(stop - t, 0), step):
+                out.append((t + off, ordinal, name, off))
+    # several marks at one time: the last holds
+    dedup: dict[int, tuple[int, int, str, int]] = {}
+    for b in out:
+        dedup[b[0]] = b
+    return [dedup[t] for t in sorted(dedup)]
+
+
+def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray,
+          weights: np.ndarray, obj_addr: np.ndarray, obj_size: np.ndarray,
+          bounds: list[tuple[int, int, str, int]], lock_pages: int, page_shift: int,
+          window_ms: float = DEFAULT_WINDOW_MS, min_accesses: float = DEFAULT_MIN_ACCESSES,
+          sweep_share: float = DEFAULT_SWEEP_SHARE, pageout: bool = True) -> Schedule:
+    """The schedule of one trace (samples in time order; sample_obj -1 = in no object)."""
+    nobj = len(obj_addr)
+    first_vpn = np.asarray(obj_addr, np.uint64) >> np.uint64(page_shift)
+    npages = ((np.asarray(obj_addr, np.uint64) + np.asarray(obj_size, np.uint64)
+               + np.uint64((1 << page_shift) - 1)) >> np.uint64(page_shift)) - first_vpn
+    base = np.concatenate([[0], np.cumsum(npages.astype(np.int64))])
+    total = int(base[-1]) + 1
+    hit = np.asarray(sample_obj) >= 0
+    obj = np.asarray(sample_obj)[hit].astype(np.int64)
+    page = ((np.asarray(sample_addr)[hit].astype(np.uint64) >> np.uint64(page_shift))
+            - first_vpn[obj]).astype(np.int64)
+    inside = (page >= 0) & (page < npages[obj].astype(np.int64))
+    obj, page = obj[inside], page[inside]
+    t = np.asarray(sample_ns)[hit][inside].astype(np.int64)
+    w = np.asarray(weights, np.float64)[hit][inside]
+    starts = np.asarray([b[0] for b in bounds], np.int64)
+    win = np.maximum(np.searchsorted(starts, t, side="right") - 1, 0)
+    gid = base[obj] + page
+    nwin = len(bounds)
+
+    # per window: the pages used (gid sorted) and their accesses
+    key = win * total + gid
+    uniq, inv = np.unique(key, return_inverse=True)
+    acc = np.bincount(inv, weights=w)
+    u_win = uniq // total
+    u_gid = uniq % total
+    w_lo = np.searchsorted(u_win, np.arange(nwin), side="left")
+    w_hi = np.searchsorted(u_win, np.arange(nwin), side="right")
+    used = [u_gid[w_lo[k]:w_hi[k]] for k in range(nwin)]
+
+    # sequential sweeps per (window, object): forward steps between consecutive samples
+    order = np.lexsort((t, obj, win))
+    so, sw, sp = obj[order], win[order], page[order]
+    # only steps that change page count: a random walk inside one page is no sweep
+    same = (so[1:] == so[:-1]) & (sw[1:] == sw[:-1]) & (sp[1:] != sp[:-1])
+    fwd = same & ((sp[1:] - sp[:-1]) == 1)
+    sweep_of: dict[int, set[int]] = {}
+    if same.any():
+        pair = sw[1:][same] * (nobj + 1) + so[1:][same]
+        pu, pinv = np.unique(pair, return_inverse=True)
+        share = np.bincount(pinv, weights=fwd[same].astype(np.float64)) / np.bincount(pinv)
+        for p, s in zip(pu, share):
+            if s >= sweep_share:
+                sweep_of.setdefault(int(p // (nobj + 1)), set()).add(int(p % (nobj + 1)))
+
+    obj_of = lambda g: np.searchsorted(base, g, side="right") - 1  # noqa: E731
+    steps: list[Step] = []
+    prev_lock = np.zeros(0, np.int64)
+    empty = np.zeros(0, np.int64)
+    for k in range(nwin):
+        sel = slice(w_lo[k], w_hi[k])
+        g, a = u_gid[sel], acc[sel]
+        keep = a >= min_accesses
+        g, a = g[keep], a[keep]
+        if len(g) > lock_pages:
+            top = np.lexsort((g, -a))[:max(lock_pages, 0)]
+            g = g[top]
+        lock = np.sort(g)
+        soon = np.union1d(used[k], used[k + 1] if k + 1 < nwin else empty)
+        dropped = np.setdiff1d(prev_lock, lock, assume_unique=True)
+        still = np.isin(dropped, soon) if pageout else np.ones(len(dropped), dtype=bool)
+        actions: list[tuple[int, int, int, int]] = []
+        for code, gids in ((UNLOCK, dropped[still]), (PAGEOUT, dropped[~still]),
+                           (LOCK, np.setdiff1d(lock, prev_lock, assume_unique=True))):
+            if not len(gids):
+                continue
+            owners = obj_of(gids)
+            for o in np.unique(owners):
+                local = gids[owners == o] - base[o]
+                actions.extend((code, int(o), f, n) for f, n in runs(local))
+        unlocked = np.setdiff1d(used[k], lock, assume_unique=True)
+        swept_here = set(np.unique(obj_of(unlocked)).tolist()) if len(unlocked) else set()
+        for o in sorted(sweep_of.get(k, set()) & swept_here):
+            actions.append((SWEEP, int(o), 0, 0))
+        t0, ordinal, name, off = bounds[k]
+        steps.append(Step(t0, ordinal, name, off, actions))
+        prev_lock = lock
+    return Schedule(steps, int(lock_pages), page_shift, float(window_ms))
