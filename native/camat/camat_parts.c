@@ -110,7 +110,7 @@ int cm_timeline_add(cm_timeline *tl, uint64_t start, uint64_t hit_end, uint64_t 
         if (!q)
             return -1;
         for (uint64_t i = 0; i < tl->qlen; i++)
-            q[i] = tl->q[(tl->qhead + i) % tl->qcap];
+            q[i] = tl->q[(tl->qhead + i) & (tl->qcap - 1)];
         free(tl->q);
         tl->q = q;
         tl->qhead = 0;
@@ -126,7 +126,7 @@ int cm_timeline_add(cm_timeline *tl, uint64_t start, uint64_t hit_end, uint64_t 
         tl->delta[d].dm--;
         tl->events[d / 64] |= 1ULL << (d % 64);
     }
-    tl->q[(tl->qhead + tl->qlen++) % tl->qcap] =
+    tl->q[(tl->qhead + tl->qlen++) & (tl->qcap - 1)] =
         (cm_pending){start, hit_end, done, tl->t, object, region, (uint32_t)missed, 0};
     return 0;
 }
@@ -202,42 +202,48 @@ static void count_cycles(cm_timeline *tl, camat_counts *tot, uint64_t n)
         tot->active_cycles += n;
 }
 
-void cm_timeline_advance(cm_timeline *tl, uint64_t frontier)
+/* Sweeps [t, limit) without looking at the FIFO. An event cycle gets its prefixes and phase
+ * changes but stays at t with its bit cleared, so the next step counts it together with the
+ * quiet cycles after it (one count_cycles call per event). */
+static void sweep(cm_timeline *tl, camat_counts *tot, uint64_t limit)
 {
-    camat_counts *tot = tl->total;
-    for (;;) {
-        /* the head's start must stay inside the ring until it is final */
-        uint64_t limit = frontier;
-        if (tl->qlen) {
-            const cm_pending *head = &tl->q[tl->qhead];
-            if (head->done < tl->t) { /* its last event cycle is swept */
-                finalize(tl, head);
-                tl->qhead = (tl->qhead + 1) % tl->qcap;
-                tl->qlen--;
-                continue;
-            }
-            uint64_t keep = head->floor + tl->ring - 1;
-            if (keep < limit)
-                limit = keep;
-        }
-        if (tl->t >= limit)
-            return;
-        /* the cycles before the next event all look alike: count them at once */
+    while (tl->t < limit) {
         uint64_t e = next_event(tl, limit);
         if (e > tl->t) {
             count_cycles(tl, tot, e - tl->t);
             tl->t = e;
             continue;
         }
-        /* an event cycle: prefixes before it, then its phase changes, then the cycle */
         uint64_t i = tl->t & tl->mask;
         tl->events[i / 64] &= ~(1ULL << (i % 64));
         tl->prefix[i] = (cm_prefix){tl->pure_now, tl->qh_now, tl->qm_now, tl->qp_now};
         tl->hits += tl->delta[i].dh;
         tl->misses += tl->delta[i].dm;
         tl->delta[i] = (cm_delta){0, 0};
-        count_cycles(tl, tot, 1);
-        tl->t++;
+    }
+}
+
+void cm_timeline_advance(cm_timeline *tl, uint64_t frontier)
+{
+    camat_counts *tot = tl->total;
+    for (;;) {
+        /* heads whose last event cycle is swept are final (FIFO order: the sums' order) */
+        while (tl->qlen && tl->q[tl->qhead].done < tl->t) {
+            finalize(tl, &tl->q[tl->qhead]);
+            tl->qhead = (tl->qhead + 1) & (tl->qcap - 1);
+            tl->qlen--;
+        }
+        /* the head's start must stay inside the ring until it is final; later entries were
+         * added at a later sweep position, so the head's bound holds for all of them */
+        uint64_t limit = frontier;
+        if (tl->qlen) {
+            uint64_t keep = tl->q[tl->qhead].floor + tl->ring - 1;
+            if (keep < limit)
+                limit = keep;
+        }
+        if (tl->t >= limit)
+            return;
+        sweep(tl, tot, limit);
     }
 }
 
