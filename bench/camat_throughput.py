@@ -72,14 +72,18 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--recording", help="a recording with an access stream (run.otr/)")
     p.add_argument("--baseline", help="NATIVE_DIR with lib/libobjtier_camat.so to compare with")
+    p.add_argument("--library", help="NATIVE_DIR of the library to measure (default: the "
+                                     "built one, src/objtier/_native)")
+    p.add_argument("--only", help="comma-separated stream names to run (default: all)")
     args = p.parse_args()
     from pathlib import Path
 
     from objtier.camat import model
 
-    libraries = [model.NATIVE_DIR]
+    current = Path(args.library) if args.library else model.NATIVE_DIR
+    libraries = [current]
     if args.baseline:
-        libraries = [Path(args.baseline), model.NATIVE_DIR]
+        libraries = [Path(args.baseline), current]
     rng = np.random.default_rng(1)
     streams = [(k, synthetic(k, args.accesses, rng)) for k in
                ("l1-resident loop", "sequential 8-byte", "random 64 MiB", "pointer chase 64 MiB",
@@ -93,6 +97,9 @@ def main() -> None:
         a["object"] = 0
         a["region"] = 0
         streams.append((f"recorded {args.recording}", a))
+    if args.only:
+        wanted = {w.strip() for w in args.only.split(",")}
+        streams = [(k, v) for k, v in streams if k in wanted]
     head = f"{'stream':32s} {'accesses':>10s} {'median s':>9s} {'M acc/s':>8s}  range"
     if args.baseline:
         head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}"

@@ -260,9 +260,9 @@ static uint64_t invalidate_others(camat_model *m, uint32_t me, uint64_t line, ui
             if (k->m1.line[i] == line + 1)
                 k->m1.line[i] = 0;
         if (s1 >= 0)
-            k->l1.tag[s1] = 0, k->l1.state[s1] = ST_I;
+            k->l1.way[s1].tag = 0, k->l1.state[s1] = ST_I;
         if (s2 >= 0)
-            k->l2.tag[s2] = 0, k->l2.state[s2] = ST_I;
+            k->l2.way[s2].tag = 0, k->l2.state[s2] = ST_I;
         inv_entry *e = &k->inv[line % INV_SLOTS];
         if (e->line != line + 1)
             *e = (inv_entry){line + 1, 0};

@@ -37,16 +37,14 @@ int cm_cache_init(cm_cache *c, uint64_t size_bytes, uint32_t ways, uint32_t line
     c->sets = sets;
     c->set_mask = (sets & (sets - 1)) == 0 ? sets - 1 : 0;
     c->ways = ways;
-    c->tag = cm_zalloc(sets * ways, sizeof *c->tag);
-    c->stamp = cm_zalloc(sets * ways, sizeof *c->stamp);
+    c->way = cm_zalloc(sets * ways, sizeof *c->way);
     c->state = cm_zalloc(sets * ways, 1);
-    return c->tag && c->stamp && c->state ? 0 : -1;
+    return c->way && c->state ? 0 : -1;
 }
 
 void cm_cache_free(cm_cache *c)
 {
-    free(c->tag);
-    free(c->stamp);
+    free(c->way);
     free(c->state);
     memset(c, 0, sizeof *c);
 }
@@ -57,16 +55,16 @@ int64_t cm_cache_fill(cm_cache *c, uint64_t line, uint8_t state)
     uint64_t victim = base;
     for (uint32_t w = 0; w < c->ways; w++) {
         uint64_t s = base + w;
-        if (c->tag[s] == 0) {
+        if (c->way[s].tag == 0) {
             victim = s;
             break;
         }
-        if (c->stamp[s] < c->stamp[victim])
+        if (c->way[s].stamp < c->way[victim].stamp)
             victim = s;
     }
-    c->tag[victim] = line + 1;
+    c->way[victim].tag = line + 1;
     c->state[victim] = state;
-    c->stamp[victim] = ++c->clock;
+    c->way[victim].stamp = ++c->clock;
     return (int64_t)victim;
 }
 
