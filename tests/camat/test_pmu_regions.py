@@ -203,3 +203,29 @@ def test_recorded_counter_fixture_gives_the_seed_terms_per_region(tmp_path):
         assert got["C_M"] == pytest.approx(want["C_M_l1"])
         assert got["kappa"] == pytest.approx(want["kappa_l1"])
         assert got["apc"] * got["camat"] == pytest.approx(1.0)
+
+
+def test_region_rows_go_through_the_report_outputs(tmp_path):
+    """The per-region PMU rows in camat.json, the CSV/Parquet tables, the HTML page and the
+    terminal table (as `objtier camat --source pmu --regions -o DIR` writes them)."""
+    import io
+
+    from rich.console import Console
+
+    from objtier.camat.output import print_tables, write_outputs
+
+    _write_fixture_trace(tmp_path / "run.otr")
+    events = pmu.events_for(FIXTURE["family"])
+    rows = pmu_regions.region_rows(
+        pmu_regions.region_counts(open_trace(tmp_path / "run.otr"), events), list(events))
+    whole = {term: sum(r["raw_counts"][term] for r in rows) for term in events}
+    doc = {"tool": "objtier camat", **pmu.pmu_report(whole, FIXTURE["family"], events)}
+    doc["regions"] = rows
+    paths = write_outputs(doc, tmp_path / "out")
+    written = json.loads((tmp_path / "out" / "camat.json").read_text())
+    assert [r["region"] for r in written["regions"]] == [r["region"] for r in rows]
+    assert (tmp_path / "out" / "camat-regions.csv").read_text().count("\n") == 2 * len(rows) + 1
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in paths)
+    buf = io.StringIO()
+    print_tables(doc, Console(file=buf, width=200), regions=True)
+    assert "update_centers_len" in buf.getvalue()
