@@ -23,6 +23,9 @@
  * Invariants
  *   - Runs with rt_guard raised (called from the markers or the exit paths only).
  *   - tls_group_state: 0 = not opened, 1 = open (tls_fd valid), -1 = refused or disabled.
+ *   - The leader's fd is read only while it is still the file it was at open (device and inode
+ *     of the perf anon inode): a program that closed it and reused the number for a pipe or a
+ *     file is never read from; the thread then stops counting.
  *   - totals[] and emitted[] are guarded by lock.
  */
 #define _GNU_SOURCE
@@ -36,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -64,6 +68,21 @@ static RT_TLS int tls_fd[RP_MAX_EVENTS];
 static RT_TLS uint64_t tls_last[RP_MAX_EVENTS]; /* raw values at the previous read */
 static RT_TLS uint64_t tls_enabled, tls_running;
 static RT_TLS uint32_t tls_phase; /* phase since this thread's last marker */
+static RT_TLS dev_t tls_dev;      /* the leader fd's identity at open */
+static RT_TLS ino_t tls_ino;
+
+static int same_file(int fd, dev_t *dev, ino_t *ino, int remember)
+{
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0)
+        return 0;
+    if (remember) {
+        *dev = st.st_dev;
+        *ino = st.st_ino;
+        return 1;
+    }
+    return st.st_dev == *dev && st.st_ino == *ino;
+}
 
 /* "term=type:config,...": 0 when valid (events[] filled), -1 otherwise. */
 static int parse_spec(const char *s)
@@ -167,6 +186,8 @@ static void close_group(int count)
 static int read_group(double *delta)
 {
     uint64_t buf[3 + RP_MAX_EVENTS]; /* nr, time_enabled, time_running, values */
+    if (!same_file(tls_fd[0], &tls_dev, &tls_ino, 0))
+        return -1;
     long got = syscall(SYS_read, tls_fd[0], buf, sizeof buf);
     if (got < (long)((3 + n_events) * sizeof(uint64_t)) || buf[0] != n_events)
         return -1;
@@ -210,7 +231,7 @@ static void open_group(void)
     }
     tls_enabled = tls_running = 0;
     memset(tls_last, 0, sizeof tls_last);
-    if (read_group(NULL) != 0) {
+    if (!same_file(tls_fd[0], &tls_dev, &tls_ino, 1) || read_group(NULL) != 0) {
         close_group((int)n_events);
         tls_group_state = -1;
         return;
@@ -223,7 +244,11 @@ static void open_group(void)
 static void attribute(uint32_t phase)
 {
     double delta[RP_MAX_EVENTS];
-    if (read_group(delta) != 0 || phase > RP_MAX_PHASES || !rt_active())
+    if (read_group(delta) != 0) { /* closed or replaced by the program: stop, never retry */
+        tls_group_state = -1;
+        return;
+    }
+    if (phase > RP_MAX_PHASES || !rt_active())
         return;
     pthread_mutex_lock(&lock);
     for (uint32_t i = 0; i < n_events; i++) {
@@ -255,7 +280,8 @@ static void thread_gone(void *arg)
         return;
     rt_guard++;
     attribute(tls_phase);
-    close_group((int)n_events);
+    if (tls_group_state == 1) /* still ours (attribute stops on a replaced fd) */
+        close_group((int)n_events);
     tls_group_state = -1;
     rt_guard--;
 }
@@ -267,7 +293,8 @@ static void process_exit(void)
 
 void rt_region_pmu_fork_child(void)
 {
-    if (tls_group_state == 1) /* the parent's thread's counters: not this process's */
+    /* the parent's thread's counters: not this process's (closed only while still ours) */
+    if (tls_group_state == 1 && same_file(tls_fd[0], &tls_dev, &tls_ino, 0))
         close_group((int)n_events);
     tls_group_state = 0;
     tls_phase = 0;

@@ -140,6 +140,59 @@ def test_software_counters_per_region_on_the_real_runtime(program, tmp_path):
     assert counts["compute"]["clock"] > 0 and counts["touch"]["clock"] > 0
 
 
+# After its first marker, the program closes the runtime's perf fds and puts a pipe of its own at
+# the leader's number; later markers must not read from (or close) that pipe.
+STEAL = r"""
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <objtier/phase.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(void)
+{
+    objtier_phase("first");
+    int fds[16], n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 16) {
+        char path[64], link[64] = {0};
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        if (readlink(path, link, sizeof link - 1) > 0 && strstr(link, "perf_event"))
+            fds[n++] = atoi(e->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    int p[2];
+    if (n == 0 || pipe(p) != 0 || dup2(p[0], fds[0]) < 0)
+        return 2;
+    if (write(p[1], "program data", 12) != 12)
+        return 3;
+    objtier_phase("second");
+    objtier_phase_end();
+    char buf[32] = {0};
+    ssize_t got = read(fds[0], buf, sizeof buf - 1);
+    printf("perf fds %d, read back %zd: %s\n", n, got, buf);
+    return 0;
+}
+"""
+
+
+@needs_sw_perf
+def test_a_program_that_reuses_the_counter_fd_keeps_its_data(tmp_path):
+    src = tmp_path / "steal.c"
+    src.write_text(STEAL)
+    exe = tmp_path / "steal"
+    subprocess.run(["gcc", "-O1", "-I", str(native.include_dir()), "-o", str(exe), str(src)],
+                   check=True)
+    run = _run(exe, tmp_path / "t", f"faults={PERF_TYPE_SOFTWARE}:{SW_PAGE_FAULTS}")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "read back 12: program data" in run.stdout
+
+
 def test_raw_events_refused_by_perf_event_open_leave_the_program_alone(program, tmp_path):
     """The hardware events this machine lacks: the runtime records the refusal, the program's
     output and status are its own, and the analysis names the event in one line."""
