@@ -3,10 +3,14 @@
 on synthetic streams of known shape and on a recorded stream.
 
     .venv/bin/python bench/camat_throughput.py [--accesses N] [--repeat R] [--recording DIR]
+                                               [--baseline NATIVE_DIR]
 
 Prints one line per stream: median CPU seconds of R runs (process time, so that other load on
 a shared machine does not count) and M accesses/s per core (the model is single-threaded), with
-the spread of the R rates as min..max."""
+the spread of the R rates as min..max. With --baseline (a directory holding
+lib/libobjtier_camat.so, e.g. an install of an older commit), every repeat runs the baseline
+library and the built one back to back on the same stream (interleaved A/B) and the line adds
+the baseline's rate and the median of the per-repeat speedups."""
 
 from __future__ import annotations
 
@@ -42,13 +46,23 @@ def synthetic(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     return a
 
 
-def timed(stream: np.ndarray, cores: int, repeat: int) -> list[float]:
+def _use_library(native_dir) -> None:
+    from objtier.camat import model
+
+    model.NATIVE_DIR = native_dir
+    model._library.cache_clear()
+
+
+def timed(stream: np.ndarray, cores: int, repeat: int, libraries: list) -> list[list[float]]:
+    """CPU seconds per run, one list per library; the libraries alternate within each repeat."""
     cfg = SimConfig(hierarchy("skylake"), cores, 1, 1)
-    out = []
+    out: list[list[float]] = [[] for _ in libraries]
     for _ in range(repeat):
-        t = time.process_time()  # CPU time: the machine is shared, wall time is not ours
-        simulate(stream, cfg)
-        out.append(time.process_time() - t)
+        for i, native_dir in enumerate(libraries):
+            _use_library(native_dir)
+            t = time.process_time()  # CPU time: the machine is shared, wall time is not ours
+            simulate(stream, cfg)
+            out[i].append(time.process_time() - t)
     return out
 
 
@@ -57,7 +71,19 @@ def main() -> None:
     p.add_argument("--accesses", type=int, default=5_000_000)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--recording", help="a recording with an access stream (run.otr/)")
+    p.add_argument("--baseline", help="NATIVE_DIR with lib/libobjtier_camat.so to compare with")
+    p.add_argument("--library", help="NATIVE_DIR of the library to measure (default: the "
+                                     "built one, src/objtier/_native)")
+    p.add_argument("--only", help="comma-separated stream names to run (default: all)")
     args = p.parse_args()
+    from pathlib import Path
+
+    from objtier.camat import model
+
+    current = Path(args.library) if args.library else model.NATIVE_DIR
+    libraries = [current]
+    if args.baseline:
+        libraries = [Path(args.baseline), current]
     rng = np.random.default_rng(1)
     streams = [(k, synthetic(k, args.accesses, rng)) for k in
                ("l1-resident loop", "sequential 8-byte", "random 64 MiB", "pointer chase 64 MiB",
@@ -71,14 +97,26 @@ def main() -> None:
         a["object"] = 0
         a["region"] = 0
         streams.append((f"recorded {args.recording}", a))
-    print(f"{'stream':32s} {'accesses':>10s} {'median s':>9s} {'M acc/s':>8s}  range")
+    if args.only:
+        wanted = {w.strip() for w in args.only.split(",")}
+        streams = [(k, v) for k, v in streams if k in wanted]
+    head = f"{'stream':32s} {'accesses':>10s} {'median s':>9s} {'M acc/s':>8s}  range"
+    if args.baseline:
+        head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}"
+    print(head)
     for name, stream in streams:
         cores = int(stream["core"].max()) + 1
-        times = timed(stream, cores, args.repeat)
+        runs = timed(stream, cores, args.repeat, libraries)
+        times = runs[-1]
         med = statistics.median(times)
         rates = sorted(len(stream) / t / 1e6 for t in times)
-        print(f"{name:32s} {len(stream):10d} {med:9.3f} {len(stream) / med / 1e6:8.1f}  "
-              f"{rates[0]:.1f}..{rates[-1]:.1f}")
+        line = (f"{name:32s} {len(stream):10d} {med:9.3f} {len(stream) / med / 1e6:8.1f}  "
+                f"{rates[0]:.1f}..{rates[-1]:.1f}")
+        if args.baseline:
+            base = statistics.median(runs[0])
+            speedup = statistics.median(b / t for b, t in zip(runs[0], times))
+            line += f"  {len(stream) / base / 1e6:16.2f} {speedup:15.2f}x"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,16 @@ void *cm_zalloc(size_t n, size_t size);
 /* MESI states of a line in a private cache (shared caches use VALID only). */
 enum { ST_I = 0, ST_S = 1, ST_E = 2, ST_M = 3 };
 
-/* Set-associative cache with true LRU. tag = line number + 1, 0 = empty slot. */
+/* One way of a set: tag = line number + 1, 0 = empty slot; stamp = last use (the smallest
+ * stamp in a set is the LRU way). Side by side, so a look-up and the fill after it touch the
+ * same host cache lines. */
+typedef struct cm_way {
+    uint64_t tag, stamp;
+} cm_way;
+
+/* Set-associative cache with true LRU. */
 typedef struct cm_cache {
-    uint64_t *tag;
-    uint64_t *stamp;         /* last use; the smallest stamp in a set is the LRU way */
+    cm_way *way;
     uint8_t *state;          /* ST_* */
     uint64_t sets, set_mask; /* set_mask = sets - 1 when sets is a power of two, else 0 */
     uint32_t ways;
@@ -34,14 +40,14 @@ static inline int64_t cm_cache_find(const cm_cache *c, uint64_t line)
 {
     uint64_t base = cm_set_of(c, line) * c->ways, t = line + 1;
     for (uint32_t w = 0; w < c->ways; w++)
-        if (c->tag[base + w] == t)
+        if (c->way[base + w].tag == t)
             return (int64_t)(base + w);
     return -1;
 }
 
 static inline void cm_cache_touch(cm_cache *c, int64_t slot)
 {
-    c->stamp[slot] = ++c->clock;
+    c->way[slot].stamp = ++c->clock;
 }
 
 /* Puts line in (evicting the LRU way when the set is full); returns its slot. */

@@ -37,16 +37,14 @@ int cm_cache_init(cm_cache *c, uint64_t size_bytes, uint32_t ways, uint32_t line
     c->sets = sets;
     c->set_mask = (sets & (sets - 1)) == 0 ? sets - 1 : 0;
     c->ways = ways;
-    c->tag = cm_zalloc(sets * ways, sizeof *c->tag);
-    c->stamp = cm_zalloc(sets * ways, sizeof *c->stamp);
+    c->way = cm_zalloc(sets * ways, sizeof *c->way);
     c->state = cm_zalloc(sets * ways, 1);
-    return c->tag && c->stamp && c->state ? 0 : -1;
+    return c->way && c->state ? 0 : -1;
 }
 
 void cm_cache_free(cm_cache *c)
 {
-    free(c->tag);
-    free(c->stamp);
+    free(c->way);
     free(c->state);
     memset(c, 0, sizeof *c);
 }
@@ -57,16 +55,16 @@ int64_t cm_cache_fill(cm_cache *c, uint64_t line, uint8_t state)
     uint64_t victim = base;
     for (uint32_t w = 0; w < c->ways; w++) {
         uint64_t s = base + w;
-        if (c->tag[s] == 0) {
+        if (c->way[s].tag == 0) {
             victim = s;
             break;
         }
-        if (c->stamp[s] < c->stamp[victim])
+        if (c->way[s].stamp < c->way[victim].stamp)
             victim = s;
     }
-    c->tag[victim] = line + 1;
+    c->way[victim].tag = line + 1;
     c->state[victim] = state;
-    c->stamp[victim] = ++c->clock;
+    c->way[victim].stamp = ++c->clock;
     return (int64_t)victim;
 }
 
@@ -110,7 +108,7 @@ int cm_timeline_add(cm_timeline *tl, uint64_t start, uint64_t hit_end, uint64_t 
         if (!q)
             return -1;
         for (uint64_t i = 0; i < tl->qlen; i++)
-            q[i] = tl->q[(tl->qhead + i) % tl->qcap];
+            q[i] = tl->q[(tl->qhead + i) & (tl->qcap - 1)];
         free(tl->q);
         tl->q = q;
         tl->qhead = 0;
@@ -126,7 +124,7 @@ int cm_timeline_add(cm_timeline *tl, uint64_t start, uint64_t hit_end, uint64_t 
         tl->delta[d].dm--;
         tl->events[d / 64] |= 1ULL << (d % 64);
     }
-    tl->q[(tl->qhead + tl->qlen++) % tl->qcap] =
+    tl->q[(tl->qhead + tl->qlen++) & (tl->qcap - 1)] =
         (cm_pending){start, hit_end, done, tl->t, object, region, (uint32_t)missed, 0};
     return 0;
 }
@@ -202,42 +200,48 @@ static void count_cycles(cm_timeline *tl, camat_counts *tot, uint64_t n)
         tot->active_cycles += n;
 }
 
-void cm_timeline_advance(cm_timeline *tl, uint64_t frontier)
+/* Sweeps [t, limit) without looking at the FIFO. An event cycle gets its prefixes and phase
+ * changes but stays at t with its bit cleared, so the next step counts it together with the
+ * quiet cycles after it (one count_cycles call per event). */
+static void sweep(cm_timeline *tl, camat_counts *tot, uint64_t limit)
 {
-    camat_counts *tot = tl->total;
-    for (;;) {
-        /* the head's start must stay inside the ring until it is final */
-        uint64_t limit = frontier;
-        if (tl->qlen) {
-            const cm_pending *head = &tl->q[tl->qhead];
-            if (head->done < tl->t) { /* its last event cycle is swept */
-                finalize(tl, head);
-                tl->qhead = (tl->qhead + 1) % tl->qcap;
-                tl->qlen--;
-                continue;
-            }
-            uint64_t keep = head->floor + tl->ring - 1;
-            if (keep < limit)
-                limit = keep;
-        }
-        if (tl->t >= limit)
-            return;
-        /* the cycles before the next event all look alike: count them at once */
+    while (tl->t < limit) {
         uint64_t e = next_event(tl, limit);
         if (e > tl->t) {
             count_cycles(tl, tot, e - tl->t);
             tl->t = e;
             continue;
         }
-        /* an event cycle: prefixes before it, then its phase changes, then the cycle */
         uint64_t i = tl->t & tl->mask;
         tl->events[i / 64] &= ~(1ULL << (i % 64));
         tl->prefix[i] = (cm_prefix){tl->pure_now, tl->qh_now, tl->qm_now, tl->qp_now};
         tl->hits += tl->delta[i].dh;
         tl->misses += tl->delta[i].dm;
         tl->delta[i] = (cm_delta){0, 0};
-        count_cycles(tl, tot, 1);
-        tl->t++;
+    }
+}
+
+void cm_timeline_advance(cm_timeline *tl, uint64_t frontier)
+{
+    camat_counts *tot = tl->total;
+    for (;;) {
+        /* heads whose last event cycle is swept are final (FIFO order: the sums' order) */
+        while (tl->qlen && tl->q[tl->qhead].done < tl->t) {
+            finalize(tl, &tl->q[tl->qhead]);
+            tl->qhead = (tl->qhead + 1) & (tl->qcap - 1);
+            tl->qlen--;
+        }
+        /* the head's start must stay inside the ring until it is final; later entries were
+         * added at a later sweep position, so the head's bound holds for all of them */
+        uint64_t limit = frontier;
+        if (tl->qlen) {
+            uint64_t keep = tl->q[tl->qhead].floor + tl->ring - 1;
+            if (keep < limit)
+                limit = keep;
+        }
+        if (tl->t >= limit)
+            return;
+        sweep(tl, tot, limit);
     }
 }
 

@@ -16,6 +16,7 @@
 #include "phase.h"
 #include "dynamic.h"
 #include "placement.h"
+#include "region_pmu.h"
 #include "rt.h"
 #include "writer.h"
 #include "sampler.h"
@@ -123,6 +124,7 @@ __attribute__((visibility("default"))) void objtier_phase_end(void)
     if (tls_phase)
         rt_dyn_switch();
     write_events(0);
+    rt_region_pmu_boundary(0);
     rt_place_phase(NULL, 0);
     rt_guard--;
 }
@@ -140,6 +142,7 @@ __attribute__((visibility("default"))) void objtier_phase(const char *name)
     uint32_t id = intern(name, n);
     if (id && id != tls_phase) {
         write_events(id);
+        rt_region_pmu_boundary(id);
         rt_fault_phase_changed();
         rt_dyn_switch();
     }
@@ -151,6 +154,7 @@ void rt_phase_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);
     tls_phase = 0;
+    rt_region_pmu_fork_child();
     /* a child that writes its own file needs the NAME records again */
     for (uint32_t i = 0; i < n_names; i++)
         names[i].emitted = 0;

@@ -16,6 +16,7 @@ cmask << 24 on Intel, event | umask << 8 on AMD, the PMUv3 number on Arm). A fam
 event needed for a term (AMD Zen and Arm have no pending-cycle events) is refused with one line
 naming the event. The events are opened as one counting group (scheduled together, so the ratios
 come from the same cycles), inherited by every thread, enabled at exec and read at exit.
+Per-region readings at the program's phase markers come from the runtime (pmu_regions.py).
 """
 
 from __future__ import annotations

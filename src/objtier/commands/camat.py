@@ -119,6 +119,16 @@ def _record(command: list[str], where: Path, args) -> int:
     return returncode
 
 
+def _record_regions(command: list[str], where: Path, spec: str) -> int:
+    """Run command under the runtime (no sampler) with counters read at its phase markers."""
+    from objtier.record.session import RecordSettings, record_program
+
+    settings = RecordSettings(sampler="none", counters_interval_ms=0,
+                              extra_env={"OBJTIER_REGION_PMU": spec})
+    returncode, _ = record_program(command, where, settings, force=False)
+    return returncode
+
+
 def _report(recording: Path, args, out: Path | None, console, local: float | None) -> int:
     from dataclasses import replace
 
@@ -144,7 +154,7 @@ def _report(recording: Path, args, out: Path | None, console, local: float | Non
 
 
 def _run_pmu(args, recording, command, out, console, local) -> int:
-    from objtier.camat import pmu
+    from objtier.camat import pmu, pmu_regions
     from objtier.camat.analyze import machine_info
     from objtier.camat.output import print_tables, write_outputs
     from objtier.record.launch import exit_code, resolve_command, run_program
@@ -158,15 +168,35 @@ def _run_pmu(args, recording, command, out, console, local) -> int:
     events = pmu.events_for(family)
     import os
 
-    returncode, counts = pmu.measure(resolve_command(command), dict(os.environ), events,
-                                     lambda c, e: run_program(c, e))
-    if returncode != 0:
-        print(f"objtier camat: the program exited with status {exit_code(returncode)}",
-              file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="objtier-camat-") as tmp:
+        where = (out / "run.otr") if out else Path(tmp) / "run.otr"
+        if args.regions:  # under the runtime: counters read at the phase markers too
+            if out:
+                from objtier.camat.output import private_dir
+
+                private_dir(out)
+
+            def run(c, e):
+                return _record_regions(c, where, pmu_regions.region_spec(events))
+        else:
+            def run(c, e):
+                return run_program(c, e)
+
+        returncode, counts = pmu.measure(resolve_command(command), dict(os.environ), events, run)
+        if returncode != 0:
+            print(f"objtier camat: the program exited with status {exit_code(returncode)}",
+                  file=sys.stderr)
+        regions = []
+        if args.regions:
+            from objtier.trace import open_trace
+
+            regions = pmu_regions.region_rows(pmu_regions.region_counts(open_trace(where), events),
+                                              list(events))
     import objtier
 
     doc = {"tool": "objtier camat", "tool_version": objtier.__version__,
            "machine": machine_info(), **pmu.pmu_report(counts, family, events)}
+    doc["regions"] = regions
     print_tables(doc, console, regions=args.regions)
     if out:
         for path in write_outputs(doc, out):
