@@ -31,7 +31,7 @@
 #define _GNU_SOURCE
 #include "region_pmu.h"
 #include "rt.h"
-#include "runtime.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

@@ -1,6 +1,6 @@
 """Per-region C-AMAT from counters read at the phase markers (`--source pmu --regions`).
 
-The runtime (native/runtime/region_pmu.c, on with OBJTIER_REGION_PMU) opens one counting group
+The runtime (native/runtime/sample/region_pmu.c, on with OBJTIER_REGION_PMU) opens one counting group
 per thread on itself at the thread's first phase marker and reads it at every later marker; the
 counts since a thread's previous marker belong to the phase that marker entered (phase 0:
 outside every phase). It writes them as COUNTER_DEF "camat.pmu.<term>.phase.<id>" + COUNTERS
