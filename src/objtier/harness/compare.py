@@ -143,7 +143,7 @@ def measure_footprint(command: list[str], say: Callable[[str], None]):
     no measure of a small program: it includes the forked Python before exec.) Errors when the
     program fails or its footprint is too small to limit."""
     from objtier.harness.measure import run_measured
-    from objtier.harness.restore import Restorer
+    from objtier.restore import Restorer
     from objtier.tiers.swap import MemoryCgroup
 
     say("unlimited run (footprint)")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from objtier.errors import EnvironmentProblem, UsageError
-from objtier.harness.restore import Restorer
+from objtier.restore import Restorer
 
 REAL, EMULATED, SIMULATED = "real", "emulated", "simulated"
 THREADS_PLACEHOLDER = "{threads}"
