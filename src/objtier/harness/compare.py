@@ -121,7 +121,7 @@ def preflight(swap: str) -> None:
 
 
 def machine_info() -> dict[str, Any]:
-    from objtier.machine import meminfo_bytes
+    from objtier.procfs import meminfo_bytes
 
     return {"kernel": platform.release(), "cpus": os.cpu_count(),
             "memory_bytes": meminfo_bytes("MemTotal"),

@@ -124,7 +124,7 @@ def build_document(records: list[RunRecord], levels: list[LevelInfo],
 
 
 def machine_info() -> dict[str, Any]:
-    from objtier.machine import meminfo_bytes
+    from objtier.procfs import meminfo_bytes
     import datetime as _dt
 
     model = None
