@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import object_table, sample_objects, unmapped_count
+from objtier.analysis.mapping import sample_objects
+from objtier.analysis.objects import object_table, unmapped_count
 
 EXACT_METRIC = "misses"   # exact recordings are ranked by LLC-model misses (memory accesses)
 

@@ -282,7 +282,7 @@ def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings,
     from dataclasses import replace
 
     from objtier import plan as planner
-    from objtier.analysis.objects import trace_end_ns
+    from objtier.trace.columns import trace_end_ns
     from objtier.analysis.page_samples import phase_page_order
     from objtier.analysis.phases import phase_accesses, phase_table
 
