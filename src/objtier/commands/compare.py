@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--phases applies to --tier swap only")
         from objtier.harness.numa_compare import run_from_args
         return run_from_args(args, command)
-    from objtier.harness.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
+    from objtier.record.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
     from objtier.plan import NEEDS_PAGE_SAMPLES
 
     from objtier.harness.compare import check_stat_flush

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
-from objtier.harness import enforce
+from objtier.record import enforce
 from objtier.harness.results import (RunRow, run_warnings, summarize, survival_text,
                                      write_csv, write_summary)
 from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader

@@ -166,7 +166,7 @@ def object_shares(by_object: dict[int, dict[int, int]], slow: frozenset[int] | s
 
 def fast_budget(text: str, capacity: int) -> int:
     """--local: PCT of the fast nodes' free memory or a SIZE -> bytes (> 0)."""
-    from objtier.harness.enforce import parse_local
+    from objtier.record.enforce import parse_local
 
     return parse_local(text, capacity)
 
@@ -394,7 +394,7 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                      ) -> NumaCompareResult:
     """The whole experiment; see the module docstring. Writes into settings.output."""
     from objtier.harness.compare import _last_line
-    from objtier.harness.enforce import check_nodes, plan_min_size, plan_warnings
+    from objtier.record.enforce import check_nodes, plan_min_size, plan_warnings
     from objtier.harness.measure import Measurement, _attach_fom
     from objtier.native import runtime_library
     from objtier.tiers.numa_topology import detect_tiers, tier_map_from_sets
