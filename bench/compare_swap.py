@@ -226,7 +226,7 @@ def main() -> int:
                                                      args.local.split(","))))
         return 0
 
-    from objtier.harness.chart import plot_comparison
+    from objtier.experiments.chart import plot_comparison
     from objtier.native import NATIVE_DIR
 
     out = Path(args.output)

@@ -34,7 +34,7 @@ def main() -> int:
         parser.error("give the program after --")
 
     from objtier.record import enforce
-    from objtier.harness.compare import measure_footprint, one_run
+    from objtier.experiments.compare_swap import measure_footprint, one_run
     from objtier.tiers.statflush import StatFlushReader
     from objtier.tiers.swap import SwapTier
 

@@ -144,7 +144,7 @@ def _plan_command(case: str, scratch: Path) -> Path:
 
 
 def _swap(case: str, scratch: Path) -> Path:
-    from objtier.harness.compare import CompareSettings, plan_profile
+    from objtier.experiments.compare_swap import CompareSettings, plan_profile
 
     inputs, algo, margin, phases, backfill, local = SWAP_CASES[case]
     output = scratch / case
@@ -160,7 +160,7 @@ def _swap(case: str, scratch: Path) -> Path:
 
 
 def _numa(case: str, scratch: Path) -> Path:
-    from objtier.harness.numa_compare import NumaCompareSettings, _plan
+    from objtier.experiments.compare_numa import NumaCompareSettings, _plan
 
     recording, algo, budget, capacity = NUMA_CASES[case]
     output = scratch / case

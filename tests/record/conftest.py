@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..harness.harness_helpers import PROGS
+from ..experiments.helpers import PROGS
 
 
 @pytest.fixture

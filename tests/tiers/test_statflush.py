@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from objtier.harness.measure import run_measured
+from objtier.experiments.measure import run_measured
 from objtier.restore import Restorer
 from objtier.tiers.statflush import StatFlushReader
 

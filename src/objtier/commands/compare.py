@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--force", action="store_true",
                         help="replace an earlier comparison in the output directory")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the table")
-    from objtier.harness.numa_compare import add_numa_arguments
+    from objtier.experiments.compare_numa import add_numa_arguments
     add_numa_arguments(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to compare")
@@ -101,7 +101,7 @@ def print_table(result) -> None:
     from objtier.units import format_bytes
 
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 150)
-    from objtier.harness.results import survival_text
+    from objtier.experiments.results import survival_text
 
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)
     table = Table(title="objtier compare: per run and medians")
@@ -154,7 +154,7 @@ def print_table(result) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.harness.compare import CompareSettings, run_compare
+    from objtier.experiments.compare_swap import CompareSettings, run_compare
     from objtier.record.launch import resolve_command
     from objtier.units import parse_size
 
@@ -180,12 +180,12 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--profiles applies to --tier swap only")
         if args.phases:
             raise UsageError("--phases applies to --tier swap only")
-        from objtier.harness.numa_compare import run_from_args
+        from objtier.experiments.compare_numa import run_from_args
         return run_from_args(args, command)
     from objtier.record.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
     from objtier.plan import NEEDS_PAGE_SAMPLES
 
-    from objtier.harness.compare import check_stat_flush
+    from objtier.experiments.compare_swap import check_stat_flush
     from objtier.tiers.statflush import DEFAULT_PERIOD_MS
 
     stat_flush = DEFAULT_PERIOD_MS if args.stat_flush is None else args.stat_flush
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             sys.stderr.write(f"objtier compare: {text}\n")
 
-    from objtier.harness.compare import NO_FLUSH_WARNING
+    from objtier.experiments.compare_swap import NO_FLUSH_WARNING
 
     if not stat_flush:   # said before the long runs, not after them
         sys.stderr.write(f"objtier compare: warning: {NO_FLUSH_WARNING}\n")
@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     print_table(result)
     out = settings.output
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
-    from objtier.harness.results import run_warnings
+    from objtier.experiments.results import run_warnings
 
     for warning in run_warnings(result.rows):   # also in summary.json's warnings
         sys.stderr.write(f"objtier compare: warning: {warning}\n")

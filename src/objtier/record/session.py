@@ -1,5 +1,5 @@
 """One recording: run a program under the runtime with a counters timeline, into a directory.
-Used by `objtier record` and by the experiment harness."""
+Used by `objtier record` and by the experiments (objtier.experiments)."""
 
 from __future__ import annotations
 

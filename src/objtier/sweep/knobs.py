@@ -166,7 +166,7 @@ class LocalKnob(Knob):
         return f"{value:g}%"
 
     def prepare(self, command, say):
-        from objtier.harness.compare import measure_footprint, preflight
+        from objtier.experiments.compare_swap import measure_footprint, preflight
         from objtier.tiers.swap import SwapTier
 
         preflight(self.options.swap)

@@ -252,7 +252,7 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
     arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
     from objtier import plan as planner
     from objtier.record import enforce
-    from objtier.harness.measure import run_measured
+    from objtier.experiments.measure import run_measured
     from objtier.record.launch import runtime_env
     from objtier.sweep.fom import extract
     from objtier.sweep.knobs import KnobOptions, LocalKnob

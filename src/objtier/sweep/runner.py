@@ -79,7 +79,7 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
               on_record: Callable[[RunRecord, int, int], None] = lambda r, i, n: None
               ) -> SweepOutcome:
     """Run the sweep (see the module docstring); writes into settings.output."""
-    from objtier.harness.measure import run_measured
+    from objtier.experiments.measure import run_measured
 
     if settings.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from objtier.harness.chart import normalized_times, plot_comparison
-from objtier.harness.results import RunRow, summarize, survival_text, write_csv
+from objtier.experiments.chart import normalized_times, plot_comparison
+from objtier.experiments.results import RunRow, summarize, survival_text, write_csv
 
 
 def row(config, repeat, wall, pswpout, returncode=0, fom=None):

@@ -393,9 +393,9 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                      on_row: Callable[[NumaRunRow], None] = lambda row: None
                      ) -> NumaCompareResult:
     """The whole experiment; see the module docstring. Writes into settings.output."""
-    from objtier.harness.compare import _last_line
+    from objtier.experiments.compare_swap import _last_line
     from objtier.record.enforce import check_nodes, plan_min_size, plan_warnings
-    from objtier.harness.measure import Measurement, _attach_fom
+    from objtier.experiments.measure import Measurement, _attach_fom
     from objtier.native import runtime_library
     from objtier.tiers.numa_topology import detect_tiers, tier_map_from_sets
 

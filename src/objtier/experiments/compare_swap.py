@@ -37,7 +37,7 @@ from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.record import enforce
-from objtier.harness.results import (RunRow, run_warnings, summarize, survival_text,
+from objtier.experiments.results import (RunRow, run_warnings, summarize, survival_text,
                                      write_csv, write_summary)
 from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader
 
@@ -142,7 +142,7 @@ def measure_footprint(command: list[str], say: Callable[[str], None]):
     next; a file read once is also dropped at no swap cost. (The child's peak RSS from wait4 is
     no measure of a small program: it includes the forked Python before exec.) Errors when the
     program fails or its footprint is too small to limit."""
-    from objtier.harness.measure import run_measured
+    from objtier.experiments.measure import run_measured
     from objtier.restore import Restorer
     from objtier.tiers.swap import MemoryCgroup
 
@@ -354,7 +354,7 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
     """One measured run inside the tier's cgroup, with the stat-flush reader reading the
     cgroup's memory.stat every stat_flush_ms meanwhile (0: none); its output goes to
     runs_dir."""
-    from objtier.harness.measure import run_measured
+    from objtier.experiments.measure import run_measured
 
     tier.cgroup.reset_peak()
     before = _memcg_stats(tier)
@@ -525,7 +525,7 @@ def _write(rows: list[RunRow], summary: dict[str, Any], output: Path,
            command: list[str]) -> None:
     import csv
 
-    from objtier.harness.chart import plot_comparison
+    from objtier.experiments.chart import plot_comparison
 
     write_csv(rows, output / "compare.csv")
     write_summary(summary, output / "summary.json")
