@@ -337,26 +337,15 @@ def _prepare_output(output: Path, force: bool) -> Path:
 
 def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capacity: int,
           command: list[str], output: Path) -> dict[str, Any]:
+    """The plan of the profile (objtier.planning) for budget_bytes of the fast nodes'
+    capacity [bytes]; writes plan.json/plan.txt."""
     from objtier import plan as planner
-    from objtier.analysis.objects import object_table
-    from objtier.trace import open_trace
+    from objtier.planning import make_plan, read_recordings, write_plan_files
 
-    trace = open_trace(profile)
-    objects = planner.object_table(object_table(trace))
-    pages = [p.page_bytes for p in trace.processes if p.page_bytes]
     budget = planner.Budget(budget_bytes, settings.local,
                             round(100.0 * budget_bytes / capacity, 2), capacity)
-    params = {}
-    if settings.algo in planner.NEEDS_PAGE_SAMPLES:
-        from objtier.analysis.page_samples import page_samples
-
-        params["page_samples"] = page_samples(trace)
-    placement = planner.algorithm(settings.algo)(objects, budget_bytes,
-                                                 min(pages) if pages else 4096, **params)
-    plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
-                              source=str(profile))
-    planner.write_plan(plan, output / "plan.json")
-    (output / "plan.txt").write_text(planner.to_text(plan))
+    plan = make_plan(read_recordings([profile], exe=command[0]), settings.algo, budget).plan
+    write_plan_files(plan, output / "plan.json", output / "plan.txt")
     return plan
 
 

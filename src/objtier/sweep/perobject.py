@@ -185,11 +185,10 @@ def load_objects(recording: Path):
     from objtier import plan as planner
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
+    from objtier.trace.columns import page_bytes
 
     trace = open_trace(recording)
-    objects = planner.object_table(object_table(trace))
-    page_sizes = [p.page_bytes for p in trace.processes if p.page_bytes]
-    return objects, (min(page_sizes) if page_sizes else 4096)
+    return planner.object_table(object_table(trace)), page_bytes(trace)
 
 
 def object_arms(objects, rows) -> list[Arm]:
