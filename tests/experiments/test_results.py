@@ -137,3 +137,27 @@ def test_chart_when_every_baseline_run_failed(tmp_path, recwarn):
     plot_comparison([("w", summary, dict_rows)], tmp_path / "c.png", "title")
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     assert not [w for w in recwarn if "legend" in str(w.message)]
+
+
+def test_a_comparison_directory_is_new_empty_or_an_earlier_comparison(tmp_path):
+    import stat
+
+    from objtier.errors import UsageError
+    from objtier.experiments.results import prepare_output
+
+    new = prepare_output(tmp_path / "a" / "out", force=False)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o700
+    assert prepare_output(new, force=False) == new            # empty: used as it is
+    (new / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="pass --force"):
+        prepare_output(new, force=False)
+    with pytest.raises(UsageError, match="refusing to replace it"):
+        prepare_output(new, force=True)                        # not a comparison's
+    assert (new / "notes.txt").read_text() == "mine"
+    (new / "summary.json").write_text("{}")
+    prepare_output(new, force=True)                            # an earlier comparison
+    assert not any(new.iterdir())
+    link = tmp_path / "link"
+    link.symlink_to(new)
+    with pytest.raises(UsageError, match="symbolic link"):
+        prepare_output(link, force=True)

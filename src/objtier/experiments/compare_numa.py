@@ -318,6 +318,9 @@ def run_in_guest(tb, command: list[str], env: dict[str, str], stem: Path,
 
 
 def _prepare_output(output: Path, force: bool) -> Path:
+    """The comparison's directory (results.prepare_output), which must lie inside the project
+    tree: the guest writes there."""
+    from objtier.experiments.results import prepare_output
     from objtier.testbed.paths import repo_root
 
     output = output.resolve()
@@ -325,14 +328,7 @@ def _prepare_output(output: Path, force: bool) -> Path:
     if root != output and root not in output.parents:
         raise UsageError(f"{output} is outside the project tree {root}: the guest can only "
                          f"write there; choose -o inside it")
-    if output.exists() and any(output.iterdir()):
-        if not force:
-            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
-        if not (output / "summary.json").exists() and not (output / "plan.json").exists():
-            raise UsageError(f"{output} is not a comparison directory; refusing to replace it")
-        shutil.rmtree(output)
-    output.mkdir(parents=True, exist_ok=True)
-    return output
+    return prepare_output(output, force)
 
 
 def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capacity: int,

@@ -37,8 +37,8 @@ from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.record import enforce
-from objtier.experiments.results import (RunRow, run_warnings, summarize, survival_text,
-                                     write_csv, write_summary)
+from objtier.experiments.results import (RunRow, prepare_output, run_warnings, summarize,
+                                         survival_text, write_csv, write_summary)
 from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
@@ -327,7 +327,7 @@ def run_compare(command: list[str], settings: CompareSettings,
     check_stat_flush(settings.stat_flush_ms)
     arms = arms_of(settings)
     preflight(settings.swap)
-    _prepare_output(settings.output, settings.force)
+    prepare_output(settings.output, settings.force)
     supported = enforce.runtime_supports_plans()
     warnings: list[str] = [NO_FLUSH_WARNING] if not settings.stat_flush_ms else []
     unlimited, footprint, page_cache = measure_footprint(command, say)
@@ -431,23 +431,6 @@ def stat_flush_summary(rows: list[RunRow], period_ms: float) -> dict[str, Any]:
             "arms_with_reader": [c for c, v in per.items() if v["period_ms"] > 0],
             "arms_without_reader": [c for c, v in per.items() if v["period_ms"] <= 0],
             "per_arm": per}
-
-
-def _prepare_output(output: Path, force: bool) -> None:
-    """DIR must be new or empty, or an earlier comparison's (replaced with --force); created
-    mode 0700, never through a symbolic link."""
-    from objtier.outputs import make_private_dir, refuse_symlink
-
-    refuse_symlink(output, "output directory")
-    if output.exists():
-        if output.is_dir() and not any(output.iterdir()):
-            return
-        if not force:
-            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
-        if not (output / "summary.json").exists() and not (output / "plan.json").exists():
-            raise UsageError(f"{output} is not a comparison directory; refusing to replace it")
-        shutil.rmtree(output)
-    make_private_dir(output, "output directory")
 
 
 def _write(rows: list[RunRow], summary: dict[str, Any], output: Path,
