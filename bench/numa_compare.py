@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
-    from objtier.experiments.compare_numa import (NumaCompareSettings, guest, node_free_bytes,
-                                              run_numa_compare)
+    from objtier.experiments.compare_numa import (NumaCompareSettings, guest,
+                                                  node_free_bytes, run_numa_compare)
     from objtier.experiments.numa_hotcold import build_hotcold
 
     ap = argparse.ArgumentParser()

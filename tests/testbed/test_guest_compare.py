@@ -1,5 +1,5 @@
-"""`objtier compare --tier numa` (objtier.experiments.compare_numa): the pure parts on the host, and
-one whole comparison in the guest on a program with a hot and a cold array.
+"""`objtier compare --tier numa` (objtier.experiments.compare_numa): the pure parts on the host,
+and one whole comparison in the guest on a program with a hot and a cold array.
 
 In the guest: node 0 is shrunk to about 100 MiB free (hugetlb pages held by the experiment), the
 budget is 48 MiB, so the plan puts the 32 MiB hot array in fast memory and the 96 MiB cold one in
@@ -15,8 +15,8 @@ import json
 import pytest
 
 from objtier.experiments.compare_numa import (NumaCompareSettings, NumaRunRow, last_residency,
-                                          node_free_bytes, object_shares, parse_vmstat,
-                                          run_numa_compare, summarize_rows, vmstat_deltas)
+                                              node_free_bytes, object_shares, parse_vmstat,
+                                              run_numa_compare, summarize_rows, vmstat_deltas)
 from objtier.experiments.numa_hotcold import build_hotcold, parse_where
 
 from .guest_helpers import guest_read
