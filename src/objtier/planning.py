@@ -118,11 +118,11 @@ def read_recordings(paths: list[Path], *, phases: bool | None = False, exe: str 
                     min_phase_ns: int = DEFAULT_MIN_DURATION_NS,
                     similarity: float = DEFAULT_SIMILARITY) -> Profile:
     """The profile of one or more recordings of one program: the first one's object table
-    (exact counts for a --sampler trace recording: analysis.view), its page size, the program
+    (exact counts for a --sampler trace recording: objtier.objects_view), its page size, the program
     (exe, else the one the first recording names), and with phases (True; None: where the first recording has phase markers) its phase
     table and per-phase accesses. The further recordings only add samples per page
     (make_plan, for plan.NEEDS_PAGE_SAMPLES)."""
-    from objtier.analysis.view import objects_view
+    from objtier.objects_view import objects_view
     from objtier.trace import open_trace
 
     trace = open_trace(paths[0])

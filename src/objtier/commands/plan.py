@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
                                 "cannot be checked against the binary it is used with")
     write_plan_files(plan, args.output, args.text)
 
-    from objtier.analysis.view import accesses_basis
+    from objtier.objects_view import accesses_basis
     from objtier.plan.explain import explain, explain_phases, summary_line
     raw = profile.table
     basis = accesses_basis(raw)
