@@ -57,6 +57,15 @@ class RunRecord:
 
 
 @dataclass
+class SweepOutcome:
+    """A finished sweep: its runs, the sweep.json document and the metric per thread count."""
+
+    records: list[RunRecord]
+    document: dict[str, Any]
+    metrics: list[Metric]
+
+
+@dataclass
 class LevelInfo:
     level: float
     label: str

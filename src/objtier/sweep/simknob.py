@@ -85,9 +85,8 @@ def predict(trace, levels: list[float], preset: str, fast: str) -> tuple[list[fl
 
 def run_simulated(knob: SimKnob, settings, say: Callable[[str], None]):
     """The sweep of a simulated knob: one prediction per level (no runs, no repeats)."""
-    from objtier.sweep.output import (LevelInfo, RunRecord, build_document, machine_info,
-                                      prepare_output, tool_version, write_files)
-    from objtier.sweep.runner import SweepOutcome
+    from objtier.sweep.output import (LevelInfo, RunRecord, SweepOutcome, build_document,
+                                      machine_info, prepare_output, tool_version, write_files)
     from objtier.trace import open_trace
 
     if settings.threads:
