@@ -5,7 +5,7 @@
 
 COMPARE_DIR is an `objtier compare` output directory (summary.json, profile.otr,
 profile-2.otr, ...). For each setting the plan is made as compare makes it (same local bytes,
-footprint and command, fitted margin; harness.compare.plan_profile) from the first PROFILES
+footprint and command, fitted margin; experiments.compare_swap.plan_profile) from the first PROFILES
 recordings (default 1), written to DIR/NAME/plan.json. Prints one `--plan NAME=PLAN@MARGIN`
 argument per setting and the command, ready for bench/plan_turns.py with
 `--local <local bytes>` (also printed), so that the settings run in turn under one limit.
@@ -19,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from objtier.harness.compare import CompareSettings, plan_profile
+from objtier.experiments.compare_swap import CompareSettings, plan_profile
 
 
 def parse_setting(text: str) -> tuple[str, str, int, bool]:

@@ -120,7 +120,7 @@ def _cut(base: float | None, obj: float | None):
 
 def peak_locked(target: Path) -> int:
     """Most bytes the runtime held mlocked at once in any objtier run (from the traces)."""
-    from objtier.harness import enforce
+    from objtier.record import enforce
 
     plan = json.loads((target / "plan.json").read_text())
     found = [enforce.read_enforcement(plan, d) for d in sorted((target / "runs").glob("*.otr"))]
@@ -232,7 +232,7 @@ def main() -> int:
                                                      args.local.split(","))))
         return 0
 
-    from objtier.harness.chart import plot_comparison
+    from objtier.experiments.chart import plot_comparison
     from objtier.native import NATIVE_DIR
 
     out = Path(args.output)

@@ -4,8 +4,8 @@
         [--left-free 100] [--budget 48M] [-o bench-out/numa-compare]
 
 Boots its own guest (or uses the one `objtier testbed up` started), holds hugetlb pages on node 0
-so that about --left-free MiB stay free, and runs the hot/cold program (objtier.harness.
-numa_hotcold) through objtier.harness.numa_compare. Prints a Markdown table of per-run vmstat
+so that about --left-free MiB stay free, and runs the hot/cold program (objtier.experiments.
+numa_hotcold) through objtier.experiments.compare_numa. Prints a Markdown table of per-run vmstat
 deltas and per-object slow-node shares for docs/benchmarks.md. In the emulated guest both nodes
 have the same speed: the numbers are mechanics (pages moved, where pages are), never timing.
 """
@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
-    from objtier.harness.numa_compare import (NumaCompareSettings, guest, node_free_bytes,
-                                              run_numa_compare)
-    from objtier.harness.numa_hotcold import build_hotcold
+    from objtier.experiments.compare_numa import (NumaCompareSettings, guest,
+                                                  node_free_bytes, run_numa_compare)
+    from objtier.experiments.numa_hotcold import build_hotcold
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)

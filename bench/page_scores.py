@@ -32,7 +32,7 @@ PY = sys.executable
 
 def whole_pages(trace):
     """Per sample: (object row, whole-page index) or -1; objects' first whole page numbers."""
-    from objtier.analysis.objects import sample_objects
+    from objtier.analysis.mapping import sample_objects
 
     obj = sample_objects(trace)
     addr = trace.samples.column("addr").to_numpy()

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from objtier.harness.restore import Restorer  # noqa: E402
+from objtier.restore import Restorer  # noqa: E402
 from objtier.native import binary  # noqa: E402
 from objtier.record.sampler_choice import choose_sampler, needs_temporary_swap  # noqa: E402
 from objtier.record.launch import runtime_env  # noqa: E402

@@ -6,7 +6,7 @@ numab2 simulated on the trace of the same run.
     python bench/sim_kernel_validation.py --resimulate OUT.json   # host only, kept recordings
 
 For each run (HOT_MIB:COLD_MIB:SECS:SAMPLER of the hot/cold program,
-objtier.harness.numa_hotcold), in the guest with kernel.numa_balancing=2 and demotion_enabled=1
+objtier.experiments.numa_hotcold), in the guest with kernel.numa_balancing=2 and demotion_enabled=1
 and node 0 shrunk to about --left-free-mib free (2 MiB hugetlb pages held on it, as
 tests/testbed/test_guest_record.py does): `objtier record --rate R` records the program with
 the counters timeline on (SAMPLER fault, or trace: the program built with `objtier cc`, an
@@ -33,8 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from objtier.harness.numa_compare import GuestState, _sh, node_free_bytes
-from objtier.harness.numa_hotcold import build_hotcold, parse_where
+from objtier.experiments.compare_numa import GuestState, _sh, node_free_bytes
+from objtier.experiments.numa_hotcold import build_hotcold, parse_where
 from objtier.sim import simulate
 from objtier.sim.cost import load_preset
 from objtier.testbed import Testbed, TestbedPaths

@@ -33,8 +33,8 @@ def main() -> int:
     if not command:
         parser.error("give the program after --")
 
-    from objtier.harness import enforce
-    from objtier.harness.compare import measure_footprint, one_run
+    from objtier.record import enforce
+    from objtier.experiments.compare_swap import measure_footprint, one_run
     from objtier.tiers.statflush import StatFlushReader
     from objtier.tiers.swap import SwapTier
 

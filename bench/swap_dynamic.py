@@ -50,9 +50,9 @@ def main() -> int:
 
     from sim_dynamic import TRIAL_OPTION, build_exact, record_exact
 
-    from objtier.harness import enforce
-    from objtier.harness.compare import one_run
-    from objtier.harness.dynamic_run import read_stats, schedule_env
+    from objtier.record import enforce
+    from objtier.experiments.compare_swap import one_run
+    from objtier.record.dynamic_run import read_stats, schedule_env
     from objtier.native import NATIVE_DIR
     from objtier.plan import load_plan, to_text
     from objtier.plan import peak_live_bytes

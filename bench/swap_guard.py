@@ -56,9 +56,9 @@ def load_comparison(path: Path) -> dict:
 
 
 def run_one(cmp: dict, repeat: int, out: Path, configs: list[str]) -> list:
-    from objtier.harness import enforce
-    from objtier.harness.compare import one_run
-    from objtier.harness.results import write_csv
+    from objtier.record import enforce
+    from objtier.experiments.compare_swap import one_run
+    from objtier.experiments.results import write_csv
     from objtier.record.launch import runtime_env
     from objtier.tiers.swap import SwapTier
 

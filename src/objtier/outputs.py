@@ -55,11 +55,16 @@ def make_private_dir(path: str | os.PathLike, what: str = "output directory",
 
 
 def replace_dir(path: str | os.PathLike, force: bool, is_ours: Callable[[Path], bool],
-                what: str = "output directory", hint: str = "") -> Path:
-    """Create path as a fresh 0700 directory. An existing one is removed first only with
-    force and only when is_ours(path) says objtier wrote it; never through a link."""
+                what: str = "output directory", hint: str = "",
+                reuse_empty: bool = False) -> Path:
+    """Create path as a fresh 0700 directory: every command's output directory goes through
+    here. An existing one is removed first only with force and only when is_ours(path) says
+    objtier wrote it; never through a link. With reuse_empty an existing empty directory is
+    used as it is."""
     path = Path(path)
     refuse_symlink(path, what)
+    if reuse_empty and path.is_dir() and not any(path.iterdir()):
+        return path
     if path.exists():
         if not force:
             raise UsageError(f"{path} exists; choose another -o or pass --force to replace it"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from objtier.analysis import pages, tiers
-from objtier.analysis.objects import object_table, sample_objects, unmapped_count
+from objtier.analysis.mapping import sample_objects
+from objtier.analysis.objects import object_table, unmapped_count
 from objtier.trace import open_trace
 
 TRACES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"

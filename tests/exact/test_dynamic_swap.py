@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from objtier import native
-from objtier.harness.compare import one_run
-from objtier.harness.dynamic_run import read_stats, schedule_env
+from objtier.experiments.compare_swap import one_run
+from objtier.record.dynamic_run import read_stats, schedule_env
 from objtier.record.launch import runtime_env
 from tests.alternating_program import SOURCE
 from tests.exact.conftest import needs_clang

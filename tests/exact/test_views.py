@@ -13,7 +13,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from objtier.analysis.view import objects_view
+from objtier.objects_view import objects_view
 from objtier.exact.tree import exact_context_table
 from objtier.trace import open_trace
 

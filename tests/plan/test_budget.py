@@ -6,17 +6,26 @@ import numpy as np
 import pytest
 
 from objtier.errors import UsageError
-from objtier.plan import footprint, parse_budget, parse_size, peak_live_bytes
+from objtier.plan import footprint, parse_budget, peak_live_bytes
+from objtier.units import parse_size
 
 
 @pytest.mark.parametrize("text, expected", [
     ("4096", 4096), ("512M", 512 << 20), ("8G", 8 << 30), ("8g", 8 << 30),
     ("1.5GiB", 3 << 29), ("64KB", 64 << 10), ("2T", 2 << 40), ("100B", 100),
-    ("8Gi", 8 << 30), (" 16 MiB ", 16 << 20),
+    ("8Gi", 8 << 30), (" 16 MiB ", 16 << 20), ("1P", 1 << 50), (".5K", 512), ("2.k", 2048),
 ])
 def test_sizes(text, expected):
     assert parse_size(text) == expected
     assert parse_budget(text, 0).bytes == expected
+
+
+@pytest.mark.parametrize("text", ["", "iB", "1iB", "1i", "8X", "-1G", "1.2.3G", "G", "9000P"])
+def test_bad_sizes_are_one_line_errors_naming_the_option(text):
+    with pytest.raises(UsageError) as info:
+        parse_size(text, "--mlock-margin")
+    assert str(info.value).startswith(f"invalid --mlock-margin '{text}'")
+    assert "\n" not in str(info.value)
 
 
 def test_percentages_are_of_the_footprint():

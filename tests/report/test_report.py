@@ -44,7 +44,7 @@ def test_every_figure_has_title_axis_labels_and_units(name, tmp_path):
 
 
 def test_time_axes_span_the_whole_run(tmp_path):
-    from objtier.analysis.objects import trace_end_ns
+    from objtier.trace.columns import trace_end_ns
 
     trace = open_trace(TRACES / "basic.otr")
     report = build_report(trace, tmp_path, labels=False, render=False)

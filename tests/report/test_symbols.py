@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from objtier.analysis.view import object_stacks, objects_view
+from objtier.objects_view import object_stacks, objects_view
 from objtier.errors import EnvironmentProblem
 from objtier.trace import open_trace
 

@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from objtier.analysis.objects import object_table, sample_objects, unmapped_count
+from objtier.analysis.mapping import sample_objects
+from objtier.analysis.objects import object_table, unmapped_count
 
 from .conftest import runtime_env
 

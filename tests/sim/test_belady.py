@@ -100,20 +100,20 @@ def test_address_reuse_is_noted(tmp_path):
 
 def test_a_trace_too_large_for_memory_is_refused_before_the_oom_killer(hot_cold_trace,
                                                                           monkeypatch):
-    import objtier.machine
+    import objtier.procfs
     from objtier.errors import EnvironmentProblem
     from objtier.sim.run import driver_memory_bytes
 
     trace = open_trace(hot_cold_trace)
     n = trace.samples.num_rows
     assert driver_memory_bytes(n, ["first-touch"]) < driver_memory_bytes(n, ["oracle", "belady"])
-    monkeypatch.setattr(objtier.machine, "meminfo_bytes", lambda field: 1 << 20)
+    monkeypatch.setattr(objtier.procfs, "meminfo_bytes", lambda field: 1 << 20)
     with pytest.raises(EnvironmentProblem, match=f"{n:,} samples.*GiB is available"):
         simulate(trace, ["belady"], 8 * MIB, load_preset("zram"))
 
 
 def test_meminfo_reads_this_machine():
-    from objtier.machine import meminfo_bytes
+    from objtier.procfs import meminfo_bytes
 
     total, available = meminfo_bytes("MemTotal"), meminfo_bytes("MemAvailable")
     assert total and available and 0 < available <= total

@@ -14,7 +14,7 @@ from objtier.sweep.fom import FomSource
 from objtier.sweep.knobs import KnobOptions, make_knob
 from objtier.sweep.runner import SweepSettings, run_sweep
 
-from ..harness.harness_helpers import leftovers, machine_state
+from ..experiments.helpers import leftovers, machine_state
 
 pytestmark = pytest.mark.root
 

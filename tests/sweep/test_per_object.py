@@ -12,7 +12,7 @@ import pytest
 from objtier.sweep.fom import FomSource
 from objtier.sweep.perobject import Arm, cumulative_curve, ratios
 
-from ..harness.harness_helpers import PROGS, leftovers, machine_state, needs_enforcement
+from ..experiments.helpers import PROGS, leftovers, machine_state, needs_enforcement
 
 
 def test_ratios_sort_most_sensitive_first_and_count_failures_worst():

@@ -1,7 +1,7 @@
-"""`objtier compare --tier numa` (objtier.harness.numa_compare): the pure parts on the host, and
-one whole comparison in the guest on a program with a hot and a cold array.
+"""`objtier compare --tier numa` (objtier.experiments.compare_numa): the pure parts on the host,
+and one whole comparison in the guest on a program with a hot and a cold array.
 
-In the guest: node 0 is shrunk to about 100 MiB free (hugetlb pages held by the harness), the
+In the guest: node 0 is shrunk to about 100 MiB free (hugetlb pages held by the experiment), the
 budget is 48 MiB, so the plan puts the 32 MiB hot array in fast memory and the 96 MiB cold one in
 slow memory. The objtier arm must show exactly that page by page (the program's own move_pages
 report and the runtime's RESIDENCY records); the kernel arm (tiering mode) must have its vmstat
@@ -14,10 +14,10 @@ import json
 
 import pytest
 
-from objtier.harness.numa_compare import (NumaCompareSettings, NumaRunRow, last_residency,
-                                          node_free_bytes, object_shares, parse_vmstat,
-                                          run_numa_compare, summarize_rows, vmstat_deltas)
-from objtier.harness.numa_hotcold import build_hotcold, parse_where
+from objtier.experiments.compare_numa import (NumaCompareSettings, NumaRunRow, last_residency,
+                                              node_free_bytes, object_shares, parse_vmstat,
+                                              run_numa_compare, summarize_rows, vmstat_deltas)
+from objtier.experiments.numa_hotcold import build_hotcold, parse_where
 
 from .guest_helpers import guest_read
 

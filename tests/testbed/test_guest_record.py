@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from objtier.harness.numa_compare import GuestState, node_free_bytes
-from objtier.harness.numa_hotcold import build_hotcold, parse_where
+from objtier.experiments.compare_numa import GuestState, node_free_bytes
+from objtier.experiments.numa_hotcold import build_hotcold, parse_where
 from objtier.testbed.paths import repo_root
 from objtier.trace import open_trace
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from objtier.harness.measure import run_measured
-from objtier.harness.restore import Restorer
+from objtier.experiments.measure import run_measured
+from objtier.restore import Restorer
 from objtier.tiers.statflush import StatFlushReader
 
 STAT = "cache 0\nrss 4096\ninactive_anon 0\n" * 200   # larger than one short read

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from objtier.harness.measure import run_measured
+from objtier.experiments.measure import run_measured
 from objtier.tiers.swap import THP_SYSFS, SwapTier
 
 pytestmark = pytest.mark.root
@@ -80,7 +80,7 @@ def test_sigint_mid_run_restores_the_machine(compile_c, tmp_path):
     script.write_text(textwrap.dedent(f"""
         import sys
         from objtier.tiers.swap import THP_SYSFS, SwapTier
-        from objtier.harness.measure import run_measured
+        from objtier.experiments.measure import run_measured
         with SwapTier(32 << 20, name="objtier-sigint-test",
                       large_folio_bytes={(16 << 10) if HAS_16K_FOLIOS else None}) as tier:
             print("ready", flush=True)

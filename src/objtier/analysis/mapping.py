@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from objtier.trace.columns import column
+
 NEVER = np.iinfo(np.uint64).max  # t_end / end seq of a range that is never freed
 _TOP_SHIFT = 30                  # directory granule: 1 GiB
 _ADDR_BITS = 48                  # direct tables only when every address is below 2**48
@@ -53,23 +55,19 @@ class Ranges:
     obj: np.ndarray      # int64, index into the allocations table
 
 
-def _col(table: pa.Table, name: str, dtype) -> np.ndarray:
-    return table.column(name).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-
-
 def live_ranges(allocations: pa.Table, frees: pa.Table) -> Ranges:
     """Every object's live address ranges after applying whole frees and partial unmaps."""
-    a_pid = _col(allocations, "pid", np.uint32)
-    a_seq = _col(allocations, "seq", np.uint64)
-    a_time = _col(allocations, "time_ns", np.uint64)
-    a_addr = _col(allocations, "addr", np.uint64)
-    a_size = _col(allocations, "size", np.uint64)
+    a_pid = column(allocations, "pid", np.uint32)
+    a_seq = column(allocations, "seq", np.uint64)
+    a_time = column(allocations, "time_ns", np.uint64)
+    a_addr = column(allocations, "addr", np.uint64)
+    a_size = column(allocations, "size", np.uint64)
     n = len(a_pid)
-    f_pid = _col(frees, "pid", np.uint32)
-    f_seq = _col(frees, "seq", np.uint64)
-    f_time = _col(frees, "time_ns", np.uint64)
-    f_addr = _col(frees, "addr", np.uint64)
-    f_size = _col(frees, "size", np.uint64)
+    f_pid = column(frees, "pid", np.uint32)
+    f_seq = column(frees, "seq", np.uint64)
+    f_time = column(frees, "time_ns", np.uint64)
+    f_addr = column(frees, "addr", np.uint64)
+    f_size = column(frees, "size", np.uint64)
     whole = f_size == 0
 
     # Whole frees: sort allocs and frees together by (pid, addr, seq); a free matches the event
@@ -305,5 +303,19 @@ def _map_chunked(index: _PidIndex, addr: np.ndarray, t: np.ndarray, out: np.ndar
 def map_samples(allocations: pa.Table, frees: pa.Table, samples: pa.Table) -> np.ndarray:
     """Object index (row of `allocations`) per row of `samples`; -1 = no live object there."""
     index = ObjectIndex(allocations, frees)
-    return index.lookup(_col(samples, "pid", np.uint32), _col(samples, "addr", np.uint64),
-                        _col(samples, "time_ns", np.uint64))
+    return index.lookup(column(samples, "pid", np.uint32), column(samples, "addr", np.uint64),
+                        column(samples, "time_ns", np.uint64))
+
+
+def sample_objects(trace) -> np.ndarray:
+    """Object index per row of trace.samples (-1 = outside every object); cached on the trace."""
+    cached = getattr(trace, "_objtier_sample_objects", None)
+    if cached is not None:
+        return cached
+    index = ObjectIndex(trace.allocations, trace.frees)
+    samples = trace.samples
+    mapped = index.lookup(column(samples, "pid", np.uint32), column(samples, "addr", np.uint64),
+                          column(samples, "time_ns", np.uint64))
+    trace._objtier_sample_objects = mapped
+    trace._objtier_ranges = index.ranges
+    return mapped

@@ -44,76 +44,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.mapping import NEVER, ObjectIndex
+from objtier.analysis.mapping import NEVER, ObjectIndex, sample_objects
 from objtier.analysis.sweeps import sequential_shares
+from objtier.trace.columns import (CACHE_LEVELS, FAST_LEVELS, SLOW_LEVELS, column,
+                                   distinct_counts, level_mask, page_shift, trace_end_ns)
 from objtier.trace.format import SOURCE_FAULT
 
 MIB = 1 << 20
 NODE_UNKNOWN = 0xFFFF
-# ot_mem_level groups (trace_format.h enum ot_mem_level)
-CACHE_LEVELS = (1, 2, 3, 4)      # L1, LFB, L2, L3
-FAST_LEVELS = (5, 10)            # local DRAM, uncached
-SLOW_LEVELS = (6, 7, 8, 9)       # remote DRAM, PMEM, CXL, swap
-MEMORY_LEVELS = FAST_LEVELS + SLOW_LEVELS
-_PAGE_BITS = 36                  # page numbers of 48-bit addresses fit in 36 bits
-
-
-def column(table: pa.Table, name: str, dtype=None) -> np.ndarray:
-    """A column as numpy (nulls not expected); dtype converts."""
-    array = table.column(name).to_numpy(zero_copy_only=False)
-    return array if dtype is None else array.astype(dtype, copy=False)
-
-
-def distinct_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct values of an int64 array and how often each occurs. Sort-based: numpy's
-    hash-based unique degrades badly on structured keys such as object * span + page."""
-    if not len(keys):
-        return keys[:0], np.zeros(0, dtype=np.int64)
-    ordered = np.sort(keys, kind="stable")
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    counts = np.diff(np.append(starts, len(ordered)))
-    return ordered[starts], counts
-
-
-def level_mask(level: np.ndarray, levels: tuple[int, ...]) -> np.ndarray:
-    """level in levels, for uint8 levels, through a 256-entry table (np.isin would sort)."""
-    table = np.zeros(256, dtype=bool)
-    table[list(levels)] = True
-    return table[level]
-
-
-def sample_objects(trace) -> np.ndarray:
-    """Object index per row of trace.samples (-1 = outside every object); cached on the trace."""
-    cached = getattr(trace, "_objtier_sample_objects", None)
-    if cached is not None:
-        return cached
-    index = ObjectIndex(trace.allocations, trace.frees)
-    samples = trace.samples
-    mapped = index.lookup(column(samples, "pid", np.uint32), column(samples, "addr", np.uint64),
-                          column(samples, "time_ns", np.uint64))
-    trace._objtier_sample_objects = mapped
-    trace._objtier_ranges = index.ranges
-    return mapped
-
-
-def page_shift(trace) -> int:
-    sizes = {p.page_bytes for p in trace.processes if p.page_bytes}
-    page = min(sizes) if sizes else 4096
-    return max(int(page).bit_length() - 1, 0)
-
-
-def trace_end_ns(trace) -> int:
-    """Latest time seen in any table of the trace (ns)."""
-    ends = [int(trace.start_ns)]
-    for table in (trace.allocations, trace.frees, trace.samples):
-        if table.num_rows:
-            ends.append(int(column(table, "time_ns").max()))
-    try:
-        if trace.ends.num_rows:
-            ends.append(int(column(trace.ends, "time_ns").max()))
-    except AttributeError:
-        pass
-    return max(ends)
 
 
 def _context_columns(trace, pids: np.ndarray, contexts: np.ndarray, labels: bool):

@@ -15,7 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import column, page_shift, sample_objects
+from objtier.analysis.mapping import sample_objects
+from objtier.analysis.objects import object_table
+from objtier.analysis.phases import sample_phases
+from objtier.trace.columns import column, page_shift
 
 COLUMNS = ("object", "page", "samples")
 
@@ -28,8 +31,6 @@ def page_samples(trace, phases: list[str] | None = None) -> pa.Table:
     mapped = sample_objects(trace)
     hit = mapped >= 0
     if phases is not None:
-        from objtier.analysis.phases import sample_phases
-
         hit &= np.isin(sample_phases(trace), list(phases))
     if not hit.any():
         return pa.table({"object": pa.array([], pa.int64()), "page": pa.array([], pa.int64()),
@@ -64,8 +65,6 @@ def merged_page_samples(traces: list, phases: list[str] | None = None) -> pa.Tab
     occurrence and size (objects it cannot be matched to, or of unknown context, are left
     out). More recordings give each page more armed windows, hence counts that separate pages
     re-used often from pages re-used seldom. phases: as for page_samples."""
-    from objtier.analysis.objects import object_table
-
     def identities(trace) -> list[tuple]:
         table = object_table(trace, labels=False)
         return list(zip(table.column("context_key").to_pylist(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import distinct_counts, level_mask, CACHE_LEVELS, column, page_shift
+from objtier.trace.columns import CACHE_LEVELS, column, distinct_counts, level_mask, page_shift
 
 
 def outside_cache_mask(samples: pa.Table) -> np.ndarray:

@@ -29,8 +29,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import sample_objects, trace_end_ns
+from objtier.analysis.mapping import sample_objects
 from objtier.errors import UsageError
+from objtier.trace.columns import trace_end_ns
 
 ROOT = "*"
 PHASE_ENTER = 1  # OT_PHASE_ENTER in trace_format.h

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from objtier.analysis.phases import sample_phases
+from objtier.trace.columns import column, page_shift
+
 MIN_STEPS = 32      # successive-sample pairs below which an object's share is unknown (NaN)
 MAX_STEP_PAGES = 4  # a forward step of 1..MAX_STEP_PAGES pages counts as sweeping
 
@@ -62,16 +65,12 @@ def forward_step_share(obj: np.ndarray, tid: np.ndarray, time_ns: np.ndarray, pa
 def sequential_shares(trace, mapped: np.ndarray) -> np.ndarray:
     """forward_step_share for every allocation row of a trace (mapped = sample_objects(trace)),
     grouped by phase when the trace has phase markers."""
-    from objtier.analysis.objects import column, page_shift
-
     n = trace.allocations.num_rows
     hit = mapped >= 0
     if not hit.any():
         return np.full(n, np.nan)
     samples = trace.samples
     if trace.phases.num_rows:
-        from objtier.analysis.phases import sample_phases
-
         _, group = np.unique(sample_phases(trace)[hit], return_inverse=True)
     else:
         group = np.zeros(int(hit.sum()), dtype=np.int64)

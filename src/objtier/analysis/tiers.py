@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import level_mask, FAST_LEVELS, SLOW_LEVELS, column
+from objtier.trace.columns import FAST_LEVELS, SLOW_LEVELS, column, level_mask
 
 LEVEL_NAMES = {0: "unknown", 1: "L1", 2: "LFB", 3: "L2", 4: "L3", 5: "DRAM", 6: "remote DRAM",
                7: "PMEM", 8: "CXL", 9: "swap", 10: "uncached"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import column
+from objtier.trace.columns import column
 
 
 def live_bytes(objects: pa.Table, start_ns: int) -> tuple[np.ndarray, np.ndarray]:

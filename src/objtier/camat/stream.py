@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from objtier.analysis.mapping import ObjectIndex
-from objtier.analysis.objects import column, object_labels
+from objtier.analysis.objects import object_labels
 from objtier.camat.model import ACCESS_DTYPE, WRITE
 from objtier.errors import TraceError
+from objtier.trace.columns import column
 from objtier.trace.format import ACCESS_WRITE
 from objtier.trace.symbolize import symbolize
 

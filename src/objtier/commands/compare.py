@@ -1,4 +1,6 @@
-"""`objtier compare`: kernel reclaim alone vs an objtier plan, side by side, on the swap tier."""
+"""`objtier compare`: the kernel alone vs an objtier plan, side by side: on the swap tier
+(objtier.experiments.compare_swap) or, with --tier numa, in the two-node guest
+(objtier.experiments.compare_numa). This module reads the options and prints the tables."""
 
 from __future__ import annotations
 
@@ -78,10 +80,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--force", action="store_true",
                         help="replace an earlier comparison in the output directory")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the table")
-    from objtier.harness.numa_compare import add_numa_arguments
     add_numa_arguments(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to compare")
+
+
+def add_numa_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `objtier compare` that only the NUMA tier reads."""
+    group = parser.add_argument_group("--tier numa (in the two-node guest)")
+    group.add_argument("--fast-nodes", default=None, metavar="LIST",
+                       help="fast NUMA nodes (default: detected from memory tiers, HMAT, CPUs)")
+    group.add_argument("--slow-nodes", default=None, metavar="LIST",
+                       help="slow NUMA nodes (default: detected)")
+    group.add_argument("--fast-reserve", default=None, metavar="SIZE",
+                       help="hold SIZE of hugetlb pages on the fast nodes during the experiment, "
+                       "so that a small program overflows them")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -101,7 +114,7 @@ def print_table(result) -> None:
     from objtier.units import format_bytes
 
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 150)
-    from objtier.harness.results import survival_text
+    from objtier.experiments.results import survival_text
 
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)
     table = Table(title="objtier compare: per run and medians")
@@ -154,7 +167,7 @@ def print_table(result) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.harness.compare import CompareSettings, run_compare
+    from objtier.experiments.compare_swap import CompareSettings, run_compare
     from objtier.record.launch import resolve_command
     from objtier.units import parse_size
 
@@ -180,12 +193,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--profiles applies to --tier swap only")
         if args.phases:
             raise UsageError("--phases applies to --tier swap only")
-        from objtier.harness.numa_compare import run_from_args
-        return run_from_args(args, command)
-    from objtier.harness.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
+        return run_numa(args, command)
+    from objtier.record.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
     from objtier.plan import NEEDS_PAGE_SAMPLES
 
-    from objtier.harness.compare import check_stat_flush
+    from objtier.experiments.compare_swap import check_stat_flush
     from objtier.tiers.statflush import DEFAULT_PERIOD_MS
 
     stat_flush = DEFAULT_PERIOD_MS if args.stat_flush is None else args.stat_flush
@@ -212,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             sys.stderr.write(f"objtier compare: {text}\n")
 
-    from objtier.harness.compare import NO_FLUSH_WARNING
+    from objtier.experiments.compare_swap import NO_FLUSH_WARNING
 
     if not stat_flush:   # said before the long runs, not after them
         sys.stderr.write(f"objtier compare: warning: {NO_FLUSH_WARNING}\n")
@@ -223,8 +235,53 @@ def run(args: argparse.Namespace) -> int:
     print_table(result)
     out = settings.output
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
-    from objtier.harness.results import run_warnings
+    from objtier.experiments.results import run_warnings
 
     for warning in run_warnings(result.rows):   # also in summary.json's warnings
         sys.stderr.write(f"objtier compare: warning: {warning}\n")
     return 0
+
+
+def run_numa(args: argparse.Namespace, command: list[str]) -> int:
+    """`objtier compare --tier numa`: --local is PCT of the fast nodes' free memory or SIZE."""
+    from objtier.experiments.compare_numa import NumaCompareSettings, run_numa_compare
+    from objtier.units import parse_size
+
+    local = args.local
+    settings = NumaCompareSettings(
+        local=local, repeat=args.repeat, algo=args.algo,
+        sampler="fault" if args.sampler == "auto" else args.sampler, rate=args.rate,
+        fast_nodes=getattr(args, "fast_nodes", None), slow_nodes=getattr(args, "slow_nodes", None),
+        fast_reserve=(parse_size(args.fast_reserve, "--fast-reserve")
+                      if getattr(args, "fast_reserve", None) else 0),
+        timeout_s=args.timeout or 900.0, output=Path(args.output), force=args.force)
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(f"objtier compare: {text}\n")
+
+    result = run_numa_compare(command, settings, say=say)
+    for warning in result.warnings:
+        sys.stderr.write(f"objtier compare: warning: {warning}\n")
+    print_numa_table(result)
+    out = settings.output
+    print(f"wrote {out / 'compare.csv'}, {out / 'objects.csv'} and {out / 'summary.json'}")
+    return 0
+
+
+def print_numa_table(result) -> None:
+    """The NUMA comparison's runs and per-object slow shares (a NumaCompareResult)."""
+    def fmt(v: Any) -> str:
+        return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
+
+    print(f"{'run':>4} {'config':8} {'rc':>3} {'wall s':>8} {'FoM':>9} {'hint flt':>9} "
+          f"{'promoted':>9} {'demoted':>9} {'slow share':>10}")
+    for r in result.rows:
+        print(f"{r.order:>4} {r.config:8} {r.returncode:>3} {fmt(r.wall_s):>8} "
+              f"{fmt(r.fom_value):>9} {fmt(r.numa_hint_faults):>9} "
+              f"{fmt(r.pgpromote_success):>9} {fmt(r.pgdemote):>9} {fmt(r.slow_share):>10}")
+    print("slow-node share per object (median over runs):")
+    for key, o in result.summary["objects"].items():
+        print(f"  {o['label'][:48] or key:48} {o['size'] >> 20:>6} MiB  planned {o['planned']:9}"
+              f" kernel {fmt(o.get('kernel_slow_share'))}  objtier "
+              f"{fmt(o.get('objtier_slow_share'))}")

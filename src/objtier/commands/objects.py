@@ -1,7 +1,7 @@
 """`objtier objects run.otr [--sort density|samples|size] [--top N]`: the objects table.
 
 A recording made with --sampler trace shows exact loads, stores and LLC-model misses per
-object and per calling context (analysis.view decides which table a recording shows)."""
+object and per calling context (objects_view decides which table a recording shows)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from objtier.console import make_console
 
-    from objtier.analysis.view import objects_view
+    from objtier.objects_view import objects_view
     from objtier.report.summary import contexts_rich_table, objects_rich_table
     from objtier.trace import open_trace
 
@@ -40,7 +40,7 @@ def run(args) -> int:
         console.print(contexts_rich_table(contexts, args.top))
     console.print(view.outside_line)
     if not args.no_symbols:
-        from objtier.analysis.view import missing_line_note
+        from objtier.objects_view import missing_line_note
 
         note = missing_line_note(trace, view.table)
         if note:

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from objtier import bounds as B
-from objtier.errors import EnvironmentProblem, TraceError, UsageError
+from objtier.errors import UsageError
 
 NAME = "plan"
 HELP = "choose which objects go to fast memory (whole, split, per phase) and write a plan"
 
-DEFAULT_PAGE_BYTES = 4096
 PAGE_BYTES_MAX = 1 << 30   # the largest page a placement can be planned in (1 GiB huge page)
 EXPONENT_MAX = 16.0        # halving's exponents: beyond this accesses^alpha overflows doubles
 
@@ -110,31 +109,17 @@ def _read_table_file(path: Path) -> Any:
     raise UsageError(f"{path}: expected a recording directory, a .parquet or a .csv file")
 
 
-def _trace_exe(trace: Any, table: Any) -> str | None:
-    """The traced program: the exe of the process whose objects have the most accesses
-    (a wrapper shell or launcher has few), else of the first process that names one."""
-    processes = [p for p in getattr(trace, "processes", None) or [] if getattr(p, "exe", "")]
-    if not processes:
-        return None
-    if "pid" in getattr(table, "column_names", ()) and len(processes) > 1:
-        pid = table.column("pid").to_numpy(zero_copy_only=False)
-        acc = table.column("accesses").to_numpy(zero_copy_only=False)
-        by_pid = {p.pid: float(acc[pid == p.pid].sum()) for p in processes}
-        return str(max(processes, key=lambda p: by_pid[p.pid]).exe)
-    return str(processes[0].exe)
+def _profile(args: argparse.Namespace):
+    """The planning.Profile of the input: a recording (the first and, for an algorithm that
+    counts samples per page, any further ones of the same program) or an object table."""
+    from objtier import planning
+    from objtier.plan import NEEDS_PAGE_SAMPLES
 
-
-def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any]:
-    """(object table, phase table, phase accesses, exe, page_bytes, recordings or None) from
-    the input; the recordings (the first and any further ones of the same program) only for
-    a recording planned with an algorithm that counts samples per page (NEEDS_PAGE_SAMPLES)."""
     path = Path(args.input[0])
     for given in args.input:
         if not Path(given).exists():
             raise UsageError(f"{given} does not exist")
     more = [Path(p) for p in args.input[1:]]
-    from objtier.plan import NEEDS_PAGE_SAMPLES
-
     if more and args.algo not in NEEDS_PAGE_SAMPLES:
         raise UsageError(f"several inputs are summed per page for --algo "
                          f"{'/'.join(sorted(NEEDS_PAGE_SAMPLES))} only; "
@@ -149,54 +134,11 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
                                  "--phase-accesses")
             phases = _read_table_file(Path(args.phase_table))
             accesses = _read_table_file(Path(args.phase_accesses))
-        return _read_table_file(path), phases, accesses, args.exe, DEFAULT_PAGE_BYTES, None
-    try:
-        from objtier.analysis.view import objects_view
-        from objtier.trace import open_trace
-    except ImportError:
-        raise EnvironmentProblem("this objtier cannot read recordings yet (objtier.trace / "
-                                 "objtier.analysis.objects missing); pass an object table "
-                                 "(.parquet or .csv) instead") from None
-    trace = open_trace(path)
-    phases = accesses = None
-    view = objects_view(trace)   # exact counts for a --sampler trace recording
-    table = view.table
-    if view.exact:
-        from objtier.exact.phases import phase_tables
-
-        if args.phases:
-            phases, accesses = phase_tables(trace, min_ns=int(args.min_phase_ms * 1e6),
-                                            similarity=args.similarity)
-    else:
-        if args.phases:
-            from objtier.analysis.phases import phase_accesses, phase_table
-
-            # in the table's unit (estimated touches for the fault sampler)
-            accesses = phase_accesses(trace, table.column("accesses").to_numpy())
-            phases = phase_table(trace)
-    pages = [p.page_bytes for p in getattr(trace, "processes", []) if p.page_bytes]
-    page = min(pages) if pages else DEFAULT_PAGE_BYTES
-    exe = args.exe or _trace_exe(trace, table)
-    traces = [trace] + _same_program(more, exe) if args.algo in NEEDS_PAGE_SAMPLES else None
-    return table, phases, accesses, exe, page, traces
-
-
-def _same_program(paths: list[Path], exe: str | None) -> list[Any]:
-    """The further recordings, opened; each must have recorded the first one's program (its
-    objects are matched to the first's by allocation context, which another binary does not
-    share)."""
-    from objtier.analysis.objects import object_table
-    from objtier.trace import open_trace
-
-    traces = []
-    for path in paths:
-        trace = open_trace(path)
-        other = _trace_exe(trace, object_table(trace, labels=False))
-        if exe and other and Path(other).name != Path(exe).name:
-            raise UsageError(f"{path} recorded {other}, not {exe}: several recordings must be "
-                             f"of one program")
-        traces.append(trace)
-    return traces
+        return planning.Profile(_read_table_file(path), exe=args.exe, source=str(path),
+                                executions=phases, phase_accesses=accesses)
+    return planning.read_recordings([path] + more, phases=args.phases, exe=args.exe,
+                                    min_phase_ns=int(args.min_phase_ms * 1e6),
+                                    similarity=args.similarity)
 
 
 def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: int,
@@ -253,69 +195,33 @@ def _with_sensitivity(args: argparse.Namespace, objects: Any) -> tuple[Any, list
 
 def run(args: argparse.Namespace) -> int:
     from objtier import plan as planner
+    from objtier.planning import make_plan, write_plan_files
 
     params = _params(args)
-    raw, phases, accesses, exe, page, traces = _load(args)
-    merge_params = None
-    if args.algo in planner.NEEDS_PAGE_SAMPLES:
-        if traces is None:
-            raise UsageError(f"--algo {args.algo} needs a recording (samples per page), not an "
-                             f"object table")
-        params["backfill"] = not args.no_backfill
-        if args.phases:  # every phase's plan ranks the pages in one order (phase_page_order)
-            from objtier.analysis.page_samples import phase_page_order
-
-            def merge_params(merged) -> dict[str, Any]:
-                return {"page_samples": phase_page_order(traces, merged)}
-        else:
-            from objtier.analysis.page_samples import merged_page_samples
-
-            params["page_samples"] = merged_page_samples(traces)
-    objects, measured_notes = _with_sensitivity(args, planner.object_table(raw))
-    page = args.page_bytes or page
+    profile = _profile(args)
+    # a --sensitivity table re-weights the objects every placement below reads (cached)
+    profile.objects, measured_notes = _with_sensitivity(args, profile.objects)
     peak = B.parse_bytes(args.footprint, "--footprint", 1) if args.footprint else None
-    foot = planner.footprint(objects.size, objects.alloc_ns, objects.free_ns, peak)
-    budget = planner.parse_budget(args.fast, foot)
-    if args.no_lifetimes:
-        # lifetimes still set the footprint of a percentage budget (above), as before
-        from dataclasses import replace
-        objects = replace(objects, alloc_ns=None, free_ns=None)
-    algo = planner.algorithm(args.algo)
-    if args.phases:
-        if phases is None:
-            raise TraceError(f"{args.input[0]} has no phases")
-        result: Any = planner.plan_phases(
-            objects, phases, accesses, algo, budget.bytes, page,
-            min_duration_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
-            hint_budget=args.hint_budget, merge_params=merge_params, **params)
-        if args.no_backfill:
-            result.placements.update({name: planner.without_backfill(objects, placed)
-                                      for name, placed in result.placements.items()})
-        placements = result.placements
-    else:
-        result = algo(objects, budget.bytes, page, **params)
-        if args.no_backfill:
-            result = planner.without_backfill(objects, result)
-        placements = {planner.ROOT: result}
-    binary = planner.identity(exe) if exe else None
-    plan = planner.build_plan(objects, result, budget, binary, source=" ".join(args.input) + (
-        f" --sensitivity {args.sensitivity}" if args.sensitivity else ""))
+    budget = planner.parse_budget(args.fast, profile.footprint_bytes(peak))
+    made = make_plan(profile, args.algo, budget, phases=args.phases,
+                     backfill=not args.no_backfill, lifetimes=not args.no_lifetimes,
+                     page_bytes=args.page_bytes, params=params,
+                     min_phase_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
+                     hint_budget=args.hint_budget, source=" ".join(args.input) + (
+                         f" --sensitivity {args.sensitivity}" if args.sensitivity else ""))
+    plan, exe = made.plan, profile.exe
     plan["warnings"].extend(measured_notes)
-    if binary and binary["size"] is None:
+    if plan["binary"]["path"] and plan["binary"]["size"] is None:
         plan["warnings"].append(f"the program's binary {exe} is not on this machine: the plan "
                                 f"has no build-id to check against")
     if not exe:
         plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
                                 "cannot be checked against the binary it is used with")
     if args.dynamic:
-        _add_schedule(args, plan, budget.bytes, page)
+        _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
     elif args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1:
         raise UsageError("--window-ms, --min-accesses and --reserve apply to --dynamic only")
-    planner.write_plan(plan, args.output)
-    if args.text:
-        from objtier.outputs import write_private
-
-        write_private(args.text, planner.to_text(plan), "text plan")
+    write_plan_files(plan, args.output, args.text)
 
     if args.dynamic:
         section = plan["dynamic"]
@@ -328,8 +234,9 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"objtier plan: warning: {warning}\n")
         return 0
 
-    from objtier.analysis.view import accesses_basis
+    from objtier.objects_view import accesses_basis
     from objtier.plan.explain import explain, explain_phases, summary_line
+    raw = profile.table
     basis = accesses_basis(raw)
     loads_stores = None
     if "loads" in raw.column_names and "stores" in raw.column_names:   # exact counts
@@ -337,11 +244,11 @@ def run(args: argparse.Namespace) -> int:
             *(raw.column(c).to_pylist() for c in ("object", "loads", "stores")))}
     if args.explain:
         if args.phases:
-            explain_phases(result.merge)
-        for phase, placement in placements.items():
-            explain(objects, placement, phase if args.phases else None, args.explain_rows,
+            explain_phases(made.result.merge)
+        for phase, placement in made.placements.items():
+            explain(made.objects, placement, phase if args.phases else None, args.explain_rows,
                     basis=basis, loads_stores=loads_stores)
-    for phase, placement in placements.items():
+    for phase, placement in made.placements.items():
         print(summary_line(placement, phase if args.phases else None, basis))
     print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
     for warning in plan["warnings"]:

@@ -114,7 +114,7 @@ def sampler_swap(sampler: str, say):
     if not needs_temporary_swap(sampler):
         yield
         return
-    from objtier.harness.restore import Restorer
+    from objtier.restore import Restorer
     from objtier.tiers.swap import ZramSwap
 
     with Restorer() as restorer:

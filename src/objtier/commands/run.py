@@ -76,7 +76,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.harness import dynamic_run, enforce
+    from objtier.record import dynamic_run, enforce
     from objtier.plan import load_plan, to_text
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
     from objtier.outputs import write_private

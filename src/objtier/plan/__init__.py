@@ -14,7 +14,7 @@ from typing import Callable
 from objtier.errors import UsageError
 from objtier.plan.backfill import without_backfill
 from objtier.plan.binary import build_id, check_plan_binary, identity
-from objtier.plan.budget import Budget, footprint, parse_budget, parse_size, peak_live_bytes
+from objtier.plan.budget import Budget, footprint, parse_budget, peak_live_bytes
 from objtier.plan.exact import exact
 from objtier.plan.greedy import rank, reuse, spill
 from objtier.plan.halving import halving
@@ -45,7 +45,7 @@ __all__ = [
     "ALGORITHMS", "Budget", "NEEDS_PAGE_SAMPLES", "ObjectTable", "PhaseMerge", "PhasePlacement",
     "PhaseTable", "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan",
     "check_plan_binary", "exact", "footprint", "halving", "identity", "load_plan", "merge_phases",
-    "object_table", "pages", "parse_budget", "parse_size", "parse_text", "peak_live_bytes",
+    "object_table", "pages", "parse_budget", "parse_text", "peak_live_bytes",
     "phase_spans", "phase_table", "plan_phases", "rank", "reuse", "spill", "to_text", "unlocked_live_bytes",
     "validate_plan",
     "without_backfill", "write_plan",

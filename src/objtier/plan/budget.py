@@ -1,7 +1,7 @@
 """The fast-tier budget: "8G", "1.5GiB", "4096" (bytes) or "70%" of the footprint.
 
-Size suffixes are binary, as in memory cgroup limits and the kernel's memparse: K = KB = KiB =
-1024 bytes, M = 2^20, G = 2^30, T = 2^40 (case-insensitive, an optional "B" and "i"). A
+Sizes are units.parse_size's: binary suffixes, as in memory cgroup limits and the kernel's
+memparse (K = KB = KiB = 1024 bytes, M, G, T, P; case-insensitive). A
 percentage is of the footprint: the peak of live bytes when the object table has lifetimes,
 else the sum of object sizes.
 """
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from objtier.errors import UsageError
+from objtier.units import parse_size
 
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
 _PCT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
 
 
@@ -28,15 +27,6 @@ class Budget:
     given: str            # the user's text, e.g. "8G" or "70%"
     percent: float | None # the percentage when given as PCT, else None
     footprint_bytes: int  # the footprint PCT refers to (0 when unknown and not needed)
-
-
-def parse_size(text: str) -> int:
-    """Bytes of a SIZE string ("512M", "8G", "1.5GiB", "4096"); UsageError otherwise."""
-    match = _SIZE.match(text or "")
-    if not match or ("i" in match.group(3).lower() and not match.group(2)):
-        raise UsageError(f"bad size {text!r}: expected bytes or a number with K, M, G or T "
-                         f"(e.g. 512M, 8G, 1.5GiB)")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
 def parse_budget(text: str, footprint_bytes: int) -> Budget:

@@ -1,5 +1,5 @@
 """One recording: run a program under the runtime with a counters timeline, into a directory.
-Used by `objtier record` and by the experiment harness."""
+Used by `objtier record` and by the experiments (objtier.experiments)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from objtier.errors import UsageError
 from objtier.record.counters import CountersCollector
 from objtier.record.launch import run_program, runtime_env
+from objtier.runtime_settings import runtime_env as settings_env
 
 
 @dataclass
@@ -23,7 +24,7 @@ class RecordSettings:
     follow_forks: bool = False
     trace_limit: int = 0            # trace sampler: full address trace records (0 = none)
     llc: tuple[int, int, int] | None = None  # trace sampler: cache model (bytes, ways, line)
-    extra_env: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)  # more OBJTIER_* settings
 
     def validate(self) -> None:
         """The runtime's bounds (native/runtime/core/config.c), checked before the program starts:
@@ -47,18 +48,15 @@ class RecordSettings:
                                  f"({self.llc[2]} bytes)")
 
     def runtime_settings(self, output: Path) -> dict[str, str]:
-        return {
-            "OBJTIER_OUTPUT": str(output.resolve()),
-            "OBJTIER_SAMPLER": self.sampler,
-            "OBJTIER_RATE": str(self.rate),
-            "OBJTIER_MIN_SIZE": str(self.min_size),
-            "OBJTIER_STACK_DEPTH": str(self.stack_depth),
-            "OBJTIER_FOLLOW_FORKS": "1" if self.follow_forks else "0",
-            **({"OBJTIER_TRACE_LIMIT": str(self.trace_limit)} if self.trace_limit else {}),
-            **({"OBJTIER_LLC_BYTES": str(self.llc[0]), "OBJTIER_LLC_WAYS": str(self.llc[1]),
-                "OBJTIER_LLC_LINE": str(self.llc[2])} if self.llc else {}),
-            **self.extra_env,
-        }
+        """The recording's OBJTIER_* environment, built and checked by the one settings table
+        (objtier.runtime_settings); extra_env's "OBJTIER_<NAME>" entries are settings too."""
+        llc = dict(zip(("llc_bytes", "llc_ways", "llc_line"), self.llc or ()))
+        extra = {name.removeprefix("OBJTIER_").lower(): value
+                 for name, value in self.extra_env.items()}
+        return settings_env(output=output.resolve(), sampler=self.sampler, rate=self.rate,
+                            min_size=self.min_size, stack_depth=self.stack_depth,
+                            follow_forks=self.follow_forks, trace_limit=self.trace_limit or None,
+                            **llc, **extra)
 
 
 def prepare_output(output: Path, force: bool) -> None:

@@ -21,9 +21,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from objtier.analysis import pages, tiers, timeline
-from objtier.analysis.objects import page_shift, sample_objects, trace_end_ns
-from objtier.analysis.view import ObjectsView, figure_kind, object_stacks, objects_view
+from objtier.analysis.mapping import sample_objects
+from objtier.objects_view import ObjectsView, figure_kind, object_stacks, objects_view
 from objtier.report import figures as F
+from objtier.trace.columns import page_shift, trace_end_ns
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -110,7 +111,7 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
         if table is not None:
             report.tables[name] = table
     if labels:
-        from objtier.analysis.view import missing_line_note
+        from objtier.objects_view import missing_line_note
 
         note = missing_line_note(trace, objects)
         if note:

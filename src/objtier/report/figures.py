@@ -16,7 +16,7 @@ import pyarrow as pa
 from plotly.subplots import make_subplots
 
 from objtier.analysis import tiers, timeline
-from objtier.analysis.objects import FAST_LEVELS, column, level_mask
+from objtier.trace.columns import FAST_LEVELS, column, level_mask
 
 MAX_POINTS = 200_000   # scatter plots are thinned to at most this many points (every k-th)
 TITLE_WIDTH = 90       # characters per title line

@@ -20,12 +20,9 @@ from typing import Iterator
 import numpy as np
 
 from objtier.sim.engine import EV_ACCESS, EV_ALLOC, EV_FREE, EVENT, NO_OBJ
+from objtier.trace.columns import column
 
 CHUNK_SAMPLES = 1 << 20  # samples per chunk handed to the core
-
-
-def _col(table, name: str, dtype) -> np.ndarray:
-    return table.column(name).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
 
 @dataclass
@@ -96,18 +93,18 @@ def _sorted(ev: np.ndarray) -> np.ndarray:
 def from_tables(allocations, frees, samples, start_ns: int | None = None,
                 default_weight: int = 1) -> EventSource:
     """Build the event source from the trace's pyarrow tables."""
-    a_pid = _col(allocations, "pid", np.uint32)
-    a_seq = _col(allocations, "seq", np.uint64)
-    a_time = _col(allocations, "time_ns", np.uint64)
-    a_addr = _col(allocations, "addr", np.uint64)
-    a_size = _col(allocations, "size", np.uint64)
-    f_pid = _col(frees, "pid", np.uint32)
-    f_seq = _col(frees, "seq", np.uint64)
-    f_time = _col(frees, "time_ns", np.uint64)
-    f_addr = _col(frees, "addr", np.uint64)
-    f_size = _col(frees, "size", np.uint64)
-    s_pid = _col(samples, "pid", np.uint32)
-    s_time = _col(samples, "time_ns", np.uint64)
+    a_pid = column(allocations, "pid", np.uint32)
+    a_seq = column(allocations, "seq", np.uint64)
+    a_time = column(allocations, "time_ns", np.uint64)
+    a_addr = column(allocations, "addr", np.uint64)
+    a_size = column(allocations, "size", np.uint64)
+    f_pid = column(frees, "pid", np.uint32)
+    f_seq = column(frees, "seq", np.uint64)
+    f_time = column(frees, "time_ns", np.uint64)
+    f_addr = column(frees, "addr", np.uint64)
+    f_size = column(frees, "size", np.uint64)
+    s_pid = column(samples, "pid", np.uint32)
+    s_time = column(samples, "time_ns", np.uint64)
     n = len(a_pid)
     if n >= NO_OBJ:
         from objtier.errors import TraceError
@@ -148,11 +145,11 @@ def from_tables(allocations, frees, samples, start_ns: int | None = None,
 
     sample_ev = np.zeros(len(s_pid), dtype=EVENT)
     sample_ev["time_ns"] = s_time
-    sample_ev["addr"] = _col(samples, "addr", np.uint64)
-    weight = _col(samples, "weight", np.uint64)
+    sample_ev["addr"] = column(samples, "addr", np.uint64)
+    weight = column(samples, "weight", np.uint64)
     sample_ev["size"] = np.where(weight == 0, np.uint64(max(default_weight, 1)), weight)
     sample_ev["space"] = space(s_pid)
-    sample_ev["flags"] = _col(samples, "flags", np.uint16)
+    sample_ev["flags"] = column(samples, "flags", np.uint16)
     obj = np.full(len(s_pid), -1, dtype=np.int64)
     if len(s_pid) and n:
         # the object each sample falls in: lets the core find the page in the object's page

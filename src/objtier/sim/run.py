@@ -178,7 +178,7 @@ def check_driver_memory(samples: int, policies: list[str], held: int = 0) -> Non
     """A clear error instead of the kernel's OOM killer when the trace cannot fit. held: bytes
     of it already in memory (the samples table, which MemAvailable no longer counts)."""
     from objtier.errors import EnvironmentProblem
-    from objtier.machine import meminfo_bytes
+    from objtier.procfs import meminfo_bytes
 
     need, available = driver_memory_bytes(samples, policies), meminfo_bytes("MemAvailable")
     if available is not None and need - held > available:

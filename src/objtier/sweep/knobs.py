@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from objtier.errors import EnvironmentProblem, UsageError
-from objtier.harness.restore import Restorer
+from objtier.restore import Restorer
 
 REAL, EMULATED, SIMULATED = "real", "emulated", "simulated"
 THREADS_PLACEHOLDER = "{threads}"
@@ -166,7 +166,7 @@ class LocalKnob(Knob):
         return f"{value:g}%"
 
     def prepare(self, command, say):
-        from objtier.harness.compare import measure_footprint, preflight
+        from objtier.experiments.compare_swap import measure_footprint, preflight
         from objtier.tiers.swap import SwapTier
 
         preflight(self.options.swap)
@@ -656,22 +656,45 @@ class SlowShareKnob(Knob):
         yield LevelSetup(command, env, preexec=apply, applied=text)
 
 
+SIM_POLICY = "first-touch"     # the simulated knob's placement policy
+
+
+class SimKnob(Knob):
+    """A slow tier m times slower than the fast one, predicted by the simulator from a
+    recording (the prediction: sweep/simknob.py)."""
+
+    name = "sim"
+    kind = SIMULATED
+    descending = False
+
+    def __init__(self, levels, options):
+        super().__init__(levels, options)
+        if options.recording is None:
+            raise UsageError("--knob sim needs --recording RUN.otr (a recording to simulate)")
+
+    def check(self, value):
+        if not 1 <= value <= 1000:
+            return "a slow-tier multiplier is from 1 (as fast as the fast tier) to 1000"
+        return None
+
+    def label(self, value):
+        return f"x{value:g}"
+
+    def describe(self):
+        return {"recording": str(self.options.recording), "preset": self.options.sim_preset,
+                "fast": self.options.sim_fast, "policy": SIM_POLICY}
+
+
 # ---------------------------------------------------------------------------------------------
 KNOBS: dict[str, type[Knob]] = {k.name: k for k in (LocalKnob, ThreadsKnob, BanditKnob, MbaKnob,
-                                                    SlowShareKnob)}
-
-
-def register(knob: type[Knob]) -> None:
-    KNOBS[knob.name] = knob
+                                                    SlowShareKnob, SimKnob)}
 
 
 def make_knob(name: str, levels: list[float], options: KnobOptions) -> Knob:
     """The knob called name with its levels checked; UsageError for an unknown knob."""
-    if name == "sim" and "sim" not in KNOBS:
-        from objtier.sweep import simknob  # noqa: F401  (registers itself)
     try:
         cls = KNOBS[name]
     except KeyError:
-        known = sorted(set(KNOBS) | {"sim"})
+        known = sorted(KNOBS)
         raise UsageError(f"unknown knob {name!r} (one of {', '.join(known)})") from None
     return cls(levels, options)

@@ -57,6 +57,15 @@ class RunRecord:
 
 
 @dataclass
+class SweepOutcome:
+    """A finished sweep: its runs, the sweep.json document and the metric per thread count."""
+
+    records: list[RunRecord]
+    document: dict[str, Any]
+    metrics: list[Metric]
+
+
+@dataclass
 class LevelInfo:
     level: float
     label: str
@@ -124,7 +133,7 @@ def build_document(records: list[RunRecord], levels: list[LevelInfo],
 
 
 def machine_info() -> dict[str, Any]:
-    from objtier.machine import meminfo_bytes
+    from objtier.procfs import meminfo_bytes
     import datetime as _dt
 
     model = None

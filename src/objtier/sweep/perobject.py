@@ -187,11 +187,10 @@ def load_objects(recording: Path):
     from objtier import plan as planner
     from objtier.analysis.objects import object_table
     from objtier.trace import open_trace
+    from objtier.trace.columns import page_bytes
 
     trace = open_trace(recording)
-    objects = planner.object_table(object_table(trace))
-    page_sizes = [p.page_bytes for p in trace.processes if p.page_bytes]
-    return objects, (min(page_sizes) if page_sizes else 4096)
+    return planner.object_table(object_table(trace)), page_bytes(trace)
 
 
 def object_arms(objects, rows) -> list[Arm]:
@@ -256,8 +255,8 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
     """Run every arm `settings.repeat` times in interleaved rounds on one swap tier; each
     arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
     from objtier import plan as planner
-    from objtier.harness import enforce
-    from objtier.harness.measure import run_measured
+    from objtier.record import enforce
+    from objtier.experiments.measure import run_measured
     from objtier.record.launch import runtime_env
     from objtier.sweep.fom import extract
     from objtier.sweep.knobs import KnobOptions, LocalKnob

@@ -24,9 +24,9 @@ from objtier.sweep.fom import FomSource, extract
 from objtier.sweep.knobs import Knob, with_threads
 from objtier.sweep.metric import Metric
 from objtier.sweep.metric import THRESHOLDS
-from objtier.sweep.output import (LevelInfo, RunRecord, append_record, build_document,
-                                  machine_info, prepare_output, read_records, series_metric,
-                                  tool_version, write_files)
+from objtier.sweep.output import (LevelInfo, RunRecord, SweepOutcome, append_record,
+                                  build_document, machine_info, prepare_output, read_records,
+                                  series_metric, tool_version, write_files)
 
 MIN_TIMEOUT_S = 60.0
 TIMEOUT_FACTOR = 30.0   # default timeout: this many times the first run's wall time
@@ -42,13 +42,6 @@ class SweepSettings:
     force: bool = False
     resume: bool = False
     bisect: bool = False
-
-
-@dataclass
-class SweepOutcome:
-    records: list[RunRecord]
-    document: dict[str, Any]
-    metrics: list[Metric]
 
 
 def status_of(returncode: int, timed_out: bool, oom_kills: int, fom_problem: str | None) -> str:
@@ -79,7 +72,7 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
               on_record: Callable[[RunRecord, int, int], None] = lambda r, i, n: None
               ) -> SweepOutcome:
     """Run the sweep (see the module docstring); writes into settings.output."""
-    from objtier.harness.measure import run_measured
+    from objtier.experiments.measure import run_measured
 
     if settings.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")

@@ -19,36 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from objtier.errors import UsageError
-from objtier.sweep.knobs import SIMULATED, Knob, register
-
-SIM_POLICY = "first-touch"
-
-
-class SimKnob(Knob):
-    name = "sim"
-    kind = SIMULATED
-    descending = False
-
-    def __init__(self, levels, options):
-        super().__init__(levels, options)
-        if options.recording is None:
-            raise UsageError("--knob sim needs --recording RUN.otr (a recording to simulate)")
-
-    def check(self, value):
-        if not 1 <= value <= 1000:
-            return "a slow-tier multiplier is from 1 (as fast as the fast tier) to 1000"
-        return None
-
-    def label(self, value):
-        return f"x{value:g}"
-
-    def describe(self):
-        return {"recording": str(self.options.recording), "preset": self.options.sim_preset,
-                "fast": self.options.sim_fast, "policy": SIM_POLICY}
-
-
-register(SimKnob)
-
+from objtier.sweep.knobs import SIM_POLICY
 
 def scaled_model(model, m: float):
     """The cost model whose slow tier is m x the fast tier's latency, 1/m its bandwidth."""
@@ -83,11 +54,11 @@ def predict(trace, levels: list[float], preset: str, fast: str) -> tuple[list[fl
     return foms, applied, facts
 
 
-def run_simulated(knob: SimKnob, settings, say: Callable[[str], None]):
-    """The sweep of a simulated knob: one prediction per level (no runs, no repeats)."""
-    from objtier.sweep.output import (LevelInfo, RunRecord, build_document, machine_info,
-                                      prepare_output, tool_version, write_files)
-    from objtier.sweep.runner import SweepOutcome
+def run_simulated(knob, settings, say: Callable[[str], None]):
+    """The sweep of a simulated knob (knobs.SimKnob): one prediction per level (no runs, no
+    repeats)."""
+    from objtier.sweep.output import (LevelInfo, RunRecord, SweepOutcome, build_document,
+                                      machine_info, prepare_output, tool_version, write_files)
     from objtier.trace import open_trace
 
     if settings.threads:

@@ -108,7 +108,8 @@ def plan_ranges(plan: dict[str, Any], trace, at_ns: int | None = None, pid: int 
     the plan's `phase` entries cover, page-aligned (hot outward, cold inward), merged where
     adjacent and of one kind. Returns (ranges, pid). pid: the process of the trace to take
     (default: the one with most allocations)."""
-    from objtier.analysis.objects import object_table, trace_end_ns
+    from objtier.analysis.objects import object_table
+    from objtier.trace.columns import trace_end_ns
 
     entries = [e for e in plan.get("entries", []) if e.get("phase", "*") == phase]
     if not entries:

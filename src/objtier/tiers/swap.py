@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from objtier.errors import EnvironmentProblem
-from objtier.harness.restore import Restorer
+from objtier.restore import Restorer
 
 CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 CGROUP_V2 = Path("/sys/fs/cgroup")

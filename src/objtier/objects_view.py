@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from objtier.analysis.objects import object_table, sample_objects, unmapped_count
+from objtier.analysis.mapping import sample_objects
+from objtier.analysis.objects import object_table, unmapped_count
+from objtier.exact.tree import exact_counts, exact_object_table, outside_counts
 
 EXACT_METRIC = "misses"   # exact recordings are ranked by LLC-model misses (memory accesses)
 
@@ -60,8 +62,6 @@ def is_exact(trace) -> bool:
 def objects_view(trace, labels: bool = True) -> ObjectsView:
     """The objects table every view of this recording shows (see the module docstring)."""
     if is_exact(trace):
-        from objtier.exact.tree import exact_counts, exact_object_table, outside_counts
-
         table = exact_object_table(trace, EXACT_METRIC, labels=labels)
         loads, stores, misses = exact_counts(trace)
         outside_all, _ = outside_counts(trace)

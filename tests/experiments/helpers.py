@@ -1,4 +1,4 @@
-"""Helpers of the harness tests (imported by conftest.py and the tests)."""
+"""Helpers of the experiment tests (imported by conftest.py and the tests)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 
 
 def machine_state() -> tuple[list[str], list[str], list[str]]:
-    """(active swaps, objtier-* memory cgroups, zram devices): what the harness may create."""
+    """(active swaps, objtier-* memory cgroups, zram devices): what an experiment may create."""
     swaps = sorted(line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:])
     roots = [CGROUP_V1] if CGROUP_V1.exists() else [Path("/sys/fs/cgroup")]
     cgroups = sorted(p.name for root in roots for p in root.glob("objtier-*"))
@@ -51,7 +51,7 @@ def leftovers(before, during, after) -> list[str]:
 
 
 def runtime_enforces_plans() -> bool:
-    from objtier.harness.enforce import runtime_supports_plans
+    from objtier.record.enforce import runtime_supports_plans
 
     return runtime_supports_plans()
 

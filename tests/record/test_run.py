@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness_helpers import machine_state, objtier, one_line_error
+from ..experiments.helpers import machine_state, objtier, one_line_error
 
 
 @pytest.fixture

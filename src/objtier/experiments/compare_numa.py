@@ -166,7 +166,7 @@ def object_shares(by_object: dict[int, dict[int, int]], slow: frozenset[int] | s
 
 def fast_budget(text: str, capacity: int) -> int:
     """--local: PCT of the fast nodes' free memory or a SIZE -> bytes (> 0)."""
-    from objtier.harness.enforce import parse_local
+    from objtier.record.enforce import parse_local
 
     return parse_local(text, capacity)
 
@@ -318,6 +318,9 @@ def run_in_guest(tb, command: list[str], env: dict[str, str], stem: Path,
 
 
 def _prepare_output(output: Path, force: bool) -> Path:
+    """The comparison's directory (results.prepare_output), which must lie inside the project
+    tree: the guest writes there."""
+    from objtier.experiments.results import prepare_output
     from objtier.testbed.paths import repo_root
 
     output = output.resolve()
@@ -325,38 +328,20 @@ def _prepare_output(output: Path, force: bool) -> Path:
     if root != output and root not in output.parents:
         raise UsageError(f"{output} is outside the project tree {root}: the guest can only "
                          f"write there; choose -o inside it")
-    if output.exists() and any(output.iterdir()):
-        if not force:
-            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
-        if not (output / "summary.json").exists() and not (output / "plan.json").exists():
-            raise UsageError(f"{output} is not a comparison directory; refusing to replace it")
-        shutil.rmtree(output)
-    output.mkdir(parents=True, exist_ok=True)
-    return output
+    return prepare_output(output, force)
 
 
 def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capacity: int,
           command: list[str], output: Path) -> dict[str, Any]:
+    """The plan of the profile (objtier.planning) for budget_bytes of the fast nodes'
+    capacity [bytes]; writes plan.json/plan.txt."""
     from objtier import plan as planner
-    from objtier.analysis.objects import object_table
-    from objtier.trace import open_trace
+    from objtier.planning import make_plan, read_recordings, write_plan_files
 
-    trace = open_trace(profile)
-    objects = planner.object_table(object_table(trace))
-    pages = [p.page_bytes for p in trace.processes if p.page_bytes]
     budget = planner.Budget(budget_bytes, settings.local,
                             round(100.0 * budget_bytes / capacity, 2), capacity)
-    params = {}
-    if settings.algo in planner.NEEDS_PAGE_SAMPLES:
-        from objtier.analysis.page_samples import page_samples
-
-        params["page_samples"] = page_samples(trace)
-    placement = planner.algorithm(settings.algo)(objects, budget_bytes,
-                                                 min(pages) if pages else 4096, **params)
-    plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
-                              source=str(profile))
-    planner.write_plan(plan, output / "plan.json")
-    (output / "plan.txt").write_text(planner.to_text(plan))
+    plan = make_plan(read_recordings([profile], exe=command[0]), settings.algo, budget).plan
+    write_plan_files(plan, output / "plan.json", output / "plan.txt")
     return plan
 
 
@@ -393,9 +378,9 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                      on_row: Callable[[NumaRunRow], None] = lambda row: None
                      ) -> NumaCompareResult:
     """The whole experiment; see the module docstring. Writes into settings.output."""
-    from objtier.harness.compare import _last_line
-    from objtier.harness.enforce import check_nodes, plan_min_size, plan_warnings
-    from objtier.harness.measure import Measurement, _attach_fom
+    from objtier.experiments.compare_swap import _last_line
+    from objtier.record.enforce import check_nodes, plan_min_size, plan_warnings
+    from objtier.experiments.measure import Measurement, _attach_fom
     from objtier.native import runtime_library
     from objtier.tiers.numa_topology import detect_tiers, tier_map_from_sets
 
@@ -525,63 +510,3 @@ def write_outputs(rows: list[NumaRunRow], objects: list[dict[str, Any]],
         for o in objects:
             writer.writerow({k: ("" if o.get(k) is None else o.get(k)) for k in OBJECT_COLUMNS})
     (output / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
-
-
-# ---- command line (`objtier compare --tier numa`) -------------------------------------------
-
-
-def add_numa_arguments(parser) -> None:
-    """Options of `objtier compare` that only the NUMA tier reads."""
-    group = parser.add_argument_group("--tier numa (in the two-node guest)")
-    group.add_argument("--fast-nodes", default=None, metavar="LIST",
-                       help="fast NUMA nodes (default: detected from memory tiers, HMAT, CPUs)")
-    group.add_argument("--slow-nodes", default=None, metavar="LIST",
-                       help="slow NUMA nodes (default: detected)")
-    group.add_argument("--fast-reserve", default=None, metavar="SIZE",
-                       help="hold SIZE of hugetlb pages on the fast nodes during the experiment, "
-                       "so that a small program overflows them")
-
-
-def run_from_args(args, command: list[str]) -> int:
-    """`objtier compare --tier numa`: --local is PCT of the fast nodes' free memory or SIZE."""
-    import sys
-
-    from objtier.units import parse_size
-
-    local = args.local
-    settings = NumaCompareSettings(
-        local=local, repeat=args.repeat, algo=args.algo,
-        sampler="fault" if args.sampler == "auto" else args.sampler, rate=args.rate,
-        fast_nodes=getattr(args, "fast_nodes", None), slow_nodes=getattr(args, "slow_nodes", None),
-        fast_reserve=(parse_size(args.fast_reserve, "--fast-reserve")
-                      if getattr(args, "fast_reserve", None) else 0),
-        timeout_s=args.timeout or 900.0, output=Path(args.output), force=args.force)
-
-    def say(text: str) -> None:
-        if not args.quiet:
-            sys.stderr.write(f"objtier compare: {text}\n")
-
-    result = run_numa_compare(command, settings, say=say)
-    for warning in result.warnings:
-        sys.stderr.write(f"objtier compare: warning: {warning}\n")
-    print_summary(result)
-    out = settings.output
-    print(f"wrote {out / 'compare.csv'}, {out / 'objects.csv'} and {out / 'summary.json'}")
-    return 0
-
-
-def print_summary(result: NumaCompareResult) -> None:
-    def fmt(v: Any) -> str:
-        return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
-
-    print(f"{'run':>4} {'config':8} {'rc':>3} {'wall s':>8} {'FoM':>9} {'hint flt':>9} "
-          f"{'promoted':>9} {'demoted':>9} {'slow share':>10}")
-    for r in result.rows:
-        print(f"{r.order:>4} {r.config:8} {r.returncode:>3} {fmt(r.wall_s):>8} "
-              f"{fmt(r.fom_value):>9} {fmt(r.numa_hint_faults):>9} "
-              f"{fmt(r.pgpromote_success):>9} {fmt(r.pgdemote):>9} {fmt(r.slow_share):>10}")
-    print("slow-node share per object (median over runs):")
-    for key, o in result.summary["objects"].items():
-        print(f"  {o['label'][:48] or key:48} {o['size'] >> 20:>6} MiB  planned {o['planned']:9}"
-              f" kernel {fmt(o.get('kernel_slow_share'))}  objtier "
-              f"{fmt(o.get('objtier_slow_share'))}")

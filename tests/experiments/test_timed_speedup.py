@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from objtier.harness.results import summarize
+from objtier.experiments.results import summarize
 
 from .test_results import row
 
@@ -25,7 +25,7 @@ def test_with_fom_line_the_timed_speedup_is_the_timed_region():
 
 
 def test_failed_and_oom_killed_runs_are_a_summary_warning():
-    from objtier.harness.results import run_warnings
+    from objtier.experiments.results import run_warnings
 
     killed = row("baseline", 2, 3.0, 50, returncode=-9)
     killed.memcg_oom_kills = 1

@@ -1,4 +1,4 @@
-/* One hot and one cold array, for the comparison harness tests.
+/* One hot and one cold array, for the experiment tests.
  *
  *   hotcold HOT_MIB COLD_MIB ROUNDS [sleep]
  *

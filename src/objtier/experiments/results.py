@@ -226,3 +226,17 @@ def write_summary(summary: dict[str, Any], path: Path) -> None:
 
 def read_summary(path: Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
+
+
+def prepare_output(output: Path, force: bool) -> Path:
+    """A comparison's output directory (either tier): new, empty, or an earlier comparison's
+    (one with summary.json or plan.json), replaced only with --force; created mode 0700,
+    never through a symbolic link."""
+    from objtier.outputs import replace_dir
+
+    return replace_dir(output, force, is_comparison, what="comparison directory",
+                       reuse_empty=True)
+
+
+def is_comparison(path: Path) -> bool:
+    return (path / "summary.json").exists() or (path / "plan.json").exists()

@@ -103,7 +103,7 @@ def fit_margin(local_bytes: int, default_bytes: int, place: Callable[[int], Any]
 
 def parse_local(text: str, footprint_bytes: int | None) -> int:
     """--local: a size ("512M") or a percentage of footprint_bytes ("70%") -> bytes (> 0)."""
-    from objtier.plan import parse_size
+    from objtier.units import parse_size
 
     match = _PCT.match(str(text))
     if match:
@@ -129,12 +129,12 @@ def mlock_limit(local_bytes: int, margin_text: str | None,
     """(mlock limit, margin) in bytes for a cgroup limit; UsageError when nothing is left.
     Without margin_text the margin is the default one, or with fitted (compare's fitted
     margin, whose first placement uses it) fitted_margin_cap."""
-    from objtier.plan import parse_size
+    from objtier.units import parse_size
 
     if margin_text is None:
         margin = fitted_margin_cap(local_bytes) if fitted else default_margin(local_bytes)
     else:
-        margin = parse_size(margin_text)
+        margin = parse_size(margin_text, "--mlock-margin")
     limit = local_bytes - margin
     if limit <= 0:
         raise UsageError(f"local memory {local_bytes >> 20} MiB leaves nothing to lock after the "
@@ -211,7 +211,7 @@ def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike) -> list[str]:
     warnings = list(check_plan_binary(plan, exe))
     entries = plan.get("entries", [])
     if not entries and (plan.get("dynamic") or {}).get("objects"):
-        pass  # a dynamic schedule (harness.dynamic_run) does the placement
+        pass  # a dynamic schedule (record.dynamic_run) does the placement
     elif not entries:
         warnings.append("the plan has no entries: it matches no object, the program runs as "
                         "without objtier")

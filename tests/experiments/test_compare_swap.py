@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from .harness_helpers import (default_sigint, leftovers, machine_state, needs_enforcement,
+from .helpers import (default_sigint, leftovers, machine_state, needs_enforcement,
                              objtier, one_line_error)
 from objtier.errors import UsageError
-from objtier.harness.compare import CompareSettings, run_compare
+from objtier.experiments.compare_swap import CompareSettings, run_compare
 from ..phased_program import phased_source
 
 pytestmark = pytest.mark.root

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
-from objtier.harness import enforce
-from objtier.harness.results import (RunRow, run_warnings, summarize, survival_text,
-                                     write_csv, write_summary)
+from objtier.record import enforce
+from objtier.experiments.results import (RunRow, prepare_output, run_warnings, summarize,
+                                         survival_text, write_csv, write_summary)
 from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
@@ -121,7 +121,7 @@ def preflight(swap: str) -> None:
 
 
 def machine_info() -> dict[str, Any]:
-    from objtier.machine import meminfo_bytes
+    from objtier.procfs import meminfo_bytes
 
     return {"kernel": platform.release(), "cpus": os.cpu_count(),
             "memory_bytes": meminfo_bytes("MemTotal"),
@@ -142,8 +142,8 @@ def measure_footprint(command: list[str], say: Callable[[str], None]):
     next; a file read once is also dropped at no swap cost. (The child's peak RSS from wait4 is
     no measure of a small program: it includes the forked Python before exec.) Errors when the
     program fails or its footprint is too small to limit."""
-    from objtier.harness.measure import run_measured
-    from objtier.harness.restore import Restorer
+    from objtier.experiments.measure import run_measured
+    from objtier.restore import Restorer
     from objtier.tiers.swap import MemoryCgroup
 
     say("unlimited run (footprint)")
@@ -205,104 +205,33 @@ def record_profile(command: list[str], settings: CompareSettings,
 
 def plan_profile(profiles: list[Path], command: list[str], settings: CompareSettings,
                  footprint: int, local: int) -> tuple[dict[str, Any], int, int]:
-    """Plan the recording for local bytes of local memory; writes plan.json/plan.txt. Returns
-    the plan, the mlock limit it was made for and the margin (local - limit) [bytes]. Without
-    settings.margin the margin is fitted: a first placement with the default margin, then the
-    margin shrunk to the bytes of the objects that placement leaves wholly unlocked plus some
-    slack (enforce.fitted_margin) and the objects placed again, until the objects the final
-    placement leaves unlocked have their room — room for the objects the plan does not lock,
-    not for the tail of the one it splits. With phases (settings.phases, or where it is None:
-    the recording has phase markers) each phase the program marks gets its own placement and
-    margin (_place_phases); the margin returned is the smallest."""
+    """Plan the recordings (objtier.planning) for local bytes of local memory; writes
+    plan.json/plan.txt. Returns the plan, the mlock limit it was made for and the margin
+    (local - limit) [bytes]. Without settings.margin the margin is fitted (enforce.fit_margin):
+    a first placement with the default margin, then the margin shrunk to the bytes of the
+    objects that placement leaves wholly unlocked plus some slack and the objects placed again,
+    until the objects the final placement leaves unlocked have their room — room for the
+    objects the plan does not lock, not for the tail of the one it splits. With phases
+    (settings.phases, or where it is None: the recording has phase markers) each phase the
+    program marks gets its own placement and margin, fitted to the objects live while its plan
+    is in force; phases run one at a time and the runtime unlocks the old phase's set before it
+    locks the new one, so the limit is the largest phase's."""
     from objtier import plan as planner
-    from objtier.analysis.objects import object_table
-    from objtier.trace import open_trace
+    from objtier.planning import make_plan, read_recordings, write_plan_files
 
-    profile = profiles[0]
-    trace = open_trace(profile)
-    raw = object_table(trace)
-    objects = planner.object_table(raw)
-    pages = [p.page_bytes for p in trace.processes if p.page_bytes]
-    page = min(pages) if pages else 4096
-
-    traces = [trace] + [open_trace(p) for p in profiles[1:]]
-    phases = uses_phases(settings, trace)
-    params = {}
-    if settings.algo in planner.NEEDS_PAGE_SAMPLES:
-        params["backfill"] = settings.backfill
-        if not phases:  # per phase: _place_phases
-            from objtier.analysis.page_samples import merged_page_samples
-
-            params["page_samples"] = merged_page_samples(traces)
-
-    def placer(view, more: dict[str, Any] | None = None):
-        """place(fast_bytes) for an object table (the whole run's, or a phase's accesses) and
-        the algorithm's parameters (more: over the common ones, e.g. the phases' page order)."""
-        def place(fast_bytes: int):
-            placement = planner.algorithm(settings.algo)(view, fast_bytes, page,
-                                                         **{**params, **(more or {})})
-            return placement if settings.backfill else planner.without_backfill(view, placement)
-        return place
-
+    profile = read_recordings(profiles, phases=settings.phases, exe=command[0])
     limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
-    if phases:
-        placement, limit = _place_phases(traces, raw, objects, placer, settings, local, limit,
-                                         margin)
-        margin = local - limit
-    elif settings.margin is None:
-        limit, margin, placement = enforce.fit_margin(local, margin, placer(objects))
-    else:
-        placement = placer(objects)(limit)
-    budget = planner.Budget(limit, str(limit), round(100.0 * limit / footprint, 2), footprint)
-    plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
-                              source=str(profile))
-    planner.write_plan(plan, settings.output / "plan.json")
-    (settings.output / "plan.txt").write_text(planner.to_text(plan))
-    return plan, limit, margin
 
+    def fit(place, unlocked):
+        if settings.margin is not None:
+            return limit, place(limit)
+        fitted, _, placement = enforce.fit_margin(local, margin, place, unlocked)
+        return fitted, placement
 
-def uses_phases(settings: CompareSettings, trace) -> bool:
-    """Whether to plan one placement per phase: as settings.phases says, or where it is None,
-    when the recording has phase markers (a program without them gets one plan for the run;
-    asking for phases without markers is an error, raised by analysis.phases)."""
-    return settings.phases if settings.phases is not None else trace.phases.num_rows > 0
-
-
-def _place_phases(traces: list, raw, objects, placer, settings: CompareSettings, local: int,
-                  limit: int, margin: int):
-    """(PhasePlacement, mlock limit) for recordings with phase markers: phases merged as
-    `objtier plan --phases` does (on the first recording), then each surviving phase placed
-    on its own accesses — for `pages` and `auto`, a split object's pages ranked in one order
-    for every phase (analysis.page_samples.phase_page_order) — with a margin of its own,
-    fitted (enforce.fit_margin) to the objects its placement leaves wholly unlocked while its
-    plan is in force (plan.unlocked_live_bytes), unless settings.margin fixes one for all;
-    placer(view, more params) -> place(fast_bytes). Phases
-    run one at a time and the runtime unlocks the old phase's set before it locks the new
-    one, so the limit is the largest phase's."""
-    from dataclasses import replace
-
-    from objtier import plan as planner
-    from objtier.analysis.objects import trace_end_ns
-    from objtier.analysis.page_samples import phase_page_order
-    from objtier.analysis.phases import phase_accesses, phase_table
-
-    trace = traces[0]
-    executions = phase_table(trace)
-    accesses = phase_accesses(trace, raw.column("accesses").to_numpy())
-    merge = planner.merge_phases(objects, planner.phase_table(executions, accesses))
-    spans = planner.phase_spans(merge, executions, trace_end_ns(trace))
-    placements, limits = {}, {}
-    order = {"page_samples": phase_page_order(traces, merge)} \
-        if settings.algo in planner.NEEDS_PAGE_SAMPLES else {}
-    for name in merge.survivors():
-        place = placer(replace(objects, accesses=merge.vectors[name]), order)
-        if settings.margin is None:
-            limits[name], _, placements[name] = enforce.fit_margin(
-                local, margin, place,
-                lambda p, n=name: planner.unlocked_live_bytes(p, objects, spans[n]))
-        else:
-            limits[name], placements[name] = limit, place(limit)
-    return planner.PhasePlacement(merge=merge, placements=placements), max(limits.values())
+    made = make_plan(profile, settings.algo, planner.Budget(local, str(local), None, footprint),
+                     phases=profile.has_phases, backfill=settings.backfill, fit=fit)
+    write_plan_files(made.plan, settings.output / "plan.json", settings.output / "plan.txt")
+    return made.plan, made.budget.bytes, local - made.budget.bytes
 
 
 @contextlib.contextmanager
@@ -354,7 +283,7 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
     """One measured run inside the tier's cgroup, with the stat-flush reader reading the
     cgroup's memory.stat every stat_flush_ms meanwhile (0: none); its output goes to
     runs_dir."""
-    from objtier.harness.measure import run_measured
+    from objtier.experiments.measure import run_measured
 
     tier.cgroup.reset_peak()
     before = _memcg_stats(tier)
@@ -398,7 +327,7 @@ def run_compare(command: list[str], settings: CompareSettings,
     check_stat_flush(settings.stat_flush_ms)
     arms = arms_of(settings)
     preflight(settings.swap)
-    _prepare_output(settings.output, settings.force)
+    prepare_output(settings.output, settings.force)
     supported = enforce.runtime_supports_plans()
     warnings: list[str] = [NO_FLUSH_WARNING] if not settings.stat_flush_ms else []
     unlimited, footprint, page_cache = measure_footprint(command, say)
@@ -504,28 +433,11 @@ def stat_flush_summary(rows: list[RunRow], period_ms: float) -> dict[str, Any]:
             "per_arm": per}
 
 
-def _prepare_output(output: Path, force: bool) -> None:
-    """DIR must be new or empty, or an earlier comparison's (replaced with --force); created
-    mode 0700, never through a symbolic link."""
-    from objtier.outputs import make_private_dir, refuse_symlink
-
-    refuse_symlink(output, "output directory")
-    if output.exists():
-        if output.is_dir() and not any(output.iterdir()):
-            return
-        if not force:
-            raise UsageError(f"{output} exists; choose another -o or pass --force to replace it")
-        if not (output / "summary.json").exists() and not (output / "plan.json").exists():
-            raise UsageError(f"{output} is not a comparison directory; refusing to replace it")
-        shutil.rmtree(output)
-    make_private_dir(output, "output directory")
-
-
 def _write(rows: list[RunRow], summary: dict[str, Any], output: Path,
            command: list[str]) -> None:
     import csv
 
-    from objtier.harness.chart import plot_comparison
+    from objtier.experiments.chart import plot_comparison
 
     write_csv(rows, output / "compare.csv")
     write_summary(summary, output / "summary.json")

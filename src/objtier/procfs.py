@@ -1,4 +1,4 @@
-"""Facts about this machine read from /proc."""
+"""Facts about this machine read from /proc (procfs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fixtures of the harness tests: the hot/cold test program."""
+"""Fixtures of the experiment tests: the hot/cold test program."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness_helpers import PROGS
+from .helpers import PROGS
 
 
 @pytest.fixture

@@ -1,0 +1,234 @@
+"""The plan pipeline: recordings -> object table -> placement -> plan (plan.json + plan.txt).
+
+Every command that turns recordings into a plan goes through here, in two calls:
+
+    profile = read_recordings(paths, phases=...)         # recordings -> object table
+    result = make_plan(profile, algo, budget, ...)        # -> placement(s) -> plan document
+    write_plan_files(result.plan, "plan.json", "plan.txt")
+
+Between the two the caller decides the fast-tier budget, which each caller measures in its own
+way: `objtier plan` as a size or a percentage of the profile's footprint
+(profile.footprint_bytes), `compare --tier swap` as the cgroup's local memory less an mlock
+margin that `fit` fits to the placement, `compare --tier numa` as a share of the fast nodes'
+free memory. An object table read from a file (`objtier plan objects.parquet`) is a Profile
+without recordings.
+
+Phases: with phases, the program's phases are merged (plan.merge_phases) and every surviving
+phase gets its own placement of the objects by its own accesses; the algorithms that rank
+pages (plan.NEEDS_PAGE_SAMPLES) rank a split object's pages in one order for every phase.
+Backfill: without it every placement stops at the first object that does not fit whole
+(plan.without_backfill).
+
+plan/ stays pure (no trace, no files); this module reads recordings through trace/ and
+analysis/ and hands plan/ arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from objtier import plan as planner
+from objtier.errors import TraceError, UsageError
+from objtier.outputs import write_private
+from objtier.plan.phases import DEFAULT_MIN_DURATION_NS, DEFAULT_SIMILARITY
+from objtier.trace.columns import DEFAULT_PAGE_BYTES, page_bytes, trace_end_ns
+
+#: fit(place, unlocked) -> (fast bytes, placement): chooses the budget a placement is made
+#: for. place(fast_bytes) places the objects; unlocked(placement) is the room [bytes] the
+#: objects it leaves unlocked need while its plan is in force (plan.unlocked_live_bytes).
+Fit = Callable[[Callable[[int], planner.Placement], Callable[[planner.Placement], int]],
+               tuple[int, planner.Placement]]
+
+
+@dataclass
+class Profile:
+    """What a plan is made from: an object table and what the recordings add to it."""
+
+    table: pa.Table                      # analysis.objects columns, one row per object
+    page_bytes: int = DEFAULT_PAGE_BYTES  # the recording's page size [bytes]
+    exe: str | None = None               # the program's binary, None when unknown
+    source: str = ""                     # what the plan says it was made from
+    traces: list = field(default_factory=list)  # the recordings, opened; [0] is the table's
+    executions: pa.Table | None = None   # phase, parent, start_ns, end_ns (one row per run)
+    phase_accesses: pa.Table | None = None  # phase, object, accesses (exclusive)
+
+    @property
+    def has_phases(self) -> bool:
+        return self.executions is not None
+
+    @cached_property
+    def objects(self) -> planner.ObjectTable:
+        return planner.object_table(self.table)
+
+    def footprint_bytes(self, peak_bytes: int | None = None) -> int:
+        """The footprint a percentage budget refers to (plan.footprint): peak_bytes if given,
+        else the peak of live bytes, else the sum of object sizes."""
+        objects = self.objects
+        return planner.footprint(objects.size, objects.alloc_ns, objects.free_ns, peak_bytes)
+
+
+@dataclass
+class PlanResult:
+    plan: dict[str, Any]                 # the plan document (plan.planfile)
+    objects: planner.ObjectTable         # as placed (without lifetimes when asked)
+    result: planner.Placement | planner.PhasePlacement
+    placements: dict[str, planner.Placement]  # phase ("*" = the whole run) -> placement
+    budget: planner.Budget               # the budget the plan was made for
+
+
+def trace_exe(trace: Any, table: Any) -> str | None:
+    """The traced program: the exe of the process whose objects have the most accesses
+    (a wrapper shell or launcher has few), else of the first process that names one."""
+    processes = [p for p in getattr(trace, "processes", None) or [] if getattr(p, "exe", "")]
+    if not processes:
+        return None
+    if "pid" in getattr(table, "column_names", ()) and len(processes) > 1:
+        pid = table.column("pid").to_numpy(zero_copy_only=False)
+        acc = table.column("accesses").to_numpy(zero_copy_only=False)
+        by_pid = {p.pid: float(acc[pid == p.pid].sum()) for p in processes}
+        return str(max(processes, key=lambda p: by_pid[p.pid]).exe)
+    return str(processes[0].exe)
+
+
+def _same_program(paths: list[Path], exe: str | None) -> list[Any]:
+    """The further recordings, opened; each must have recorded the first one's program, exe
+    (its objects are matched to the first's by allocation context, which another binary does
+    not share)."""
+    from objtier.analysis.objects import object_table
+    from objtier.trace import open_trace
+
+    traces = []
+    for path in paths:
+        trace = open_trace(path)
+        other = trace_exe(trace, object_table(trace, labels=False))
+        if exe and other and Path(other).name != Path(exe).name:
+            raise UsageError(f"{path} recorded {other}, not {exe}: several recordings must be "
+                             f"of one program")
+        traces.append(trace)
+    return traces
+
+
+def read_recordings(paths: list[Path], *, phases: bool | None = False, exe: str | None = None,
+                    min_phase_ns: int = DEFAULT_MIN_DURATION_NS,
+                    similarity: float = DEFAULT_SIMILARITY) -> Profile:
+    """The profile of one or more recordings of one program: the first one's object table
+    (exact counts for a --sampler trace recording: objtier.objects_view), its page size, the program
+    (exe, else the one the first recording names), and with phases (True; None: where the first recording has phase markers) its phase
+    table and per-phase accesses. The further recordings only add samples per page
+    (make_plan, for plan.NEEDS_PAGE_SAMPLES)."""
+    from objtier.objects_view import objects_view
+    from objtier.trace import open_trace
+
+    trace = open_trace(paths[0])
+    view = objects_view(trace)
+    table = view.table
+    if phases is None:
+        phases = trace.phases.num_rows > 0
+    executions = accesses = None
+    if phases and view.exact:
+        from objtier.exact.phases import phase_tables
+
+        executions, accesses = phase_tables(trace, min_ns=min_phase_ns, similarity=similarity)
+    elif phases:
+        from objtier.analysis.phases import phase_accesses, phase_table
+
+        # in the table's unit (estimated touches for the fault sampler)
+        accesses = phase_accesses(trace, table.column("accesses").to_numpy())
+        executions = phase_table(trace)
+    recorded = trace_exe(trace, table)
+    traces = [trace] + _same_program([Path(p) for p in paths[1:]], recorded)
+    return Profile(table, page_bytes(trace), exe or recorded, str(paths[0]), traces,
+                   executions, accesses)
+
+
+def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
+              phases: bool = False, backfill: bool = True, lifetimes: bool = True,
+              page_bytes: int | None = None, params: dict[str, Any] | None = None,
+              min_phase_ns: int = DEFAULT_MIN_DURATION_NS,
+              similarity: float = DEFAULT_SIMILARITY,
+              hint_budget: int | None = None, fit: Fit | None = None,
+              source: str | None = None) -> PlanResult:
+    """Place the profile's objects with algorithm `algo` for budget.bytes of fast memory (per
+    phase with phases) and build the plan document.
+
+    page_bytes: the placement's granularity (default: the profile's); params: the algorithm's
+    own (alpha, beta, max_cells); lifetimes False: every object counts against the budget as
+    if all were live at once. fit (see Fit): each placement's budget is chosen by fit within
+    budget.bytes, and the plan's budget is the largest chosen (phases run one at a time)."""
+    objects = profile.objects
+    page = page_bytes or profile.page_bytes
+    params = dict(params or {})
+    needs_pages = algo in planner.NEEDS_PAGE_SAMPLES
+    if needs_pages:
+        if not profile.traces:
+            raise UsageError(f"--algo {algo} needs a recording (samples per page), not an "
+                             f"object table")
+        params["backfill"] = backfill
+    if phases and profile.executions is None:
+        raise TraceError(f"{profile.source} has no phases")
+    placed = objects if lifetimes else replace(objects, alloc_ns=None, free_ns=None)
+    merge = None
+    if phases:
+        merge = planner.merge_phases(
+            placed, planner.phase_table(profile.executions, profile.phase_accesses),
+            min_phase_ns, similarity, hint_budget)
+    if needs_pages:
+        from objtier.analysis.page_samples import merged_page_samples, phase_page_order
+
+        # every phase's plan ranks a split object's pages in one order
+        params["page_samples"] = (phase_page_order(profile.traces, merge) if merge
+                                  else merged_page_samples(profile.traces))
+    algorithm = planner.algorithm(algo)
+
+    def placer(view: planner.ObjectTable) -> Callable[[int], planner.Placement]:
+        def place(fast_bytes: int) -> planner.Placement:
+            placement = algorithm(view, fast_bytes, page, **params)
+            return placement if backfill else planner.without_backfill(view, placement)
+        return place
+
+    limits: dict[str, int] = {}
+    placements: dict[str, planner.Placement] = {}
+    if merge is None:
+        place = placer(placed)
+        if fit is None:
+            limits[planner.ROOT], placements[planner.ROOT] = budget.bytes, place(budget.bytes)
+        else:
+            limits[planner.ROOT], placements[planner.ROOT] = fit(place,
+                                                                 planner.unlocked_live_bytes)
+        result: Any = placements[planner.ROOT]
+    else:
+        spans = (planner.phase_spans(merge, profile.executions,
+                                     trace_end_ns(profile.traces[0]) if profile.traces else None)
+                 if fit is not None else {})
+        for name in merge.survivors():
+            place = placer(replace(placed, accesses=merge.vectors[name]))
+            if fit is None:
+                limits[name], placements[name] = budget.bytes, place(budget.bytes)
+            else:
+                limits[name], placements[name] = fit(
+                    place, lambda p, n=name: planner.unlocked_live_bytes(p, objects, spans[n]))
+        result = planner.PhasePlacement(merge=merge, placements=placements)
+    if fit is not None:
+        limit = max(limits.values())
+        foot = budget.footprint_bytes
+        budget = planner.Budget(limit, str(limit),
+                                round(100.0 * limit / foot, 2) if foot else None, foot)
+    binary = planner.identity(profile.exe) if profile.exe else None
+    plan = planner.build_plan(placed, result, budget, binary,
+                              source=profile.source if source is None else source)
+    return PlanResult(plan, placed, result, placements, budget)
+
+
+def write_plan_files(plan: dict[str, Any], json_path: str | Path,
+                     text_path: str | Path | None = None) -> None:
+    """plan.json (plan.write_plan) and, if asked, the text form the runtime reads
+    (OBJTIER_PLAN), both mode 0600."""
+    planner.write_plan(plan, json_path)
+    if text_path is not None:
+        write_private(text_path, planner.to_text(plan), "text plan")
