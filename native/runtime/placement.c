@@ -86,6 +86,10 @@ static uint64_t matched;   /* objects that matched an entry at allocation */
 static int warned_limit;
 static uint64_t pressure_passes; /* advice passes made because the cgroup was at its limit */
 static uint64_t pressure_bytes;  /* bytes those passes advised */
+static int follow_forks;         /* OBJTIER_FOLLOW_FORKS */
+static rt_plan_self who;         /* this process, for the plan's sections */
+enum { SECTION_ALL = -1, SECTION_NONE = -2, SECTION_NO_PLAN = -3 };
+static int section_note = SECTION_NO_PLAN; /* the section in force: index or one of those */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pobj *objs;
@@ -168,8 +172,28 @@ static int parse_nodes(const char *s, uint64_t *mask)
     return 0;
 }
 
+size_t rt_place_process_notes(char *out, size_t cap)
+{
+    size_t n = 0;
+    int w = 0;
+    if (who.rank != RT_PLAN_NO_RANK)
+        w = snprintf(out, cap, "OBJTIER_RANK=%llu\n", (unsigned long long)who.rank);
+    n = w > 0 && (size_t)w < cap ? (size_t)w : 0;
+    if (section_note == SECTION_NO_PLAN)
+        return n;
+    if (section_note >= 0)
+        w = snprintf(out + n, cap - n, "OBJTIER_PLAN_SECTION=%d\n", section_note);
+    else
+        w = snprintf(out + n, cap - n, "OBJTIER_PLAN_SECTION=%s\n",
+                     section_note == SECTION_ALL ? "all" : "none");
+    return w > 0 && (size_t)w < cap - n ? n + (size_t)w : n;
+}
+
 int rt_place_init(const rt_config *cfg, int tracing)
 {
+    rt_plan_self_read(&who);
+    rt_plan_set_self(&who);
+    section_note = SECTION_NO_PLAN;
     tier = cfg->tier;
     residency_on = tracing && tier == RT_TIER_NUMA;
     residency_ms = cfg->residency_ms;
@@ -178,10 +202,19 @@ int rt_place_init(const rt_config *cfg, int tracing)
     if (!cfg->plan[0])
         return 0;
     char err[400];
+    section_note = SECTION_NONE;
     if (rt_plan_load(&plan, cfg->plan, err, sizeof err) != 0) {
         rt_log(1, "%s; running without a plan", err);
         return 0;
     }
+    if (plan.n_programs && plan.program_mine == RT_PLAN_NONE) {
+        /* a multi-program plan with no section for this program (a launcher, a shell) */
+        rt_log(0, "plan %s: no section for %s (build id %s); nothing to place", cfg->plan,
+               who.exe_base, who.build_id[0] ? who.build_id : "none");
+        rt_plan_free(&plan);
+        return 0;
+    }
+    section_note = plan.n_programs ? (int)plan.program_mine : SECTION_ALL;
     if (tier == RT_TIER_NUMA && (parse_nodes(cfg->fast_nodes, &fast_mask) != 0 ||
                                  parse_nodes(cfg->slow_nodes, &slow_mask) != 0)) {
         rt_log(1, "OBJTIER_TIER=numa needs OBJTIER_FAST_NODES and OBJTIER_SLOW_NODES as node "
@@ -190,6 +223,7 @@ int rt_place_init(const rt_config *cfg, int tracing)
         return 0;
     }
     pageout = cfg->pageout;
+    follow_forks = cfg->follow_forks;
     advise_ms = cfg->advise_ms;
     pressure_ms = cfg->pressure_ms;
     readahead_bytes = (uint64_t)cfg->readahead_kb << 10;
@@ -1019,7 +1053,10 @@ void rt_place_finish(void)
                "passes",
                (unsigned long long)(pressure_bytes >> 20), (unsigned long long)pressure_passes);
     if (matched == 0)
-        rt_log(1, "plan matched no allocation (another binary, other inputs, another "
+        /* following forks, a process of another binary (a launcher, a shell) matching nothing
+         * is expected: said only with OBJTIER_LOG=1 */
+        rt_log(!follow_forks || plan.binary_mine || plan.n_programs,
+               "plan matched no allocation (another binary, other inputs, another "
                   "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");
     pthread_mutex_unlock(&lock);
 }

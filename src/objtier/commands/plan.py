@@ -63,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(.parquet/.csv: phase, parent, start_ns, end_ns)")
     parser.add_argument("--phase-accesses", default=None, help="per-phase accesses of an "
                         "object-table input (.parquet/.csv: phase, object, accesses)")
+    parser.add_argument("--per-rank", action="store_true",
+                        help="a multi-process recording of an MPI-style program: one section "
+                        "per rank (OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID) instead of "
+                        "one per program")
     parser.add_argument("--exe", default=None, help="the program's binary (default: from the "
                         "recording)")
     parser.add_argument("--explain", action="store_true",
@@ -161,6 +165,9 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, str | None, int, Any
     page = min(pages) if pages else DEFAULT_PAGE_BYTES
     exe = args.exe or _trace_exe(trace, table)
     traces = [trace] + _same_program(more, exe) if args.algo in NEEDS_PAGE_SAMPLES else None
+    from objtier.analysis.processes import process_programs
+
+    args.processes = process_programs(trace)   # for the plan's per-program sections
     return table, phases, accesses, exe, page, traces
 
 
@@ -245,7 +252,10 @@ def run(args: argparse.Namespace) -> int:
             result = planner.without_backfill(objects, result)
         placements = {planner.ROOT: result}
     binary = planner.identity(exe) if exe else None
-    plan = planner.build_plan(objects, result, budget, binary, source=" ".join(args.input))
+    sections = planner.program_sections(raw, objects, getattr(args, "processes", []),
+                                        args.per_rank)
+    plan = planner.build_plan(objects, result, budget, binary, source=" ".join(args.input),
+                              sections=sections)
     if binary and binary["size"] is None:
         plan["warnings"].append(f"the program's binary {exe} is not on this machine: the plan "
                                 f"has no build-id to check against")
@@ -273,6 +283,12 @@ def run(args: argparse.Namespace) -> int:
                     basis=basis, loads_stores=loads_stores)
     for phase, placement in placements.items():
         print(summary_line(placement, phase if args.phases else None, basis))
+    for i, program in enumerate(plan.get("programs", [])):
+        rank = "" if program["rank"] is None else f" rank {program['rank']}"
+        count = sum(1 for e in plan["entries"] if e["program"] == i)
+        print(f"section {i}: {program['path']}{rank} (build id "
+              f"{(program['build_id'] or 'none')[:12]}, {len(program['pids'])} process(es)): "
+              f"{count} entries")
     print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
     for warning in plan["warnings"]:
         sys.stderr.write(f"objtier plan: warning: {warning}\n")

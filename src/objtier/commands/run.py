@@ -44,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=8,
                         help="frames per allocation context; must equal the recording's "
                         "(default 8)")
+    parser.add_argument("--follow-forks", action="store_true",
+                        help="apply the plan in child processes too (a launcher script, "
+                        "python, make, mpirun): each process applies its own program's "
+                        "section of a plan made from a --follow-forks recording")
     parser.add_argument("-o", "--output", default=None,
                         help="also write the run's trace (objects and placement actions) here")
     parser.add_argument("-f", "--force", action="store_true",
@@ -100,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             sys.stderr.write(f"objtier run: {text}\n")
 
-    for text in enforce.plan_warnings(plan, command[0]):
+    for text in enforce.plan_warnings(plan, command[0], args.follow_forks):
         warn(text)
     supported = enforce.runtime_supports_plans()
     with tempfile.TemporaryDirectory(prefix="objtier-run-") as scratch:
@@ -117,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, output, args.tier, fast_nodes, slow_nodes,
                                    pressure_guard=args.guard,
-                                   large_folios=folio_size is not None)
+                                   large_folios=folio_size is not None,
+                                   follow_forks=args.follow_forks)
         env = runtime_env(settings.settings())
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
@@ -131,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         with tier if tier is not None else contextlib.nullcontext():
             returncode = run_program(command, env, preexec=tier.preexec if tier else None,
                                      name="objtier run")
+        if args.follow_forks:
+            _say_processes(plan, output, say, warn)
         found = enforce.read_enforcement(plan, output)
         for text in enforce.enforcement_warnings(plan, found, supported):
             warn(text)
@@ -143,3 +150,20 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             say(f"trace written to {output}/")
     return exit_code(returncode)
+
+
+def _say_processes(plan, output, say, warn) -> None:
+    """Following forks: per process, the section its runtime applied and what matched."""
+    from objtier.harness import enforce
+
+    processes = enforce.read_process_enforcement(plan, output)
+    if processes is None:
+        return
+    for p in processes:
+        section = {"all": "the whole plan", "none": "no section"}.get(p.section,
+                                                                     f"section {p.section}")
+        rank = "" if p.rank is None else f" rank {p.rank}"
+        say(f"process {p.pid} ({Path(p.exe).name}{rank}): {section}, {p.matched} of "
+            f"{p.objects} objects matched, {p.locked_bytes >> 20} MiB locked")
+    for text in enforce.section_warnings(plan, processes):
+        warn(text)
