@@ -87,6 +87,7 @@ class CompareSettings:
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
+    follow_forks: bool = False     # record and place child processes too (per-program sections)
     output: Path = Path("compare-out")
     force: bool = False
 
@@ -187,7 +188,8 @@ def record_profile(command: list[str], settings: CompareSettings,
     sampler, reason = choose_sampler(settings.sampler)
     say(f"recording {count} profile(s) (sampler {sampler}: {reason})")
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
-                            stack_depth=settings.stack_depth)
+                            stack_depth=settings.stack_depth,
+                            follow_forks=settings.follow_forks)
     profiles = []
     for i in range(1, count + 1):
         profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
@@ -254,8 +256,14 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     else:
         placement = placer(objects)(limit)
     budget = planner.Budget(limit, str(limit), round(100.0 * limit / footprint, 2), footprint)
-    plan = planner.build_plan(objects, placement, budget, planner.identity(command[0]),
-                              source=str(profile))
+    sections = None
+    if settings.follow_forks:   # one section per program the launcher started
+        from objtier.analysis.processes import process_programs
+
+        sections = planner.program_sections(raw, objects, process_programs(trace), False)
+    plan = planner.build_plan(objects, placement, budget,
+                              None if sections else planner.identity(command[0]),
+                              source=str(profile), sections=sections)
     planner.write_plan(plan, settings.output / "plan.json")
     (settings.output / "plan.txt").write_text(planner.to_text(plan))
     return plan, limit, margin
@@ -418,7 +426,8 @@ def run_compare(command: list[str], settings: CompareSettings,
         say("the marked phases are too short or too alike: one placement for the whole run")
     elif settings.phases is None:
         say("no phase markers in the recording: one placement for the whole run")
-    warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
+    warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0],
+                                                                 settings.follow_forks)
     if not supported:
         warnings.append("this objtier runtime does not enforce plans yet (no OBJTIER_PLAN): "
                         "the objtier runs measure the runtime without placement")
@@ -446,7 +455,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                     run = enforce.PlanRun(settings.output / "plan.txt", limit,
                                           enforce.plan_min_size(plan), settings.stack_depth,
                                           trace_dir, pressure_guard=guard,
-                                          large_folios=folio is not None)
+                                          large_folios=folio is not None,
+                                          follow_forks=settings.follow_forks)
                     env = runtime_env(run.settings())
                 flush = 0.0 if config == "kernel-raw" else settings.stat_flush_ms
                 row = one_run(tier, config, i, order, command, env, timeout, runs_dir, plan,
