@@ -48,8 +48,8 @@
 #define BATCH           1024         /* PLACEMENT records per block */
 #define MIN_HEADROOM    (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
 #define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
-#define MIN_ROOM        (8ull << 20) /* evictable room the guard keeps in the cgroup, at least */
-#define ROOM_PER_THREAD (2ull << 20) /* and per thread of the program (a THP charge each) */
+#define MIN_ROOM        (8ull << 20)  /* evictable room the guard keeps in the cgroup, at least */
+#define ROOM_PER_THREAD (2ull << 20)  /* and per thread of the program (a THP charge each) */
 
 typedef struct pobj {
     uint64_t addr, size, seq; /* as rt_obj; addr 0/1 = empty/deleted slot */
@@ -1149,7 +1149,7 @@ void rt_place_finish(void)
          * is expected: said only with OBJTIER_LOG=1 */
         rt_log(!follow_forks || plan.binary_mine || plan.n_programs,
                "plan matched no allocation (another binary, other inputs, another "
-                  "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");
+               "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");
     pthread_mutex_unlock(&lock);
 }
 
