@@ -9,9 +9,20 @@ static size_t per_thread;
 static int bursts;
 static unsigned char *hot;
 static size_t hot_n;
-__attribute__((noinline)) unsigned char *alloc_hot(size_t n) { unsigned char *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) unsigned char *alloc_burst(size_t n) { unsigned char *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
-static void *worker(void *arg) {
+__attribute__((noinline)) unsigned char *alloc_hot(size_t n)
+{
+    unsigned char *p = malloc(n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+__attribute__((noinline)) unsigned char *alloc_burst(size_t n)
+{
+    unsigned char *p = malloc(n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+static void *worker(void *arg)
+{
     unsigned long sum = 0, seed = (unsigned long)arg;
     for (int b = 0; b < bursts; b++) {
         unsigned char *p = alloc_burst(per_thread);
@@ -26,7 +37,8 @@ static void *worker(void *arg) {
     }
     return (void *)sum;
 }
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     hot_n = strtoul(argv[1], 0, 0) * MIB;
     int threads = atoi(argv[2]);
     per_thread = strtoul(argv[3], 0, 0) * MIB;
