@@ -173,8 +173,9 @@ static void write_process_record(void)
             got += r;
         close(fd);
     }
-    char cfgtext[2048];
-    size_t cfglen = rt_config_text(&rt_cfg, cfgtext, sizeof cfgtext);
+    char cfgtext[2048 + 256];
+    size_t cfglen = rt_config_text(&rt_cfg, cfgtext, 2048);
+    cfglen += rt_place_process_notes(cfgtext + cfglen, sizeof cfgtext - cfglen);
     uint32_t argc = 0;
     for (long i = 0; i < got;) {
         long j = i;

@@ -35,6 +35,8 @@ class ObjectsView:
     mapped: np.ndarray | None   # sample -> object row (sampled recordings only)
     unit: str            # "samples" or "exact accesses" (loads + stores)
     basis: str           # what `accesses` holds, for labels ("exact LLC-model misses", ...)
+    outside_note: str = ""   # where `outside` fell (stacks, thread-local storage), or why
+                             # the sampler cannot say
 
     @property
     def count_column(self) -> str:
@@ -46,7 +48,7 @@ class ObjectsView:
         """One line: how much fell outside every tracked object."""
         share = self.outside / self.total if self.total else 0.0
         return (f"{self.total} {self.unit}; {self.outside} outside every tracked object "
-                f"({share:.1%})")
+                f"({share:.1%})" + (f": {self.outside_note}" if self.outside_note else ""))
 
     @property
     def accesses_label(self) -> str:
@@ -74,14 +76,39 @@ def objects_view(trace, labels: bool = True) -> ObjectsView:
                                  pa.array(share))
         total = int(loads.sum() + stores.sum()) + outside_all
         return ObjectsView(table, True, total, outside_all, None, "exact accesses",
-                           "exact LLC-model misses")
+                           "exact LLC-model misses", thread_memory_note(trace, True))
     mapped = sample_objects(trace)
     table = object_table(trace, mapped, labels=labels)
     windows = trace.windows.num_rows > 0
     basis = ("estimated touches (fault sampler)" if windows
              else "sampled accesses (sample weights)")
     return ObjectsView(table, False, len(mapped), unmapped_count(mapped), mapped, "samples",
-                       basis)
+                       basis, thread_memory_note(trace, False))
+
+
+WATCHING_SAMPLERS = ("fault", "pageout", "wp")   # they arm tracked objects' pages only
+
+
+def thread_memory_note(trace, exact: bool) -> str:
+    """How much of what fell outside every tracked object was on thread stacks and in
+    thread-local storage (exact recordings: the runtime counts them apart), or why the
+    recording cannot say (the window samplers never watch those pages)."""
+    if exact:
+        from objtier.exact.tree import outside_parts
+
+        parts = outside_parts(trace)
+        if not any(parts.values()):
+            return ""
+        return (f"{parts['stack']} on thread stacks, {parts['tls']} in thread-local storage, "
+                f"{parts['other']} elsewhere")
+    samplers = {p.config.get("OBJTIER_SAMPLER", "") for p in getattr(trace, "processes", [])}
+    watching = sorted(s for s in samplers if s in WATCHING_SAMPLERS)
+    if watching:
+        return (f"the {'/'.join(watching)} sampler watches tracked objects only, so accesses "
+                f"to thread stacks and thread-local storage are not sampled")
+    if "perf" in samplers:
+        return "samples on thread stacks and in thread-local storage are among these"
+    return ""
 
 
 def accesses_basis(table: pa.Table) -> str:

@@ -25,7 +25,7 @@ analysis/ and hands plan/ arrays.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -153,14 +153,18 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
               min_phase_ns: int = DEFAULT_MIN_DURATION_NS,
               similarity: float = DEFAULT_SIMILARITY,
               hint_budget: int | None = None, fit: Fit | None = None,
-              source: str | None = None) -> PlanResult:
+              source: str | None = None, processes: Sequence[Any] | None = None,
+              per_rank: bool = False, identify_binary: bool = True) -> PlanResult:
     """Place the profile's objects with algorithm `algo` for budget.bytes of fast memory (per
     phase with phases) and build the plan document.
 
     page_bytes: the placement's granularity (default: the profile's); params: the algorithm's
     own (alpha, beta, max_cells); lifetimes False: every object counts against the budget as
     if all were live at once. fit (see Fit): each placement's budget is chosen by fit within
-    budget.bytes, and the plan's budget is the largest chosen (phases run one at a time)."""
+    budget.bytes, and the plan's budget is the largest chosen (phases run one at a time).
+    processes (objtier.analysis.processes rows of a multi-process recording): one plan section
+    per program, or per rank with per_rank (plan.program_sections); identify_binary False:
+    the plan names no binary (a launcher's, when its children have sections)."""
     objects = profile.objects
     page = page_bytes or profile.page_bytes
     params = dict(params or {})
@@ -219,9 +223,13 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
         foot = budget.footprint_bytes
         budget = planner.Budget(limit, str(limit),
                                 round(100.0 * limit / foot, 2) if foot else None, foot)
-    binary = planner.identity(profile.exe) if profile.exe else None
+    sections = (planner.program_sections(profile.table, placed, processes, per_rank)
+                if processes is not None else None)
+    binary = (planner.identity(profile.exe) if profile.exe and (identify_binary or not sections)
+              else None)
     plan = planner.build_plan(placed, result, budget, binary,
-                              source=profile.source if source is None else source)
+                              source=profile.source if source is None else source,
+                              sections=sections)
     return PlanResult(plan, placed, result, placements, budget)
 
 

@@ -302,8 +302,14 @@ typedef struct ot_end_record {
 _Static_assert(sizeof(ot_end_record) == 24, "ot_end_record is 24 bytes");
 
 /* Exact tracing: accesses to one object from one calling-context node. */
+/* ot_access_count_record.alloc_seq of accesses outside every tracked object, by where they
+ * fell (runtimes before these values did not count such accesses) */
+#define OT_SEQ_OUTSIDE_STACK (UINT64_MAX - 1) /* the accessing thread's stack */
+#define OT_SEQ_OUTSIDE_TLS   (UINT64_MAX - 2) /* its static thread-local storage */
+#define OT_SEQ_OUTSIDE_OTHER (UINT64_MAX - 3) /* anything else (small objects, globals, ...) */
+
 typedef struct ot_access_count_record {
-    uint64_t alloc_seq; /* ot_alloc_record.seq of the object */
+    uint64_t alloc_seq; /* ot_alloc_record.seq of the object, or an OT_SEQ_OUTSIDE_* value */
     uint32_t cct_node;  /* ot_cct_node_record.id */
     uint32_t reserved;
     uint64_t loads;

@@ -11,6 +11,10 @@
  *
  * Not covered: libraries loaded later with dlopen, thread-local (.tbss/.tdata) data, and
  * symbols of stripped files without .dynsym entries. The runtime's own module is skipped.
+ *
+ * Thread memory (bottom of the file): no object either, but the exact sampler tells accesses
+ * to a thread's stack and to static thread-local storage apart from the rest of the memory
+ * outside every object (rt_threadmem_ranges), so views can say how much fell there.
  */
 #define _GNU_SOURCE
 #include "statics.h"
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -148,4 +153,107 @@ int rt_statics_register(uint64_t min_size, void (*track)(uint64_t addr, uint64_t
     rt_guard--;
     rt_sys_munmap(st.spans, MAX_STATICS * sizeof(span));
     return st.registered;
+}
+
+/* ---- thread memory: stacks and static thread-local storage ---------------------------- */
+
+/* Bytes of static TLS: the PT_TLS segments of the modules loaded at start, each rounded up
+ * to its alignment (glibc places them below the thread pointer on x86-64, above it after a
+ * 16-byte TCB on aarch64). Modules dlopen'ed later get dynamic TLS (heap memory). */
+static uint64_t static_tls_bytes;
+
+static int add_tls(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_TLS)
+            continue;
+        uint64_t align = ph->p_align ? ph->p_align : 1;
+        static_tls_bytes = (static_tls_bytes + ph->p_memsz + align - 1) / align * align;
+    }
+    return 0;
+}
+
+void rt_threadmem_init(void)
+{
+    static_tls_bytes = 0;
+    dl_iterate_phdr(add_tls, NULL);
+}
+
+/* The mapping of /proc/self/maps holding addr: [*lo, *hi); *is_main when it is "[stack]".
+ * Raw system calls, a stack buffer: callable on a thread's first instrumented access. */
+static int mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *is_main)
+{
+    int fd =
+        (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    char buf[4096 + 512];
+    size_t have = 0;
+    int found = -1;
+    for (;;) {
+        long r = syscall(SYS_read, fd, buf + have, sizeof buf - 1 - have);
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = 0;
+            char *dash;
+            uint64_t s = strtoull(line, &dash, 16),
+                     e = *dash == '-' ? strtoull(dash + 1, 0, 16) : 0;
+            if (addr >= s && addr < e) {
+                *lo = s;
+                *hi = e;
+                *is_main = strstr(line, "[stack]") != NULL;
+                found = 0;
+                break;
+            }
+            line = nl + 1;
+        }
+        if (found == 0)
+            break;
+        have = (size_t)(buf + have - line); /* a partial last line moves to the front */
+        memmove(buf, line, have);
+        if (have >= sizeof buf - 1)
+            have = 0; /* a line longer than the buffer: drop it */
+    }
+    syscall(SYS_close, fd);
+    return found;
+}
+
+void rt_threadmem_ranges(rt_thread_memory *m)
+{
+    memset(m, 0, sizeof *m);
+    uint64_t tp = 0;
+#if defined(__x86_64__)
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    if (tp && static_tls_bytes) {
+        m->tls_lo = tp - static_tls_bytes;
+        m->tls_hi = tp;
+    }
+#elif defined(__aarch64__)
+    __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+    if (tp && static_tls_bytes) {
+        m->tls_lo = tp + 16;
+        m->tls_hi = tp + 16 + static_tls_bytes;
+    }
+#endif
+    uint64_t here = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo, hi;
+    int is_main = 0;
+    if (mapping_of(here, &lo, &hi, &is_main) != 0)
+        return;
+    if (is_main) { /* the main stack grows down to its rlimit */
+        struct rlimit rl;
+        uint64_t max = 8ull << 20;
+        if (syscall(SYS_getrlimit, RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            max = rl.rlim_cur;
+        max = max < (1ull << 30) ? max : (1ull << 30);
+        lo = hi - max < lo ? hi - max : lo;
+    }
+    m->stack_lo = lo;
+    m->stack_hi = hi;
 }

@@ -9,4 +9,17 @@
  * once, when main is about to run. Returns the number of objects handed over. */
 int rt_statics_register(uint64_t min_size, void (*track)(uint64_t addr, uint64_t size));
 
+/* The calling thread's stack mapping and its static thread-local storage, [lo, hi) each
+ * (0, 0 when unknown). The main thread's stack is counted down to its RLIMIT_STACK (at most
+ * 1 GiB) below the mapping's top, as it grows. */
+typedef struct rt_thread_memory {
+    uint64_t stack_lo, stack_hi, tls_lo, tls_hi;
+} rt_thread_memory;
+
+/* Sums the static TLS of the modules loaded now; once, before any thread asks. */
+void rt_threadmem_init(void);
+
+/* Raw system calls only: /proc/self/maps for the stack, the thread pointer for TLS. */
+void rt_threadmem_ranges(rt_thread_memory *m);
+
 #endif

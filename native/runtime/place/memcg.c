@@ -104,14 +104,20 @@ uint64_t rt_memcg_usage(const rt_memcg *m)
     return dec_at(buf);
 }
 
-uint64_t rt_memcg_inactive_anon(const rt_memcg *m)
+uint64_t rt_memcg_stat(const rt_memcg *m, const char *key)
 {
     char buf[8192];
     if (!m->stat_path[0] || rt_sys_read_small(m->stat_path, buf, sizeof buf) <= 0)
         return UINT64_MAX;
-    /* the cgroup's own line, at the start of a line (v1 also has total_inactive_anon) */
-    for (const char *p = buf; (p = strstr(p, "inactive_anon ")) != NULL; p++)
-        if (p == buf || p[-1] == '\n')
-            return dec_at(p + strlen("inactive_anon "));
+    /* the cgroup's own line, at the start of a line (v1 also has total_<key>) */
+    size_t n = strlen(key);
+    for (const char *p = buf; (p = strstr(p, key)) != NULL; p++)
+        if ((p == buf || p[-1] == '\n') && p[n] == ' ')
+            return dec_at(p + n + 1);
     return UINT64_MAX;
+}
+
+uint64_t rt_memcg_inactive_anon(const rt_memcg *m)
+{
+    return rt_memcg_stat(m, "inactive_anon");
 }

@@ -27,4 +27,8 @@ uint64_t rt_memcg_usage(const rt_memcg *m);
  * "inactive_anon"), UINT64_MAX when it cannot be read. */
 uint64_t rt_memcg_inactive_anon(const rt_memcg *m);
 
+/* The value of the binding cgroup's own memory.stat line `key` (e.g. "unevictable": mlocked
+ * memory, bytes), UINT64_MAX when it cannot be read. */
+uint64_t rt_memcg_stat(const rt_memcg *m, const char *key);
+
 #endif

@@ -24,11 +24,16 @@
 #include "tier.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 _Atomic int rt_place_on;
 static const rt_tier_ops *tier = &rt_tier_swap_ops; /* OBJTIER_TIER */
 static uint64_t matched; /* objects that matched an entry at allocation */
+static int follow_forks; /* OBJTIER_FOLLOW_FORKS */
+static rt_plan_self who; /* this process, for the plan's sections */
+enum { SECTION_ALL = -1, SECTION_NONE = -2, SECTION_NO_PLAN = -3 };
+static int section_note = SECTION_NO_PLAN; /* the section in force: index or one of those */
 
 static pthread_t thread;
 static int thread_started;
@@ -38,18 +43,48 @@ static int tstop;
 
 /* ---- settings -------------------------------------------------------------------- */
 
+size_t rt_place_process_notes(char *out, size_t cap)
+{
+    size_t n = 0;
+    int w = 0;
+    if (who.rank != RT_PLAN_NO_RANK)
+        w = snprintf(out, cap, "OBJTIER_RANK=%llu\n", (unsigned long long)who.rank);
+    n = w > 0 && (size_t)w < cap ? (size_t)w : 0;
+    if (section_note == SECTION_NO_PLAN)
+        return n;
+    if (section_note >= 0)
+        w = snprintf(out + n, cap - n, "OBJTIER_PLAN_SECTION=%d\n", section_note);
+    else
+        w = snprintf(out + n, cap - n, "OBJTIER_PLAN_SECTION=%s\n",
+                     section_note == SECTION_ALL ? "all" : "none");
+    return w > 0 && (size_t)w < cap - n ? n + (size_t)w : n;
+}
+
 int rt_place_init(const rt_config *cfg, int tracing)
 {
+    rt_plan_self_read(&who);
+    rt_plan_set_self(&who);
+    section_note = SECTION_NO_PLAN;
+    follow_forks = cfg->follow_forks;
     tier = cfg->tier == RT_TIER_NUMA ? &rt_tier_numa_ops : &rt_tier_swap_ops;
     if (tier->setup)
         tier->setup(cfg, tracing);
     if (!cfg->plan[0])
         return 0;
     char err[400];
+    section_note = SECTION_NONE;
     if (rt_plan_load(&rt_plan_in_force, cfg->plan, err, sizeof err) != 0) {
         rt_log(1, "%s; running without a plan", err);
         return 0;
     }
+    if (rt_plan_in_force.n_programs && rt_plan_in_force.program_mine == RT_PLAN_NONE) {
+        /* a multi-program plan with no section for this program (a launcher, a shell) */
+        rt_log(0, "plan %s: no section for %s (build id %s); nothing to place", cfg->plan,
+               who.exe_base, who.build_id[0] ? who.build_id : "none");
+        rt_plan_free(&rt_plan_in_force);
+        return 0;
+    }
+    section_note = rt_plan_in_force.n_programs ? (int)rt_plan_in_force.program_mine : SECTION_ALL;
     if (tier->init(cfg) != 0) {
         rt_plan_free(&rt_plan_in_force);
         return 0;
@@ -247,8 +282,11 @@ void rt_place_finish(void)
     pthread_mutex_lock(&rt_planned_lock);
     rt_planned_flush();
     if (matched == 0)
-        rt_log(1, "plan matched no allocation (another binary, other inputs, another "
-                  "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");
+        /* following forks, a process of another binary (a launcher, a shell) matching nothing
+         * is expected: said only with OBJTIER_LOG=1 */
+        rt_log(!follow_forks || rt_plan_in_force.binary_mine || rt_plan_in_force.n_programs,
+               "plan matched no allocation (another binary, other inputs, another "
+               "OBJTIER_STACK_DEPTH or OBJTIER_MIN_SIZE?)");
     pthread_mutex_unlock(&rt_planned_lock);
 }
 

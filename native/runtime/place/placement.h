@@ -26,6 +26,12 @@ extern _Atomic int rt_place_on;
  * 0 otherwise. `tracing`: a trace file is written (residency needs one). */
 int rt_place_init(const rt_config *cfg, int tracing);
 
+/* KEY=VALUE lines for the PROCESS record, after rt_place_init: OBJTIER_RANK=N when an
+ * MPI-style rank variable is set; with a plan, OBJTIER_PLAN_SECTION=I (the index of the
+ * first `program` section in force), all (a plan with no sections) or none (no section for
+ * this program: nothing placed). Returns the bytes written (< cap). */
+size_t rt_place_process_notes(char *out, size_t cap);
+
 /* After the runtime became ACTIVE: starts the background thread when there is work for it
  * (swap tier: slow-range advice every OBJTIER_ADVISE_MS and, while the memory cgroup is at
  * its limit, every OBJTIER_PRESSURE_MS; NUMA tier: residency every

@@ -15,6 +15,15 @@
 #define MAX_PLAN_BYTES (256u << 20) /* a larger file is refused */
 #define MAX_FIELDS     8
 
+static rt_plan_self self; /* rt_plan_set_self; all zero (no section applies) before */
+static int have_self;
+
+void rt_plan_set_self(const rt_plan_self *who)
+{
+    self = *who;
+    have_self = 1;
+}
+
 /* ---- small helpers ------------------------------------------------------------- */
 
 static int parse_dec(const char *s, size_t n, uint64_t *out)
@@ -251,11 +260,72 @@ static void fail_line(char *err, size_t err_len, uint32_t number, const char *li
     snprintf(err, err_len, "line %u: cannot parse '%s'", number, shown);
 }
 
+/* The base name of path[0..n). */
+static const char *base_name(const char *path, size_t n, size_t *len)
+{
+    size_t i = n;
+    while (i > 0 && path[i - 1] != '/')
+        i--;
+    *len = n - i;
+    return path + i;
+}
+
+/* 1 when the binary named by fields 1 (BUILD_ID, any_id: "-") and 3 (PATH) of a `binary` or
+ * `program` record is this process's (rt_plan_self): same build id, or when either side has
+ * none, same base name; 0 when not, -1 when PATH is malformed. */
+static int is_self(rt_plan *p, const fields *f, int any_id)
+{
+    uint32_t l = 0;
+    size_t used = p->strings_used;
+    const char *path = keep_name(p, f->s[3], f->n[3], &l);
+    if (!path)
+        return -1;
+    size_t bl, nb = f->n[1];
+    const char *base = base_name(path, l, &bl);
+    int same;
+    if (!any_id && self.build_id[0])
+        same = strlen(self.build_id) == nb && memcmp(self.build_id, f->s[1], nb) == 0;
+    else
+        same = bl > 0 && strlen(self.exe_base) == bl && memcmp(self.exe_base, base, bl) == 0;
+    p->strings_used = used;
+    return have_self && same;
+}
+
+/* `program BUILD_ID RANK PATH`: starts a section; *mine says whether its folio and entry lines
+ * apply to this process (rt_plan_self). BUILD_ID is "-" or 2 to 64 lowercase hex digits, RANK
+ * "-" or decimal. Pass 1 counts the sections and notes the first that applies. */
+static int parse_program(rt_plan *p, const fields *f, int pass, int *mine)
+{
+    size_t nb = f->n[1];
+    int any_id = is_word(f, 1, "-");
+    if (!any_id) {
+        if (nb < 2 || nb > 64 || nb % 2)
+            return -1;
+        for (size_t i = 0; i < nb; i++)
+            if (hexval(f->s[1][i]) < 0 || (f->s[1][i] >= 'A' && f->s[1][i] <= 'F'))
+                return -1;
+    }
+    uint64_t rank = RT_PLAN_NO_RANK;
+    if (!is_word(f, 2, "-") && (parse_dec(f->s[2], f->n[2], &rank) != 0 || rank == RT_PLAN_NO_RANK))
+        return -1;
+    int same = is_self(p, f, any_id);
+    if (same < 0)
+        return -1;
+    *mine = same && (rank == RT_PLAN_NO_RANK || rank == self.rank);
+    if (pass == 1) {
+        if (*mine && p->program_mine == RT_PLAN_NONE)
+            p->program_mine = p->n_programs;
+        p->n_programs++;
+    }
+    return 0;
+}
+
 /* Pass 1 (phases == 1): header, binary, budget, phase records. Pass 2: entries. */
 static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const char **targets,
                       uint32_t *target_lens, char *err, size_t err_len)
 {
     uint32_t number = 0;
+    int mine = 1; /* lines before the first `program` record apply to every process */
     for (size_t at = 0; at < len || number == 0;) {
         size_t end = at;
         while (end < len && text[end] != '\n')
@@ -291,8 +361,11 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
                     memcpy(p->binary_path, path, c);
                     p->binary_path[c] = 0;
                     p->strings_used = used;
+                    p->binary_mine = is_self(p, &f, is_word(&f, 1, "-")) == 1;
                 }
             }
+        } else if (f.count >= 1 && is_word(&f, 0, "program")) {
+            ok = f.count == 4 && parse_program(p, &f, pass, &mine) == 0;
         } else if (f.count >= 1 && is_word(&f, 0, "budget")) {
             ok = f.count == 3 && parse_dec(f.s[1], f.n[1], &p->budget_bytes) == 0 &&
                  parse_dec(f.s[2], f.n[2], &p->page_bytes) == 0;
@@ -315,7 +388,7 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
             rt_plan_folio r;
             ok = f.count == 5 &&
                  parse_match(&f, 1, &r.key, &r.occurrence, &r.size_min, &r.size_max) == 0;
-            if (ok && pass == 2)
+            if (ok && pass == 2 && mine)
                 p->folios[p->n_folios++] = r;
         } else if (f.count == 7 || (f.count == 8 && is_word(&f, 4, "pages"))) {
             rt_plan_entry e;
@@ -333,9 +406,9 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
             else
                 ok = 0;
             if (ok && e.tier == RT_PLAN_PAGES)
-                ok = parse_ranges(p, f.s[7], f.n[7], e.fast_bytes, pass == 2, &e.range0,
+                ok = parse_ranges(p, f.s[7], f.n[7], e.fast_bytes, pass == 2 && mine, &e.range0,
                                   &e.n_ranges) == 0;
-            if (ok && pass == 2) {
+            if (ok && pass == 2 && mine) {
                 uint32_t l = 0;
                 size_t used = p->strings_used;
                 const char *name = keep_name(p, f.s[6], f.n[6], &l);
@@ -390,6 +463,7 @@ int rt_plan_parse(rt_plan *p, const char *text, size_t len, char *err, size_t er
         return -1;
     }
     p->ranges = p->map_ranges;
+    p->program_mine = RT_PLAN_NONE;
     static const char root[] = "*";
     add_phase(p, root, 1); /* phases[0] is the root */
     const char *targets[RT_PLAN_MAX_PHASES] = {0};

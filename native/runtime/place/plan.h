@@ -68,6 +68,10 @@ typedef struct rt_plan {
     uint64_t budget_bytes; /* `budget` record, 0 when absent */
     uint64_t page_bytes;   /* planning page size, 0 when absent */
     char binary_path[256]; /* `binary` record's path (truncated), "" when absent */
+    int binary_mine;       /* the `binary` record names this process's binary */
+    uint32_t n_programs;   /* `program` records (sections); 0: every entry applies */
+    uint32_t program_mine; /* index of the first section that applies to this process, or
+                            * RT_PLAN_NONE; entries and folios of other sections are dropped */
     /* private: mappings to release */
     void *map_entries;
     size_t map_entries_bytes;
@@ -78,6 +82,26 @@ typedef struct rt_plan {
     char *strings;
     size_t strings_used, strings_cap;
 } rt_plan;
+
+/* Who this process is, for choosing its sections of a multi-program plan (`program`
+ * records, docs/planning.md): the main executable's GNU build id as lowercase hex ("" when it
+ * has none), the executable's base name, and the MPI-style rank (RT_PLAN_NO_RANK when no
+ * OMPI_COMM_WORLD_RANK / PMI_RANK / SLURM_PROCID is set). A section applies when its build id
+ * equals this one (or, when either is unknown, its path's base name equals this one) and its
+ * rank is "-" or this rank. */
+#define RT_PLAN_NO_RANK UINT64_MAX
+typedef struct rt_plan_self {
+    char build_id[65];
+    char exe_base[256];
+    uint64_t rank;
+} rt_plan_self;
+
+/* Fills *self from /proc/self/exe, the main executable's notes and the environment. */
+void rt_plan_self_read(rt_plan_self *self);
+
+/* The identity rt_plan_load and rt_plan_parse choose sections with (copied; before loading).
+ * Without one, no section applies. */
+void rt_plan_set_self(const rt_plan_self *self);
 
 /* Reads and checks the file. 0, or -1 with a one-line reason in err (nothing kept). */
 int rt_plan_load(rt_plan *p, const char *path, char *err, size_t err_len);

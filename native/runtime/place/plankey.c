@@ -5,6 +5,9 @@
  * frames of its CONTEXT record (context.c) — the first time an allocation with context c is
  * matched; later allocations of c cost one array load.
  *
+ * Also: this process's identity (rt_plan_self_read) for choosing its sections of a
+ * multi-program plan.
+ *
  * Invariants
  *   - cache[c] is the key of context id c, or 0 when not computed yet (a real key of 0 is
  *     recomputed each time, which is only slower).
@@ -13,9 +16,15 @@
 #define _GNU_SOURCE
 #include "plankey.h"
 #include "context.h"
+#include "plan.h"
 #include "rt.h"
 
+#include <elf.h>
+#include <link.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static uint64_t *cache;
 static uint64_t cache_cap; /* entries */
@@ -54,4 +63,72 @@ uint64_t rt_plankey_of(uint32_t ctx)
     if (s)
         *s = key;
     return key;
+}
+
+/* ---- this process's identity for multi-program plans (plan.h, rt_plan_self) -------- */
+
+/* The first module dl_iterate_phdr reports is the main executable: its GNU build id. */
+static int main_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    char *hex = data;
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+        const unsigned char *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+            const unsigned char *name = p + sizeof *n;
+            const unsigned char *desc = name + ((n->n_namesz + 3) & ~3u);
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                desc + n->n_descsz <= end && n->n_descsz <= 32) {
+                for (uint32_t k = 0; k < n->n_descsz; k++) {
+                    hex[2 * k] = digits[desc[k] >> 4];
+                    hex[2 * k + 1] = digits[desc[k] & 15];
+                }
+                hex[2 * n->n_descsz] = 0;
+                return 1;
+            }
+            p = desc + ((n->n_descsz + 3) & ~3u);
+        }
+    }
+    return 1; /* only the first module */
+}
+
+/* A rank variable's value: decimal digits only, else RT_PLAN_NO_RANK. */
+static uint64_t rank_of(const char *s)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return RT_PLAN_NO_RANK;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > 1000000000ull)
+            return RT_PLAN_NO_RANK;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    return v;
+}
+
+void rt_plan_self_read(rt_plan_self *self)
+{
+    memset(self, 0, sizeof *self);
+    dl_iterate_phdr(main_build_id, self->build_id);
+    char exe[4096];
+    long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    size_t len = strlen(base);
+    if (len >= sizeof self->exe_base)
+        len = sizeof self->exe_base - 1;
+    memcpy(self->exe_base, base, len);
+    self->exe_base[len] = 0;
+    /* Open MPI, MPICH/Intel MPI (PMI), Slurm: the first one set wins */
+    static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    self->rank = RT_PLAN_NO_RANK;
+    for (size_t i = 0; i < sizeof names / sizeof *names && self->rank == RT_PLAN_NO_RANK; i++)
+        self->rank = rank_of(getenv(names[i]));
 }

@@ -17,6 +17,7 @@
 #include "swapahead.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -26,6 +27,8 @@
 #define MIN_UNLOCKED    (4ull << 20) /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
 #define MIN_HEADROOM    (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
 #define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
+#define MIN_ROOM        (8ull << 20)  /* evictable room the guard keeps in the cgroup, at least */
+#define ROOM_PER_THREAD (2ull << 20)  /* and per thread of the program (a THP charge each) */
 
 static int pageout;
 static uint32_t advise_ms, pressure_ms, inactive_pct;
@@ -37,6 +40,7 @@ static uint64_t locked_total;
 static int warned_limit;
 static uint64_t pressure_passes; /* advice passes made because the cgroup was at its limit */
 static uint64_t pressure_bytes;  /* bytes those passes advised */
+static uint64_t relieved_bytes;  /* bytes of our locks given up to keep reclaim room */
 
 /* ---- settings -------------------------------------------------------------------- */
 
@@ -469,6 +473,87 @@ static uint64_t swap_next_wake(void)
     return wake;
 }
 
+/* 1 while the cgroup's usage is within its headroom of the limit. */
+static int near_limit(void)
+{
+    if (memcg.limit == UINT64_MAX)
+        return 0;
+    uint64_t use = rt_memcg_usage(&memcg);
+    uint64_t headroom = memcg.limit / 32 > MIN_HEADROOM ? memcg.limit / 32 : MIN_HEADROOM;
+    return use != UINT64_MAX && use + headroom >= memcg.limit;
+}
+
+/* Threads of this process (/proc/self/stat, field 20), at least 1. */
+static uint64_t thread_count(void)
+{
+    char buf[1024];
+    if (rt_sys_read_small("/proc/self/stat", buf, sizeof buf) <= 0)
+        return 1;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    uint64_t n = 0;
+    for (p = p ? p + 1 : ""; *p >= '0' && *p <= '9'; p++)
+        n = n * 10 + (uint64_t)(*p - '0');
+    return n ? n : 1;
+}
+
+/* Bytes of our locks to give up so that the cgroup keeps `need` bytes it can reclaim from:
+ * need = max(MIN_ROOM, ROOM_PER_THREAD x this process's threads), at most a quarter of the
+ * limit; the room is the limit less the cgroup's mlocked memory (memory.stat unevictable).
+ *
+ * Why: every thread that faults while the cgroup is full reclaims for its own charge (a whole
+ * transparent huge page when THP is on), and concurrent reclaimers take each other's freed
+ * pages; when the evictable part of the cgroup is about the size of what its threads charge
+ * at once, one of them can fail its retries and the cgroup's OOM killer ends the program
+ * although swap has room. The lock limit's margin is chosen before the run and does not know
+ * how many threads will burst. */
+static uint64_t room_shortfall(void)
+{
+    uint64_t unevictable = rt_memcg_stat(&memcg, "unevictable");
+    if (unevictable == UINT64_MAX || memcg.limit == UINT64_MAX)
+        return 0;
+    uint64_t need = thread_count() * ROOM_PER_THREAD;
+    need = need > MIN_ROOM ? need : MIN_ROOM;
+    need = need < memcg.limit / 4 ? need : memcg.limit / 4;
+    uint64_t room = memcg.limit > unevictable ? memcg.limit - unevictable : 0;
+    return room < need ? need - room : 0;
+}
+
+/* Unlocks about `bytes` (page multiples) from the ends of the locked prefixes [lo,
+ * locked_end) of our objects, advises them cold, and lowers the lock limit to what stays
+ * locked so that nothing locks them again: from here on the run leaves that room. Returns
+ * the bytes unlocked. Background thread only. */
+static uint64_t relieve_locks(uint64_t bytes)
+{
+    uint64_t done = 0, pg = rt_page_bytes;
+    pthread_mutex_lock(&rt_planned_lock);
+    for (uint64_t i = rt_planned_slots(); i-- > 0 && done < bytes;) {
+        rt_pobj *o = rt_planned_slot(i);
+        if (rt_pobj_free(o) || o->locked_end <= o->lo)
+            continue;
+        uint64_t want = (bytes - done + pg - 1) & ~(pg - 1);
+        uint64_t take = o->locked_end - o->lo < want ? o->locked_end - o->lo : want;
+        uint64_t a = o->locked_end - take;
+        long r = syscall(SYS_munlock, (void *)(uintptr_t)a, take);
+        rt_planned_record(o, a, o->locked_end, OT_PLACE_MUNLOCK, rt_place_result(r), 0);
+        if (r != 0)
+            continue;
+        r = syscall(SYS_madvise, (void *)(uintptr_t)a, take, MADV_COLD);
+        rt_planned_record(o, a, o->locked_end, OT_PLACE_COLD, rt_place_result(r), 0);
+        o->locked_end = a;
+        locked_total -= take;
+        done += take;
+    }
+    if (done) {
+        lock_limit = locked_total < lock_limit ? locked_total : lock_limit;
+        relieved_bytes += done;
+    }
+    rt_planned_flush();
+    pthread_mutex_unlock(&rt_planned_lock);
+    return done;
+}
+
 static void swap_tick(uint64_t now)
 {
     if (advise && now >= next_advise) {
@@ -477,6 +562,9 @@ static void swap_tick(uint64_t now)
         next_advise = now + (uint64_t)advise_ms * 1000000ull;
     } else if (watch && now >= next_watch) {
         uint64_t shortfall = pressure_shortfall();
+        uint64_t room = near_limit() ? room_shortfall() : 0;
+        if (room)
+            relieve_locks(room);
         if (shortfall) {
             int keep = now - last_record >= RECORD_EVERY_NS;
             uint64_t advised = advise_some(shortfall, keep);
@@ -502,6 +590,11 @@ static void swap_finish(void)
                "memory cgroup at its limit: %llu MiB of slow ranges advised cold in %llu "
                "passes",
                (unsigned long long)(pressure_bytes >> 20), (unsigned long long)pressure_passes);
+    if (relieved_bytes)
+        rt_log(1,
+               "the memory cgroup was nearly full of locked memory: %llu MiB of planned-fast "
+               "memory unlocked to leave reclaim room for this program's threads",
+               (unsigned long long)(relieved_bytes >> 20));
 }
 
 static void swap_fork_child(int follow)
@@ -509,7 +602,7 @@ static void swap_fork_child(int follow)
     (void)follow;
     rt_ahead_fork_child();
     /* mlocks are not inherited: the child starts with none */
-    locked_total = pressure_passes = pressure_bytes = cold_slot = cold_at = 0;
+    locked_total = pressure_passes = pressure_bytes = cold_slot = cold_at = relieved_bytes = 0;
 }
 
 const rt_tier_ops rt_tier_swap_ops = {

@@ -48,6 +48,7 @@
 #include "rt.h"
 #include "writer.h"
 #include "sampler.h"
+#include "statics.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -89,6 +90,8 @@ typedef struct tr_thread {
     int busy;               /* in a slow path: a nested call (signal handler) skips */
     int exited;
     tr_slot slots[OBJ_SLOTS];
+    tr_slot outside[3];   /* counters outside every object: stack, TLS, other (OT_SEQ_OUTSIDE_*) */
+    rt_thread_memory mem; /* this thread's stack and static TLS */
     uint64_t neg[NEG_PAGES]; /* page numbers that hold no tracked byte; UINT64_MAX = empty */
     rt_llc llc;
     rt_cct cct;
@@ -266,6 +269,11 @@ static NOINST __attribute__((noinline)) tr_thread *thread_state(void)
         return NULL;
     }
     drop_caches(t, atomic_load(&idx_gen));
+    rt_threadmem_ranges(&t->mem);
+    static const uint64_t outside_seq[3] = {OT_SEQ_OUTSIDE_STACK, OT_SEQ_OUTSIDE_TLS,
+                                            OT_SEQ_OUTSIDE_OTHER};
+    for (int k = 0; k < 3; k++)
+        t->outside[k] = (tr_slot){.seq = outside_seq[k], .node = UINT32_MAX};
     t->next = atomic_load(&threads);
     while (!atomic_compare_exchange_weak(&threads, &t->next, t))
         ;
@@ -415,8 +423,16 @@ static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t
         s = &s[2];
     else if (a - s[3].start < s[3].len)
         s = &s[3];
-    else if (!(s = lookup(t, a)))
-        return;
+    else if (!(s = lookup(t, a))) {
+        if (t->busy || rt_guard)
+            return;
+        /* outside every object (or, rarely, an object the index gained during the lookup):
+         * counted by where it fell, TLS first (a thread's TLS lies inside its stack block) */
+        const rt_thread_memory *m = &t->mem;
+        s = &t->outside[a - m->tls_lo < m->tls_hi - m->tls_lo         ? 1
+                        : a - m->stack_lo < m->stack_hi - m->stack_lo ? 0
+                                                                      : 2];
+    }
     /* 3. counter of (current node, object) */
     if (RT_UNLIKELY(s->node != t->node)) {
         s->ctr = rt_cct_counter_get(&t->cct, t->node, s->seq);
@@ -428,7 +444,8 @@ static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t
     c->stores += (uint64_t)store;
     c->loads += (uint64_t)!store;
     c->misses += miss;
-    if (RT_UNLIKELY(trace_on))
+    /* the address trace holds accesses to tracked objects only (not the outside counters) */
+    if (RT_UNLIKELY(trace_on) && s >= t->slots && s < t->slots + OBJ_SLOTS)
         trace_record(t, a, store, miss);
 }
 
@@ -632,6 +649,7 @@ static int trace_init(const rt_config *cfg)
         return r;
     }
     rt_llc_destroy(&probe);
+    rt_threadmem_init();
     if (pthread_key_create(&tr_key, thread_release) != 0)
         return -EAGAIN;
     atomic_store(&trace_left, (int64_t)cfg->trace_limit);

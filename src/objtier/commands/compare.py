@@ -61,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept, enabled "
                         "for madvised memory during both arms (default 16K; off: base pages)")
+    parser.add_argument("--follow-forks", action="store_true",
+                        help="swap: record and place the program's child processes too (a "
+                        "launcher script, python, make, mpirun): the plan holds one section "
+                        "per program and each process applies its own")
     parser.add_argument("--sampler", default="auto", choices=["auto", "fault", "perf"],
                         help="profile sampler (default auto)")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
@@ -193,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--profiles applies to --tier swap only")
         if args.phases:
             raise UsageError("--phases applies to --tier swap only")
+        if args.follow_forks:
+            raise UsageError("--follow-forks applies to --tier swap only")
         return run_numa(args, command)
     from objtier.record.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
     from objtier.plan import NEEDS_PAGE_SAMPLES
@@ -217,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
                                sampler=args.sampler, large_folio=large_folio,
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
-                               timeout_s=args.timeout,
+                               timeout_s=args.timeout, follow_forks=args.follow_forks,
                                output=Path(args.output), force=args.force)
 
     def say(text: str) -> None:

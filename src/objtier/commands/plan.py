@@ -79,6 +79,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
                         help="dynamic: share of the budget never locked, left to the "
                         "kernel's reclaim (0.1)")
+    parser.add_argument("--per-rank", action="store_true",
+                        help="a multi-process recording of an MPI-style program: one section "
+                        "per rank (OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID) instead of "
+                        "one per program")
     parser.add_argument("--exe", default=None, help="the program's binary (default: from the "
                         "recording)")
     parser.add_argument("--explain", action="store_true",
@@ -136,9 +140,13 @@ def _profile(args: argparse.Namespace):
             accesses = _read_table_file(Path(args.phase_accesses))
         return planning.Profile(_read_table_file(path), exe=args.exe, source=str(path),
                                 executions=phases, phase_accesses=accesses)
-    return planning.read_recordings([path] + more, phases=args.phases, exe=args.exe,
-                                    min_phase_ns=int(args.min_phase_ms * 1e6),
-                                    similarity=args.similarity)
+    profile = planning.read_recordings([path] + more, phases=args.phases, exe=args.exe,
+                                       min_phase_ns=int(args.min_phase_ms * 1e6),
+                                       similarity=args.similarity)
+    from objtier.analysis.processes import process_programs
+
+    args.processes = process_programs(profile.traces[0])   # for the plan's per-program sections
+    return profile
 
 
 def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: int,
@@ -208,7 +216,8 @@ def run(args: argparse.Namespace) -> int:
                      page_bytes=args.page_bytes, params=params,
                      min_phase_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
                      hint_budget=args.hint_budget, source=" ".join(args.input) + (
-                         f" --sensitivity {args.sensitivity}" if args.sensitivity else ""))
+                         f" --sensitivity {args.sensitivity}" if args.sensitivity else ""),
+                     processes=getattr(args, "processes", []), per_rank=args.per_rank)
     plan, exe = made.plan, profile.exe
     plan["warnings"].extend(measured_notes)
     if plan["binary"]["path"] and plan["binary"]["size"] is None:
@@ -250,6 +259,12 @@ def run(args: argparse.Namespace) -> int:
                     basis=basis, loads_stores=loads_stores)
     for phase, placement in made.placements.items():
         print(summary_line(placement, phase if args.phases else None, basis))
+    for i, program in enumerate(plan.get("programs", [])):
+        rank = "" if program["rank"] is None else f" rank {program['rank']}"
+        count = sum(1 for e in plan["entries"] if e["program"] == i)
+        print(f"section {i}: {program['path']}{rank} (build id "
+              f"{(program['build_id'] or 'none')[:12]}, {len(program['pids'])} process(es)): "
+              f"{count} entries")
     print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
     for warning in plan["warnings"]:
         sys.stderr.write(f"objtier plan: warning: {warning}\n")

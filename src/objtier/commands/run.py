@@ -48,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=None,
                         help="swap tier, a plan with a dynamic schedule: at most this many "
                         "mlock/munlock/madvise calls per second (default 2000)")
+    parser.add_argument("--follow-forks", action="store_true",
+                        help="apply the plan in child processes too (a launcher script, "
+                        "python, make, mpirun): each process applies its own program's "
+                        "section of a plan made from a --follow-forks recording")
     parser.add_argument("-o", "--output", default=None,
                         help="also write the run's trace (objects and placement actions) here")
     parser.add_argument("-f", "--force", action="store_true",
@@ -107,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             sys.stderr.write(f"objtier run: {text}\n")
 
-    for text in enforce.plan_warnings(plan, command[0]):
+    for text in enforce.plan_warnings(plan, command[0], args.follow_forks):
         warn(text)
     supported = enforce.runtime_supports_plans()
     with tempfile.TemporaryDirectory(prefix="objtier-run-") as scratch:
@@ -124,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, output, args.tier, fast_nodes, slow_nodes,
                                    pressure_guard=args.guard,
-                                   large_folios=folio_size is not None)
+                                   large_folios=folio_size is not None,
+                                   follow_forks=args.follow_forks)
         env = runtime_env(settings.settings())
         stats_path = None
         if dynamic_run.has_schedule(plan):
@@ -145,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
         with tier if tier is not None else contextlib.nullcontext():
             returncode = run_program(command, env, preexec=tier.preexec if tier else None,
                                      name="objtier run")
+        if args.follow_forks:
+            _say_processes(plan, output, say, warn)
         only_schedule = stats_path is not None and not plan.get("entries")
         found = None if only_schedule else enforce.read_enforcement(plan, output)
         for text in [] if only_schedule else enforce.enforcement_warnings(plan, found,
@@ -165,3 +172,20 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             say(f"trace written to {output}/")
     return exit_code(returncode)
+
+
+def _say_processes(plan, output, say, warn) -> None:
+    """Following forks: per process, the section its runtime applied and what matched."""
+    from objtier.record import enforce
+
+    processes = enforce.read_process_enforcement(plan, output)
+    if processes is None:
+        return
+    for p in processes:
+        section = {"all": "the whole plan", "none": "no section"}.get(p.section,
+                                                                     f"section {p.section}")
+        rank = "" if p.rank is None else f" rank {p.rank}"
+        say(f"process {p.pid} ({Path(p.exe).name}{rank}): {section}, {p.matched} of "
+            f"{p.objects} objects matched, {p.locked_bytes >> 20} MiB locked")
+    for text in enforce.section_warnings(plan, processes):
+        warn(text)

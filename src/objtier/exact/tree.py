@@ -164,9 +164,25 @@ def exact_counts(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                  .astype(np.int64) for values in (tree.loads, tree.stores, tree.misses))
 
 
+#: ACCESS_COUNT alloc_seq values of accesses outside every tracked object, by where they fell
+#: (trace_format.h OT_SEQ_OUTSIDE_*): the accessing thread's stack, its static thread-local
+#: storage, anywhere else (objects below --min-size, small globals, untracked mappings)
+OUTSIDE_SEQS = {"stack": (1 << 64) - 2, "tls": (1 << 64) - 3, "other": (1 << 64) - 4}
+
+
+def outside_parts(trace) -> dict[str, int]:
+    """Loads + stores outside every tracked object by where they fell (keys of OUTSIDE_SEQS);
+    all 0 for a recording from a runtime that did not count them."""
+    acc = trace.access_counts
+    seq = acc.column("alloc_seq").to_numpy().astype(np.uint64)
+    n = acc.column("loads").to_numpy().astype(np.int64) + \
+        acc.column("stores").to_numpy().astype(np.int64)
+    return {name: int(n[seq == np.uint64(value)].sum()) for name, value in OUTSIDE_SEQS.items()}
+
+
 def outside_counts(trace) -> tuple[int, int]:
     """(loads + stores, LLC-model misses) that fell outside every tracked object (stack,
-    globals, objects below --min-size)."""
+    thread-local storage, globals, objects below --min-size; outside_parts tells them apart)."""
     tree = context_tree(trace)
     unknown = tree.acc_object < 0
     return (int(tree.loads[unknown].sum() + tree.stores[unknown].sum()),

@@ -87,6 +87,7 @@ class CompareSettings:
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
+    follow_forks: bool = False     # record and place child processes too (per-program sections)
     output: Path = Path("compare-out")
     force: bool = False
 
@@ -187,7 +188,8 @@ def record_profile(command: list[str], settings: CompareSettings,
     sampler, reason = choose_sampler(settings.sampler)
     say(f"recording {count} profile(s) (sampler {sampler}: {reason})")
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
-                            stack_depth=settings.stack_depth)
+                            stack_depth=settings.stack_depth,
+                            follow_forks=settings.follow_forks)
     profiles = []
     for i in range(1, count + 1):
         profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
@@ -228,8 +230,14 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
         fitted, _, placement = enforce.fit_margin(local, margin, place, unlocked)
         return fitted, placement
 
+    processes = None
+    if settings.follow_forks and profile.traces:   # one section per program the launcher started
+        from objtier.analysis.processes import process_programs
+
+        processes = process_programs(profile.traces[0])
     made = make_plan(profile, settings.algo, planner.Budget(local, str(local), None, footprint),
-                     phases=profile.has_phases, backfill=settings.backfill, fit=fit)
+                     phases=profile.has_phases, backfill=settings.backfill, fit=fit,
+                     processes=processes, identify_binary=False)
     write_plan_files(made.plan, settings.output / "plan.json", settings.output / "plan.txt")
     return made.plan, made.budget.bytes, local - made.budget.bytes
 
@@ -347,7 +355,8 @@ def run_compare(command: list[str], settings: CompareSettings,
         say("the marked phases are too short or too alike: one placement for the whole run")
     elif settings.phases is None:
         say("no phase markers in the recording: one placement for the whole run")
-    warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0])
+    warnings += plan.get("warnings", []) + enforce.plan_warnings(plan, command[0],
+                                                                 settings.follow_forks)
     if not supported:
         warnings.append("this objtier runtime does not enforce plans yet (no OBJTIER_PLAN): "
                         "the objtier runs measure the runtime without placement")
@@ -375,7 +384,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                     run = enforce.PlanRun(settings.output / "plan.txt", limit,
                                           enforce.plan_min_size(plan), settings.stack_depth,
                                           trace_dir, pressure_guard=guard,
-                                          large_folios=folio is not None)
+                                          large_folios=folio is not None,
+                                          follow_forks=settings.follow_forks)
                     env = runtime_env(run.settings())
                 flush = 0.0 if config == "kernel-raw" else settings.stat_flush_ms
                 row = one_run(tier, config, i, order, command, env, timeout, runs_dir, plan,

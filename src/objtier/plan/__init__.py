@@ -23,6 +23,7 @@ from objtier.plan.phases import (ROOT, PhaseMerge, PhasePlacement, merge_phases,
                                  plan_phases, unlocked_live_bytes)
 from objtier.plan.placement import TIERS, Placement
 from objtier.plan.planfile import build_plan, load_plan, validate_plan, write_plan
+from objtier.plan.programs import ProgramSections, program_sections
 from objtier.plan.table import ObjectTable, PhaseTable, object_table, phase_table
 from objtier.plan.textexport import parse_text, to_text
 
@@ -43,7 +44,7 @@ def algorithm(name: str) -> Callable[..., Placement]:
 
 __all__ = [
     "ALGORITHMS", "Budget", "NEEDS_PAGE_SAMPLES", "ObjectTable", "PhaseMerge", "PhasePlacement",
-    "PhaseTable", "Placement", "ROOT", "TIERS", "algorithm", "build_id", "build_plan",
+    "PhaseTable", "Placement", "ProgramSections", "program_sections", "ROOT", "TIERS", "algorithm", "build_id", "build_plan",
     "check_plan_binary", "exact", "footprint", "halving", "identity", "load_plan", "merge_phases",
     "object_table", "pages", "parse_budget", "parse_text", "peak_live_bytes",
     "phase_spans", "phase_table", "plan_phases", "rank", "reuse", "spill", "to_text", "unlocked_live_bytes",

@@ -45,13 +45,15 @@ MAX_OCCURRENCE = (1 << 63) - 1  # the runtime reserves UINT64_MAX for "*"
 MAX_PHASES = 256               # RT_PLAN_MAX_PHASES (native/runtime/place/plan.h)
 MAX_PHASE_NAME_BYTES = 255     # RT_PLAN_MAX_NAME: bytes of a decoded phase name
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_BUILD_ID = re.compile(r"^(?:[0-9a-f]{2}){1,32}$")  # the runtime reads at most 32 bytes
 
 
-def plan_entries(objects: ObjectTable, placement: Placement, phase: str = ROOT
-                 ) -> list[dict[str, Any]]:
+def plan_entries(objects: ObjectTable, placement: Placement, phase: str = ROOT,
+                 mask: np.ndarray | None = None) -> list[dict[str, Any]]:
     """Entries of one phase, grouping contexts whose objects share a whole-object tier.
-    Objects with an unknown context get no entry."""
-    known = objects.plannable
+    Objects with an unknown context get no entry; with mask, only the objects it selects
+    (one program's, objtier.plan.programs) get entries."""
+    known = objects.plannable if mask is None else objects.plannable & mask
     if not known.all():
         objects = replace(objects, **{f: getattr(objects, f)[known] for f in (
             "object", "context_key", "occurrence", "size", "accesses", "label")},
@@ -110,8 +112,11 @@ def _summary(phase: str, placement: Placement) -> dict[str, Any]:
 
 
 def build_plan(objects: ObjectTable, result: Placement | PhasePlacement, budget: Budget,
-               binary: dict[str, Any] | None, source: str | None = None) -> dict[str, Any]:
-    """The plan document for a Placement (one phase, "*") or a PhasePlacement."""
+               binary: dict[str, Any] | None, source: str | None = None,
+               sections: Any = None) -> dict[str, Any]:
+    """The plan document for a Placement (one phase, "*") or a PhasePlacement. With sections
+    (objtier.plan.programs.ProgramSections, from a multi-process recording) the plan holds one
+    section per program: `programs` and each entry's and large_folios record's `program`."""
     if isinstance(result, PhasePlacement):
         placements = result.placements
         merge = result.merge
@@ -134,9 +139,14 @@ def build_plan(objects: ObjectTable, result: Placement | PhasePlacement, budget:
     for placement in placements.values():
         warnings.extend(w for w in placement.warnings if w not in warnings)
     entries = []
-    for phase, placement in placements.items():
-        entries.extend(plan_entries(objects, placement, phase))
-    return {
+    folios = large_folio_objects(objects, placements)
+    if sections is None:
+        for phase, placement in placements.items():
+            entries.extend(plan_entries(objects, placement, phase))
+    else:
+        entries, folios = sections.split(objects, placements, plan_entries, folios)
+        warnings.extend(sections.warnings())
+    plan = {
         "format": FORMAT, "version": VERSION,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "generator": f"objtier {__version__}",
@@ -148,9 +158,13 @@ def build_plan(objects: ObjectTable, result: Placement | PhasePlacement, budget:
         "warnings": warnings,
         "phases": phases,
         "summary": [_summary(p, pl) for p, pl in placements.items()],
-        "large_folios": large_folio_objects(objects, placements),
+        "large_folios": folios,
         "entries": entries,
     }
+    if sections is not None:
+        plan["programs"] = sections.programs
+        plan["binary"] = binary or sections.main_binary()
+    return plan
 
 
 def dumps(plan: dict[str, Any]) -> str:
@@ -269,6 +283,39 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
         if not isinstance(e.get("phase"), str) or e["phase"] not in names:
             _fail(where, f"entry {i}: unknown phase {_shown(e.get('phase'))}")
     _check_large_folios(where, plan.get("large_folios", []))
+    _check_programs(where, plan)
+
+
+MAX_RANK = (1 << 63) - 1
+
+
+def _check_programs(where: str, plan: dict[str, Any]) -> None:
+    """The optional `programs` list (sections of a multi-program plan) and the `program` index
+    of every entry and large_folios record: present exactly when there are programs."""
+    programs = plan.get("programs")
+    if programs is None:
+        programs = []
+    if not isinstance(programs, list):
+        _fail(where, "programs must be a list")
+    for i, p in enumerate(programs):
+        if not isinstance(p, dict) or not isinstance(p.get("path"), str) or not p["path"]:
+            _fail(where, f"program {i} needs a path")
+        _utf8_bytes(where, "a program path", p["path"])
+        build = p.get("build_id")
+        if build is not None and not (isinstance(build, str) and _BUILD_ID.fullmatch(build)):
+            _fail(where, f"program {i}: build_id must be null or 2 to 64 lowercase hex digits")
+        rank = p.get("rank")
+        if rank is not None and not (_is_int(rank) and 0 <= rank <= MAX_RANK):
+            _fail(where, f"program {i}: rank must be null or an integer from 0 to {MAX_RANK}")
+    for what, records in (("entry", plan.get("entries", [])),
+                          ("large_folios record", plan.get("large_folios", []))):
+        for i, r in enumerate(records):
+            index = r.get("program")
+            if programs and not (_is_int(index) and 0 <= index < len(programs)):
+                _fail(where, f"{what} {i}: program must be an index into the plan's "
+                             f"{len(programs)} programs")
+            if not programs and index is not None:
+                _fail(where, f"{what} {i}: program given but the plan has no programs")
 
 
 def _check_match(where: str, what: str, record: Any, sizes: tuple[str, ...]) -> None:

@@ -21,12 +21,20 @@ Grammar (one record per line, fields separated by single spaces, "\\n" line ends
     folio KEY OCC SIZE_MIN SIZE_MAX                  an object whose planned-slow pages are
                                                      faulted in as large folios (plan.folios);
                                                      OCC decimal or "*"
+    program BUILD_ID RANK PATH                       starts the section of one program of a
+                                                     multi-program plan (plan.programs): the
+                                                     folio and entry lines up to the next
+                                                     `program` apply only in processes of that
+                                                     binary (BUILD_ID hex, or "-": by PATH's
+                                                     base name) and rank (RANK decimal, or "-":
+                                                     any); lines before the first apply to all
 Names (PATH, NAME, PARENT, TARGET, PHASE) are UTF-8 with "%", "#", control characters and
 whitespace written as %XX (hex of each byte), so no field holds a space.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from objtier.errors import UsageError
@@ -34,6 +42,7 @@ from objtier.plan.phases import ROOT as ROOT_PHASE
 from objtier.plan.planfile import VERSION, validate_plan
 
 HEADER = f"objtier-plan {VERSION}"
+_BUILD_ID = re.compile(r"(?:[0-9a-f]{2}){1,32}")   # as plan.c's parse_program
 
 
 def escape(name: str) -> str:
@@ -86,15 +95,25 @@ def to_text(plan: dict[str, Any]) -> str:
     for p in plan["phases"]:
         lines.append(f"phase {escape(p['name'])} {escape(p['parent']) if p.get('parent') else '-'}"
                      f" {escape(p['target'])}")
-    for r in plan.get("large_folios", []):
-        occ = "*" if r["occurrence"] is None else str(r["occurrence"])
-        lines.append(f"folio {r['context_key']} {occ} {r['size_min']} {r['size_max']}")
-    for e in plan["entries"]:
-        occ = "*" if e["occurrence"] is None else str(e["occurrence"])
-        ranges = (" " + ",".join(f"{o}:{n}" for o, n in e["ranges"])
-                  if e["tier"] == "pages" else "")
-        lines.append(f"{e['context_key']} {occ} {e['size_min']} {e['size_max']} {e['tier']} "
-                     f"{e['fast_bytes']} {escape(e['phase'])}{ranges}")
+    programs = plan.get("programs") or []
+    for section in [None] + list(range(len(programs))):
+        if section is not None:
+            p = programs[section]
+            rank = "-" if p.get("rank") is None else str(p["rank"])
+            lines.append(f"program {p.get('build_id') or '-'} {rank} {escape(p['path'])}")
+        for r in plan.get("large_folios", []):
+            if r.get("program") != section:
+                continue
+            occ = "*" if r["occurrence"] is None else str(r["occurrence"])
+            lines.append(f"folio {r['context_key']} {occ} {r['size_min']} {r['size_max']}")
+        for e in plan["entries"]:
+            if e.get("program") != section:
+                continue
+            occ = "*" if e["occurrence"] is None else str(e["occurrence"])
+            ranges = (" " + ",".join(f"{o}:{n}" for o, n in e["ranges"])
+                      if e["tier"] == "pages" else "")
+            lines.append(f"{e['context_key']} {occ} {e['size_min']} {e['size_max']} "
+                         f"{e['tier']} {e['fast_bytes']} {escape(e['phase'])}{ranges}")
     return "\n".join(lines) + "\n"
 
 
@@ -165,7 +184,8 @@ def parse_text(text: str) -> dict[str, Any]:
     if lines[0].removesuffix("\r") != HEADER:
         raise UsageError(f"not an objtier text plan (first line is not {HEADER!r})")
     out: dict[str, Any] = {"binary": None, "budget": None, "phases": [], "entries": [],
-                           "large_folios": []}
+                           "large_folios": [], "programs": []}
+    section: int | None = None   # the `program` section the lines belong to
     phases: dict[str, str | None] = {ROOT_PHASE: None}  # name -> target named by a record
     for number, line in enumerate(lines[1:], start=2):
         line = line.removesuffix("\r")
@@ -192,10 +212,21 @@ def parse_text(text: str) -> dict[str, Any]:
                     raise ValueError
                 phases[name] = target
                 out["phases"].append({"name": name, "parent": parent, "target": target})
+            elif f[0] == "program":
+                if len(f) != 4 or (f[1] != "-" and not _BUILD_ID.fullmatch(f[1])):
+                    raise ValueError
+                rank = None if f[2] == "-" else _dec(f[2])
+                if rank == U64_MAX:
+                    raise ValueError
+                section = len(out["programs"])
+                out["programs"].append({"build_id": None if f[1] == "-" else f[1],
+                                        "rank": rank, "path": unescape(f[3])})
             elif f[0] == "folio":
                 if len(f) != 5:
                     raise ValueError
                 out["large_folios"].append(_match(f[1:]))
+                if section is not None:
+                    out["large_folios"][-1]["program"] = section
             elif len(f) == 7 or (len(f) == 8 and f[4] == "pages"):
                 entry = _match(f)
                 entry.update(tier=f[4], fast_bytes=_dec(f[5]), phase=_name(f[6]))
@@ -205,6 +236,8 @@ def parse_text(text: str) -> dict[str, Any]:
                     raise ValueError
                 if entry["tier"] == "pages":
                     entry["ranges"] = _ranges(f[7], entry["fast_bytes"])
+                if section is not None:
+                    entry["program"] = section
                 if entry["phase"] not in phases:  # a phase with no `phase` record
                     if len(phases) == MAX_PHASES:
                         raise ValueError

@@ -191,6 +191,7 @@ class PlanRun:
     slow_nodes: str | None = None
     pressure_guard: bool = True      # swap: MADV_COLD slow pages when the inactive list runs dry
     large_folios: bool = True        # swap: MADV_HUGEPAGE the plan's swept objects' slow runs
+    follow_forks: bool = False       # the plan applies in child processes too
 
     def settings(self) -> dict[str, str]:
         from objtier.runtime_settings import runtime_env
@@ -201,14 +202,21 @@ class PlanRun:
             output=self.output.resolve() if self.output is not None else None,
             fast_nodes=self.fast_nodes or None, slow_nodes=self.slow_nodes or None,
             pressure_ms=None if self.pressure_guard else 0,
-            large_folios=None if self.large_folios else 0)
+            large_folios=None if self.large_folios else 0,
+            follow_forks=1 if self.follow_forks else None)
 
 
-def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike) -> list[str]:
-    """Warnings before the run: another or rebuilt binary; a plan with nothing fast."""
+def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike,
+                  follow_forks: bool = False) -> list[str]:
+    """Warnings before the run: another or rebuilt binary; a plan with nothing fast. With
+    follow_forks, or for a plan with per-program sections, `exe` may be a launcher of the
+    planned programs: see program_warnings."""
     from objtier.plan import check_plan_binary
 
-    warnings = list(check_plan_binary(plan, exe))
+    if plan.get("programs") or follow_forks:
+        warnings = program_warnings(plan, exe, follow_forks)
+    else:
+        warnings = list(check_plan_binary(plan, exe))
     entries = plan.get("entries", [])
     if not entries and (plan.get("dynamic") or {}).get("objects"):
         pass  # a dynamic schedule (record.dynamic_run) does the placement
@@ -218,6 +226,103 @@ def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike) -> list[str]:
     elif not any(e["tier"] in ("fast", "split") for e in entries):
         warnings.append("the plan places no object in fast memory: nothing will be locked")
     return warnings
+
+
+def program_warnings(plan: dict[str, Any], exe: str | os.PathLike,
+                     follow_forks: bool) -> list[str]:
+    """Before a run of a launcher or a multi-program plan: each planned program rebuilt since
+    (its path's build id differs); without follow_forks, a command that is none of the
+    planned programs (its children would run without the plan)."""
+    from objtier.plan import identity
+
+    programs = plan.get("programs") or [dict(plan.get("binary") or {}, rank=None)]
+    warnings = []
+    for p in programs:
+        if not p.get("path") or not p.get("build_id"):
+            continue
+        here = identity(p["path"])
+        if here["build_id"] and here["build_id"] != p["build_id"]:
+            warnings.append(f"{p['path']} was rebuilt since the plan was made (build-id "
+                            f"{here['build_id'][:12]}, plan has {p['build_id'][:12]}); its "
+                            f"allocation contexts may not match")
+    if not follow_forks:
+        mine = identity(exe)
+        names = {Path(p["path"]).name for p in programs if p.get("path")}
+        ids = {p.get("build_id") for p in programs if p.get("build_id")}
+        if mine["build_id"] not in ids and Path(mine["path"]).name not in names:
+            warnings.append(f"the plan's sections are for {', '.join(sorted(names))}, not "
+                            f"{Path(exe).name}: if {Path(exe).name} starts them, use "
+                            f"--follow-forks")
+    return warnings
+
+
+@dataclass
+class ProcessEnforcement:
+    """What one process of a run did with the plan (from its own trace file)."""
+
+    pid: int
+    exe: str
+    rank: int | None
+    section: str        # the runtime's OBJTIER_PLAN_SECTION note: an index, "all" or "none"
+    objects: int
+    matched: int        # objects whose context key is in the entries of the section applied
+    locked_bytes: int   # peak of the process's own mlocked bytes
+
+
+def read_process_enforcement(plan: dict[str, Any], trace_dir: Path
+                             ) -> list[ProcessEnforcement] | None:
+    """Per process of a run (follow forks): the section its runtime applied, as it noted in
+    its PROCESS record, and what matched; None when the directory holds no readable trace."""
+    import numpy as np
+
+    from objtier.errors import TraceError
+    from objtier.trace import open_trace
+
+    try:
+        trace = open_trace(trace_dir)
+        allocations = trace.allocations
+        placements = trace.placements
+    except (TraceError, OSError):
+        return None
+    table = None
+    if allocations.num_rows:
+        from objtier.analysis.objects import object_table
+
+        table = object_table(trace, labels=False)
+    rows = []
+    for p in sorted(trace.processes, key=lambda p: p.start_mono_ns):
+        section = p.config.get("OBJTIER_PLAN_SECTION", "none")
+        keys = {e["context_key"] for e in plan.get("entries", [])
+                if section == "all" or str(e.get("program")) == section}
+        objects = matched = 0
+        if table is not None:
+            mine = table.column("pid").to_numpy() == p.pid
+            objects = int(mine.sum())
+            found = table.column("context_key").to_numpy(zero_copy_only=False).astype(str)
+            matched = int(np.isin(found[mine], list(keys)).sum()) if keys else 0
+        locked = 0
+        if placements.num_rows and "pid" in placements.column_names:
+            own = placements.column("pid").to_numpy() == p.pid
+            ok = own & (placements.column("result").to_numpy() >= 0)
+            action = placements.column("action").to_numpy()
+            length = placements.column("length").to_numpy().astype(np.int64)
+            order = np.argsort(placements.column("time_ns").to_numpy(), kind="stable")
+            change = np.where(ok & (action == MLOCK), length, 0) - \
+                np.where(ok & (action == MUNLOCK), length, 0)
+            locked = max(0, int(np.cumsum(change[order]).max())) if len(order) else 0
+        rank_text = p.config.get("OBJTIER_RANK", "")
+        rows.append(ProcessEnforcement(p.pid, p.exe, int(rank_text) if rank_text.isdigit()
+                                       else None, section, objects, matched, locked))
+    return rows
+
+
+def section_warnings(plan: dict[str, Any], processes: list[ProcessEnforcement]) -> list[str]:
+    """After a run of a multi-program plan: sections no process applied."""
+    programs = plan.get("programs") or []
+    applied = {p.section for p in processes}
+    return [f"no process of the run applied the plan's section {i} ({p['path']}"
+            f"{'' if p.get('rank') is None else ', rank ' + str(p['rank'])}): its program did "
+            f"not run, or was rebuilt" for i, p in enumerate(programs) if str(i) not in applied]
 
 
 @dataclass

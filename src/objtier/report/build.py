@@ -241,6 +241,7 @@ def _render(report: Report, trace, top: int) -> None:
         exact=bool(view and view.exact), unit=view.unit if view else "samples",
         basis=view.basis if view else "sampled accesses",
         unmapped_share=(report.unmapped / report.total_samples) if report.total_samples else 0.0,
+        outside_note=view.outside_note if view else "",
         objects_count=report.objects.num_rows, hottest=report.hottest,
         objects_html=_objects_table_html(ranked.select(shown), shown, report.stacks), top=top,
         shown_rows=min(report.objects.num_rows, MAX_TABLE_ROWS),
