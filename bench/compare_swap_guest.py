@@ -28,7 +28,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from objtier.errors import ObjtierError  # noqa: E402
-from objtier.harness.guest_compare import GuestCompareSettings, run_guest_compare  # noqa: E402
+from objtier.harness.guest_compare import (GuestCompareSettings, rows_from_csv,  # noqa: E402
+                                           run_guest_compare, summarize)
 from objtier.harness.guest_swap import ARMS, GuestSwapSettings  # noqa: E402
 
 BIN = REPO / "src" / "objtier" / "_native" / "bin"
@@ -94,7 +94,8 @@ def main() -> int:
     p.add_argument("--stat-flush", type=float, default=10.0)
     p.add_argument("-o", "--output", type=Path, default=REPO / "bench-out" / "compare-guest")
     p.add_argument("--append-docs", action="store_true")
-    p.add_argument("--table-only", action="store_true")
+    p.add_argument("--table-only", action="store_true",
+                   help="run nothing: the table (and with --append-docs the rows) of -o")
     args = p.parse_args()
     out = args.output.resolve()
     arms = tuple(a for a in args.arms.split(",") if a)
@@ -112,9 +113,15 @@ def main() -> int:
     if args.table_only:
         for name in chosen:
             f = out / f"{name}-{tag}" / "summary.json"
-            if f.exists():
+            if f.exists():   # summarized again from runs.csv: the current summary's fields
                 results[name] = json.loads(f.read_text())
+                results[name]["arms"] = summarize(rows_from_csv(f.parent / "runs.csv"))
         print(table(results))
+        if args.append_docs and results:
+            date = next(iter(results.values())).get("date", "")
+            append_docs(results, date, "python bench/compare_swap_guest.py " + " ".join(
+                a for a in sys.argv[1:] if a not in ("--table-only", "--append-docs")),
+                os.getloadavg()[0])
         return 0
     if os.geteuid() != 0:
         print("compare_swap_guest: needs root (guest cgroups and swap are fine, but the host "
@@ -153,18 +160,47 @@ def main() -> int:
         cmd = " ".join(["python", "bench/compare_swap_guest.py", "--local", args.local,
                         "--repeat", str(args.repeat), "--workloads", ",".join(chosen),
                         "--scale", str(args.scale), "--arms", ",".join(arms)])
-        kernel = next(iter(results.values()))["guest_kernel"]
-        section = (f"\n### Run {started:%Y-%m-%d %H:%M} UTC\n\n"
-                   f"Machine: host {platform.node()} (2 cores, shared and loaded), guest "
-                   f"{kernel} under QEMU TCG (2 vCPUs, 2 GiB), MGLRU on, cgroup v2, zram swap. "
-                   f"EMULATED times (guest clock), medians of {args.repeat} interleaved runs. "
-                   f"Command: `{cmd}`\n\n{text}\n")
-        docs = REPO / "docs" / "benchmarks.md"
-        current = docs.read_text()
-        if HEADING not in current:
-            current = current.rstrip("\n") + "\n\n" + HEADING + "\n"
-        docs.write_text(current.rstrip("\n") + "\n" + section)
+        append_docs(results, f"{started:%Y-%m-%d}", cmd, os.getloadavg()[0])
     return 0
+
+
+def spread(arm: dict) -> str:
+    """" (lo–hi)" of an arm's surviving runs, when summary.json has it."""
+    lo_hi = arm.get("wall_range_s")
+    return f" ({lo_hi[0]:.1f}–{lo_hi[1]:.1f})" if lo_hi else ""
+
+
+def doc_rows(results: dict[str, dict], date: str, cmd: str, load: float) -> list[str]:
+    """One docs/benchmarks.md row per workload and local size (the table's columns)."""
+    rows = []
+    for name, summary in results.items():
+        fp = summary["footprint_bytes"]
+        for local, per in summary["arms"].items():
+            arms = list(per)
+            pct = f"{100 * int(local) / fp:.0f} %"
+            times = " / ".join(fmt_time(per[a]["wall_s"]) + spread(per[a]) for a in arms)
+            swapins = " / ".join(f"{per[a]['swapins'] / 1000:.0f} k"
+                                 if per[a]["swapins"] is not None else "–" for a in arms)
+            alive = " / ".join(f"{per[a]['survived']}/{per[a]['runs']}" for a in arms)
+            ratios = ", ".join(f"{a} {per[a]['speedup_vs_kernel']:.2f}×" for a in arms
+                               if a != "kernel" and per[a]["speedup_vs_kernel"])
+            rows.append(
+                f"| swap tier in the guest, {name} at {pct} local ({fp >> 20} MiB): "
+                f"{' / '.join(arms)} | emulated | QEMU guest (TCG; {summary['guest_kernel']}, "
+                f"MGLRU, cgroup v2, zram) on the test VM, shared (load {load:.0f}) | {date} | "
+                f"time {times} s (guest clock); swap-ins {swapins} | alive {alive}; "
+                f"time ratio vs kernel: {ratios or '–'} | `{cmd}` |")
+    return rows
+
+
+def append_docs(results: dict[str, dict], date: str, cmd: str, load: float) -> None:
+    """Add the rows under HEADING at the end of docs/benchmarks.md (re-read right before)."""
+    docs = REPO / "docs" / "benchmarks.md"
+    current = docs.read_text().rstrip("\n")
+    if HEADING not in current:
+        current += ("\n\n" + HEADING + "\n\n| measurement | kind | machine | date | median | "
+                    "ratio / goal | command |\n|---|---|---|---|---|---|---|")
+    docs.write_text(current + "\n" + "\n".join(doc_rows(results, date, cmd, load)) + "\n")
 
 
 if __name__ == "__main__":

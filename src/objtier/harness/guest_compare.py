@@ -58,6 +58,8 @@ def summarize(rows: list[GuestRun]) -> dict[str, Any]:
                         "oom_kills": sum(r.oom_kills for r in runs),
                         "timeouts": sum(r.timed_out for r in runs),
                         "wall_s": _median([r.wall_s for r in ok]),
+                        "wall_range_s": ([round(min(r.wall_s for r in ok), 2),
+                                          round(max(r.wall_s for r in ok), 2)] if ok else None),
                         "swapins": _median([r.refault_anon for r in ok]),
                         "pswpin": _median([r.vmstat.get("pswpin") for r in ok]),
                         "pswpout": _median([r.vmstat.get("pswpout") for r in ok]),
@@ -85,6 +87,27 @@ def write_rows(rows: list[GuestRun], path: Path) -> None:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(flat)
+
+
+def rows_from_csv(path: Path) -> list[GuestRun]:
+    """The rows write_rows wrote (the counters this summary uses; prefixed columns back into
+    their dicts)."""
+    rows = []
+    with open(path, newline="") as fh:
+        for d in csv.DictReader(fh):
+            num = lambda v: None if v in ("", None) else float(v) if "." in v else int(v)  # noqa: E731
+            rows.append(GuestRun(
+                arm=d["arm"], repeat=int(d["repeat"]), order=int(d["order"]),
+                local_bytes=int(d["local_bytes"]), status=int(d["status"]),
+                timed_out=d["timed_out"] == "True", wall_s=float(d["wall_s"]),
+                user_s=float(d["user_s"]), sys_s=float(d["sys_s"]), oom_kills=int(d["oom_kills"]),
+                refault_anon=num(d["refault_anon"]), memcg_pswpin=num(d["memcg_pswpin"]),
+                memcg_pswpout=num(d["memcg_pswpout"]), peak_bytes=num(d["peak_bytes"]),
+                file_bytes=num(d["file_bytes"]),
+                vmstat={k[3:]: num(v) for k, v in d.items() if k.startswith("vm_") and v},
+                sidecar={k[5:]: v for k, v in d.items() if k.startswith("side_")},
+                damon={k[6:]: v for k, v in d.items() if k.startswith("damon_")}))
+    return rows
 
 
 def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompareSettings,
@@ -166,6 +189,7 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                     on_row(row)
                 write_rows(rows, output / "runs.csv")
         summary = {"command": command, "footprint_bytes": footprint,
+                   "date": time.strftime("%Y-%m-%d", time.gmtime()),
                    "unlimited_wall_s": free.wall_s, "guest_kernel": tier.kernel,
                    "lru_gen": tier.lru_gen, "guest_clock_rate": tier.clock_rate,
                    "swap": f"zram {settings.swap.zram_mib} MiB",
