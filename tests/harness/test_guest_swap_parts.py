@@ -85,3 +85,16 @@ def test_summary_gives_no_ratio_to_an_arm_that_died():
     assert per["psi-reclaim"]["speedup_vs_kernel"] is None
     rows[0] = row("kernel", 10.0, status=137, oom=1)
     assert all(s["speedup_vs_kernel"] is None for s in summarize(rows)["100"].values())
+
+
+def test_runs_csv_reads_back_to_the_same_summary(tmp_path):
+    from objtier.harness.guest_compare import rows_from_csv, write_rows
+
+    rows = [row("kernel", 10.0), row("objtier", 5.0), row("objtier", 7.5, status=137, oom=1)]
+    rows[0].vmstat = {"pswpin": 12}
+    rows[1].sidecar = {"flush_reads": 40}
+    write_rows(rows, tmp_path / "runs.csv")
+    back = rows_from_csv(tmp_path / "runs.csv")
+    assert summarize(back) == summarize(rows)
+    assert back[0].vmstat == {"pswpin": 12} and back[1].sidecar["flush_reads"] == "40"
+    assert [r.survived for r in back] == [True, True, False]
