@@ -1,8 +1,9 @@
 """The swap-tier arms in the guest (objtier.harness.guest_compare): one short comparison of a
-small STREAM (18 MiB, 70 % local) under a cgroup v2 limit with zram swap, every arm once — kernel (MGLRU),
-DAMON_RECLAIM, pressure-driven memory.reclaim, objtier with and without its pressure guard —
-and the guest left as it was found. Also: a busy kdamond in the guest makes the DAMON arm refuse.
-No timing is asserted (the guest is emulated)."""
+small STREAM (18 MiB, 70 % local) under a cgroup v2 limit with zram swap, every arm once:
+kernel (MGLRU), DAMON_RECLAIM, a DAMOS pageout scheme on the program, pressure-driven
+memory.reclaim, objtier with and without its pressure guard; and the guest left as it was
+found. Also: a busy kdamond in the guest makes the DAMON arm refuse. No timing is asserted
+(the guest is emulated)."""
 from __future__ import annotations
 
 import csv
@@ -19,7 +20,7 @@ from .guest_helpers import guest_read
 
 pytestmark = pytest.mark.guest
 
-ARMS = ("kernel", "damon-reclaim", "psi-reclaim", "objtier", "objtier-noguard")
+ARMS = ("kernel", "damon-reclaim", "damos-pageout", "psi-reclaim", "objtier", "objtier-noguard")
 LRU_SORT = "/sys/module/damon_lru_sort/parameters/enabled"
 
 
@@ -28,6 +29,7 @@ def guest_state(tb) -> dict[str, str]:
             "subtree": guest_read(tb, "/sys/fs/cgroup/cgroup.subtree_control"),
             "cgroups": tb.run("ls -d /sys/fs/cgroup/objtier-guest-* 2>/dev/null; true").stdout,
             "reclaim": guest_read(tb, "/sys/module/damon_reclaim/parameters/enabled"),
+            "kdamonds": guest_read(tb, "/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds"),
             "min_age": guest_read(tb, "/sys/module/damon_reclaim/parameters/min_age"),
             "demotion": guest_read(tb, "/sys/kernel/mm/numa/demotion_enabled")}
 
@@ -48,6 +50,7 @@ def test_every_arm_runs_under_the_cgroup_v2_limit_and_the_guest_is_restored(test
     for arm in ARMS:                               # every arm had the same stat-flush reader
         assert int(rows[arm]["side_flush_reads"]) > 0 and rows[arm]["side_flush_ms"] == "10"
     assert int(rows["damon-reclaim"]["damon_kdamond_pid"]) > 0     # DAMON_RECLAIM ran
+    assert rows["damos-pageout"]["damon_attached"] == "1"          # the scheme's kdamond ran
     psi = rows["psi-reclaim"]
     assert int(psi["side_intervals"]) >= 1
     assert int(psi["side_backoffs"]) + int(psi["side_reclaim_writes"]) == int(psi["side_intervals"])

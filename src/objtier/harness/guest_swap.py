@@ -7,6 +7,9 @@ cgroup v2 memory cgroup per run with memory.max = the local size. Arms:
     kernel         MGLRU reclaim under memory.max alone
     damon-reclaim  + DAMON_RECLAIM (the kernel's DAMON-based proactive reclaim, module
                    parameters): cold physical regions paged out once idle for min_age
+    damos-pageout  + a DAMOS scheme through the DAMON sysfs interface on the program's address
+                   space (vaddr): regions with no access for damos_min_age paged out (attached
+                   once the program runs; removed when it exits)
     psi-reclaim    + a pressure-driven proactive reclaimer (TMO/senpai approach) writing to the
                    cgroup's memory.reclaim (native/guest/swaprun.c)
     objtier        the objtier runtime preloaded with a plan, under the same memory.max
@@ -42,9 +45,10 @@ from typing import Any
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.tiers.damon_free import PROBE_SCRIPT, busy_reason_from_text, require_free_damon
 
-ARMS = ("kernel", "damon-reclaim", "psi-reclaim", "objtier", "objtier-noguard")
+ARMS = ("kernel", "damon-reclaim", "damos-pageout", "psi-reclaim", "objtier", "objtier-noguard")
 SWAPRUN_SOURCE = Path(__file__).resolve().parents[3] / "native" / "guest" / "swaprun.c"
 DAMON_RECLAIM = "/sys/module/damon_reclaim/parameters"
+DAMON_SYSFS = "/sys/kernel/mm/damon/admin/kdamonds"
 DEMOTION = "/sys/kernel/mm/numa/demotion_enabled"
 CGROUP_ROOT = "/sys/fs/cgroup"
 STAT_KEYS = ("anon", "file", "workingset_refault_anon", "workingset_refault_file", "pswpin",
@@ -62,6 +66,10 @@ class GuestSwapSettings:
     # of the machine; a memory cgroup's limit is not seen by them)
     damon_min_age_us: int = 1_000_000
     damon_wmarks: tuple[int, int, int] = (1000, 999, 0)  # high, mid, low [per-thousand free]
+    # damos-pageout: regions idle for this many aggregation intervals (100 ms: DAMON's default)
+    damos_min_age_aggr: int = 10
+    damos_quota_ms: int = 10          # DAMON_RECLAIM's default quotas: 10 ms of CPU and
+    damos_quota_bytes: int = 128 << 20  # 128 MiB per second
     # psi-reclaim (swaprun --reclaim): the senpai defaults scaled to 1 s intervals
     psi_interval_ms: int = 1000
     psi_target_pct: float = 0.1      # stall budget: % of each interval
@@ -207,8 +215,15 @@ class GuestSwapTier:
         if demotion == "true":
             _sh(self.tb, f"echo false > {DEMOTION}")
             self.undo.append(("demotion", f"echo true > {DEMOTION}"))
-        if "damon-reclaim" in self.arms:
+        if "damon-reclaim" in self.arms or "damos-pageout" in self.arms:
             require_free_damon(busy_reason_from_text(_sh(self.tb, PROBE_SCRIPT)))
+        if "damos-pageout" in self.arms:
+            if _sh(self.tb, f"cat {DAMON_SYSFS}/nr_kdamonds").strip() != "0":
+                raise EnvironmentProblem("the guest's DAMON sysfs interface has kdamonds set up "
+                                         "(not running); refusing to replace them")
+            self.undo.append(("DAMOS kdamond", f"echo off > {DAMON_SYSFS}/0/state 2>/dev/null; "
+                                               f"echo 0 > {DAMON_SYSFS}/nr_kdamonds"))
+        if "damon-reclaim" in self.arms:
             saved = parse_kv(_sh(self.tb, f"cd {DAMON_RECLAIM} && grep . *"), ":")
             self.damon_saved = {k: saved[k] for k in self._damon_params() if k in saved}
             self.undo.append(("DAMON_RECLAIM", f"echo N > {DAMON_RECLAIM}/enabled; " +
@@ -301,14 +316,16 @@ class GuestSwapTier:
                         f"[ \"$(cat {DAMON_RECLAIM}/kdamond_pid)\" != -1 ] || exit 91;")
             damon_off = (f"(cd {DAMON_RECLAIM} && grep . nr_* bytes_* kdamond_pid) > {q['damon']};"
                          f" echo N > {DAMON_RECLAIM}/enabled;")
+        launch = f"{program} > {q['out']} 2> {q['err']}\nrc=$?"
+        if arm == "damos-pageout":
+            launch = self._damos_script(cg, program, q)
         limit = str(local_bytes) if local_bytes > 0 else "max"
         script = f"""
 mkdir {cg} || exit 92
 echo {limit} > {cg}/memory.max || exit 93
 cat /proc/vmstat > {q['vm0']}
 {damon_on}
-{program} > {q['out']} 2> {q['err']}
-rc=$?
+{launch}
 {damon_off}
 cat {cg}/memory.stat > {q['stat']}; cat {cg}/memory.events > {q['events']}
 cat {cg}/memory.peak > {q['peak']}; cat /proc/vmstat > {q['vm1']}
@@ -316,11 +333,45 @@ for i in 1 2 3 4 5 6 7 8 9 10; do rmdir {cg} 2>/dev/null && break; sleep 0.5; do
 exit $rc
 """
         rc, _, err = self.tb.run(script, timeout=s.timeout_s + 300)
-        if rc in (90, 91, 92, 93):
+        if rc in (90, 91, 92, 93, 94):
             raise ObjtierError(f"guest run set-up failed ({rc}) for {arm}: {err.strip()[-300:]}")
         if rc != 0:
             raise ObjtierError(f"swaprun failed ({rc}) for {arm}: {err.strip()[-300:]}")
         return self._row(arm, repeat, order, local_bytes, stem)
+
+    def _damos_script(self, cg: str, program: str, q: dict[str, str]) -> str:
+        """Shell code: start the program, attach one vaddr kdamond with one pageout scheme to
+        its pid, wait for it, and keep the scheme's stats (tried/applied regions and bytes)."""
+        s = self.settings
+        k = f"{DAMON_SYSFS}/0"
+        c = f"{k}/contexts/0"
+        sch = f"{c}/schemes/0"
+        writes = [("1", f"{DAMON_SYSFS}/nr_kdamonds"), ("1", f"{k}/contexts/nr_contexts"),
+                  ("vaddr", f"{c}/operations"), ("1", f"{c}/targets/nr_targets"),
+                  ("$pid", f"{c}/targets/0/pid_target"), ("1", f"{c}/schemes/nr_schemes"),
+                  ("pageout", f"{sch}/action"), ("0", f"{sch}/access_pattern/nr_accesses/min"),
+                  ("0", f"{sch}/access_pattern/nr_accesses/max"),
+                  # a new scheme's ranges are [0, 0]: sz and age need their maxima
+                  ("4096", f"{sch}/access_pattern/sz/min"),
+                  (str((1 << 64) - 1), f"{sch}/access_pattern/sz/max"),
+                  (str(s.damos_min_age_aggr), f"{sch}/access_pattern/age/min"),
+                  (str((1 << 32) - 1), f"{sch}/access_pattern/age/max"),
+                  ("none", f"{sch}/watermarks/metric"), (str(s.damos_quota_ms), f"{sch}/quotas/ms"),
+                  (str(s.damos_quota_bytes), f"{sch}/quotas/bytes"),
+                  ("1000", f"{sch}/quotas/reset_interval_ms"), ("on", f"{k}/state")]
+        setup = " && ".join(f"echo {v} > {path}" for v, path in writes)
+        return f"""[ "$(cat {DAMON_SYSFS}/nr_kdamonds)" = 0 ] || exit 94
+{program} > {q['out']} 2> {q['err']} &
+runner=$!
+pid=
+for i in $(seq 1 400); do pid=$(head -n 1 {cg}/cgroup.procs 2>/dev/null); [ -n "$pid" ] && break; sleep 0.025; done
+attached=0
+[ -n "$pid" ] && {setup} && attached=1
+wait $runner
+rc=$?
+echo update_schemes_stats > {k}/state 2>/dev/null
+(echo "attached:$attached"; cd {sch}/stats 2>/dev/null && grep . *) > {q['damon']}
+echo off > {k}/state 2>/dev/null; echo 0 > {DAMON_SYSFS}/nr_kdamonds"""
 
     def _row(self, arm: str, repeat: int, order: int, local_bytes: int, stem: Path) -> GuestRun:
         def read(ext: str) -> str:
