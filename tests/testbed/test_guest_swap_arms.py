@@ -1,8 +1,8 @@
 """The swap-tier arms in the guest (objtier.harness.guest_compare): one short comparison of a
 small STREAM (18 MiB, 70 % local) under a cgroup v2 limit with zram swap, every arm once:
-kernel (MGLRU), DAMON_RECLAIM, a DAMOS pageout scheme on the program, pressure-driven
-memory.reclaim, objtier with and without its pressure guard; and the guest left as it was
-found. Also: a busy kdamond in the guest makes the DAMON arm refuse. No timing is asserted
+kernel (MGLRU), pressure-driven memory.reclaim, objtier with and without its pressure guard;
+and the guest left as it was found. The DAMON arms (DAMON_RECLAIM, a DAMOS pageout scheme on the
+program) on a short program; a busy kdamond in the guest makes them refuse. No timing is asserted
 (the guest is emulated)."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from .guest_helpers import guest_read
 
 pytestmark = pytest.mark.guest
 
-ARMS = ("kernel", "damon-reclaim", "damos-pageout", "psi-reclaim", "objtier", "objtier-noguard")
+ARMS = ("kernel", "psi-reclaim", "objtier", "objtier-noguard")
 LRU_SORT = "/sys/module/damon_lru_sort/parameters/enabled"
 
 
@@ -34,6 +34,7 @@ def guest_state(tb) -> dict[str, str]:
             "demotion": guest_read(tb, "/sys/kernel/mm/numa/demotion_enabled")}
 
 
+@pytest.mark.timeout(1500)   # four emulated runs with swap: minutes on a loaded host
 def test_every_arm_runs_under_the_cgroup_v2_limit_and_the_guest_is_restored(testbed):
     before = guest_state(testbed)
     out = testbed.paths.run / "swap-arms"
@@ -49,8 +50,6 @@ def test_every_arm_runs_under_the_cgroup_v2_limit_and_the_guest_is_restored(test
     rows = {r["arm"]: r for r in csv.DictReader(open(out / "runs.csv"))}
     for arm in ARMS:                               # every arm had the same stat-flush reader
         assert int(rows[arm]["side_flush_reads"]) > 0 and rows[arm]["side_flush_ms"] == "10"
-    assert int(rows["damon-reclaim"]["damon_kdamond_pid"]) > 0     # DAMON_RECLAIM ran
-    assert rows["damos-pageout"]["damon_attached"] == "1"          # the scheme's kdamond ran
     psi = rows["psi-reclaim"]
     assert int(psi["side_intervals"]) >= 1
     assert int(psi["side_backoffs"]) + int(psi["side_reclaim_writes"]) == int(psi["side_intervals"])
@@ -64,6 +63,23 @@ def test_every_arm_runs_under_the_cgroup_v2_limit_and_the_guest_is_restored(test
     assert "memory cgroup at its limit" in rows["objtier"]["side_guard"]
     assert rows["objtier-noguard"]["side_guard"] == ""
     assert json.loads((out / "summary.json").read_text())["arms"] == summary["arms"]
+    assert guest_state(testbed) == before
+
+
+def test_damon_arms_start_a_kdamond_and_remove_it(testbed):
+    """DAMON_RECLAIM is switched on for the run and off after it; the DAMOS scheme's kdamond is
+    attached to the running program and removed after it (a short program, no limit: only the
+    mechanics)."""
+    before = guest_state(testbed)
+    stem = testbed.paths.run / "swap-damon"
+    with GuestSwapTier(testbed, stem, GuestSwapSettings(zram_mib=128),
+                       ["damon-reclaim", "damos-pageout"]) as tier:
+        reclaim = tier.run("damon-reclaim", ["sleep", "2"], None, 0, stem / "reclaim", order=1)
+        damos = tier.run("damos-pageout", ["sleep", "2"], None, 0, stem / "damos", order=2)
+    assert reclaim.survived and damos.survived
+    assert reclaim.damon["kdamond_pid"] > 0          # DAMON_RECLAIM ran during the run
+    assert damos.damon["attached"] == 1 and "nr_tried" in damos.damon
+    assert reclaim.sidecar["flush_reads"] > 0 and damos.sidecar["flush_reads"] > 0
     assert guest_state(testbed) == before
 
 

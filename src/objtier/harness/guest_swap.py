@@ -181,8 +181,10 @@ class GuestSwapTier:
         self.close()
 
     def close(self) -> None:
+        # a killed program may take seconds to die while its swapped pages are freed
         cleanup = (f"for d in {CGROUP_ROOT}/{self.prefix}-*; do [ -d \"$d\" ] || continue; "
-                   f"echo 1 > \"$d/cgroup.kill\" 2>/dev/null; sleep 0.5; rmdir \"$d\"; done; true")
+                   f"echo 1 > \"$d/cgroup.kill\" 2>/dev/null; for i in $(seq 1 60); do "
+                   f"rmdir \"$d\" 2>/dev/null && break; sleep 0.5; done; done; true")
         steps = [("run cgroups", cleanup)] + list(reversed(self.undo))
         self.undo = []
         for what, script in steps:
