@@ -5,8 +5,9 @@
         [--arms kernel,damon-reclaim,psi-reclaim,objtier] [--stat-flush 10]
         [-o bench-out/compare-guest] [--append-docs] [--table-only]
 
-Boots the guest (objtier.testbed; Debian 6.12 kernel: cgroup v2, MGLRU, DAMON, zram) in its own
-run directory unless one runs already (`objtier testbed up`), and for each workload runs
+Boots the guest (objtier.testbed; Debian 6.12 kernel: cgroup v2, MGLRU, DAMON, zram) in a run
+directory of its own (a guest of `objtier testbed up` is left alone; QEMU dies with this
+process), and for each workload runs
 objtier.harness.guest_compare: footprint in the guest, recordings on the host (same binary,
 same arguments), a plan per local size, then `--repeat` interleaved rounds of every arm under
 one cgroup v2 memory.max with zram swap. Arms: kernel (MGLRU), damon-reclaim (DAMON_RECLAIM
