@@ -29,6 +29,8 @@ import argparse
 import datetime as _dt
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -139,6 +141,11 @@ def main() -> int:
                  log=lambda m: print(m, flush=True))
     say = lambda m: print(f"  {m}", flush=True)  # noqa: E731
     started = _dt.datetime.now(_dt.timezone.utc)
+
+    def terminated(signum, frame):   # SIGTERM: the same clean-up as Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
     tb.start()
     try:
         for name in chosen:
@@ -155,6 +162,9 @@ def main() -> int:
         return 130
     finally:
         tb.stop()
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"console-{os.getpid()}.log").write_text(tb.console_tail(2000) + "\n")
+        shutil.rmtree(tb.paths.run, ignore_errors=True)
     text = table(results)
     print(text)
     if args.append_docs and results:
