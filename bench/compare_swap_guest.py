@@ -1,0 +1,218 @@
+"""The swap-tier comparison in the QEMU guest: modern kernel baselines vs objtier (emulated).
+
+    .venv/bin/python bench/compare_swap_guest.py [--local 50%,70%] [--repeat 3]
+        [--workloads bfs_kron,stream,ptrchase] [--scale 18]
+        [--arms kernel,damon-reclaim,psi-reclaim,objtier] [--stat-flush 10]
+        [-o bench-out/compare-guest] [--append-docs] [--table-only]
+
+Boots the guest (objtier.testbed; Debian 6.12 kernel: cgroup v2, MGLRU, DAMON, zram) in a run
+directory of its own (a guest of `objtier testbed up` is left alone; QEMU dies with this
+process), and for each workload runs
+objtier.experiments.guest_compare: footprint in the guest, recordings on the host (same binary,
+same arguments), a plan per local size, then `--repeat` interleaved rounds of every arm under
+one cgroup v2 memory.max with zram swap. Arms: kernel (MGLRU), damon-reclaim (DAMON_RECLAIM
+module, min_age 1 s, always-on watermarks), psi-reclaim (pressure-driven memory.reclaim,
+TMO/senpai approach, 1 s intervals, 0.1 % stall target), objtier (plan + pressure guard);
+objtier-noguard on request. Every arm has the stat-flush reader (memory.stat every
+--stat-flush ms, from swaprun, outside the program).
+
+Times are the guest's clock under TCG: EMULATED (the CPU is emulated for every arm alike; the
+guest clock also runs faster than the host's, equally for every arm), so only ratios within one
+guest mean anything. The table: per workload and local size, each arm's survival (k of n), median
+time, median swap-ins (the cgroup's workingset_refault_anon) and the ratio of the kernel arm's
+median time to the arm's ("speedup"; none when any run of either arm died). Needs root and
+qemu-system-x86; -o must lie in the project tree (the guest writes there).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from objtier.errors import ObjtierError  # noqa: E402
+from objtier.experiments.guest_compare import (GuestCompareSettings, rows_from_csv,  # noqa: E402
+                                           run_guest_compare, summarize)
+from objtier.experiments.guest_swap import ARMS, GuestSwapSettings  # noqa: E402
+
+BIN = REPO / "src" / "objtier" / "_native" / "bin"
+HEADING = "## Swap tier in the guest: modern kernel baselines (emulated)"
+
+
+def workloads(scale: int, graphs: Path) -> dict[str, list[str]]:
+    """Sized for TCG: about 5-15 s each unlimited on the guest clock."""
+    b = lambda name: str(BIN / name)  # noqa: E731
+    return {
+        "bfs_kron": [b("bfs"), "-f", str(graphs / f"kron{scale}.csr"), "-n", "8"],
+        "cc_kron": [b("cc"), "-f", str(graphs / f"kron{scale}.csr"), "-n", "4"],
+        "stream": [b("stream"), "-s", "2000000", "-n", "10", "-t", "1"],
+        "ptrchase": [b("ptrchase"), "-s", "48M", "-n", "300000", "-t", "1"],
+    }
+
+
+def make_graph(scale: int, graphs: Path) -> None:
+    out = graphs / f"kron{scale}.csr"
+    if not out.exists():
+        graphs.mkdir(parents=True, exist_ok=True)
+        subprocess.run([str(BIN / "graphgen"), "-g", str(scale), "-t", "1", "-o", str(out)],
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+def fmt_time(v) -> str:
+    return f"{v:.1f}" if v is not None else "–"
+
+
+def table(results: dict[str, dict]) -> str:
+    """One row per workload, local size and arm."""
+    lines = ["| workload | local | arm | survived | time (s, emulated) | swap-ins | speedup vs kernel |",
+             "|---|---|---|---|---|---|---|"]
+    for name, summary in results.items():
+        fp = summary["footprint_bytes"]
+        for local, per in summary["arms"].items():
+            pct = f"{100 * int(local) / fp:.0f}% of {fp >> 20} MiB"
+            for arm, s in per.items():
+                speed = f"{s['speedup_vs_kernel']:.2f}×" if s["speedup_vs_kernel"] else "–"
+                swapins = f"{s['swapins']:.0f}" if s["swapins"] is not None else "–"
+                lines.append(f"| {name} | {pct} | {arm} | {s['survived']}/{s['runs']}"
+                             f"{' (' + str(s['oom_kills']) + ' OOM)' if s['oom_kills'] else ''} | "
+                             f"{fmt_time(s['wall_s'])} | {swapins} | {speed} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--local", default="50%")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--workloads", default="bfs_kron,stream,ptrchase")
+    p.add_argument("--scale", type=int, default=18)
+    p.add_argument("--arms", default="kernel,damon-reclaim,psi-reclaim,objtier")
+    p.add_argument("--stat-flush", type=float, default=10.0)
+    p.add_argument("-o", "--output", type=Path, default=REPO / "bench-out" / "compare-guest")
+    p.add_argument("--append-docs", action="store_true")
+    p.add_argument("--table-only", action="store_true",
+                   help="run nothing: the table (and with --append-docs the rows) of -o")
+    args = p.parse_args()
+    out = args.output.resolve()
+    arms = tuple(a for a in args.arms.split(",") if a)
+    bad = [a for a in arms if a not in ARMS]
+    chosen = [w for w in args.workloads.split(",") if w]
+    known = workloads(args.scale, out / "graphs")
+    unknown = [w for w in chosen if w not in known]
+    if bad or unknown or args.repeat < 1:
+        print(f"compare_swap_guest: unknown arm/workload or bad --repeat: {bad + unknown}",
+              file=sys.stderr)
+        return 2
+    locals_ = tuple(x for x in args.local.split(",") if x)
+    tag = "-".join(x.rstrip("%") for x in locals_)
+    results: dict[str, dict] = {}
+    if args.table_only:
+        for name in chosen:
+            f = out / f"{name}-{tag}" / "summary.json"
+            if f.exists():   # summarized again from runs.csv: the current summary's fields
+                results[name] = json.loads(f.read_text())
+                results[name]["arms"] = summarize(rows_from_csv(f.parent / "runs.csv"))
+        print(table(results))
+        if args.append_docs and results:
+            date = next(iter(results.values())).get("date", "")
+            append_docs(results, date, "python bench/compare_swap_guest.py " + " ".join(
+                a for a in sys.argv[1:] if a not in ("--table-only", "--append-docs")),
+                os.getloadavg()[0])
+        return 0
+    if os.geteuid() != 0:
+        print("compare_swap_guest: needs root (guest cgroups and swap are fine, but the host "
+              "recordings use the runtime's samplers)", file=sys.stderr)
+        return 4
+    from objtier.testbed import Testbed, TestbedPaths
+
+    if any(w.endswith("_kron") for w in chosen):
+        make_graph(args.scale, out / "graphs")
+    settings = GuestCompareSettings(locals=locals_, repeat=args.repeat, arms=arms,
+                                    swap=GuestSwapSettings(flush_ms=args.stat_flush))
+    base = TestbedPaths.default()
+    tb = Testbed(TestbedPaths(base.root, run_name=f"run-bench-{os.getpid()}"),
+                 log=lambda m: print(m, flush=True))
+    say = lambda m: print(f"  {m}", flush=True)  # noqa: E731
+    started = _dt.datetime.now(_dt.timezone.utc)
+
+    def terminated(signum, frame):   # SIGTERM: the same clean-up as Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
+    tb.start()
+    try:
+        for name in chosen:
+            print(f"== {name}: {' '.join(known[name])}", flush=True)
+            try:
+                results[name] = run_guest_compare(
+                    tb, known[name], out / f"{name}-{tag}", settings, say=say,
+                    on_row=lambda r: say(f"{r.arm}: {r.wall_s:.1f} s, status {r.status}, "
+                                         f"swap-ins {r.refault_anon}, oom {r.oom_kills}"))
+            except ObjtierError as error:
+                print(f"compare_swap_guest: {name}: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted; the guest is stopped", file=sys.stderr)
+        return 130
+    finally:
+        tb.stop()
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"console-{os.getpid()}.log").write_text(tb.console_tail(2000) + "\n")
+        shutil.rmtree(tb.paths.run, ignore_errors=True)
+    text = table(results)
+    print(text)
+    if args.append_docs and results:
+        cmd = " ".join(["python", "bench/compare_swap_guest.py", "--local", args.local,
+                        "--repeat", str(args.repeat), "--workloads", ",".join(chosen),
+                        "--scale", str(args.scale), "--arms", ",".join(arms)])
+        append_docs(results, f"{started:%Y-%m-%d}", cmd, os.getloadavg()[0])
+    return 0
+
+
+def spread(arm: dict) -> str:
+    """" (lo–hi)" of an arm's surviving runs, when summary.json has it."""
+    lo_hi = arm.get("wall_range_s")
+    return f" ({lo_hi[0]:.1f}–{lo_hi[1]:.1f})" if lo_hi else ""
+
+
+def doc_rows(results: dict[str, dict], date: str, cmd: str, load: float) -> list[str]:
+    """One docs/benchmarks.md row per workload and local size (the table's columns)."""
+    rows = []
+    for name, summary in results.items():
+        fp = summary["footprint_bytes"]
+        for local, per in summary["arms"].items():
+            arms = list(per)
+            pct = f"{100 * int(local) / fp:.0f} %"
+            times = " / ".join(fmt_time(per[a]["wall_s"]) + spread(per[a]) for a in arms)
+            swapins = " / ".join(f"{per[a]['swapins'] / 1000:.0f} k"
+                                 if per[a]["swapins"] is not None else "–" for a in arms)
+            alive = " / ".join(f"{per[a]['survived']}/{per[a]['runs']}" for a in arms)
+            ratios = ", ".join(f"{a} {per[a]['speedup_vs_kernel']:.2f}×" for a in arms
+                               if a != "kernel" and per[a]["speedup_vs_kernel"])
+            rows.append(
+                f"| swap tier in the guest, {name} at {pct} local ({fp >> 20} MiB): "
+                f"{' / '.join(arms)} | emulated | QEMU guest (TCG; {summary['guest_kernel']}, "
+                f"MGLRU, cgroup v2, zram) on the test VM, shared (load {load:.0f}) | {date} | "
+                f"time {times} s (guest clock); swap-ins {swapins} | alive {alive}; "
+                f"time ratio vs kernel: {ratios or '–'} | `{cmd}` |")
+    return rows
+
+
+def append_docs(results: dict[str, dict], date: str, cmd: str, load: float) -> None:
+    """Add the rows under HEADING at the end of docs/benchmarks.md (re-read right before)."""
+    docs = REPO / "docs" / "benchmarks.md"
+    current = docs.read_text().rstrip("\n")
+    if HEADING not in current:
+        current += ("\n\n" + HEADING + "\n\n| measurement | kind | machine | date | median | "
+                    "ratio / goal | command |\n|---|---|---|---|---|---|---|")
+    docs.write_text(current + "\n" + "\n".join(doc_rows(results, date, cmd, load)) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
