@@ -14,6 +14,7 @@
 #include "phase.h"
 #include "placement.h"
 #include "dynamic.h"
+#include "interpose_signal.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
@@ -387,6 +388,9 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     rt_thread_buffers_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    static const rt_signal_ops signal_ops = {.install = rt_signal_install,
+                                             .chain = rt_signal_chain};
+    rt_fault_set_signal_ops(&signal_ops);
     sampler = rt_cfg.output[0] ? rt_sampler_for(rt_cfg.sampler) : NULL; /* no trace, no samples */
     if (sampler && sampler->init(&rt_cfg) != 0)
         sampler = NULL;

@@ -28,6 +28,7 @@
  *     left deliverable, so the sampler's faults inside the handler are still served).
  */
 #define _GNU_SOURCE
+#include "interpose_signal.h"
 #include "rt.h"
 #include "fault_guard.h"
 #include "real.h"

@@ -50,11 +50,16 @@ void rt_fault_phase_changed(void);                          /* objtier_phase ent
 int rt_fault_io_begin(const void *buf, uint64_t len);
 void rt_fault_io_end(int slot);
 
-/* SIGSEGV chaining (interpose_signal.c). */
+/* The runtime's SIGSEGV ownership, which lives with the sigaction interposer
+ * (interpose/interpose_signal.c): runtime.c hands it to the fault sampler before any sampler
+ * starts, so that sample/ never calls up into interpose/. install(handler) puts the fault
+ * handler in place (0, or -1); chain(sig, info, uctx) passes a fault that is not the sampler's
+ * to the program's own disposition. */
 #include <signal.h>
-int rt_signal_install(void (*handler)(int, siginfo_t *, void *));
-void rt_signal_chain(int sig, siginfo_t *info, void *uctx);
-/* Flush the trace on terminating signals left at SIG_DFL (interpose_signal.c). */
-void rt_signal_install_flush(void);
+typedef struct rt_signal_ops {
+    int (*install)(void (*handler)(int, siginfo_t *, void *));
+    void (*chain)(int sig, siginfo_t *info, void *uctx);
+} rt_signal_ops;
+void rt_fault_set_signal_ops(const rt_signal_ops *ops);
 
 #endif

@@ -77,6 +77,12 @@
 #define WINDOW_BATCH 256         /* WINDOW records per block */
 
 static const rt_config *cfg;
+static const rt_signal_ops *signal_ops; /* set by runtime.c before init; never NULL once armed */
+
+void rt_fault_set_signal_ops(const rt_signal_ops *ops)
+{
+    signal_ops = ops;
+}
 static _Atomic int running;
 static _Atomic int stop_flag;
 static pthread_t scanner;
@@ -199,7 +205,7 @@ static void on_segv(int sig, siginfo_t *info, void *uctx)
         }
     }
     errno = saved;
-    rt_signal_chain(sig, info, uctx);
+    signal_ops->chain(sig, info, uctx);
 }
 
 /* Caller holds arm_lock. */
@@ -650,7 +656,7 @@ static int fault_init(const rt_config *c)
 
 static int fault_start(void)
 {
-    if (rt_signal_install(on_segv) != 0) {
+    if (!signal_ops || signal_ops->install(on_segv) != 0) {
         rt_log(1, "fault sampler: cannot install the SIGSEGV handler; no samples");
         return -EINVAL;
     }
