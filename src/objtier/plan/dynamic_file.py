@@ -130,38 +130,3 @@ def to_text(section: dict[str, Any]) -> str:
         lines.append(f"step {s['switch']} {round(float(s['offset_ms']) * 1e6)}")
         lines.extend(f"{a[0]} {a[1]} {a[2]} {a[3]}" for a in s["actions"])
     return "\n".join(lines) + "\n"
-
-
-def schedule_from_plan(trace, source, plan_doc: dict, switch_ns: np.ndarray,
-                       page_shift: int, switch_name: list[str]) -> D.Schedule:
-    """A plan's schedule on this trace's objects and clock, for the simulator: an object is
-    the allocation with the plan object's context key, occurrence and size; a step runs at
-    this trace's `switch`-th switch of the phase in force plus its offset (steps whose switch
-    the trace never reaches do not run)."""
-    from objtier.sim.placement import context_keys, occurrences
-
-    section = plan_doc["dynamic"]
-    if (1 << page_shift) != section["page_bytes"]:
-        raise UsageError(f"the plan's schedule counts pages of {section['page_bytes']} bytes; "
-                         f"simulate with --param page= of that size")
-    keys = context_keys(trace, source).astype(str)
-    occ = occurrences(keys, source.pid)
-    index = {(str(k), int(c), int(z)): i for i, (k, c, z) in
-             enumerate(zip(keys, occ, source.size))}
-    obj_of = [index.get((o["context_key"], o["occurrence"], o["size"]), -1)
-              for o in section["objects"]]
-    marks = D.switch_marks(source.start_ns, switch_ns, switch_name)
-    at = {ordinal: t for t, ordinal, _ in marks}
-    scale = float(section.get("clock_scale", 1.0))
-    steps = []
-    for s in section["steps"]:
-        if s["switch"] not in at:
-            continue
-        offset = int(round(float(s["offset_ms"]) * 1e6 * scale))
-        actions = [(D.ACTION_CODES[a[0]], obj_of[a[1]], a[2], a[3]) for a in s["actions"]
-                   if obj_of[a[1]] >= 0]
-        steps.append(D.Step(at[s["switch"]] + offset, s["switch"], s.get("phase", ""),
-                            offset, actions))
-    steps.sort(key=lambda s: s.time_ns)
-    return D.Schedule(steps, section["lock_bytes"] >> page_shift, page_shift,
-                      float(section.get("window_ms", 0)))
