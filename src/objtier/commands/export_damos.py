@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from objtier.commands._live_ranges import add_live_range_arguments
 from objtier.errors import UsageError
 
 NAME = "export-damos"
@@ -13,22 +14,7 @@ HELP = "write a plan as a DAMOS scheme set (cold objects -> pageout) for a trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--plan", required=True, help="plan.json")
-    parser.add_argument("--trace", required=True,
-                        help="a trace with the process's object addresses: a recording, or "
-                             "the -o of `objtier run` (the addresses are that run's)")
-    parser.add_argument("--at", type=float, default=None, metavar="S",
-                        help="objects alive S seconds after the trace started (default: at "
-                             "its end)")
-    parser.add_argument("--pid", type=int, default=None,
-                        help="the traced process to export (default: the one with most "
-                             "objects)")
-    parser.add_argument("--target-pid", type=int, default=None,
-                        help="the process the scheme set acts on (default: the traced one); "
-                             "another process must have the same layout (docs/compare.md)")
-    parser.add_argument("--phase", default="*",
-                        help="the plan's phase whose entries to export (default *: the whole "
-                             "run's)")
+    add_live_range_arguments(parser, "the scheme set")
     parser.add_argument("--min-age", type=float, default=1.0, metavar="S",
                         help="page a cold range out once DAMON saw it idle this long "
                              "(default 1 s)")

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from objtier.commands._live_ranges import add_live_range_arguments
 from objtier.errors import UsageError
 
 NAME = "export-memtierd"
@@ -16,22 +17,7 @@ HELP = ("write a plan as memtierd commands (planned slow -> swap out or the slow
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--plan", required=True, help="plan.json")
-    parser.add_argument("--trace", required=True,
-                        help="a trace with the process's object addresses: a recording, or "
-                             "the -o of `objtier run` (the addresses are that run's)")
-    parser.add_argument("--at", type=float, default=None, metavar="S",
-                        help="objects alive S seconds after the trace started (default: at "
-                             "its end)")
-    parser.add_argument("--pid", type=int, default=None,
-                        help="the traced process to export (default: the one with most "
-                             "objects)")
-    parser.add_argument("--target-pid", type=int, default=None,
-                        help="the process the commands act on (default: the traced one); "
-                             "another process must have the same layout")
-    parser.add_argument("--phase", default="*",
-                        help="the plan's phase whose entries to export (default *: the whole "
-                             "run's)")
+    add_live_range_arguments(parser, "the commands")
     parser.add_argument("--tier", default="swap", choices=("swap", "numa"),
                         help="swap: planned fast -> swap in, planned slow -> swap out "
                              "(default); numa: move them to --fast-node / --slow-node")
