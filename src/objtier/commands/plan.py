@@ -140,13 +140,19 @@ def _profile(args: argparse.Namespace):
             accesses = _read_table_file(Path(args.phase_accesses))
         return planning.Profile(_read_table_file(path), exe=args.exe, source=str(path),
                                 executions=phases, phase_accesses=accesses)
-    profile = planning.read_recordings([path] + more, phases=args.phases, exe=args.exe,
-                                       min_phase_ns=int(args.min_phase_ms * 1e6),
-                                       similarity=args.similarity)
+    return planning.read_recordings([path] + more, phases=args.phases, exe=args.exe,
+                                    min_phase_ns=int(args.min_phase_ms * 1e6),
+                                    similarity=args.similarity)
+
+
+def _processes(profile) -> list[Any]:
+    """The first recording's processes, for the plan's per-program sections ([] for an
+    object-table input)."""
+    if not profile.traces:
+        return []
     from objtier.analysis.processes import process_programs
 
-    args.processes = process_programs(profile.traces[0])   # for the plan's per-program sections
-    return profile
+    return process_programs(profile.traces[0])
 
 
 def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: int,
@@ -217,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
                      min_phase_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
                      hint_budget=args.hint_budget, source=" ".join(args.input) + (
                          f" --sensitivity {args.sensitivity}" if args.sensitivity else ""),
-                     processes=getattr(args, "processes", []), per_rank=args.per_rank)
+                     processes=_processes(profile), per_rank=args.per_rank)
     plan, exe = made.plan, profile.exe
     plan["warnings"].extend(measured_notes)
     if plan["binary"]["path"] and plan["binary"]["size"] is None:
