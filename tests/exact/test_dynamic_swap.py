@@ -58,14 +58,24 @@ def test_schedule_on_the_swap_tier_keeps_output_and_counts_swap_ins(objtier_cc, 
             rows.setdefault(config, []).append(
                 one_run(tier, config, order, order, command, e, 300.0, runs, plan, None, 10.0))
     stats = read_stats(stats_path)
-    for config, rs in rows.items():
-        for r in rs:
-            assert r.returncode == 0, (config, (runs / f"{r.order:02d}-{config}-{r.order}.err")
-                                       .read_text())
-            assert r.memcg_oom_kills in (0, None)
-    outputs = {(runs / f"{r.order:02d}-{r.config}-{r.order}.out").read_text()
-               for rs in rows.values() for r in rs}
-    assert len(outputs) == 1 and "alternating: sum" in outputs.pop()
+    alone = subprocess.run(command, env=plain_env, capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0 and "alternating: sum" in alone.stdout, alone.stderr
+    for r in rows["dynamic"]:
+        assert r.returncode == 0, (runs / f"{r.order:02d}-dynamic-{r.order}.err").read_text()
+        assert r.memcg_oom_kills in (0, None)
+    # the kernel arm is the comparison, not what is tested: on memcg v1 plain reclaim can be
+    # OOM-killed at a limit this small even with the stat-flush reader (docs/compare.md, "The
+    # fair baseline"); a kernel run that did not finish must be the cgroup's OOM kill
+    kernel_alive = []
+    for r in rows["kernel"]:
+        if r.returncode == 0:
+            kernel_alive.append(r)
+        else:
+            assert r.returncode == -9 and r.memcg_oom_kills, (
+                r, (runs / f"{r.order:02d}-kernel-{r.order}.err").read_text())
+    finished = rows["dynamic"] + kernel_alive
+    outputs = {(runs / f"{r.order:02d}-{r.config}-{r.order}.out").read_text() for r in finished}
+    assert outputs == {alone.stdout}
     # the schedule ran: both arrays found, a lock at every phase switch, no call failed
     assert stats is not None
     assert stats["objects_matched"] == 2
@@ -75,8 +85,9 @@ def test_schedule_on_the_swap_tier_keeps_output_and_counts_swap_ins(objtier_cc, 
     assert stats["locked_peak_bytes"] <= 16 * MIB
     # swap-ins are counted in both arms: 32 MiB of arrays in 20 MiB make the kernel swap at
     # every phase; the schedule brings each array in ahead (MADV_WILLNEED, not a major fault)
-    kernel = [r.memcg_pgmajfault for r in rows["kernel"]]
+    kernel = [r.memcg_pgmajfault for r in kernel_alive]
     dynamic = [r.memcg_pgmajfault for r in rows["dynamic"]]
     assert all(k is not None and k > 0 for k in kernel), kernel
     assert all(d is not None for d in dynamic)
-    assert max(dynamic) < min(kernel), (dynamic, kernel)
+    if kernel:   # both kernel runs OOM-killed: no count to compare with
+        assert max(dynamic) < min(kernel), (dynamic, kernel)
