@@ -1,15 +1,16 @@
 /*
- * System calls and stdio calls that pass a program buffer to the kernel. The kernel
+ * System calls that pass a program buffer to the kernel. The kernel
  * does not raise SIGSEGV for a PROT_NONE page it copies to or from; the call fails with
  * EFAULT instead. So, while the fault sampler has a window armed, the armed pages of
  * the buffer are restored first (counted as touches), and a call that still fails with
- * EFAULT on a recently armed range is restored and retried (at most RETRIES times).
+ * EFAULT on a recently armed range is restored and retried (at most RT_IO_RETRIES times).
  * With no window armed the cost is one relaxed load. preadv/pwritev (and their 64 and 2
  * forms), recvmsg/sendmsg and getrandom are bracketed the same way (their real functions
- * resolved here, on first use); FORTIFY and unlocked stdio entry points are in
- * interpose_stdio.c.
+ * resolved here, on first use); FORTIFY and stdio entry points (fread, fwrite and the
+ * unlocked forms) are in interpose_stdio.c.
  */
 #define _GNU_SOURCE
+#include "io_bracket.h"
 #include "real.h"
 #include "rt.h"
 #include "sampler.h"
@@ -18,28 +19,13 @@
 #include <errno.h>
 #include <stdint.h>
 #include <sys/random.h>
-#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define RETRIES 3
-
 #define WRAP(ret_t, call, buf, len, failed)                                                        \
     rt_real_init();                                                                                \
-    ret_t r;                                                                                       \
-    int slot = rt_fault_io_begin(buf, len);                                                        \
-    for (int attempt = 0;; attempt++) {                                                            \
-        r = call;                                                                                  \
-        if (!(failed) || errno != EFAULT || attempt == RETRIES ||                                  \
-            !rt_fault_recently_armed(buf, len))                                                    \
-            break;                                                                                 \
-        rt_fault_touch(buf, len);                                                                  \
-    }                                                                                              \
-    int saved = errno;                                                                             \
-    rt_fault_io_end(slot);                                                                         \
-    errno = saved;                                                                                 \
-    return r;
+    RT_IO_BRACKET(ret_t, call, buf, len, failed)
 
 ssize_t read(int fd, void *buf,
              size_t n){WRAP(ssize_t, rt_real.read(fd, buf, n), buf, n, r < 0)} ssize_t
@@ -61,39 +47,6 @@ ssize_t recv(int fd, void *buf, size_t n,
 {
     WRAP(ssize_t, rt_real.sendto(fd, buf, n, flags, a, al), buf, n, r < 0)
 }
-/* stdio: a read(2) that failed with EFAULT consumed nothing, so the rest of the request
- * can be asked for again after clearing the stream's error flag. */
-static size_t stdio_retry(int writing, void *buf, size_t size, size_t k, FILE *f)
-{
-    rt_real_init();
-    size_t done = 0;
-    int slot = rt_fault_io_begin(buf, size * k);
-    for (int attempt = 0;; attempt++) {
-        char *at = (char *)buf + done * size;
-        done +=
-            writing ? rt_real.fwrite(at, size, k - done, f) : rt_real.fread(at, size, k - done, f);
-        if (done == k || !ferror(f) || errno != EFAULT || attempt == RETRIES ||
-            !rt_fault_recently_armed(at, size * (k - done)))
-            break;
-        clearerr(f);
-        rt_fault_touch(at, size * (k - done));
-    }
-    int saved = errno;
-    rt_fault_io_end(slot);
-    errno = saved;
-    return done;
-}
-
-size_t fread(void *buf, size_t size, size_t k, FILE *f)
-{
-    return stdio_retry(0, buf, size, k, f);
-}
-
-size_t fwrite(const void *buf, size_t size, size_t k, FILE *f)
-{
-    return stdio_retry(1, (void *)buf, size, k, f);
-}
-
 static void touch_iov(const struct iovec *iov, int n)
 {
     for (int i = 0; i < n; i++)
@@ -134,7 +87,7 @@ static ssize_t vector_io(ssize_t (*call)(int, const struct iovec *, int), int fd
     int slot = iov_begin(iov, n);
     for (int attempt = 0;; attempt++) {
         r = call(fd, iov, n);
-        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))
+        if (r >= 0 || errno != EFAULT || attempt == RT_IO_RETRIES || !iov_recent(iov, n))
             break;
         touch_iov(iov, n);
     }
@@ -171,7 +124,7 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
     int slot = iov_begin(iov, n);                                                                  \
     for (int attempt = 0;; attempt++) {                                                            \
         r = call;                                                                                  \
-        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !iov_recent(iov, n))                \
+        if (r >= 0 || errno != EFAULT || attempt == RT_IO_RETRIES || !iov_recent(iov, n))          \
             break;                                                                                 \
         touch_iov(iov, n);                                                                         \
     }                                                                                              \
@@ -217,7 +170,8 @@ ssize_t getrandom(void *buf, size_t n, unsigned int flags)
     int slot = rt_fault_io_begin(buf, n);
     for (int attempt = 0;; attempt++) {
         r = fn_getrandom(buf, n, flags);
-        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !rt_fault_recently_armed(buf, n))
+        if (r >= 0 || errno != EFAULT || attempt == RT_IO_RETRIES ||
+            !rt_fault_recently_armed(buf, n))
             break;
         rt_fault_touch(buf, n);
     }

@@ -1,12 +1,12 @@
 /*
- * FORTIFY_SOURCE entry points, unlocked stdio and the printing calls, for the fault
- * sampler (interpose_io.c holds the plain read/write/fread/fwrite family).
+ * FORTIFY_SOURCE entry points, fread/fwrite and their unlocked forms, and the printing calls,
+ * for the fault sampler (interpose_io.c holds the read/write family of system calls).
  *
  *   - Calls that hand a program buffer to the kernel (__read_chk, __pread_chk, __recv_chk,
- *     __fread_chk, fread_unlocked, fwrite_unlocked, ...) restore the buffer's armed pages
- *     first and keep the scanner off it until they return (rt_fault_io_begin), and are
- *     retried on an EFAULT that a just-restored window may have caused, as in
- *     interpose_io.c: they never fail or come back short because of the sampler.
+ *     __fread_chk, fread, fwrite, fread_unlocked, fwrite_unlocked, ...) restore the
+ *     buffer's armed pages first and keep the scanner off it until they return
+ *     (rt_fault_io_begin), and are retried on an EFAULT that a just-restored window may
+ *     have caused, as in interpose_io.c: they never fail or come back short because of the sampler.
  *   - Calls that read their input in user mode before passing it on (fputs, puts, the
  *     printf family: strlen/strnlen first, then a direct write(2) of a long string) run
  *     inside the stdio gate (fault_guard.h): no window is armed while they run, and the
@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "fault_guard.h"
+#include "io_bracket.h"
 #include "real.h"
 #include "rt.h"
 #include "sampler.h"
@@ -37,25 +38,10 @@
 #undef printf
 #undef fprintf
 
-#define RETRIES 3
-
 #define REAL(ret, name, args) RT_REAL_LAZY(ret, name, args)
 
-/* A system call on [buf, buf+len): armed pages restored first, EFAULT on a recently armed
- * range restored and retried. */
-#define SYSCALL_BRACKET(call, buf, len)                                                            \
-    ssize_t r;                                                                                     \
-    int slot = rt_fault_io_begin(buf, len);                                                        \
-    for (int attempt = 0;; attempt++) {                                                            \
-        r = call;                                                                                  \
-        if (r >= 0 || errno != EFAULT || attempt == RETRIES || !rt_fault_recently_armed(buf, len)) \
-            break;                                                                                 \
-        rt_fault_touch(buf, len);                                                                  \
-    }                                                                                              \
-    int saved = errno;                                                                             \
-    rt_fault_io_end(slot);                                                                         \
-    errno = saved;                                                                                 \
-    return r;
+/* A system call on [buf, buf+len), bracketed (io_bracket.h). */
+#define SYSCALL_BRACKET(call, buf, len) RT_IO_BRACKET(ssize_t, call, buf, len, r < 0)
 
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen){
     REAL(ssize_t, __read_chk, (int, void *, size_t, size_t))
@@ -84,11 +70,13 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, st
 
 /* ---- stdio: a buffer passed to the kernel by the stream --------------------------- */
 
-enum xfer { READ_UNLOCKED, WRITE_UNLOCKED, READ_CHK, READ_UNLOCKED_CHK };
+enum xfer { READ, WRITE, READ_UNLOCKED, WRITE_UNLOCKED, READ_CHK, READ_UNLOCKED_CHK };
 
 static size_t xfer_once(enum xfer kind, char *at, size_t room, size_t size, size_t k, FILE *f)
 {
     switch (kind) {
+    case READ: return rt_real.fread(at, size, k, f);
+    case WRITE: return rt_real.fwrite(at, size, k, f);
     case READ_UNLOCKED: {
         REAL(size_t, fread_unlocked, (void *, size_t, size_t, FILE *))
         return fn_fread_unlocked(at, size, k, f);
@@ -125,7 +113,7 @@ static size_t stdio_xfer(enum xfer kind, void *buf, size_t room, size_t size, si
         char *at = (char *)buf + done * size;
         size_t left_room = room == SIZE_MAX ? room : room - done * size;
         done += xfer_once(kind, at, left_room, size, k - done, f);
-        if (done == k || !ferror(f) || errno != EFAULT || attempt == RETRIES ||
+        if (done == k || !ferror(f) || errno != EFAULT || attempt == RT_IO_RETRIES ||
             !rt_fault_recently_armed(at, size * (k - done)))
             break;
         clearerr(f);
@@ -135,6 +123,18 @@ static size_t stdio_xfer(enum xfer kind, void *buf, size_t room, size_t size, si
     rt_fault_io_end(slot);
     errno = saved;
     return done;
+}
+
+size_t fread(void *buf, size_t size, size_t k, FILE *f)
+{
+    rt_real_init();
+    return stdio_xfer(READ, buf, SIZE_MAX, size, k, f);
+}
+
+size_t fwrite(const void *buf, size_t size, size_t k, FILE *f)
+{
+    rt_real_init();
+    return stdio_xfer(WRITE, (void *)buf, SIZE_MAX, size, k, f);
 }
 
 size_t fread_unlocked(void *buf, size_t size, size_t k, FILE *f)
