@@ -45,7 +45,8 @@ static char *keep_string(const char *s, size_t len)
     return d;
 }
 
-static void read_build_id(struct dl_phdr_info *info, module *m)
+const unsigned char *rt_module_build_id(const struct dl_phdr_info *info, uint32_t max_len,
+                                        uint32_t *len)
 {
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -58,14 +59,24 @@ static void read_build_id(struct dl_phdr_info *info, module *m)
             const unsigned char *name = p + sizeof *n;
             const unsigned char *desc = name + ((n->n_namesz + 3) & ~3u);
             if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
-                desc + n->n_descsz <= end) {
-                m->build_id_len = (uint16_t)(n->n_descsz < 32 ? n->n_descsz : 32);
-                memcpy(m->build_id, desc, m->build_id_len);
-                return;
+                desc + n->n_descsz <= end && n->n_descsz <= max_len) {
+                *len = n->n_descsz;
+                return desc;
             }
             p = desc + ((n->n_descsz + 3) & ~3u);
         }
     }
+    return NULL;
+}
+
+static void read_build_id(struct dl_phdr_info *info, module *m)
+{
+    uint32_t len;
+    const unsigned char *id = rt_module_build_id(info, UINT32_MAX, &len);
+    if (!id)
+        return;
+    m->build_id_len = (uint16_t)(len < 32 ? len : 32);
+    memcpy(m->build_id, id, m->build_id_len);
 }
 
 static int on_module(struct dl_phdr_info *info, size_t size, void *data)

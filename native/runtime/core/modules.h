@@ -47,4 +47,9 @@ const char *rt_modules_path(uint32_t id, size_t *len);
 /* A forked child writes a new file: every module needs its record again. */
 void rt_modules_forget_emitted(void);
 
+/* The GNU build id of a loaded module (its first NT_GNU_BUILD_ID note of at most max_len
+ * bytes, in the module's own memory): the bytes, *len set; NULL when it has none. */
+const unsigned char *rt_module_build_id(const struct dl_phdr_info *info, uint32_t max_len,
+                                        uint32_t *len);
+
 #endif

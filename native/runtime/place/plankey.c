@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "plankey.h"
 #include "context.h"
+#include "modules.h"
 #include "plan.h"
 #include "rt.h"
 
@@ -73,27 +74,14 @@ static int main_build_id(struct dl_phdr_info *info, size_t size, void *data)
     (void)size;
     char *hex = data;
     static const char digits[] = "0123456789abcdef";
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
-            continue;
-        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
-        const unsigned char *end = p + ph->p_memsz;
-        while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-            const unsigned char *name = p + sizeof *n;
-            const unsigned char *desc = name + ((n->n_namesz + 3) & ~3u);
-            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
-                desc + n->n_descsz <= end && n->n_descsz <= 32) {
-                for (uint32_t k = 0; k < n->n_descsz; k++) {
-                    hex[2 * k] = digits[desc[k] >> 4];
-                    hex[2 * k + 1] = digits[desc[k] & 15];
-                }
-                hex[2 * n->n_descsz] = 0;
-                return 1;
-            }
-            p = desc + ((n->n_descsz + 3) & ~3u);
+    uint32_t len;
+    const unsigned char *id = rt_module_build_id(info, 32, &len);
+    if (id) {
+        for (uint32_t k = 0; k < len; k++) {
+            hex[2 * k] = digits[id[k] >> 4];
+            hex[2 * k + 1] = digits[id[k] & 15];
         }
+        hex[2 * len] = 0;
     }
     return 1; /* only the first module */
 }
