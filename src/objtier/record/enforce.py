@@ -269,21 +269,48 @@ class ProcessEnforcement:
     locked_bytes: int   # peak of the process's own mlocked bytes
 
 
+def _open_run_trace(trace_dir: Path):
+    """(trace, allocations, placements) of a run's trace; None when it holds no readable
+    trace."""
+    from objtier.errors import TraceError
+    from objtier.trace import open_trace
+
+    try:
+        trace = open_trace(trace_dir)
+        return trace, trace.allocations, trace.placements
+    except (TraceError, OSError):
+        return None
+
+
+def _peak_locked(placements, rows=None) -> int:
+    """Peak of mlocked bytes over the run [bytes]: successful MLOCK lengths less successful
+    MUNLOCK lengths of the PLACEMENT rows selected by the boolean mask `rows` (all rows when
+    None), summed in time order; 0 for no rows, never below 0."""
+    import numpy as np
+
+    if not placements.num_rows:
+        return 0
+    ok = placements.column("result").to_numpy() >= 0
+    if rows is not None:
+        ok &= rows
+    action = placements.column("action").to_numpy()
+    length = placements.column("length").to_numpy().astype(np.int64)
+    order = np.argsort(placements.column("time_ns").to_numpy(), kind="stable")
+    change = np.where(ok & (action == MLOCK), length, 0) - \
+        np.where(ok & (action == MUNLOCK), length, 0)
+    return max(0, int(np.cumsum(change[order]).max()))
+
+
 def read_process_enforcement(plan: dict[str, Any], trace_dir: Path
                              ) -> list[ProcessEnforcement] | None:
     """Per process of a run (follow forks): the section its runtime applied, as it noted in
     its PROCESS record, and what matched; None when the directory holds no readable trace."""
     import numpy as np
 
-    from objtier.errors import TraceError
-    from objtier.trace import open_trace
-
-    try:
-        trace = open_trace(trace_dir)
-        allocations = trace.allocations
-        placements = trace.placements
-    except (TraceError, OSError):
+    opened = _open_run_trace(trace_dir)
+    if opened is None:
         return None
+    trace, allocations, placements = opened
     table = None
     if allocations.num_rows:
         from objtier.analysis.objects import object_table
@@ -302,14 +329,7 @@ def read_process_enforcement(plan: dict[str, Any], trace_dir: Path
             matched = int(np.isin(found[mine], list(keys)).sum()) if keys else 0
         locked = 0
         if placements.num_rows and "pid" in placements.column_names:
-            own = placements.column("pid").to_numpy() == p.pid
-            ok = own & (placements.column("result").to_numpy() >= 0)
-            action = placements.column("action").to_numpy()
-            length = placements.column("length").to_numpy().astype(np.int64)
-            order = np.argsort(placements.column("time_ns").to_numpy(), kind="stable")
-            change = np.where(ok & (action == MLOCK), length, 0) - \
-                np.where(ok & (action == MUNLOCK), length, 0)
-            locked = max(0, int(np.cumsum(change[order]).max())) if len(order) else 0
+            locked = _peak_locked(placements, placements.column("pid").to_numpy() == p.pid)
         rank_text = p.config.get("OBJTIER_RANK", "")
         rows.append(ProcessEnforcement(p.pid, p.exe, int(rank_text) if rank_text.isdigit()
                                        else None, section, objects, matched, locked))
@@ -347,15 +367,10 @@ def read_enforcement(plan: dict[str, Any], trace_dir: Path) -> Enforcement | Non
     """Read a run's trace back; None when it holds no readable trace."""
     import numpy as np
 
-    from objtier.errors import TraceError
-    from objtier.trace import open_trace
-
-    try:
-        trace = open_trace(trace_dir)
-        allocations = trace.allocations
-        placements = trace.placements
-    except (TraceError, OSError):
+    opened = _open_run_trace(trace_dir)
+    if opened is None:
         return None
+    trace, allocations, placements = opened
     keys = {e["context_key"] for e in plan.get("entries", [])}
     matched = 0
     if allocations.num_rows and keys:
@@ -370,10 +385,7 @@ def read_enforcement(plan: dict[str, Any], trace_dir: Path) -> Enforcement | Non
         result = placements.column("result").to_numpy()
         length = placements.column("length").to_numpy().astype(np.int64)
         ok = result >= 0
-        order = np.argsort(placements.column("time_ns").to_numpy(), kind="stable")
-        change = np.where(ok & (action == MLOCK), length, 0) - \
-            np.where(ok & (action == MUNLOCK), length, 0)
-        locked = max(0, int(np.cumsum(change[order]).max()))
+        locked = _peak_locked(placements)
         cold = int(length[ok & ((action == COLD) | (action == PAGEOUT))].sum())
         large = int(length[ok & (action == HUGEPAGE)].sum())
         failed = int((~ok).sum())
