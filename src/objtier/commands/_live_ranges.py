@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from objtier.errors import UsageError
 
 
 def add_live_range_arguments(parser: argparse.ArgumentParser, acts_on: str) -> None:
@@ -25,3 +30,38 @@ def add_live_range_arguments(parser: argparse.ArgumentParser, acts_on: str) -> N
     parser.add_argument("--phase", default="*",
                         help="the plan's phase whose entries to export (default *: the whole "
                              "run's)")
+
+
+@dataclass
+class LiveRanges:
+    plan: dict[str, Any]
+    ranges: list[Any]          # tiers.damos.plan_ranges: the planned ranges live at --at
+    traced_pid: int            # the traced process they are of
+    pid: int                   # the process the export acts on (--target-pid, else traced_pid)
+    source: dict[str, Any]     # provenance: plan, trace (absolute paths), phase, traced_pid
+
+
+def read_live_ranges(args: argparse.Namespace) -> LiveRanges:
+    """The options of add_live_range_arguments checked and read: the plan, the trace, and the
+    planned ranges of the traced process live at --at."""
+    from objtier.errors import TraceError
+    from objtier.plan.planfile import load_plan
+    from objtier.tiers import damos
+    from objtier.trace import open_trace
+
+    if args.at is not None and args.at < 0:
+        raise UsageError(f"--at must be >= 0 s, got {args.at:g}")
+    if args.target_pid is not None and args.target_pid <= 0:
+        raise UsageError(f"--target-pid must be a process id, got {args.target_pid}")
+    plan = load_plan(args.plan)
+    try:
+        trace = open_trace(args.trace)
+        start = int(trace.start_ns)
+    except (TraceError, OSError) as error:
+        raise UsageError(f"cannot read trace {args.trace}: {error}") from None
+    at_ns = None if args.at is None else start + int(args.at * 1e9)
+    ranges, traced = damos.plan_ranges(plan, trace, at_ns, args.pid, args.phase)
+    source = {"plan": str(Path(args.plan).resolve()), "trace": str(Path(args.trace).resolve()),
+              "phase": args.phase, "traced_pid": traced}
+    return LiveRanges(plan, ranges, traced,
+                      traced if args.target_pid is None else args.target_pid, source)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from objtier.commands._live_ranges import add_live_range_arguments
+from objtier.commands._live_ranges import add_live_range_arguments, read_live_ranges
 from objtier.errors import UsageError
 
 NAME = "export-damos"
@@ -24,31 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.errors import TraceError
-    from objtier.plan.planfile import load_plan
     from objtier.tiers import damos
-    from objtier.trace import open_trace
 
     out = Path(args.output)
     if (out.exists() or out.is_symlink()) and not args.force:
         raise UsageError(f"{out} exists; pass -f to replace it")
-    if args.at is not None and args.at < 0:
-        raise UsageError(f"--at must be >= 0 s, got {args.at:g}")
-    plan = load_plan(args.plan)
-    try:
-        trace = open_trace(args.trace)
-        start = int(trace.start_ns)
-    except (TraceError, OSError) as error:
-        raise UsageError(f"cannot read trace {args.trace}: {error}") from None
-    if args.target_pid is not None and args.target_pid <= 0:
-        raise UsageError(f"--target-pid must be a process id, got {args.target_pid}")
-    at_ns = None if args.at is None else start + int(args.at * 1e9)
-    ranges, traced = damos.plan_ranges(plan, trace, at_ns, args.pid, args.phase)
-    pid = traced if args.target_pid is None else args.target_pid
-    doc = damos.scheme_set(ranges, pid, args.min_age,
-                           {"plan": str(Path(args.plan).resolve()),
-                            "trace": str(Path(args.trace).resolve()), "phase": args.phase,
-                            "traced_pid": traced})
+    live = read_live_ranges(args)
+    traced, pid = live.traced_pid, live.pid
+    doc = damos.scheme_set(live.ranges, pid, args.min_age, live.source)
     problems = damos.validate_scheme_set(doc)
     if problems:   # an export this module made wrong: a defect, said in one line
         raise UsageError(f"the scheme set failed its own check: {problems[0]}")

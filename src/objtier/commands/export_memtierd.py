@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from objtier.commands._live_ranges import add_live_range_arguments
+from objtier.commands._live_ranges import add_live_range_arguments, read_live_ranges
 from objtier.errors import UsageError
 
 NAME = "export-memtierd"
@@ -33,11 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.errors import TraceError
     from objtier.outputs import write_private
-    from objtier.plan.planfile import load_plan
-    from objtier.tiers import damos, memtierd
-    from objtier.trace import open_trace
+    from objtier.tiers import memtierd
 
     outputs = [Path(args.output)] + ([Path(args.cgroup_out)] if args.cgroup_out else [])
     if len({p.resolve() for p in outputs}) < len(outputs):
@@ -45,21 +42,9 @@ def run(args: argparse.Namespace) -> int:
     for out in outputs:
         if (out.exists() or out.is_symlink()) and not args.force:
             raise UsageError(f"{out} exists; pass -f to replace it")
-    if args.at is not None and args.at < 0:
-        raise UsageError(f"--at must be >= 0 s, got {args.at:g}")
-    if args.target_pid is not None and args.target_pid <= 0:
-        raise UsageError(f"--target-pid must be a process id, got {args.target_pid}")
-    plan = load_plan(args.plan)
-    try:
-        trace = open_trace(args.trace)
-        start = int(trace.start_ns)
-    except (TraceError, OSError) as error:
-        raise UsageError(f"cannot read trace {args.trace}: {error}") from None
-    at_ns = None if args.at is None else start + int(args.at * 1e9)
-    ranges, traced = damos.plan_ranges(plan, trace, at_ns, args.pid, args.phase)
-    pid = traced if args.target_pid is None else args.target_pid
-    source = {"plan": str(Path(args.plan).resolve()), "trace": str(Path(args.trace).resolve()),
-              "phase": args.phase, "traced_pid": traced}
+    live = read_live_ranges(args)
+    plan, ranges, traced, pid = live.plan, live.ranges, live.traced_pid, live.pid
+    source = live.source
     result = memtierd.export(plan, ranges, pid, args.tier, args.fast_node, args.slow_node,
                              source)
     checked = memtierd.parse_script(result.lines)
