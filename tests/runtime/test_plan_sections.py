@@ -18,6 +18,8 @@ from objtier.errors import EnvironmentProblem
 from objtier.plan import load_plan, parse_text
 from objtier.trace import open_trace
 
+from .conftest import LOCKED_KB_C
+
 MIB = 1 << 20
 MLOCK = 1
 
@@ -34,21 +36,7 @@ WORKER = r"""#include <stdio.h>
 #ifndef COLD_MIB
 #define COLD_MIB 16
 #endif
-static long locked_kb(const void *p, size_t n) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    unsigned long a = (unsigned long)p, b = a + n, s, e;
-    long sum = 0, kb;
-    int in = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-            in = s < b && a < e;
-        else if (in && sscanf(line, "Locked: %ld kB", &kb) == 1)
-            sum += kb;
-    }
-    fclose(f);
-    return sum;
-}
+LOCKED_KB
 __attribute__((noinline)) char *alloc_a(size_t n) { char *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
 __attribute__((noinline)) char *alloc_b(size_t n) { char *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
@@ -74,7 +62,7 @@ int main(int argc, char **argv) {
     free(b);
     return 0;
 }
-"""
+""".replace("LOCKED_KB\n", LOCKED_KB_C)
 
 # Forks and execs each argv[i] with "0.5"; waits for all; exits non-zero if one failed.
 PARENT = r"""#include <stdio.h>
