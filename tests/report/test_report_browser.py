@@ -5,7 +5,6 @@ context's whole stack is its allocation site's hover text."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,9 +12,9 @@ import pytest
 
 from objtier.report.build import build_report
 from objtier.trace import open_trace
+from tests.browser import CHROMIUM, chromium_flags, dump_dom
 
 TRACES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 # Put first in <head>: records every error, then ~after load (and Plotly's drawing) sorts the
 # objects table by "size" twice and filters it, and writes what it saw into <div id="probe">,
@@ -73,11 +72,8 @@ def test_page_is_interactive_in_headless_chromium(name, tmp_path, artifacts_dir)
     page = out / "index.html"
     probe = out / "probe.html"
     probe.write_text(page.read_text().replace("<head>", "<head>" + PROBE, 1))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=15000", "--dump-dom",
-                          probe.as_uri()], capture_output=True, text=True, timeout=180)
+    flags = chromium_flags(tmp_path / "profile")
+    dom = dump_dom(probe, tmp_path / "profile")
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'<div id="probe"([^>]*)>([^<]*)</div>', dom.stdout)
     assert match, dom.stdout[-2000:]

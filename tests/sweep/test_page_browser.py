@@ -9,15 +9,14 @@ from __future__ import annotations
 import html as html_text
 import json
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from objtier.native import binary
+from tests.browser import CHROMIUM, chromium_flags, dump_dom
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None,
                                 reason="chromium is not installed (scripts/setup.sh)")
 
@@ -63,11 +62,8 @@ def probe(page, tmp_path, artifacts_dir=None):
     assert "<script src" not in html and "https://" not in html.split("<script>")[0]
     shown = page.with_name("probe.html")
     shown.write_text(html.replace("<head>", "<head>" + PROBE, 1))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=15000", "--dump-dom",
-                          shown.as_uri()], capture_output=True, text=True, timeout=180)
+    flags = chromium_flags(tmp_path / "profile")
+    dom = dump_dom(shown, tmp_path / "profile")
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'<div id="probe">([^<]*)</div>', dom.stdout)
     assert match, dom.stdout[-2000:]
