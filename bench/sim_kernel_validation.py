@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from objtier.experiments.compare_numa import GuestState, _sh, node_free_bytes
+from objtier.experiments.compare_numa import GuestState, node_free_bytes
 from objtier.experiments.numa_hotcold import build_hotcold, parse_where
 from objtier.sim import simulate
 from objtier.sim.cost import load_preset
@@ -84,7 +84,7 @@ def kernel_counts(trace) -> tuple[dict, dict]:
 
 def node0_min_free_kbytes(tb) -> int:
     """Sum of node 0's zones' `min` watermark (pages) in KiB."""
-    out = _sh(tb, "cat /proc/zoneinfo")
+    out = tb.run_checked("cat /proc/zoneinfo")
     node, total = None, 0
     for line in out.splitlines():
         words = line.split()
@@ -98,7 +98,7 @@ def node0_min_free_kbytes(tb) -> int:
 def record_run(tb, state: GuestState, exe: Path, run_dir: Path, hot: int, cold: int,
                secs: float, rate: int, sampler: str, trace_limit: int) -> dict:
     rec = run_dir / "rec.otr"
-    _sh(tb, "sync; echo 3 > /proc/sys/vm/drop_caches")
+    tb.run_checked("sync; echo 3 > /proc/sys/vm/drop_caches")
     free = node_free_bytes(tb, [0])
     objtier = repo_root() / ".venv" / "bin" / "objtier"
     state.knobs("2", "1")

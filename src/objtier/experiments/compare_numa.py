@@ -227,12 +227,6 @@ def guest(testbed=None, say: Callable[[str], None] = lambda text: None) -> Itera
         tb.stop()
 
 
-def _sh(tb, script: str, timeout: float = 120.0) -> str:
-    rc, out, err = tb.run(script, timeout=timeout)
-    if rc != 0:
-        raise ObjtierError(f"guest command failed ({rc}): {script[:80]}: "
-                           f"{(err or out).strip()[-200:]}")
-    return out
 
 
 class GuestState:
@@ -247,7 +241,7 @@ class GuestState:
                 self.saved[path] = out.strip()
 
     def knobs(self, balancing: str, demotion: str) -> None:
-        _sh(self.tb, f"echo {balancing} > {BALANCING} && echo {demotion} > {DEMOTION}")
+        self.tb.run_checked(f"echo {balancing} > {BALANCING} && echo {demotion} > {DEMOTION}")
 
     def reserve(self, nodes: list[int], nbytes: int) -> int:
         """Hold about nbytes of 2 MiB hugetlb pages on `nodes` (split evenly); bytes held."""
@@ -258,7 +252,7 @@ class GuestState:
         for n in nodes:
             path = HUGEPAGES.format(n=n)
             base = int(self.saved.get(path, "0") or 0)
-            out = _sh(self.tb, f"echo {base + each} > {path}; cat {path}")
+            out = self.tb.run_checked(f"echo {base + each} > {path}; cat {path}")
             held += (int(out.split()[-1]) - base) * HUGEPAGE_BYTES
         return held
 
@@ -275,7 +269,7 @@ def guest_sysfs(tb, dest: Path) -> Path:
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     d = shlex.quote(str(dest))
-    _sh(tb, f"""cd /sys && for f in devices/system/node/node*/cpulist \
+    tb.run_checked(f"""cd /sys && for f in devices/system/node/node*/cpulist \
 devices/system/node/node*/distance devices/system/node/node*/meminfo \
 devices/system/node/node*/access0/initiators/* \
 devices/virtual/memory_tiering/memory_tier*/nodelist; do
@@ -285,7 +279,7 @@ done; true""")
 
 
 def node_free_bytes(tb, nodes: list[int]) -> int:
-    out = _sh(tb, " ".join(["cat"] + [f"/sys/devices/system/node/node{n}/meminfo"
+    out = tb.run_checked(" ".join(["cat"] + [f"/sys/devices/system/node/node{n}/meminfo"
                                       for n in nodes]))
     return sum(int(line.split()[-2]) * 1024 for line in out.splitlines() if " MemFree:" in line)
 
@@ -300,7 +294,7 @@ def run_in_guest(tb, command: list[str], env: dict[str, str], stem: Path,
     script = (f"cat /proc/vmstat > {q['v0']}; t0=$(date +%s%N); "
               f"{program} > {q['out']} 2> {q['err']}; rc=$?; t1=$(date +%s%N); "
               f"cat /proc/vmstat > {q['v1']}; echo \"rc=$rc ns=$((t1 - t0))\"")
-    out = _sh(tb, script, timeout=timeout)
+    out = tb.run_checked(script, timeout=timeout)
     words = dict(w.split("=", 1) for w in out.split() if "=" in w)
     rc = int(words.get("rc", 255))
     rc = -(rc - 128) if rc > 128 else rc
@@ -403,7 +397,7 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
         fast_list = ",".join(map(str, fast))
         slow_list = ",".join(map(str, slow))
         say(f"tiers: fast nodes {fast_list}, slow nodes {slow_list} ({decision.source})")
-        kernel = _sh(tb, "uname -r").strip()
+        kernel = tb.run_checked("uname -r").strip()
         state = GuestState(tb, fast)
         try:
             held = state.reserve(fast, settings.fast_reserve)

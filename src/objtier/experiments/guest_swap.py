@@ -142,12 +142,6 @@ def build_swaprun(dest_dir: Path) -> Path:
     return out
 
 
-def _sh(tb, script: str, timeout: float = 120.0) -> str:
-    rc, out, err = tb.run(script, timeout=timeout)
-    if rc != 0:
-        raise ObjtierError(f"guest command failed ({rc}): {script.strip()[:80]}: "
-                           f"{(err or out).strip()[-300:]}")
-    return out
 
 
 class GuestSwapTier:
@@ -199,7 +193,7 @@ class GuestSwapTier:
     def _setup(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.swaprun = build_swaprun(self.workdir / "bin")
-        out = _sh(self.tb, f"cat {CGROUP_ROOT}/cgroup.controllers; echo ---; "
+        out = self.tb.run_checked(f"cat {CGROUP_ROOT}/cgroup.controllers; echo ---; "
                            f"cat {CGROUP_ROOT}/cgroup.subtree_control; echo ---; "
                            f"cat {DEMOTION} 2>/dev/null; echo ---; "
                            f"cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null; echo ---; "
@@ -211,22 +205,22 @@ class GuestSwapTier:
         self.lru_gen = lru_gen
         self.kernel = kver
         if "memory" not in subtree.split():
-            _sh(self.tb, f"echo +memory > {CGROUP_ROOT}/cgroup.subtree_control")
+            self.tb.run_checked(f"echo +memory > {CGROUP_ROOT}/cgroup.subtree_control")
             self.undo.append(("memory controller",
                               f"echo -memory > {CGROUP_ROOT}/cgroup.subtree_control"))
         if demotion == "true":
-            _sh(self.tb, f"echo false > {DEMOTION}")
+            self.tb.run_checked(f"echo false > {DEMOTION}")
             self.undo.append(("demotion", f"echo true > {DEMOTION}"))
         if "damon-reclaim" in self.arms or "damos-pageout" in self.arms:
-            require_free_damon(busy_reason_from_text(_sh(self.tb, PROBE_SCRIPT)))
+            require_free_damon(busy_reason_from_text(self.tb.run_checked(PROBE_SCRIPT)))
         if "damos-pageout" in self.arms:
-            if _sh(self.tb, f"cat {DAMON_SYSFS}/nr_kdamonds").strip() != "0":
+            if self.tb.run_checked(f"cat {DAMON_SYSFS}/nr_kdamonds").strip() != "0":
                 raise EnvironmentProblem("the guest's DAMON sysfs interface has kdamonds set up "
                                          "(not running); refusing to replace them")
             self.undo.append(("DAMOS kdamond", f"echo off > {DAMON_SYSFS}/0/state 2>/dev/null; "
                                                f"echo 0 > {DAMON_SYSFS}/nr_kdamonds"))
         if "damon-reclaim" in self.arms:
-            saved = parse_kv(_sh(self.tb, f"cd {DAMON_RECLAIM} && grep . *"), ":")
+            saved = parse_kv(self.tb.run_checked(f"cd {DAMON_RECLAIM} && grep . *"), ":")
             self.damon_saved = {k: saved[k] for k in self._damon_params() if k in saved}
             self.undo.append(("DAMON_RECLAIM", f"echo N > {DAMON_RECLAIM}/enabled; " +
                               "; ".join(f"echo {v} > {DAMON_RECLAIM}/{k}"
@@ -241,7 +235,7 @@ class GuestSwapTier:
 
         def both() -> tuple[float, float]:
             t = time.monotonic()
-            guest = float(_sh(self.tb, "cat /proc/uptime").split()[0])
+            guest = float(self.tb.run_checked("cat /proc/uptime").split()[0])
             return (t + time.monotonic()) / 2, guest
         h0, g0 = both()
         time.sleep(host_s)
@@ -250,19 +244,19 @@ class GuestSwapTier:
 
     def _zram(self, loaded: bool) -> None:
         if loaded:
-            dev = _sh(self.tb, "cat /sys/class/zram-control/hot_add").strip()
+            dev = self.tb.run_checked("cat /sys/class/zram-control/hot_add").strip()
             self.zram = f"zram{dev}"
             self.undo.append(("zram device", f"echo {dev} > /sys/class/zram-control/hot_remove"))
         else:
             mods = self._insmod_files(("zram",))
-            _sh(self.tb, "; ".join(f"busybox insmod {shlex.quote(str(m))} || exit 1"
+            self.tb.run_checked("; ".join(f"busybox insmod {shlex.quote(str(m))} || exit 1"
                                    for m in mods) + "; true")
             rmmod = "; ".join(f"busybox rmmod {m.name.removesuffix('.ko')}"
                               for m in reversed(mods))
             self.undo.append(("zram module", rmmod))
             self.zram = "zram0"
         z = self.zram
-        _sh(self.tb, f"echo {self.settings.zram_mib}M > /sys/block/{z}/disksize && "
+        self.tb.run_checked(f"echo {self.settings.zram_mib}M > /sys/block/{z}/disksize && "
                      f"mkswap /dev/{z} >/dev/null && swapon /dev/{z}")
         self.undo.append(("zram swap", f"swapoff /dev/{z}; echo 1 > /sys/block/{z}/reset"))
         self.say(f"guest swap: /dev/{z} ({self.settings.zram_mib} MiB zram)")

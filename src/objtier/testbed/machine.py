@@ -360,6 +360,15 @@ class Testbed:
             for path in (script, out, err):
                 path.unlink(missing_ok=True)
 
+    def run_checked(self, script: str, timeout: float = 120.0) -> str:
+        """Run a shell script in the guest; its stdout, or ObjtierError naming the script and
+        the end of its output when it exits non-zero."""
+        rc, out, err = self.run(script, timeout=timeout)
+        if rc != 0:
+            raise ObjtierError(f"guest command failed ({rc}): {script.strip()[:80]}: "
+                               f"{(err or out).strip()[-300:]}")
+        return out
+
 
 def _read(path: Path) -> str:
     try:
