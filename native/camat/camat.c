@@ -1,6 +1,9 @@
 /* The C-AMAT timing model (camat.h): cores, the path of one access down the hierarchy,
  * miss-status registers, coherence, and the hand-off to the per-level timelines. */
-#include "camat_internal.h"
+#include "camat.h"
+#include "cm_cache.h"
+#include "cm_local.h"
+#include "cm_timeline.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +43,9 @@ struct camat_model {
     mshr_set mllc;
     cm_local local;
     uint8_t *pinned;
-    uint64_t gmax; /* most advanced issue cycle */
+    uint64_t gmax;  /* most advanced issue cycle */
+    uint64_t swept; /* frontier of the last advance of all timelines */
+    uint64_t batch; /* cycles the frontier moves between advances */
     uint64_t last_done;
     cm_timeline tl[CAMAT_LEVELS];
     camat_counts totals[CAMAT_LEVELS];
@@ -65,7 +70,10 @@ static void mshr_free(mshr_set *s)
 /* Registers without lines (L2, LLC, MEM->FAR) are a binary min-heap on release: the register
  * that frees first is release[0]. It is the only one ever taken, and is given back with a
  * later release (done >= its release), so taking it is a replace-top: O(log n), not a scan.
- * Registers are interchangeable, so which of equal ones is taken changes nothing. */
+ * Registers are interchangeable, so which of equal ones is taken changes nothing. The
+ * replacement goes bottom-up (the hole moves down to a leaf along the smaller children, then
+ * the new release rises from there, mostly not at all, being the latest), so that its
+ * branches follow the heap's shape rather than the values. */
 static void mshr_replace_top(mshr_set *s, uint64_t release)
 {
     uint64_t *h = s->release;
@@ -74,12 +82,17 @@ static void mshr_replace_top(mshr_set *s, uint64_t release)
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= release)
-            break;
+        if (c + 1 < n)
+            c += h[c + 1] < h[c];
         h[i] = h[c];
         i = c;
+    }
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (h[p] <= release)
+            break;
+        h[i] = h[p];
+        i = p;
     }
     h[i] = release;
 }
@@ -177,21 +190,17 @@ camat_model *camat_create(const camat_config *cfg, const char **err)
                 memcpy(m->pinned, cfg->pinned, cfg->objects);
         }
     }
-    /* The ring must hold the longest life of an access plus the lag: at worst a whole window
-     * queues, one after the other, for the scarcest miss register of the deepest level. */
+    /* Each timeline's ring starts at twice the life of an access that queues nowhere plus the
+     * lag, and doubles when an access outlives it (queueing for miss registers), up to
+     * CM_RING_MAX: a ring that stays in the host's caches is much of the model's speed on
+     * streams that miss, as the sweep touches every slot once per turn. */
     uint64_t trip = cfg->coherence_cycles;
-    uint32_t fewest = cfg->local_pages ? cfg->mem_mshrs : 256;
     for (int i = 0; i < CAMAT_LEVELS; i++)
         trip += i == CAMAT_FAR && !cfg->local_pages ? 0 : m->hit[i];
-    for (int i = 0; i < 3; i++)
-        fewest = cfg->cache[i].mshrs < fewest ? cfg->cache[i].mshrs : fewest;
-    uint64_t span = (uint64_t)cfg->lag + trip + (uint64_t)cfg->window * cfg->cores * trip / fewest;
-    /* No larger than that (twice the span): the sweep touches every slot once per turn of
-     * the ring, and a ring that stays in the host's caches is most of the model's speed on
-     * streams that miss (1.6x on random loads against a fixed 64 Ki-cycle minimum). */
-    uint64_t ring = 1ULL << 12;
-    while (ring < 2 * span && ring < (1ULL << 23))
+    uint64_t ring = 1ULL << 10;
+    while (ring < 2 * ((uint64_t)cfg->lag + trip) && ring < CM_RING_MAX)
         ring <<= 1;
+    m->batch = ring / 16;
     m->by_object = ok ? calloc((size_t)CAMAT_LEVELS * cfg->objects, sizeof *m->by_object) : NULL;
     m->by_region = ok ? calloc((size_t)CAMAT_LEVELS * cfg->regions, sizeof *m->by_region) : NULL;
     ok = ok && m->by_object && m->by_region;
@@ -260,9 +269,9 @@ static uint64_t invalidate_others(camat_model *m, uint32_t me, uint64_t line, ui
             if (k->m1.line[i] == line + 1)
                 k->m1.line[i] = 0;
         if (s1 >= 0)
-            k->l1.way[s1].tag = 0, k->l1.state[s1] = ST_I;
+            cm_cache_drop(&k->l1, s1, line);
         if (s2 >= 0)
-            k->l2.way[s2].tag = 0, k->l2.state[s2] = ST_I;
+            cm_cache_drop(&k->l2, s2, line);
         inv_entry *e = &k->inv[line % INV_SLOTS];
         if (e->line != line + 1)
             *e = (inv_entry){line + 1, 0};
@@ -283,12 +292,12 @@ static int snoop_read(camat_model *m, uint32_t me, uint64_t line)
         core *k = &m->cores[c];
         int64_t s1 = cm_cache_find(&k->l1, line), s2 = cm_cache_find(&k->l2, line);
         if (s1 >= 0) {
-            found = found > 1 || k->l1.state[s1] == ST_M ? 2 : 1;
-            k->l1.state[s1] = ST_S;
+            found = found > 1 || cm_state(&k->l1, s1) == ST_M ? 2 : 1;
+            cm_set_state(&k->l1, s1, ST_S);
         }
         if (s2 >= 0) {
-            found = found > 1 || k->l2.state[s2] == ST_M ? 2 : (found ? found : 1);
-            k->l2.state[s2] = ST_S;
+            found = found > 1 || cm_state(&k->l2, s2) == ST_M ? 2 : (found ? found : 1);
+            cm_set_state(&k->l2, s2, ST_S);
         }
     }
     return found;
@@ -359,14 +368,15 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     int missed[CAMAT_LEVELS] = {0};
     int deepest; /* level that served the data */
     uint64_t done;
-    int64_t s1 = cm_cache_find(&k->l1, line);
-    int upgrade = s1 >= 0 && write && k->l1.state[s1] == ST_S; /* needs ownership: RFO */
+    uint64_t v1 = 0, v2 = 0, v3 = 0; /* the ways a fill takes, found by the look-ups */
+    int64_t s1 = cm_cache_lookup(&k->l1, line, &v1);
+    int upgrade = s1 >= 0 && write && cm_state(&k->l1, s1) == ST_S; /* needs ownership: RFO */
     start[0] = t;
     hit_end[0] = t + m->hit[0];
     if (s1 >= 0 && !upgrade) {
         cm_cache_touch(&k->l1, s1);
         if (write) {
-            k->l1.state[s1] = ST_M;
+            cm_set_state(&k->l1, s1, ST_M);
             if (multi) /* the owner's later stores count for the cores it took the line from */
                 for (uint32_t c = 0; c < cfg->cores; c++) {
                     inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
@@ -382,11 +392,13 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
          * also finds the register that frees first (the lowest index among equals) */
         int64_t merged = -1;
         uint32_t r1 = 0;
-        for (uint32_t i = 0; i < k->m1.n; i++) {
-            if (k->m1.line[i] == line + 1 && k->m1.release[i] > hit_end[0] && !upgrade)
-                merged = i;
-            if (k->m1.release[i] < k->m1.release[r1])
-                r1 = i;
+        uint64_t first_free = k->m1.release[0];
+        for (uint32_t i = 0; i < k->m1.n; i++) { /* selects, not branches */
+            uint64_t r = k->m1.release[i];
+            int lt = r < first_free;
+            merged = k->m1.line[i] == line + 1 && r > hit_end[0] && !upgrade ? (int64_t)i : merged;
+            r1 = lt ? i : r1;
+            first_free = lt ? r : first_free;
         }
         if (merged >= 0) {
             deepest = 0;
@@ -411,8 +423,10 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
             /* L2 */
             start[1] = hit_end[0];
             hit_end[1] = start[1] + m->hit[1];
-            int64_t s2 = upgrade ? -1 : cm_cache_find(&k->l2, line);
-            if (s2 >= 0 && write && k->l2.state[s2] == ST_S)
+            int64_t s2 = upgrade ? -1 : cm_cache_lookup(&k->l2, line, &v2);
+            int64_t s2_slot = upgrade ? -2 : s2; /* -2: not looked up */
+            int snooped = -1;                    /* snoop_read's answer, when asked */
+            if (s2 >= 0 && write && cm_state(&k->l2, s2) == ST_S)
                 s2 = -1; /* ownership comes from the LLC */
             /* heaps: release[0] is the register that frees first */
             if (s2 >= 0) {
@@ -432,18 +446,20 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                         m->totals[2].invalidations += n;
                         if (n)
                             extra = cfg->coherence_cycles;
-                    } else if (snoop_read(m, me, line) == 2) {
-                        extra = cfg->coherence_cycles;
+                    } else {
+                        snooped = snoop_read(m, me, line);
+                        if (snooped == 2)
+                            extra = cfg->coherence_cycles;
                     }
                 }
                 start[2] = hit_end[1];
                 hit_end[2] = start[2] + m->hit[2] + extra;
-                int64_t s3 = cm_cache_find(&m->llc, line);
+                int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
                 if (s3 >= 0 || upgrade || extra) {
                     if (s3 >= 0)
                         cm_cache_touch(&m->llc, s3);
                     else
-                        cm_cache_fill(&m->llc, line, ST_S);
+                        cm_cache_put(&m->llc, v3, line, ST_S);
                     deepest = 2;
                     done = hit_end[2];
                 } else {
@@ -451,7 +467,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                     wait_for(&start[2], &hit_end[2], m->mllc.release[0]);
                     start[3] = hit_end[2];
                     hit_end[3] = start[3] + m->hit[3];
-                    cm_cache_fill(&m->llc, line, ST_S);
+                    cm_cache_put(&m->llc, v3, line, ST_S);
                     int local = 1;
                     if (cfg->local_pages && !(m->pinned && m->pinned[obj]))
                         local = cm_local_access(&m->local, a->addr >> cfg->page_shift);
@@ -475,31 +491,41 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
             k->m1.line[r1] = line + 1;
             /* fill the private caches with the line's new state */
             uint8_t st = write ? ST_M : ST_E;
-            if (multi && !write) {
-                /* snoop_read already downgraded the others; shared if anyone kept a copy */
+            if (multi && !write && snooped >= 0) {
+                st = snooped ? ST_S : ST_E; /* the copies it found are still there, Shared */
+            } else if (multi && !write) {
+                /* shared if another core holds a copy */
                 for (uint32_t c = 0; c < cfg->cores && st == ST_E; c++)
                     if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
                                     cm_cache_find(&m->cores[c].l2, line) >= 0))
                         st = ST_S;
             }
             if (upgrade)
-                k->l1.state[s1] = ST_M, cm_cache_touch(&k->l1, s1);
+                cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, s1);
             else
-                cm_cache_fill(&k->l1, line, st);
-            int64_t s2b = cm_cache_find(&k->l2, line);
+                cm_cache_put(&k->l1, v1, line, st); /* the L1 set is as the look-up saw it */
+            int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
             if (s2b >= 0)
-                k->l2.state[s2b] = st;
+                cm_set_state(&k->l2, s2b, st);
             else
-                cm_cache_fill(&k->l2, line, st);
+                cm_cache_put(&k->l2, v2, line, st);
         }
     }
     /* the levels it visited: hit phase, and the miss phase down to the data */
     for (int l = 0; l <= deepest; l++) {
         uint64_t he = hit_end[l] < done ? hit_end[l] : done;
         int ms = missed[l] && done > he;
-        if (cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg) != 0) {
-            m->error = "timeline overrun: a miss outlasts the model's cycle window "
-                       "(lower far_cycles or the lag)";
+        int rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
+        if (rc == 1) { /* the timeline lags: sweep it up to this issue's floor, then again */
+            cm_timeline_advance(&m->tl[l], floor);
+            rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
+        }
+        while (rc == 1 && cm_timeline_widen(&m->tl[l]) == 0) /* a longer life than the ring */
+            rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
+        if (rc != 0) {
+            m->error = rc == 1 ? "timeline overrun: a miss outlasts the model's cycle window "
+                                 "(lower far_cycles or the lag)"
+                               : "out of memory";
             return -1;
         }
     }
@@ -512,11 +538,28 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     return 0;
 }
 
+/* Sweeps the timelines once the frontier has moved `batch` cycles since the last sweep (no
+ * later access starts before frontier). Sweeping in batches changes no count: an access's
+ * shares depend only on the phases around it, all added before the sweep passes them. */
 static void advance_all(camat_model *m, uint64_t frontier)
 {
+    if (frontier < m->swept + m->batch)
+        return;
     for (uint32_t l = 0; l < m->levels; l++)
         cm_timeline_advance(&m->tl[l], frontier);
+    m->swept = frontier;
 }
+
+/* Starts loading the sets that access a will look up (it comes a few accesses later). */
+static inline void prefetch(const camat_model *m, const camat_access *a)
+{
+    uint64_t line = a->addr >> m->line_shift;
+    if (a->core < m->cfg.cores)
+        cm_cache_prefetch(&m->cores[a->core].l2, line);
+    cm_cache_prefetch(&m->llc, line);
+}
+
+#define AHEAD 8 /* accesses between a prefetch and the access */
 
 /* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. */
 static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
@@ -566,6 +609,8 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
             if (clock < lowest)
                 lowest = clock;
         }
+        if (pos[pick] + AHEAD < first[pick + 1])
+            prefetch(m, &a[order[pos[pick] + AHEAD]]);
         if (feed_one(m, &a[order[pos[pick]++]], floor) != 0) {
             rc = -1;
             goto out;
@@ -590,6 +635,8 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
         return feed_by_clock(m, a, n);
     for (size_t i = 0; i < n; i++) {
         uint64_t floor = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
+        if (i + AHEAD < n)
+            prefetch(m, &a[i + AHEAD]);
         if (feed_one(m, &a[i], floor) != 0)
             return -1;
         advance_all(m, m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0);
@@ -599,8 +646,10 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
 
 void camat_finish(camat_model *m)
 {
-    for (uint32_t l = 0; l < m->levels; l++)
+    for (uint32_t l = 0; l < m->levels; l++) {
         cm_timeline_advance(&m->tl[l], m->last_done + 1);
+        cm_timeline_totals(&m->tl[l]);
+    }
 }
 
 const camat_counts *camat_totals(const camat_model *m)

@@ -49,6 +49,8 @@
 #ifndef OBJTIER_CAMAT_H
 #define OBJTIER_CAMAT_H
 
+#include "camat_counts.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,25 +104,6 @@ typedef struct camat_config {
     uint64_t pinned_pages;     /* local pages the pinned objects take */
 } camat_config;
 
-/* The counts behind every C-AMAT term of one level, for all accesses or one object/region. */
-typedef struct camat_counts {
-    uint64_t accesses;
-    uint64_t misses;
-    uint64_t pure_misses;
-    uint64_t hit_phase;        /* hit-phase cycles summed over accesses */
-    uint64_t miss_phase;       /* miss-phase cycles summed over misses */
-    uint64_t pure_phase;       /* pure-miss cycles summed over misses (pMC accumulated) */
-    uint64_t hit_cycles;       /* totals only: cycles with a hit phase */
-    uint64_t miss_cycles;      /* totals only: cycles with a miss phase */
-    uint64_t pure_cycles;      /* totals only: pure-miss cycles */
-    uint64_t active_cycles;    /* totals only: hit or miss cycles */
-    double hit_share;          /* this access set's share of the hit cycles */
-    double miss_share;         /* ... of the miss cycles */
-    double pure_share;         /* ... of the pure-miss cycles */
-    uint64_t coherence_misses; /* private-cache misses on lines another core invalidated */
-    uint64_t false_sharing;    /* of those, on bytes the invalidating stores did not write */
-    uint64_t invalidations;    /* other cores' copies this set's stores invalidated */
-} camat_counts;
 
 typedef struct camat_model camat_model;
 

@@ -13,7 +13,7 @@ def test_c_unit_tests_under_sanitizers(tmp_path):
     build = subprocess.run(["gcc", "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
                             "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                             f"-I{CAMAT}", "-o", str(exe), str(CAMAT / "tests" / "test_camat.c"),
-                            str(CAMAT / "camat.c"), str(CAMAT / "camat_parts.c"), "-lm"],
+                            *sorted(map(str, CAMAT.glob("*.c"))), "-lm"],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True)

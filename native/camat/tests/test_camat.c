@@ -5,7 +5,8 @@
  * and of separate lines, the page-LRU local buffer, and bad configurations.
  * Each failed check prints its line; the program exits non-zero on any failure.
  */
-#include "camat_internal.h"
+#include "camat.h"
+#include "cm_local.h"
 
 #include <math.h>
 #include <stdio.h>

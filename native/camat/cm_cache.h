@@ -1,0 +1,142 @@
+/* Set-associative caches with true LRU for the C-AMAT model.
+ *
+ * Layout, per set (slot = set * ways + way):
+ *   tag[slot]  line number + 1, 0 = empty way;
+ *   meta[slot] (stamp << 2) | state: stamp is the cache's use counter at the way's last fill
+ *              or touch (unique, so the smallest meta of a full set is its LRU way), state a
+ *              MESI state (shared caches use ST_S only);
+ *   fp[set * fp_stride + way]  one byte per way: 0x80 | 7 bits of a hash of the line, 0 for
+ *              an empty way, FP_PAD past the last way (fp_stride = ways rounded up to 8).
+ * A look-up compares the set's fingerprints eight at a time (bytes of a 64-bit word) and
+ * reads a tag only where a fingerprint matches, so it costs a few instructions whatever the
+ * ways, and no branch depends on which way holds the line. */
+#ifndef OBJTIER_CM_CACHE_H
+#define OBJTIER_CM_CACHE_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* MESI states of a line in a private cache. */
+enum { ST_I = 0, ST_S = 1, ST_E = 2, ST_M = 3 };
+
+#define FP_PAD 0x01 /* neither a fingerprint (>= 0x80) nor empty (0) */
+
+typedef struct cm_cache {
+    uint64_t *tag;
+    uint64_t *meta;
+    uint8_t *fp;
+    uint64_t sets, set_mask; /* set_mask = sets - 1 when sets is a power of two, else 0 */
+    uint32_t ways, fp_stride;
+    uint64_t clock;
+} cm_cache;
+
+int cm_cache_init(cm_cache *c, uint64_t size_bytes, uint32_t ways, uint32_t line_bytes);
+void cm_cache_free(cm_cache *c);
+
+static inline uint64_t cm_set_of(const cm_cache *c, uint64_t line)
+{
+    return c->set_mask ? (line & c->set_mask) : (line % c->sets);
+}
+
+static inline uint8_t cm_fingerprint(uint64_t line)
+{
+    return (uint8_t)(0x80 | ((line * 0x9E3779B97F4A7C15ULL) >> 57));
+}
+
+/* The LRU way of the full set starting at slot base. */
+uint64_t cm_cache_lru_of(const cm_cache *c, uint64_t base);
+
+#define CM_ONES  0x0101010101010101ULL
+#define CM_HIGHS 0x8080808080808080ULL
+
+/* Bit 7 of every byte of x that is zero (and maybe of bytes above one that is: a zero byte's
+ * borrow; never of a byte below the lowest zero byte), else 0. */
+static inline uint64_t cm_zero_bytes(uint64_t x)
+{
+    return (x - CM_ONES) & ~x & CM_HIGHS;
+}
+
+/* Slot index of line, or -1 (a line is in at most one way); with a miss, *victim (when not
+ * NULL) is the slot a fill of line takes: the set's first empty way, else its LRU way. */
+static inline int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *victim)
+{
+    uint64_t set = cm_set_of(c, line), base = set * c->ways, key = line + 1;
+    const uint8_t *f = c->fp + set * c->fp_stride;
+    uint64_t pattern = cm_fingerprint(line) * CM_ONES, empty_at = UINT64_MAX;
+    for (uint32_t w0 = 0; w0 < c->ways; w0 += 8) {
+        uint64_t word;
+        memcpy(&word, f + w0, 8);
+        for (uint64_t m = cm_zero_bytes(word ^ pattern); m; m &= m - 1) {
+            uint64_t s = base + w0 + (uint64_t)__builtin_ctzll(m) / 8;
+            if (c->tag[s] == key)
+                return (int64_t)s;
+        }
+        uint64_t e = cm_zero_bytes(word);
+        if (e && empty_at == UINT64_MAX)
+            empty_at = base + w0 + (uint64_t)__builtin_ctzll(e) / 8;
+    }
+    if (victim)
+        *victim = empty_at != UINT64_MAX ? empty_at : cm_cache_lru_of(c, base);
+    return -1;
+}
+
+static inline int64_t cm_cache_lookup(const cm_cache *c, uint64_t line, uint64_t *victim)
+{
+    return cm_cache_scan(c, line, victim);
+}
+
+static inline int64_t cm_cache_find(const cm_cache *c, uint64_t line)
+{
+    return cm_cache_scan(c, line, NULL);
+}
+
+static inline void cm_cache_prefetch(const cm_cache *c, uint64_t line)
+{
+    uint64_t set = cm_set_of(c, line);
+    __builtin_prefetch(c->fp + set * c->fp_stride);
+    __builtin_prefetch(c->tag + set * c->ways);
+    __builtin_prefetch(c->meta + set * c->ways);
+}
+
+static inline uint8_t cm_state(const cm_cache *c, int64_t slot)
+{
+    return (uint8_t)(c->meta[slot] & 3);
+}
+
+static inline void cm_set_state(cm_cache *c, int64_t slot, uint8_t state)
+{
+    c->meta[slot] = (c->meta[slot] & ~3ULL) | state;
+}
+
+/* Makes slot the set's most recently used way. */
+static inline void cm_cache_touch(cm_cache *c, int64_t slot)
+{
+    c->meta[slot] = (++c->clock << 2) | (c->meta[slot] & 3);
+}
+
+static inline uint8_t *cm_fp_of(const cm_cache *c, uint64_t line, uint64_t slot)
+{
+    uint64_t set = cm_set_of(c, line);
+    return c->fp + set * c->fp_stride + (slot - set * c->ways);
+}
+
+/* Empties slot, which holds line (the line was invalidated). */
+static inline void cm_cache_drop(cm_cache *c, int64_t slot, uint64_t line)
+{
+    *cm_fp_of(c, line, (uint64_t)slot) = 0;
+    c->tag[slot] = 0;
+    c->meta[slot] &= ~3ULL;
+}
+
+/* Puts line in slot: a victim from cm_cache_lookup, the set unchanged since. */
+static inline void cm_cache_put(cm_cache *c, uint64_t slot, uint64_t line, uint8_t state)
+{
+    *cm_fp_of(c, line, slot) = cm_fingerprint(line);
+    c->tag[slot] = line + 1;
+    c->meta[slot] = (++c->clock << 2) | state;
+}
+
+/* Puts line (missing) in the set's first empty way, else in its LRU way; returns the slot. */
+int64_t cm_cache_fill(cm_cache *c, uint64_t line, uint8_t state);
+
+#endif
