@@ -10,7 +10,8 @@ a shared machine does not count) and M accesses/s per core (the model is single-
 the spread of the R rates as min..max. With --baseline (a directory holding
 lib/libobjtier_camat.so, e.g. an install of an older commit), every repeat runs the baseline
 library and the built one back to back on the same stream (interleaved A/B) and the line adds
-the baseline's rate and the median of the per-repeat speedups."""
+the baseline's rate, the median of the per-repeat speedups, and whether both libraries give the
+same counts on the stream (integers equal, shares of cycles within 1e-9)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,28 @@ def timed(stream: np.ndarray, cores: int, repeat: int, libraries: list) -> list[
     return out
 
 
+def same_counts(stream: np.ndarray, cores: int, libraries: list) -> bool:
+    """Do the two libraries give the same counts on stream (integers equal, shares of cycles
+    within 1e-9)?"""
+    cfg = SimConfig(hierarchy("skylake"), cores, 1, 1)
+    runs = []
+    for native_dir in libraries:
+        _use_library(native_dir)
+        runs.append(simulate(stream, cfg))
+    a, b = runs
+    if a.cycles != b.cycles:
+        return False
+    for part in ("totals", "by_object", "by_region"):
+        x, y = getattr(a, part), getattr(b, part)
+        for f in x.dtype.names:
+            if x.dtype[f].kind == "f":
+                if not np.allclose(x[f], y[f], rtol=1e-9, atol=1e-6):
+                    return False
+            elif not np.array_equal(x[f], y[f]):
+                return False
+    return True
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--accesses", type=int, default=5_000_000)
@@ -102,7 +125,7 @@ def main() -> None:
         streams = [(k, v) for k, v in streams if k in wanted]
     head = f"{'stream':32s} {'accesses':>10s} {'median s':>9s} {'M acc/s':>8s}  range"
     if args.baseline:
-        head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}"
+        head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}  counts"
     print(head)
     for name, stream in streams:
         cores = int(stream["core"].max()) + 1
@@ -116,6 +139,7 @@ def main() -> None:
             base = statistics.median(runs[0])
             speedup = statistics.median(b / t for b, t in zip(runs[0], times))
             line += f"  {len(stream) / base / 1e6:16.2f} {speedup:15.2f}x"
+            line += "  equal" if same_counts(stream, cores, libraries) else "  DIFFER"
         print(line, flush=True)
 
 

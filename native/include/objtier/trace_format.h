@@ -39,7 +39,7 @@
 
 #define OT_MAGIC              "OBJTIER\0" /* 8 bytes, includes the NUL */
 #define OT_VERSION_MAJOR      1           /* readers reject a different major version */
-#define OT_VERSION_MINOR      2           /* additions only: new tags, new trailing fields */
+#define OT_VERSION_MINOR      3           /* additions only: new tags, new trailing fields */
 #define OT_BLOCK_MAGIC        0x4B42544FU /* "OTBK" read as a little-endian uint32 */
 #define OT_BLOCK_TARGET_BYTES (64 * 1024) /* writers flush a block at about this size */
 
@@ -101,6 +101,7 @@ enum ot_tag {
     OT_TAG_PLACEMENT = 16,     /* fixed: ot_placement_record (plan actions applied) */
     OT_TAG_WINDOW = 17,        /* fixed: ot_window_record (fault sampler exposure), since 1.1 */
     OT_TAG_ACCESS = 18,        /* fixed: ot_access_record (ordered access stream), since 1.2 */
+    OT_TAG_REGION = 19,        /* fixed: ot_region_record (code region markers), since 1.3 */
     OT_TAG_COUNT_              /* one past the last tag */
 };
 
@@ -404,6 +405,26 @@ typedef struct ot_access_record {
     uint16_t reserved;
 } ot_access_record;
 _Static_assert(sizeof(ot_access_record) == 40, "ot_access_record is 40 bytes");
+
+#define OT_REGION_BEGIN 1
+#define OT_REGION_END   2
+
+/* A code region marker of the program (objtier_region_begin/end, <objtier/region.h>). Regions
+ * nest per thread: `depth` is the number of the thread's regions open after the event (a
+ * BEGIN of a top-level region has depth 1, its END depth 0). `order` is the ordered access
+ * stream's counter when the marker ran: the thread's accesses with a smaller order came before
+ * it, the others after (0 when the stream is off). The region's name is a NAME record, written
+ * before the first REGION record that names it (ids shared with the phase names). Since 1.3. */
+typedef struct ot_region_record {
+    uint64_t time_ns; /* CLOCK_MONOTONIC at the marker */
+    uint64_t order;   /* ot_access_record.order of the thread's next access */
+    uint32_t tid;     /* gettid() of the marking thread */
+    uint32_t name;    /* ot_name_record.id */
+    uint16_t event;   /* OT_REGION_BEGIN / OT_REGION_END */
+    uint16_t depth;
+    uint32_t reserved;
+} ot_region_record;
+_Static_assert(sizeof(ot_region_record) == 32, "ot_region_record is 32 bytes");
 
 /* Stable context key --------------------------------------------------------
  * A calling context's identity across runs, PIE/ASLR and machines: FNV-1a 64 over,

@@ -150,6 +150,16 @@ __attribute__((visibility("default"))) void objtier_phase(const char *name)
     rt_guard--;
 }
 
+uint32_t rt_phase_name_id(const char *name, size_t n)
+{
+    return intern(name, n);
+}
+
+uint32_t rt_phase_current(void)
+{
+    return tls_phase;
+}
+
 void rt_phase_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);

@@ -37,6 +37,10 @@ extern const rt_sampler_ops rt_sampler_trace_ops;   /* sampler_trace.c: exact, i
 extern const rt_sampler_ops rt_sampler_pageout_ops; /* sampler_pageout.c: swap major faults */
 extern const rt_sampler_ops rt_sampler_wp_ops; /* sampler_wp.c: userfaultfd async write-protect */
 
+/* The ordered access stream's counter: the order the calling thread's next ACCESS record
+ * takes (0 when the stream is off). For the code-region markers (place/region.c). */
+uint64_t rt_trace_stream_order(void);
+
 /* The ops table for enum rt_sampler_kind, NULL for none. */
 const rt_sampler_ops *rt_sampler_for(int kind);
 

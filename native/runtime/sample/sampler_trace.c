@@ -128,6 +128,11 @@ static int stream_on;                 /* OBJTIER_TRACE_STREAM > 0 */
 static _Atomic int64_t stream_left;   /* ACCESS records not yet claimed by a thread */
 static _Atomic uint64_t stream_order; /* next ot_access_record.order */
 
+uint64_t rt_trace_stream_order(void)
+{
+    return atomic_load_explicit(&stream_order, memory_order_relaxed);
+}
+
 /* ---- the object index ---------------------------------------------------------------- */
 
 static int idx_reserve(uint64_t n)

@@ -1,9 +1,12 @@
-"""Per-region C-AMAT from counters read at the phase markers (`--source pmu --regions`).
+"""Per-region C-AMAT from counters read at the phase and region markers (`--source pmu
+--regions`).
 
 The runtime (native/runtime/sample/region_pmu.c, on with OBJTIER_REGION_PMU) opens one counting group
-per thread on itself at the thread's first phase marker and reads it at every later marker; the
-counts since a thread's previous marker belong to the phase that marker entered (phase 0:
-outside every phase). It writes them as COUNTER_DEF "camat.pmu.<term>.phase.<id>" + COUNTERS
+per thread on itself at the thread's first marker (objtier_phase, or objtier_region_begin/end of
+<objtier/region.h>) and reads it at every later marker; the counts since a thread's previous
+marker belong to what that marker put in force: the phase entered, the region opened, or after a
+region's end the enclosing region (else the thread's phase; 0: outside every phase and region).
+Phase and region names share one id space, so a region's counts carry its name. It writes them as COUNTER_DEF "camat.pmu.<term>.phase.<id>" + COUNTERS
 records (cumulative per process: the largest value is the total), and a refused
 perf_event_open as "camat.pmu.refused.<term>" holding the errno.
 
@@ -24,7 +27,7 @@ from objtier.camat.pmu import Event, camat_from_counts
 from objtier.errors import EnvironmentProblem
 
 ENV = "OBJTIER_REGION_PMU"
-OUTSIDE = "(outside phases)"
+OUTSIDE = "(outside phases and regions)"
 _VALUE = re.compile(r"^camat\.pmu\.([a-z0-9_]+)\.phase\.(\d+)$")
 _REFUSED = re.compile(r"^camat\.pmu\.refused\.([a-z0-9_]+)$")
 

@@ -1,7 +1,8 @@
 """A recording's ordered access stream (ACCESS records, OBJTIER_TRACE_STREAM) as model input:
 threads numbered as cores, addresses mapped to the recording's objects (the interval join of
-objtier.analysis.mapping, at each access's time), calling-context nodes named by their
-innermost function (the code region)."""
+objtier.analysis.mapping, at each access's time), and code regions: the innermost region the
+program marked (objtier_region_begin/end) around each access when the recording has region
+markers, else the calling-context node's innermost function."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from objtier.trace.symbolize import symbolize
 
 OTHER_OBJECT = "(untracked: stack, globals, small blocks)"
 ROOT_REGION = "(outside instrumented functions)"
+OUTSIDE_MARKED = "(outside marked regions)"
 MAX_CORES = 64
 
 
@@ -46,6 +48,53 @@ def _function_names(trace) -> dict[tuple[int, int], str]:
     firsts = [(frames.get((p, f)) or [{"module": "", "offset": 0}])[0] for p, _, f in keys]
     names = symbolize((fr["module"], int(fr["offset"])) for fr in firsts)
     return {(p, n): name.split(" (")[0] for (p, n, _), name in zip(keys, names)}
+
+
+def _marked_regions(trace, pid: np.ndarray, tid: np.ndarray,
+                    order: np.ndarray) -> tuple[list[str], np.ndarray] | None:
+    """Labels and per-access label index from the region markers: each access goes to its
+    thread's innermost open region at its place in the stream (markers carry the stream's
+    order). None when the recording has no markers. One Python step per marker, none per
+    access."""
+    marks = trace.regions
+    if not marks.num_rows:
+        return None
+    from objtier.trace.format import REGION_BEGIN
+
+    names = trace.names
+    m_pid = column(marks, "pid", np.uint32)
+    m_tid = column(marks, "tid", np.uint32)
+    m_order = column(marks, "order", np.uint64)
+    m_time = column(marks, "time_ns", np.uint64)
+    m_name = column(marks, "name", np.uint32)
+    m_event = column(marks, "event", np.uint16)
+    labels = [OUTSIDE_MARKED]
+    index = {OUTSIDE_MARKED: 0}
+    out = np.zeros(len(order), dtype=np.uint32)
+    key = pid.astype(np.uint64) << np.uint64(32) | tid.astype(np.uint64)
+    m_key = m_pid.astype(np.uint64) << np.uint64(32) | m_tid.astype(np.uint64)
+    for thread in np.unique(m_key).tolist():
+        rows = np.flatnonzero(m_key == thread)
+        rows = rows[np.lexsort((rows, m_time[rows], m_order[rows]))]  # stream order, then time
+        open_regions: list[str] = []
+        after = np.empty(len(rows), dtype=np.uint32)  # innermost region after each marker
+        for i, r in enumerate(rows.tolist()):
+            name = names.get((int(m_pid[r]), int(m_name[r])), f"region {int(m_name[r])}")
+            if m_event[r] == REGION_BEGIN:
+                open_regions.append(name)
+            elif open_regions:  # an END closes the innermost open region
+                open_regions.pop()
+            top = open_regions[-1] if open_regions else OUTSIDE_MARKED
+            if top not in index:
+                index[top] = len(labels)
+                labels.append(top)
+            after[i] = index[top]
+        mine = np.flatnonzero(key == np.uint64(thread))
+        # markers at or before an access's order precede it (the marker read the counter the
+        # thread's next access takes)
+        k = np.searchsorted(m_order[rows], order[mine], side="right") - 1
+        out[mine] = np.where(k >= 0, after[np.maximum(k, 0)], 0)
+    return labels, out
 
 
 def load_stream(trace) -> Stream:
@@ -81,7 +130,8 @@ def load_stream(trace) -> Stream:
     obj_labels = [OTHER_OBJECT] + [f"{labels[i]} #{int(seqs[i])}" for i in used.tolist()]
     obj_bytes = np.concatenate([[0], sizes[used].astype(np.int64)])
 
-    names = _function_names(trace)
+    marked = _marked_regions(trace, pid, tid, column(acc, "order", np.uint64))
+    names = _function_names(trace) if marked is None else {}
     region_key = pid.astype(np.uint64) << np.uint64(32) | node.astype(np.uint64)
     uniq_nodes, node_index = np.unique(region_key, return_inverse=True)
     node_names = [ROOT_REGION if (int(k) & 0xFFFFFFFF) == 0 else
@@ -95,7 +145,10 @@ def load_stream(trace) -> Stream:
     out["addr"] = addr
     out["core"] = core.astype(np.uint32)
     out["object"] = model_obj
-    out["region"] = node_region[node_index]
+    if marked is None:
+        out["region"] = node_region[node_index]
+    else:
+        region_labels, out["region"] = marked
     out["flags"] = (np.where(flags & ACCESS_WRITE, WRITE, 0)
                     | (np.minimum(size, 255).astype(np.uint16) << 8)).astype(np.uint16)
     out["dep"] = column(acc, "dep", np.uint16)

@@ -11,7 +11,7 @@ import numpy as np
 
 MAGIC = b"OBJTIER\0"
 VERSION_MAJOR = 1
-VERSION_MINOR = 2
+VERSION_MINOR = 3
 BLOCK_MAGIC = 0x4B42544F  # "OTBK"
 
 FILE_PROCESS = 1
@@ -36,6 +36,7 @@ TAG_RESIDENCY = 15
 TAG_PLACEMENT = 16
 TAG_WINDOW = 17  # since 1.1
 TAG_ACCESS = 18  # since 1.2
+TAG_REGION = 19  # since 1.3
 
 TAG_NAMES = {
     TAG_PROCESS: "PROCESS", TAG_MODULE: "MODULE", TAG_CONTEXT: "CONTEXT", TAG_ALLOC: "ALLOC",
@@ -43,7 +44,7 @@ TAG_NAMES = {
     TAG_COUNTERS: "COUNTERS", TAG_PHASE: "PHASE", TAG_NAME: "NAME",
     TAG_SAMPLER_STATS: "SAMPLER_STATS", TAG_END: "END", TAG_ACCESS_COUNT: "ACCESS_COUNT",
     TAG_CCT_NODE: "CCT_NODE", TAG_RESIDENCY: "RESIDENCY", TAG_PLACEMENT: "PLACEMENT",
-    TAG_WINDOW: "WINDOW", TAG_ACCESS: "ACCESS",
+    TAG_WINDOW: "WINDOW", TAG_ACCESS: "ACCESS", TAG_REGION: "REGION",
 }
 
 ALLOC_KINDS = {1: "malloc", 2: "calloc", 3: "realloc", 4: "posix_memalign", 5: "aligned_alloc",
@@ -139,6 +140,13 @@ ACCESS = np.dtype([
     ("flags", "<u2"), ("dep", "<u2"), ("reserved", "<u2"),
 ])
 
+REGION_BEGIN, REGION_END = 1, 2  # ot_region_record.event
+
+REGION = np.dtype([
+    ("time_ns", "<u8"), ("order", "<u8"), ("tid", "<u4"), ("name", "<u4"), ("event", "<u2"),
+    ("depth", "<u2"), ("reserved", "<u4"),
+])
+
 # Variable-size record heads (followed by their strings/arrays).
 PROCESS_HEAD = np.dtype([("pid", "<u4"), ("ppid", "<u4"), ("time_ns", "<u8"), ("argc", "<u4"),
                          ("config_len", "<u4")])
@@ -154,7 +162,7 @@ FIXED = {
     TAG_ALLOC: ALLOC, TAG_FREE: FREE, TAG_SAMPLE: SAMPLE, TAG_COUNTERS: COUNTER,
     TAG_PHASE: PHASE, TAG_SAMPLER_STATS: SAMPLER_STATS, TAG_END: END,
     TAG_ACCESS_COUNT: ACCESS_COUNT, TAG_CCT_NODE: CCT_NODE, TAG_RESIDENCY: RESIDENCY,
-    TAG_PLACEMENT: PLACEMENT, TAG_WINDOW: WINDOW, TAG_ACCESS: ACCESS,
+    TAG_PLACEMENT: PLACEMENT, TAG_WINDOW: WINDOW, TAG_ACCESS: ACCESS, TAG_REGION: REGION,
 }
 VARIABLE = {TAG_PROCESS, TAG_MODULE, TAG_CONTEXT, TAG_COUNTER_DEF, TAG_NAME}
 
@@ -165,7 +173,7 @@ C_STRUCTS = {
     "ot_phase_record": PHASE, "ot_sampler_stats_record": SAMPLER_STATS, "ot_end_record": END,
     "ot_access_count_record": ACCESS_COUNT, "ot_cct_node_record": CCT_NODE,
     "ot_residency_record": RESIDENCY, "ot_placement_record": PLACEMENT,
-    "ot_window_record": WINDOW, "ot_access_record": ACCESS,
+    "ot_window_record": WINDOW, "ot_access_record": ACCESS, "ot_region_record": REGION,
     "ot_process_record": PROCESS_HEAD, "ot_module_record": MODULE_HEAD, "ot_frame": FRAME,
     "ot_context_record": CONTEXT_HEAD, "ot_counter_def_record": COUNTER_DEF_HEAD,
     "ot_name_record": NAME_HEAD,

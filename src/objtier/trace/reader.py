@@ -401,6 +401,12 @@ class Trace:
                                                         ("order", "ascending")])
 
     @cached_property
+    def regions(self) -> pa.Table:
+        """Code-region markers (objtier_region_begin/end, format 1.3+; empty for older
+        traces), in each process file's order."""
+        return self._fixed_table(F.TAG_REGION)
+
+    @cached_property
     def ends(self) -> pa.Table:
         return self._fixed_table(F.TAG_END)
 
