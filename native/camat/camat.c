@@ -561,10 +561,34 @@ static inline void prefetch(const camat_model *m, const camat_access *a)
 
 #define AHEAD 8 /* accesses between a prefetch and the access */
 
+/* feed_by_clock with one core: the stream in its order, floor at the core's clock before each
+ * issue (what the general loop does with one core, without its per-access scans). */
+static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].core != 0) {
+            m->error = "access core out of range";
+            return -1;
+        }
+    uint64_t floor = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t lowest = m->cores[0].cycle > floor ? m->cores[0].cycle : floor;
+        if (i + AHEAD < n)
+            prefetch(m, &a[i + AHEAD]);
+        if (feed_one(m, &a[i], floor) != 0)
+            return -1;
+        floor = lowest;
+        advance_all(m, floor);
+    }
+    return 0;
+}
+
 /* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. */
 static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
 {
     uint32_t cores = m->cfg.cores;
+    if (cores == 1)
+        return feed_one_core(m, a, n);
     size_t *first = calloc(cores + 1, sizeof *first), *pos = calloc(cores, sizeof *pos);
     size_t *order = malloc((n ? n : 1) * sizeof *order);
     int rc = 0;

@@ -138,9 +138,10 @@ static void sweep(cm_timeline *tl, uint64_t limit)
     cm_delta *delta = tl->delta;
     cm_prefix *prefix = tl->prefix;
     const double *rcp = tl->rcp;
+    const int none_pending = tl->qlen == 0;
     while (t < limit) {
         uint64_t e = t; /* the first event at or after t, or limit */
-        if (tl->qlen == 0) {
+        if (none_pending) {
             e = limit; /* nothing pending: no events */
         } else {
             for (;;) {
