@@ -6,7 +6,6 @@ the markers (the --source pmu --regions path, with software events: no PMU here)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import numpy as np
@@ -19,7 +18,7 @@ from objtier.trace import open_trace
 from objtier.trace.format import REGION_BEGIN, REGION_END
 from tests.camat.conftest import OBJTIER, camat, needs_clang
 from tests.camat.test_pmu_regions import (PERF_TYPE_SOFTWARE, SW_PAGE_FAULTS, SW_TASK_CLOCK,
-                                          needs_sw_perf)
+                                          _run, needs_sw_perf)
 
 N = 1 << 14
 # "fill" stores 2N words; "sweep" loads 4N and, inside it, "inner chase" loads N more (four
@@ -171,12 +170,8 @@ def test_counters_read_at_region_markers(tmp_path):
     exe = tmp_path / "pmu"
     subprocess.run(["gcc", "-O1", "-I", str(native.include_dir()), "-o", str(exe), str(src)],
                    check=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
-    env.update(LD_PRELOAD=str(native.runtime_library()), OBJTIER_OUTPUT=str(tmp_path / "t"),
-               OBJTIER_SAMPLER="none",
-               OBJTIER_REGION_PMU=f"faults={PERF_TYPE_SOFTWARE}:{SW_PAGE_FAULTS},"
-                                  f"clock={PERF_TYPE_SOFTWARE}:{SW_TASK_CLOCK}")
-    run = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=120)
+    run = _run(exe, tmp_path / "t", f"faults={PERF_TYPE_SOFTWARE}:{SW_PAGE_FAULTS},"
+                                    f"clock={PERF_TYPE_SOFTWARE}:{SW_TASK_CLOCK}")
     assert run.returncode == 0, run.stderr
     events = {"faults": pmu.Event("faults", SW_PAGE_FAULTS, PERF_TYPE_SOFTWARE),
               "clock": pmu.Event("clock", SW_TASK_CLOCK, PERF_TYPE_SOFTWARE)}

@@ -22,12 +22,7 @@
 #ifndef OBJTIER_REGION_H
 #define OBJTIER_REGION_H
 
-#include <dlfcn.h>
-#include <string.h>
-
-#ifndef RTLD_DEFAULT
-#define RTLD_DEFAULT ((void *)0) /* glibc's value, hidden without _GNU_SOURCE */
-#endif
+#include <objtier/phase.h> /* objtier_lookup_: the runtime's symbol, looked up once */
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,16 +31,10 @@ extern "C" {
 /* The runtime's definitions (exported by libobjtier.so) have these names. */
 typedef void (*objtier_region_fn_)(const char *name);
 
-/* Looks a marker up once per call site's function; 0 when no runtime is loaded. The race of
- * two first calls is benign (both store the same value). */
 static inline void objtier_region_call_(void **slot, int *looked, const char *symbol,
                                         const char *name)
 {
-    if (!__atomic_load_n(looked, __ATOMIC_ACQUIRE)) {
-        __atomic_store_n(slot, dlsym(RTLD_DEFAULT, symbol), __ATOMIC_RELAXED);
-        __atomic_store_n(looked, 1, __ATOMIC_RELEASE);
-    }
-    void *f = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    void *f = objtier_lookup_(slot, looked, symbol);
     if (f) {
         objtier_region_fn_ call;
         memcpy(&call, &f, sizeof call);
