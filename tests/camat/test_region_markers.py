@@ -181,3 +181,56 @@ def test_counters_read_at_region_markers(tmp_path):
     assert 2 * PAGES <= counts["inner"]["faults"] < 2 * PAGES + 300
     assert PAGES <= counts["outer"]["faults"] < PAGES + 300
     assert counts["outer"]["clock"] > 0
+
+
+THREADS = r"""
+#include <objtier/region.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define N %d
+static long *a, *b;
+static void *fill_b(void *arg)
+{
+    objtier_region_begin("thread b");
+    for (long i = 0; i < 2 * N; i++)
+        b[i] = i;
+    objtier_region_end("thread b");
+    return arg;
+}
+int main(void)
+{
+    a = malloc(N * sizeof *a);
+    b = malloc(2 * N * sizeof *b);
+    pthread_t t;
+    pthread_create(&t, NULL, fill_b, NULL);
+    objtier_region_begin("thread a");
+    for (long i = 0; i < N; i++)
+        a[i] = i;
+    objtier_region_end("thread a");
+    pthread_join(t, NULL);
+    printf("%%ld %%ld\n", a[N - 1], b[2 * N - 1]);
+    return 0;
+}
+""" % N
+
+
+@needs_clang
+def test_each_thread_has_its_own_regions(tmp_path):
+    """Two threads in two regions at once: each access goes to its own thread's region,
+    however the stream interleaves them."""
+    src = tmp_path / "threads.c"
+    src.write_text(THREADS)
+    exe = tmp_path / "threads"
+    build = subprocess.run([*OBJTIER, "cc", "-O1", "-I", str(native.include_dir()), "-o",
+                            str(exe), str(src), "-lpthread"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    run = camat("--preset", "small", "--regions", "-o", str(tmp_path / "o"), "--", str(exe))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((tmp_path / "o" / "camat.json").read_text())
+    regions = {r["region"]: r["accesses"] for r in doc["regions"]}
+    assert N <= regions["thread a"] < N + 64
+    assert 2 * N <= regions["thread b"] < 2 * N + 64
+    tids = set(open_trace(tmp_path / "o" / "run.otr").regions.column("tid").to_pylist())
+    assert len(tids) == 2
