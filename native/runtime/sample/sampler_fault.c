@@ -56,6 +56,7 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "fault_internal.h"
+#include "window_log.h"
 #include "maps.h"
 #include "registry.h"
 #include "rt.h"
@@ -70,11 +71,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TICK_NS      5000000ULL  /* scanner wake-up, 5 ms */
-#define DWELL_NS     50000000ULL /* a window stays armed at most 50 ms */
-#define HISTORY      16          /* recently disarmed windows remembered for late faults */
-#define RETRY_LIMIT  3           /* same address faulting this often is not ours */
-#define WINDOW_BATCH 256         /* WINDOW records per block */
+#define TICK_NS     5000000ULL  /* scanner wake-up, 5 ms */
+#define DWELL_NS    50000000ULL /* a window stays armed at most 50 ms */
+#define HISTORY     16          /* recently disarmed windows remembered for late faults */
+#define RETRY_LIMIT 3           /* same address faulting this often is not ours */
 
 static const rt_config *cfg;
 static const rt_signal_ops *signal_ops; /* set by runtime.c before init; never NULL once armed */
@@ -95,11 +95,9 @@ static _Atomic uint64_t win_arm_ns;
 static _Atomic uint32_t win_prot;
 static _Atomic uint64_t win_touched[RT_MAX_WINDOW_PAGES / 64]; /* bit per page: touched */
 static _Atomic uint64_t win_faults;
-static _Atomic uint64_t win_touched_ns; /* sum of (first touch - arm) of touched pages */
-static uint64_t win_seq;                /* alloc seq of the object the window lies in */
-/* WINDOW records not yet written; under arm_lock */
-static unsigned char win_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
-static uint32_t win_batch_n;
+static uint64_t win_seq; /* alloc seq of the object the window lies in */
+/* samples, counts and WINDOW records not yet written (begin, end, flush under arm_lock) */
+static rt_window_log wlog = {.source = OT_SRC_FAULT};
 static _Atomic int handlers_active;
 static _Atomic uint64_t hist_start[HISTORY], hist_end[HISTORY];
 static _Atomic unsigned hist_next;
@@ -109,7 +107,6 @@ static _Atomic unsigned hist_next;
 #define IO_SLOTS 64
 static _Atomic uint64_t io_lo[IO_SLOTS], io_hi[IO_SLOTS];
 
-static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows;
 static double tokens; /* scanner thread only (and disarm under arm_lock) */
 static uint64_t armed_pages_now;
 
@@ -128,22 +125,7 @@ static inline uint64_t page_up(uint64_t a)
 
 static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
 {
-    atomic_fetch_add_explicit(&win_touched_ns, now - arm_ns, memory_order_relaxed);
-    uint64_t us = (now - arm_ns) / 1000;
-    ot_sample_record s = {.time_ns = now,
-                          .addr = addr,
-                          .tid = rt_tid(),
-                          .latency = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
-                          .source = OT_SRC_FAULT,
-                          .level = OT_LVL_UNKNOWN,
-                          .tlb = OT_TLB_UNKNOWN,
-                          .flags = 0,
-                          .node = 0xFFFF,
-                          .weight = 1};
-    if (rt_sample_emit(&s, in_signal))
-        atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
+    rt_window_log_touch(&wlog, addr, rt_tid(), 0, now, arm_ns, in_signal);
 }
 
 /* 1 if `page` (inside the armed window starting at `start`) is one of its armed pages. */
@@ -208,30 +190,13 @@ static void on_segv(int sig, siginfo_t *info, void *uctx)
     signal_ops->chain(sig, info, uctx);
 }
 
-/* Caller holds arm_lock. */
-static void flush_windows_locked(void)
-{
-    if (win_batch_n && rt_active())
-        rt_write_block(&rt_w, win_batch, OT_TAG_WINDOW, sizeof(ot_window_record),
-                       win_batch_n * (uint32_t)sizeof(ot_window_record), win_batch_n);
-    win_batch_n = 0;
-}
-
 /* Caller holds arm_lock, the window was restored and no handler is inside it. */
 static void record_window_locked(uint64_t start, uint64_t now)
 {
-    uint64_t arm = atomic_load(&win_arm_ns), faults = atomic_load(&win_faults);
-    ot_window_record r = {.arm_ns = arm,
-                          .alloc_seq = win_seq,
-                          .start = start,
-                          .dwell_ns = now > arm ? now - arm : 0,
-                          .touched_ns = atomic_load(&win_touched_ns),
-                          .pages = (uint32_t)armed_pages_now,
-                          .touched =
-                              (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now)};
-    memcpy(win_batch + sizeof(ot_block_header) + win_batch_n * sizeof r, &r, sizeof r);
-    if (++win_batch_n == WINDOW_BATCH)
-        flush_windows_locked();
+    uint64_t faults = atomic_load(&win_faults);
+    rt_window_log_end(&wlog, win_seq, start, atomic_load(&win_arm_ns), now,
+                      (uint32_t)armed_pages_now,
+                      (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now));
 }
 
 /* Caller holds arm_lock. */
@@ -567,7 +532,7 @@ static int arm_next(void)
         for (uint64_t w = 0; w < (n + 63) / 64; w++)
             atomic_store(&win_touched[w], 0);
         atomic_store(&win_faults, 0);
-        atomic_store(&win_touched_ns, 0);
+        rt_window_log_begin(&wlog);
         win_seq = o->seq;
         atomic_store(&win_end, cursor + len);
         atomic_store(&win_prot, PROT_READ | PROT_WRITE); /* what the whole span has now */
@@ -583,9 +548,7 @@ static int arm_next(void)
         }
         atomic_store(&win_arm_ns, rt_now_ns());
         tokens -= (double)n;
-        armed_pages_now = n;
-        atomic_fetch_add(&n_pages_armed, n);
-        atomic_fetch_add(&n_windows, 1);
+        armed_pages_now = n; /* counted in wlog when the window is recorded at disarm */
         cursor += len;
         armed = 1;
         break;
@@ -680,11 +643,11 @@ static void fault_stop(void)
     pthread_join(scanner, NULL);
     scanner_started = 0;
     const char *why = rt_fault_refusal();
-    if (why && atomic_load(&n_windows) == 0 && atomic_load(&n_refused) > 0)
+    if (why && atomic_load(&wlog.windows) == 0 && atomic_load(&n_refused) > 0)
         rt_log(1, "fault sampler: no page was armed: %s; no samples", why);
     rt_fault_lock();
     disarm_locked();
-    flush_windows_locked();
+    rt_window_log_flush(&wlog);
     rt_fault_unlock();
     /* the handler stays installed (it chains); `running` stays set so that late
      * faults on just-restored pages are still recognized through the history ring */
@@ -692,12 +655,7 @@ static void fault_stop(void)
 
 static void fault_stats(ot_sampler_stats_record *out)
 {
-    memset(out, 0, sizeof *out);
-    out->source = OT_SRC_FAULT;
-    out->samples = atomic_load(&n_samples);
-    out->lost = atomic_load(&n_lost);
-    out->pages_armed = atomic_load(&n_pages_armed);
-    out->windows = atomic_load(&n_windows);
+    rt_window_log_stats(&wlog, out);
 }
 
 static void fault_fork_prepare(void)
@@ -721,11 +679,7 @@ static void fault_fork_child(int restart)
     atomic_store(&n_refused, 0);
     rt_fault_protect_fork_child();
     scanner_started = 0;
-    win_batch_n = 0; /* the parent's windows, written by the parent */
-    atomic_store(&n_samples, 0);
-    atomic_store(&n_lost, 0);
-    atomic_store(&n_pages_armed, 0);
-    atomic_store(&n_windows, 0);
+    rt_window_log_reset(&wlog); /* the parent's windows, written by the parent */
     snap_i = snap_n = 0;
     if (restart)
         fault_start();
