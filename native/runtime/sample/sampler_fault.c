@@ -39,7 +39,9 @@
  *   - disarm waits until no handler is between "read win_start" and "restore the page"
  *     (handlers_active == 0), so a late handler never changes memory that was reused.
  *   - Rate: arming n pages takes n tokens, untouched pages are refunded at disarm;
- *     tokens accrue at OBJTIER_RATE per second, so faults per second <= OBJTIER_RATE
+ *     tokens accrue at OBJTIER_RATE per second (rt_scan_budget, sampler_scan.h; every
+ *     refill, take and refund under arm_lock, since disarm runs on any thread that
+ *     releases memory), so faults per second <= OBJTIER_RATE
  *     on average (bursts bounded by one window).
  *   - The handler is async-signal-safe: atomics, clock_gettime, mprotect, the writer's
  *     try-once append. It saves and restores errno.
@@ -56,6 +58,7 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "fault_internal.h"
+#include "sampler_scan.h"
 #include "window_log.h"
 #include "maps.h"
 #include "registry.h"
@@ -107,7 +110,7 @@ static _Atomic unsigned hist_next;
 #define IO_SLOTS 64
 static _Atomic uint64_t io_lo[IO_SLOTS], io_hi[IO_SLOTS];
 
-static double tokens; /* scanner thread only (and disarm under arm_lock) */
+static rt_scan_budget budget; /* under arm_lock: refilled by the scanner, refunded by disarm */
 static uint64_t armed_pages_now;
 
 static RT_TLS uint64_t retry_addr;
@@ -220,7 +223,7 @@ static void disarm_locked(void)
     record_window_locked(s, now);
     uint64_t faults = atomic_load(&win_faults);
     if (faults < armed_pages_now)
-        tokens += (double)(armed_pages_now - faults);
+        budget.tokens += (double)(armed_pages_now - faults);
     armed_pages_now = 0;
 }
 
@@ -449,13 +452,6 @@ static int still_live(size_t i, uint64_t start, uint64_t len)
     return rt_maps_contains(start, len, snap[i].seq);
 }
 
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* Makes the m clusters of a window starting at `start` PROT_NONE: full clusters one
  * period apart, the last one `last_pages` long. On failure restores what was armed and
  * returns -1. Caller holds arm_lock. */
@@ -512,14 +508,15 @@ static int arm_next(void)
             continue;
         }
         uint64_t avail = (run - cursor) / rt_page_bytes; /* pages to the run's end */
-        uint64_t budget = cfg->window_pages < tokens ? cfg->window_pages : (uint64_t)tokens;
-        uint64_t m = period == 1 ? 1 : budget / cluster;   /* clusters in this window */
-        uint64_t clusters = (avail + period - 1) / period; /* clusters starting in the run */
+        uint64_t budget_pages =
+            cfg->window_pages < budget.tokens ? cfg->window_pages : (uint64_t)budget.tokens;
+        uint64_t m = period == 1 ? 1 : budget_pages / cluster; /* clusters in this window */
+        uint64_t clusters = (avail + period - 1) / period;     /* clusters starting in the run */
         if (m > clusters)
             m = clusters;
         uint64_t tail = avail - (m ? m - 1 : 0) * period; /* room for the last cluster */
-        uint64_t last_pages =
-            period == 1 ? (avail < budget ? avail : budget) : (tail < cluster ? tail : cluster);
+        uint64_t last_pages = period == 1 ? (avail < budget_pages ? avail : budget_pages)
+                                          : (tail < cluster ? tail : cluster);
         if (m == 0 || last_pages == 0)
             break;
         uint64_t n = (m - 1) * cluster + last_pages;                    /* armed pages */
@@ -547,7 +544,7 @@ static int arm_next(void)
             continue;
         }
         atomic_store(&win_arm_ns, rt_now_ns());
-        tokens -= (double)n;
+        budget.tokens -= (double)n;
         armed_pages_now = n; /* counted in wlog when the window is recorded at disarm */
         cursor += len;
         armed = 1;
@@ -572,19 +569,14 @@ static void *scan_loop(void *arg)
                     1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << 31 | 1ULL << 32;
     uint64_t block = ~keep;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &block, NULL, sizeof block);
-    double per_ns = (double)cfg->rate / 1e9;
-    double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
-                                                               : (double)cfg->rate;
-    uint64_t last = rt_now_ns();
-    tokens = (double)cfg->rate / 10.0;
+    rt_fault_lock();
+    rt_scan_budget_init(&budget, cfg);
+    rt_fault_unlock();
     while (!atomic_load(&stop_flag)) {
-        uint64_t now = rt_now_ns();
         rt_fault_lock();
-        tokens += (double)(now - last) * per_ns;
-        if (tokens > cap)
-            tokens = cap;
+        rt_scan_budget_refill(&budget);
+        int can_arm = budget.tokens >= 1.0;
         rt_fault_unlock();
-        last = now;
         int at_phase = atomic_exchange(&phase_changed, 0);
         if (snap_i >= snap_n || (at_phase && !pass_by_phase)) {
             take_snapshot();
@@ -592,15 +584,15 @@ static void *scan_loop(void *arg)
         } else if (atomic_load(&rt_newest_tracked_seq) > snap_newest) {
             take_fresh();
         }
-        if (tokens < 1.0 || !arm_next()) {
-            sleep_ns(TICK_NS);
+        if (!can_arm || !arm_next()) {
+            rt_scan_sleep_ns(TICK_NS);
             continue;
         }
         /* dwell: until every page was touched, the dwell time passed, or stop */
         uint64_t until = rt_now_ns() + DWELL_NS;
         while (!atomic_load(&stop_flag) && rt_now_ns() < until && atomic_load(&win_start) != 0 &&
                atomic_load(&win_faults) < armed_pages_now)
-            sleep_ns(TICK_NS);
+            rt_scan_sleep_ns(TICK_NS);
         rt_fault_lock();
         disarm_locked();
         rt_fault_unlock();
