@@ -231,7 +231,7 @@ static void fork_prepare(void)
     if (!rt_active())
         return;
     rt_guard++;
-    if (sampler)
+    if (sampler && sampler->fork_prepare)
         sampler->fork_prepare();
     /* lock order: placement (whose allocation hook computes context keys) before context */
     rt_place_fork_prepare();
@@ -250,7 +250,7 @@ static void fork_parent(void)
     rt_maps_unlock();
     rt_context_unlock();
     rt_place_fork_parent();
-    if (sampler)
+    if (sampler && sampler->fork_parent)
         sampler->fork_parent();
     rt_guard--;
 }

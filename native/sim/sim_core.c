@@ -1,11 +1,10 @@
 /*
  * Simulator core: event loop (allocations, accesses, frees in time order), the 1 ms policy
- * clock, per-bin statistics, migrations and kswapd-like reclaim. Policies live in policy_*.c.
+ * clock and per-bin statistics. Migrations and reclaim live in sim_tiers.c, objects in
+ * sim_objects.c, page storage in sim_pages.c, policies in policy_*.c.
  *
  * Invariants
  *   - fast_pages + slow_pages == live pages == hash entries; fast_pages <= fast_cap.
- *   - A page is on the fast LRU iff its tier is SIM_FAST and it is not pinned (pinned pages
- *     are mlocked: off the LRU, never reclaimed).
  *   - Every tick with time <= an event's time runs before that event; ticks are 1 ms apart and
  *     aligned to cfg.start_ns.
  *   - Bin b covers [start_ns + b*bin_ns, start_ns + (b+1)*bin_ns); page gauges of a bin are
@@ -239,7 +238,7 @@ static int advance(sim_t *s, uint64_t t)
     return set_bin(s, s->now);
 }
 
-static int start(sim_t *s)
+static int start_policy(sim_t *s)
 {
     s->started = true;
     if (s->ops->init && s->ops->init(s) < 0) {
@@ -248,90 +247,6 @@ static int start(sim_t *s)
         return -1;
     }
     return 0;
-}
-
-/* --- migrations ------------------------------------------------------------------------- */
-
-bool sim_promote(sim_t *s, sim_page *pg)
-{
-    if (pg->tier == SIM_FAST)
-        return true;
-    if (s->fast_pages >= s->fast_cap)
-        return false;
-    pg->tier = SIM_FAST;
-    s->slow_pages--;
-    s->fast_pages++;
-    sim_lru_push_head(s, pg);
-    if (s->cfg.swap && !(pg->flags & SIM_PG_UNTOUCHED))
-        s->counter[SIM_C_PSWPIN]++;
-    pg->flags &= (uint8_t)~SIM_PG_UNTOUCHED;
-    s->counter[SIM_C_PGPROMOTE_SUCCESS]++;
-    s->counter[SIM_C_NUMA_PAGES_MIGRATED]++;
-    s->bin->promoted++;
-    if (s->fast_pages > s->counter[SIM_C_PEAK_FAST_PAGES])
-        s->counter[SIM_C_PEAK_FAST_PAGES] = s->fast_pages;
-    return true;
-}
-
-void sim_demote(sim_t *s, sim_page *pg)
-{
-    if (pg->tier == SIM_SLOW)
-        return;
-    sim_lru_unlink(s, pg);
-    pg->tier = SIM_SLOW;
-    pg->flags &= (uint8_t) ~(SIM_PG_REFERENCED | SIM_PG_ACTIVE);
-    s->fast_pages--;
-    s->slow_pages++;
-    if (s->cfg.swap) {
-        s->counter[SIM_C_PSWPOUT]++;
-        s->bin->swap_out++;
-    } else {
-        s->counter[SIM_C_PGDEMOTE_KSWAPD]++;
-        s->bin->demoted++;
-    }
-}
-
-uint64_t sim_reclaim(sim_t *s, uint64_t target_free, sim_keep_fn keep)
-{
-    uint64_t demoted = 0, scanned = 0, limit = 2 * s->fast_pages + 2;
-    if (target_free > s->fast_cap)
-        target_free = s->fast_cap;
-    while (sim_fast_free(s) < target_free && s->lru_tail != SIM_NIL && scanned++ < limit) {
-        sim_page *pg = &s->pool[s->lru_tail];
-        uint32_t next = s->links[s->lru_tail].prev; /* the next victim: fetch it meanwhile */
-        if (next != SIM_NIL) {
-            __builtin_prefetch(&s->pool[next]);
-            __builtin_prefetch(&s->links[next]);
-        }
-        bool rotate = (pg->flags & SIM_PG_REFERENCED) || (keep && keep(s, pg));
-        if (rotate) {
-            pg->flags &= (uint8_t)~SIM_PG_REFERENCED;
-            sim_lru_unlink(s, pg);
-            sim_lru_push_head(s, pg);
-            continue;
-        }
-        sim_demote(s, pg);
-        demoted++;
-    }
-    return demoted;
-}
-
-void sim_pin(sim_t *s, sim_page *pg)
-{
-    if (pg->flags & SIM_PG_PINNED)
-        return;
-    if (pg->tier == SIM_FAST)
-        sim_lru_unlink(s, pg);
-    pg->flags |= SIM_PG_PINNED;
-}
-
-void sim_unpin(sim_t *s, sim_page *pg)
-{
-    if (!(pg->flags & SIM_PG_PINNED))
-        return;
-    pg->flags &= (uint8_t)~SIM_PG_PINNED;
-    if (pg->tier == SIM_FAST)
-        sim_lru_push_head(s, pg);
 }
 
 /* --- events ----------------------------------------------------------------------------- */
@@ -481,7 +396,7 @@ static inline void prefetch_stage(const sim_t *s, const sim_event *e, int stage)
 
 int sim_feed(sim_t *s, const sim_event *ev, size_t n)
 {
-    if (!s->started && start(s) < 0)
+    if (!s->started && start_policy(s) < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const sim_event *e = &ev[i];
@@ -531,7 +446,7 @@ int sim_feed(sim_t *s, const sim_event *ev, size_t n)
 
 void sim_finish(sim_t *s, uint64_t end_ns)
 {
-    if (!s->started && start(s) < 0)
+    if (!s->started && start_policy(s) < 0)
         return;
     if (end_ns > s->now)
         advance(s, end_ns);

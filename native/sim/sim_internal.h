@@ -1,6 +1,6 @@
 /*
- * Simulator internals shared by the core (sim_core.c, sim_pages.c) and the policies
- * (policy_*.c). Not installed; the public interface is sim.h.
+ * Simulator internals shared by the core (sim_core.c, sim_tiers.c, sim_objects.c, sim_pages.c)
+ * and the policies (policy_*.c). Not installed; the public interface is sim.h.
  */
 #ifndef OBJTIER_SIM_INTERNAL_H
 #define OBJTIER_SIM_INTERNAL_H
@@ -200,8 +200,8 @@ static inline uint64_t sim_ms(const sim_t *s, uint64_t now)
     return now > s->cfg.start_ns ? (now - s->cfg.start_ns) / 1000000u : 0;
 }
 
-/* Move a page between tiers, updating counters, bins and the fast LRU. Promotion fails (returns
- * false) when the fast tier has no free page. */
+/* Tiers (sim_tiers.c). Move a page between tiers, updating counters, bins and the fast LRU.
+ * Promotion fails (returns false) when the fast tier has no free page. */
 bool sim_promote(sim_t *s, sim_page *pg);
 void sim_demote(sim_t *s, sim_page *pg);
 

@@ -317,6 +317,14 @@ static uint64_t advise_runs(const rt_pobj *o, uint64_t *at, uint64_t bytes, int 
     return done;
 }
 
+/* `advice` on the whole planned-slow part of o, one record a run. Called with
+ * rt_planned_lock held. */
+static void advise_all(const rt_pobj *o, int advice, uint16_t action)
+{
+    for (uint64_t at = 0; advise_runs(o, &at, UINT64_MAX, advice, action, 1);)
+        ;
+}
+
 /* MADV_COLD (and MADV_PAGEOUT with OBJTIER_PAGEOUT) on the planned-slow part of every
  * planned object. The lock is held per object only, so a free() waits for at most one
  * object's advice. */
@@ -329,12 +337,11 @@ static void advise_pass(void)
             break;
         }
         rt_pobj *o = rt_planned_slot(i);
-        for (uint64_t at = 0; o->addr > RT_POBJ_DELETED &&
-                              advise_runs(o, &at, UINT64_MAX, MADV_COLD, OT_PLACE_COLD, 1);)
-            ;
-        for (uint64_t at = 0; pageout && o->addr > RT_POBJ_DELETED &&
-                              advise_runs(o, &at, UINT64_MAX, MADV_PAGEOUT, OT_PLACE_PAGEOUT, 1);)
-            ;
+        if (o->addr > RT_POBJ_DELETED) {
+            advise_all(o, MADV_COLD, OT_PLACE_COLD);
+            if (pageout)
+                advise_all(o, MADV_PAGEOUT, OT_PLACE_PAGEOUT);
+        }
         if (rt_planned_pending() > RT_PLANNED_BATCH / 2 || i + 1 >= rt_planned_slots())
             rt_planned_flush();
         pthread_mutex_unlock(&rt_planned_lock);
@@ -426,8 +433,7 @@ static void swap_phase_leave(rt_pobj *o)
     if (!swap_stale(o))
         return;
     swap_unlock(o);
-    for (uint64_t at = 0; advise_runs(o, &at, UINT64_MAX, MADV_COLD, OT_PLACE_COLD, 1);)
-        ;
+    advise_all(o, MADV_COLD, OT_PLACE_COLD);
 }
 
 /* Phase change, second pass: lock the new fast set (on fault, see lock_range). */

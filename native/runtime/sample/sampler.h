@@ -9,7 +9,8 @@
  *   - Samples go through rt_sample_emit (async-signal-safe).
  *   - fork_prepare/parent/child bracket fork(); in the child the sampler's threads are
  *     gone and child() must leave memory as the program expects (and restart when the
- *     runtime follows forks: `restart` = 1).
+ *     runtime follows forks: `restart` = 1). prepare and parent may be NULL (nothing to
+ *     hold across fork); child may not.
  */
 #ifndef OBJTIER_SAMPLER_H
 #define OBJTIER_SAMPLER_H

@@ -39,7 +39,9 @@
  *   - disarm waits until no handler is between "read win_start" and "restore the page"
  *     (handlers_active == 0), so a late handler never changes memory that was reused.
  *   - Rate: arming n pages takes n tokens, untouched pages are refunded at disarm;
- *     tokens accrue at OBJTIER_RATE per second, so faults per second <= OBJTIER_RATE
+ *     tokens accrue at OBJTIER_RATE per second (rt_scan_budget, sampler_scan.h; every
+ *     refill, take and refund under arm_lock, since disarm runs on any thread that
+ *     releases memory), so faults per second <= OBJTIER_RATE
  *     on average (bursts bounded by one window).
  *   - The handler is async-signal-safe: atomics, clock_gettime, mprotect, the writer's
  *     try-once append. It saves and restores errno.
@@ -56,6 +58,8 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "fault_internal.h"
+#include "sampler_scan.h"
+#include "window_log.h"
 #include "maps.h"
 #include "registry.h"
 #include "rt.h"
@@ -70,11 +74,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TICK_NS      5000000ULL  /* scanner wake-up, 5 ms */
-#define DWELL_NS     50000000ULL /* a window stays armed at most 50 ms */
-#define HISTORY      16          /* recently disarmed windows remembered for late faults */
-#define RETRY_LIMIT  3           /* same address faulting this often is not ours */
-#define WINDOW_BATCH 256         /* WINDOW records per block */
+#define TICK_NS     5000000ULL  /* scanner wake-up, 5 ms */
+#define DWELL_NS    50000000ULL /* a window stays armed at most 50 ms */
+#define HISTORY     16          /* recently disarmed windows remembered for late faults */
+#define RETRY_LIMIT 3           /* same address faulting this often is not ours */
 
 static const rt_config *cfg;
 static const rt_signal_ops *signal_ops; /* set by runtime.c before init; never NULL once armed */
@@ -95,11 +98,9 @@ static _Atomic uint64_t win_arm_ns;
 static _Atomic uint32_t win_prot;
 static _Atomic uint64_t win_touched[RT_MAX_WINDOW_PAGES / 64]; /* bit per page: touched */
 static _Atomic uint64_t win_faults;
-static _Atomic uint64_t win_touched_ns; /* sum of (first touch - arm) of touched pages */
-static uint64_t win_seq;                /* alloc seq of the object the window lies in */
-/* WINDOW records not yet written; under arm_lock */
-static unsigned char win_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
-static uint32_t win_batch_n;
+static uint64_t win_seq; /* alloc seq of the object the window lies in */
+/* samples, counts and WINDOW records not yet written (begin, end, flush under arm_lock) */
+static rt_window_log wlog = {.source = OT_SRC_FAULT};
 static _Atomic int handlers_active;
 static _Atomic uint64_t hist_start[HISTORY], hist_end[HISTORY];
 static _Atomic unsigned hist_next;
@@ -109,8 +110,7 @@ static _Atomic unsigned hist_next;
 #define IO_SLOTS 64
 static _Atomic uint64_t io_lo[IO_SLOTS], io_hi[IO_SLOTS];
 
-static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows;
-static double tokens; /* scanner thread only (and disarm under arm_lock) */
+static rt_scan_budget budget; /* under arm_lock: refilled by the scanner, refunded by disarm */
 static uint64_t armed_pages_now;
 
 static RT_TLS uint64_t retry_addr;
@@ -128,22 +128,7 @@ static inline uint64_t page_up(uint64_t a)
 
 static void emit(uint64_t addr, uint64_t now, uint64_t arm_ns, int in_signal)
 {
-    atomic_fetch_add_explicit(&win_touched_ns, now - arm_ns, memory_order_relaxed);
-    uint64_t us = (now - arm_ns) / 1000;
-    ot_sample_record s = {.time_ns = now,
-                          .addr = addr,
-                          .tid = rt_tid(),
-                          .latency = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
-                          .source = OT_SRC_FAULT,
-                          .level = OT_LVL_UNKNOWN,
-                          .tlb = OT_TLB_UNKNOWN,
-                          .flags = 0,
-                          .node = 0xFFFF,
-                          .weight = 1};
-    if (rt_sample_emit(&s, in_signal))
-        atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
+    rt_window_log_touch(&wlog, addr, rt_tid(), 0, now, arm_ns, in_signal);
 }
 
 /* 1 if `page` (inside the armed window starting at `start`) is one of its armed pages. */
@@ -208,30 +193,13 @@ static void on_segv(int sig, siginfo_t *info, void *uctx)
     signal_ops->chain(sig, info, uctx);
 }
 
-/* Caller holds arm_lock. */
-static void flush_windows_locked(void)
-{
-    if (win_batch_n && rt_active())
-        rt_write_block(&rt_w, win_batch, OT_TAG_WINDOW, sizeof(ot_window_record),
-                       win_batch_n * (uint32_t)sizeof(ot_window_record), win_batch_n);
-    win_batch_n = 0;
-}
-
 /* Caller holds arm_lock, the window was restored and no handler is inside it. */
 static void record_window_locked(uint64_t start, uint64_t now)
 {
-    uint64_t arm = atomic_load(&win_arm_ns), faults = atomic_load(&win_faults);
-    ot_window_record r = {.arm_ns = arm,
-                          .alloc_seq = win_seq,
-                          .start = start,
-                          .dwell_ns = now > arm ? now - arm : 0,
-                          .touched_ns = atomic_load(&win_touched_ns),
-                          .pages = (uint32_t)armed_pages_now,
-                          .touched =
-                              (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now)};
-    memcpy(win_batch + sizeof(ot_block_header) + win_batch_n * sizeof r, &r, sizeof r);
-    if (++win_batch_n == WINDOW_BATCH)
-        flush_windows_locked();
+    uint64_t faults = atomic_load(&win_faults);
+    rt_window_log_end(&wlog, win_seq, start, atomic_load(&win_arm_ns), now,
+                      (uint32_t)armed_pages_now,
+                      (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now));
 }
 
 /* Caller holds arm_lock. */
@@ -255,7 +223,7 @@ static void disarm_locked(void)
     record_window_locked(s, now);
     uint64_t faults = atomic_load(&win_faults);
     if (faults < armed_pages_now)
-        tokens += (double)(armed_pages_now - faults);
+        budget.tokens += (double)(armed_pages_now - faults);
     armed_pages_now = 0;
 }
 
@@ -484,13 +452,6 @@ static int still_live(size_t i, uint64_t start, uint64_t len)
     return rt_maps_contains(start, len, snap[i].seq);
 }
 
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* Makes the m clusters of a window starting at `start` PROT_NONE: full clusters one
  * period apart, the last one `last_pages` long. On failure restores what was armed and
  * returns -1. Caller holds arm_lock. */
@@ -547,14 +508,15 @@ static int arm_next(void)
             continue;
         }
         uint64_t avail = (run - cursor) / rt_page_bytes; /* pages to the run's end */
-        uint64_t budget = cfg->window_pages < tokens ? cfg->window_pages : (uint64_t)tokens;
-        uint64_t m = period == 1 ? 1 : budget / cluster;   /* clusters in this window */
-        uint64_t clusters = (avail + period - 1) / period; /* clusters starting in the run */
+        uint64_t budget_pages =
+            cfg->window_pages < budget.tokens ? cfg->window_pages : (uint64_t)budget.tokens;
+        uint64_t m = period == 1 ? 1 : budget_pages / cluster; /* clusters in this window */
+        uint64_t clusters = (avail + period - 1) / period;     /* clusters starting in the run */
         if (m > clusters)
             m = clusters;
         uint64_t tail = avail - (m ? m - 1 : 0) * period; /* room for the last cluster */
-        uint64_t last_pages =
-            period == 1 ? (avail < budget ? avail : budget) : (tail < cluster ? tail : cluster);
+        uint64_t last_pages = period == 1 ? (avail < budget_pages ? avail : budget_pages)
+                                          : (tail < cluster ? tail : cluster);
         if (m == 0 || last_pages == 0)
             break;
         uint64_t n = (m - 1) * cluster + last_pages;                    /* armed pages */
@@ -567,7 +529,7 @@ static int arm_next(void)
         for (uint64_t w = 0; w < (n + 63) / 64; w++)
             atomic_store(&win_touched[w], 0);
         atomic_store(&win_faults, 0);
-        atomic_store(&win_touched_ns, 0);
+        rt_window_log_begin(&wlog);
         win_seq = o->seq;
         atomic_store(&win_end, cursor + len);
         atomic_store(&win_prot, PROT_READ | PROT_WRITE); /* what the whole span has now */
@@ -582,10 +544,8 @@ static int arm_next(void)
             continue;
         }
         atomic_store(&win_arm_ns, rt_now_ns());
-        tokens -= (double)n;
-        armed_pages_now = n;
-        atomic_fetch_add(&n_pages_armed, n);
-        atomic_fetch_add(&n_windows, 1);
+        budget.tokens -= (double)n;
+        armed_pages_now = n; /* counted in wlog when the window is recorded at disarm */
         cursor += len;
         armed = 1;
         break;
@@ -609,19 +569,14 @@ static void *scan_loop(void *arg)
                     1ULL << (SIGFPE - 1) | 1ULL << (SIGTRAP - 1) | 1ULL << 31 | 1ULL << 32;
     uint64_t block = ~keep;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &block, NULL, sizeof block);
-    double per_ns = (double)cfg->rate / 1e9;
-    double cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
-                                                               : (double)cfg->rate;
-    uint64_t last = rt_now_ns();
-    tokens = (double)cfg->rate / 10.0;
+    rt_fault_lock();
+    rt_scan_budget_init(&budget, cfg);
+    rt_fault_unlock();
     while (!atomic_load(&stop_flag)) {
-        uint64_t now = rt_now_ns();
         rt_fault_lock();
-        tokens += (double)(now - last) * per_ns;
-        if (tokens > cap)
-            tokens = cap;
+        rt_scan_budget_refill(&budget);
+        int can_arm = budget.tokens >= 1.0;
         rt_fault_unlock();
-        last = now;
         int at_phase = atomic_exchange(&phase_changed, 0);
         if (snap_i >= snap_n || (at_phase && !pass_by_phase)) {
             take_snapshot();
@@ -629,15 +584,15 @@ static void *scan_loop(void *arg)
         } else if (atomic_load(&rt_newest_tracked_seq) > snap_newest) {
             take_fresh();
         }
-        if (tokens < 1.0 || !arm_next()) {
-            sleep_ns(TICK_NS);
+        if (!can_arm || !arm_next()) {
+            rt_scan_sleep_ns(TICK_NS);
             continue;
         }
         /* dwell: until every page was touched, the dwell time passed, or stop */
         uint64_t until = rt_now_ns() + DWELL_NS;
         while (!atomic_load(&stop_flag) && rt_now_ns() < until && atomic_load(&win_start) != 0 &&
                atomic_load(&win_faults) < armed_pages_now)
-            sleep_ns(TICK_NS);
+            rt_scan_sleep_ns(TICK_NS);
         rt_fault_lock();
         disarm_locked();
         rt_fault_unlock();
@@ -680,11 +635,11 @@ static void fault_stop(void)
     pthread_join(scanner, NULL);
     scanner_started = 0;
     const char *why = rt_fault_refusal();
-    if (why && atomic_load(&n_windows) == 0 && atomic_load(&n_refused) > 0)
+    if (why && atomic_load(&wlog.windows) == 0 && atomic_load(&n_refused) > 0)
         rt_log(1, "fault sampler: no page was armed: %s; no samples", why);
     rt_fault_lock();
     disarm_locked();
-    flush_windows_locked();
+    rt_window_log_flush(&wlog);
     rt_fault_unlock();
     /* the handler stays installed (it chains); `running` stays set so that late
      * faults on just-restored pages are still recognized through the history ring */
@@ -692,12 +647,7 @@ static void fault_stop(void)
 
 static void fault_stats(ot_sampler_stats_record *out)
 {
-    memset(out, 0, sizeof *out);
-    out->source = OT_SRC_FAULT;
-    out->samples = atomic_load(&n_samples);
-    out->lost = atomic_load(&n_lost);
-    out->pages_armed = atomic_load(&n_pages_armed);
-    out->windows = atomic_load(&n_windows);
+    rt_window_log_stats(&wlog, out);
 }
 
 static void fault_fork_prepare(void)
@@ -721,11 +671,7 @@ static void fault_fork_child(int restart)
     atomic_store(&n_refused, 0);
     rt_fault_protect_fork_child();
     scanner_started = 0;
-    win_batch_n = 0; /* the parent's windows, written by the parent */
-    atomic_store(&n_samples, 0);
-    atomic_store(&n_lost, 0);
-    atomic_store(&n_pages_armed, 0);
-    atomic_store(&n_windows, 0);
+    rt_window_log_reset(&wlog); /* the parent's windows, written by the parent */
     snap_i = snap_n = 0;
     if (restart)
         fault_start();

@@ -38,6 +38,7 @@
 #include "sampler.h"
 #include "perf_ring.h"
 #include "sampler_scan.h"
+#include "window_log.h"
 #include "rt.h"
 #include "writer.h"
 
@@ -58,13 +59,12 @@
 #define MADV_PAGEOUT 21
 #endif
 
-#define TICK_NS      5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
-#define DWELL_NS     50000000ULL /* a window is watched at most 50 ms */
-#define RING_PAGES   64          /* perf ring data pages per CPU (power of two) */
-#define MAX_CPUS     256
-#define WINDOW_BATCH 256 /* WINDOW records per block */
-#define PM_SWAPPED   (1ULL << 62)
-#define PM_PRESENT   (1ULL << 63)
+#define TICK_NS    5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
+#define DWELL_NS   50000000ULL /* a window is watched at most 50 ms */
+#define RING_PAGES 64          /* perf ring data pages per CPU (power of two) */
+#define MAX_CPUS   256
+#define PM_SWAPPED (1ULL << 62)
+#define PM_PRESENT (1ULL << 63)
 
 static const rt_config *cfg;
 static pthread_t scanner;
@@ -78,17 +78,16 @@ static int ring_fd[MAX_CPUS];
 static void *ring_map[MAX_CPUS];
 static int n_rings;
 
-static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows, n_outside;
+static _Atomic uint64_t n_outside;
+static rt_window_log wlog = {.source = OT_SRC_PAGEOUT};
 
 /* The window being watched (scanner thread only). Armed page i (cluster k, page j ->
  * k * cluster + j) has bit i in w_armed when pagemap showed it swapped and in w_touched
  * once its first major fault was seen. */
 static rt_scan scan;
 static rt_scan_window win; /* win.pages == 0: no window */
-static uint64_t w_arm_ns, w_touched_ns;
+static uint64_t w_arm_ns;
 static uint64_t w_armed[RT_MAX_WINDOW_PAGES / 64], w_touched[RT_MAX_WINDOW_PAGES / 64];
-static unsigned char w_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
-static uint32_t w_batch_n;
 static rt_scan_budget budget; /* scanner thread only */
 
 static inline uint64_t page_down(uint64_t a)
@@ -119,27 +118,6 @@ static int swap_available(void)
     return 0;
 }
 
-static void emit(uint64_t addr, uint32_t tid, uint64_t t)
-{
-    uint64_t lat_ns = t > w_arm_ns ? t - w_arm_ns : 0;
-    w_touched_ns += lat_ns;
-    uint64_t us = lat_ns / 1000;
-    ot_sample_record s = {.time_ns = t,
-                          .addr = addr,
-                          .tid = tid,
-                          .latency = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
-                          .source = OT_SRC_PAGEOUT,
-                          .level = OT_LVL_UNKNOWN,
-                          .tlb = OT_TLB_UNKNOWN,
-                          .flags = 0,
-                          .node = 0xFFFF,
-                          .weight = 1};
-    if (rt_sample_emit(&s, 0))
-        atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
-}
-
 /* One major-fault sample: PERF_SAMPLE_TID (pid, tid), TIME, ADDR in that order. */
 static void on_record(void *ctx, const struct perf_event_header *h, const unsigned char *rec)
 {
@@ -147,7 +125,7 @@ static void on_record(void *ctx, const struct perf_event_header *h, const unsign
     if (h->type == PERF_RECORD_LOST) {
         uint64_t lost;
         memcpy(&lost, rec + sizeof *h + 8, 8);
-        atomic_fetch_add(&n_lost, lost);
+        atomic_fetch_add(&wlog.lost, lost);
         return;
     }
     if (h->type != PERF_RECORD_SAMPLE)
@@ -170,7 +148,7 @@ static void on_record(void *ctx, const struct perf_event_header *h, const unsign
     if (w_touched[i / 64] & bit)
         return;
     w_touched[i / 64] |= bit;
-    emit(addr, tid, t);
+    rt_window_log_touch(&wlog, addr, tid, 0, t, w_arm_ns, 0);
 }
 
 static void drain_all(void)
@@ -228,14 +206,6 @@ static int open_rings(void)
 
 /* ---- windows ------------------------------------------------------------------- */
 
-static void flush_windows(void)
-{
-    if (w_batch_n && rt_active())
-        rt_write_block(&rt_w, w_batch, OT_TAG_WINDOW, sizeof(ot_window_record),
-                       w_batch_n * (uint32_t)sizeof(ot_window_record), w_batch_n);
-    w_batch_n = 0;
-}
-
 static unsigned popcount_words(const uint64_t *a, const uint64_t *b, uint64_t n_bits)
 {
     unsigned n = 0;
@@ -254,20 +224,8 @@ static void end_window(void)
     uint64_t now = rt_now_ns();
     unsigned armed = popcount_words(w_armed, w_touched, n_bits);
     unsigned touched = popcount_words(w_touched, w_touched, n_bits);
-    if (armed) {
-        ot_window_record r = {.arm_ns = w_arm_ns,
-                              .alloc_seq = win.seq,
-                              .start = win.start,
-                              .dwell_ns = now > w_arm_ns ? now - w_arm_ns : 0,
-                              .touched_ns = w_touched_ns,
-                              .pages = armed,
-                              .touched = touched};
-        memcpy(w_batch + sizeof(ot_block_header) + w_batch_n * sizeof r, &r, sizeof r);
-        if (++w_batch_n == WINDOW_BATCH)
-            flush_windows();
-        atomic_fetch_add(&n_pages_armed, armed);
-        atomic_fetch_add(&n_windows, 1);
-    }
+    if (armed)
+        rt_window_log_end(&wlog, win.seq, win.start, w_arm_ns, now, armed, touched);
     win.pages = 0;
 }
 
@@ -301,7 +259,7 @@ static uint64_t arm_next(void)
         return 0;
     memset(w_armed, 0, (win.pages + 63) / 64 * 8);
     memset(w_touched, 0, (win.pages + 63) / 64 * 8);
-    w_touched_ns = 0;
+    rt_window_log_begin(&wlog);
     w_arm_ns = rt_now_ns();
     /* any protection: paging out keeps contents and protection, the kernel swaps in */
     for (uint64_t k = 0; k < win.m; k++)
@@ -393,7 +351,7 @@ static void pageout_stop(void)
     atomic_store(&stop_flag, 1);
     pthread_join(scanner, NULL);
     scanner_started = 0;
-    flush_windows();
+    rt_window_log_flush(&wlog);
     for (int i = 0; i < n_rings; i++)
         ioctl(ring_fd[i], PERF_EVENT_IOC_DISABLE, 0);
     close_rings();
@@ -405,19 +363,7 @@ static void pageout_stop(void)
 
 static void pageout_stats(ot_sampler_stats_record *out)
 {
-    memset(out, 0, sizeof *out);
-    out->source = OT_SRC_PAGEOUT;
-    out->samples = atomic_load(&n_samples);
-    out->lost = atomic_load(&n_lost);
-    out->pages_armed = atomic_load(&n_pages_armed);
-    out->windows = atomic_load(&n_windows);
-}
-
-static void pageout_fork_prepare(void)
-{
-}
-static void pageout_fork_parent(void)
-{
+    rt_window_log_stats(&wlog, out);
 }
 
 static void pageout_fork_child(int restart)
@@ -433,13 +379,9 @@ static void pageout_fork_child(int restart)
         close(pagemap_fd);
     pagemap_fd = -1;
     scanner_started = 0;
-    w_batch_n = 0;
     win.pages = 0;
     rt_scan_free(&scan); /* the child's copy of the parent's snapshot */
-    atomic_store(&n_samples, 0);
-    atomic_store(&n_lost, 0);
-    atomic_store(&n_pages_armed, 0);
-    atomic_store(&n_windows, 0);
+    rt_window_log_reset(&wlog);
     atomic_store(&n_outside, 0);
     if (restart)
         pageout_start();
@@ -452,7 +394,5 @@ const rt_sampler_ops rt_sampler_pageout_ops = {
     .start = pageout_start,
     .stop = pageout_stop,
     .stats = pageout_stats,
-    .fork_prepare = pageout_fork_prepare,
-    .fork_parent = pageout_fork_parent,
     .fork_child = pageout_fork_child,
 };

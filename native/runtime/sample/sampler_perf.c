@@ -444,13 +444,6 @@ static void perf_stats(ot_sampler_stats_record *out)
     out->lost = atomic_load(&n_lost);
 }
 
-static void perf_fork_prepare(void)
-{
-}
-static void perf_fork_parent(void)
-{
-}
-
 static void perf_fork_child(int restart)
 {
     /* the parent's rings belong to the parent: drop them in the child */
@@ -473,7 +466,5 @@ const rt_sampler_ops rt_sampler_perf_ops = {
     .start = perf_start,
     .stop = perf_stop,
     .stats = perf_stats,
-    .fork_prepare = perf_fork_prepare,
-    .fork_parent = perf_fork_parent,
     .fork_child = perf_fork_child,
 };

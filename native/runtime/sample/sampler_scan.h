@@ -59,9 +59,11 @@ static inline uint64_t rt_scan_cluster_pages(const rt_scan_window *w, uint64_t k
 /* Index of the page at `page_addr` among w's armed pages, or -1 when it is not one. */
 int64_t rt_scan_armed_index(const rt_scan_window *w, uint64_t page_addr, uint64_t page);
 
-/* The scanner's page budget: `tokens` pages may be armed now; they accrue at OBJTIER_RATE per
- * second up to max(OBJTIER_WINDOW_PAGES, OBJTIER_RATE) and start at a tenth of a second's worth.
- * Arming n pages takes n tokens (a sampler may refund untouched pages). Scanner thread only. */
+/* The scanner's page budget (every window sampler's: fault, pageout, wp): `tokens` pages may be
+ * armed now; they accrue at OBJTIER_RATE per second up to max(OBJTIER_WINDOW_PAGES, OBJTIER_RATE)
+ * and start at a tenth of a second's worth. Arming n pages takes n tokens (a sampler may refund
+ * untouched pages). The sampler serializes every use: its scanner thread alone, or a lock of its
+ * own (the fault sampler's arm lock, since its disarm refunds on any thread). */
 typedef struct rt_scan_budget {
     double tokens; /* pages */
     double per_ns; /* pages per ns */

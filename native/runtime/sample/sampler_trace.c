@@ -30,7 +30,7 @@
  * without a hook in the interposers.
  *
  * Invariants
- *   - idx[0 .. idx_n) is sorted by start and non-overlapping; idx_gen changes (under the
+ *   - idx (tr_obj elements) is sorted by start and non-overlapping; idx_gen changes (under the
  *     write lock) whenever idx changes. A thread's caches are valid only while its gen
  *     equals idx_gen; it drops them when it sees a new value.
  *   - Function-context ids (ot_cct_node_record.function) are RT_FN_CTX_BASE + n, above the
@@ -44,6 +44,7 @@
 #include "context.h"
 #include "maps.h"
 #include "modules.h"
+#include "range_array.h"
 #include "registry.h"
 #include "rt.h"
 #include "writer.h"
@@ -111,8 +112,7 @@ static _Atomic int tr_on;  /* 1 while callbacks count (start .. stop) */
 static _Atomic int idx_on; /* 1 while the index follows the registry (init .. stop) */
 static _Atomic uint64_t idx_gen;
 static pthread_rwlock_t idx_lock = PTHREAD_RWLOCK_INITIALIZER;
-static tr_obj *idx;
-static uint64_t idx_n, idx_cap;
+static rt_range_array idx = RT_RANGE_ARRAY_INIT(tr_obj, 1024);
 
 static _Atomic(tr_thread *) threads;
 static RT_TLS tr_thread *tls_tr;
@@ -135,53 +135,35 @@ uint64_t rt_trace_stream_order(void)
 
 /* ---- the object index ---------------------------------------------------------------- */
 
-static int idx_reserve(uint64_t n)
+static NOINST uint64_t idx_end_of(const void *e)
 {
-    if (n <= idx_cap)
-        return 0;
-    uint64_t cap = idx_cap ? idx_cap * 2 : 1024;
-    while (cap < n)
-        cap *= 2;
-    tr_obj *p = rt_sys_mmap(cap * sizeof(tr_obj));
-    if (!p)
-        return -ENOMEM;
-    if (idx) {
-        memcpy(p, idx, idx_n * sizeof(tr_obj));
-        rt_sys_munmap(idx, idx_cap * sizeof(tr_obj));
-    }
-    idx = p;
-    idx_cap = cap;
-    return 0;
+    return ((const tr_obj *)e)->end;
 }
 
 /* First index whose end > addr (entries before it lie wholly below addr). */
-static uint64_t idx_first_after(uint64_t addr)
+static NOINST uint64_t idx_first_after(uint64_t addr)
 {
-    uint64_t lo = 0, hi = idx_n;
-    while (lo < hi) {
-        uint64_t mid = (lo + hi) / 2;
-        if (idx[mid].end <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return rt_range_array_first_after(&idx, addr, idx_end_of);
+}
+
+static NOINST tr_obj *idx_at(uint64_t i)
+{
+    return (tr_obj *)idx.items + i;
 }
 
 /* Removes [start, end) from every entry (trimming or splitting). Write lock held. */
 static void idx_cut(uint64_t start, uint64_t end)
 {
     uint64_t i = idx_first_after(start);
-    while (i < idx_n && idx[i].start < end) {
-        tr_obj *o = &idx[i];
+    while (i < idx.n && idx_at(i)->start < end) {
+        tr_obj *o = idx_at(i);
         if (o->start < start && o->end > end) { /* split: keep both sides */
-            if (idx_reserve(idx_n + 1) != 0)
+            tr_obj right = *o;
+            if (rt_range_array_reserve(&idx, idx.n + 1) != 0)
                 return;
-            o = &idx[i];
-            memmove(o + 1, o, (idx_n - i) * sizeof *o);
-            idx_n++;
-            o[0].end = start;
-            o[1].start = end;
+            right.start = end;
+            idx_at(i)->end = start;
+            rt_range_array_insert(&idx, i + 1, &right);
             return;
         }
         if (o->start < start) {
@@ -191,8 +173,7 @@ static void idx_cut(uint64_t start, uint64_t end)
             o->start = end;
             i++;
         } else {
-            memmove(o, o + 1, (idx_n - i - 1) * sizeof *o);
-            idx_n--;
+            rt_range_array_erase(&idx, i);
         }
     }
 }
@@ -204,11 +185,9 @@ static void idx_update(uint64_t start, uint64_t len, uint64_t seq, int add)
     uint64_t end = start + len < start ? UINT64_MAX : start + len;
     pthread_rwlock_wrlock(&idx_lock);
     idx_cut(start, end);
-    if (add && idx_reserve(idx_n + 1) == 0) {
-        uint64_t i = idx_first_after(start);
-        memmove(idx + i + 1, idx + i, (idx_n - i) * sizeof *idx);
-        idx[i] = (tr_obj){start, end, seq};
-        idx_n++;
+    if (add && rt_range_array_reserve(&idx, idx.n + 1) == 0) {
+        tr_obj o = {start, end, seq};
+        rt_range_array_insert(&idx, idx_first_after(start), &o);
     }
     atomic_fetch_add_explicit(&idx_gen, 1, memory_order_release);
     pthread_rwlock_unlock(&idx_lock);
@@ -302,16 +281,16 @@ static NOINST __attribute__((noinline)) tr_slot *lookup(tr_thread *t, uint64_t a
     tr_slot *s = NULL;
     pthread_rwlock_rdlock(&idx_lock);
     uint64_t i = idx_first_after(addr);
-    if (i < idx_n && idx[i].start <= addr) {
+    if (i < idx.n && idx_at(i)->start <= addr) {
         s = &t->slots[t->next_slot++ % OBJ_SLOTS];
-        *s = (tr_slot){.start = idx[i].start,
-                       .len = idx[i].end - idx[i].start,
-                       .seq = idx[i].seq,
+        *s = (tr_slot){.start = idx_at(i)->start,
+                       .len = idx_at(i)->end - idx_at(i)->start,
+                       .seq = idx_at(i)->seq,
                        .node = UINT32_MAX};
     } else {
         uint64_t page_end = (page + 1) << NEG_SHIFT;
-        int clean = i == idx_n || idx[i].start >= page_end;
-        if (clean && i > 0 && idx[i - 1].end > (page << NEG_SHIFT))
+        int clean = i == idx.n || idx_at(i)->start >= page_end;
+        if (clean && i > 0 && idx_at(i - 1)->end > (page << NEG_SHIFT))
             clean = 0;
         if (clean)
             t->neg[page % NEG_PAGES] = page;

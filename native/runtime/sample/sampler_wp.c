@@ -31,6 +31,7 @@
 #include "rt.h"
 #include "writer.h"
 #include "sampler_scan.h"
+#include "window_log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,10 +65,9 @@ struct pm_scan_arg {
 #define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
 #endif
 
-#define TICK_NS      5000000ULL  /* scan period while a window dwells, 5 ms */
-#define DWELL_NS     50000000ULL /* a window is watched at most 50 ms */
-#define WINDOW_BATCH 256
-#define REGIONS      256 /* page_region entries per PAGEMAP_SCAN call */
+#define TICK_NS  5000000ULL  /* scan period while a window dwells, 5 ms */
+#define DWELL_NS 50000000ULL /* a window is watched at most 50 ms */
+#define REGIONS  256         /* page_region entries per PAGEMAP_SCAN call */
 
 static const rt_config *cfg;
 static pthread_t scanner;
@@ -75,38 +75,16 @@ static int scanner_started;
 static _Atomic int stop_flag;
 static int uffd = -1, pagemap_fd = -1;
 
-static _Atomic uint64_t n_samples, n_lost, n_pages_armed, n_windows, n_skipped;
+static _Atomic uint64_t n_skipped;
+static rt_window_log wlog = {.source = OT_SRC_WP};
 
 static rt_scan scan;
 static rt_scan_window win; /* win.pages == 0: no window */
-static uint64_t w_arm_ns, w_touched_ns;
+static uint64_t w_arm_ns;
 static unsigned w_touched_n;
 static uint64_t w_touched[RT_MAX_WINDOW_PAGES / 64];
-static unsigned char w_batch[sizeof(ot_block_header) + WINDOW_BATCH * sizeof(ot_window_record)];
-static uint32_t w_batch_n;
 static rt_scan_budget budget; /* scanner thread only */
 static struct page_region regions[REGIONS];
-
-static void emit(uint64_t addr, uint64_t t)
-{
-    uint64_t lat_ns = t > w_arm_ns ? t - w_arm_ns : 0;
-    w_touched_ns += lat_ns;
-    uint64_t us = lat_ns / 1000;
-    ot_sample_record s = {.time_ns = t,
-                          .addr = addr,
-                          .tid = 0, /* the writer is not known */
-                          .latency = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
-                          .source = OT_SRC_WP,
-                          .level = OT_LVL_UNKNOWN,
-                          .tlb = OT_TLB_UNKNOWN,
-                          .flags = OT_SAMPLE_WRITE | OT_SAMPLE_RW_KNOWN,
-                          .node = 0xFFFF,
-                          .weight = 1};
-    if (rt_sample_emit(&s, 0))
-        atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
-}
 
 /* Samples for armed pages of the window written since the last scan. */
 static void scan_written(void)
@@ -134,20 +112,14 @@ static void scan_written(void)
                     continue;
                 w_touched[i / 64] |= bit;
                 w_touched_n++;
-                emit(p, t);
+                /* the writer is not known */
+                rt_window_log_touch(&wlog, p, 0, OT_SAMPLE_WRITE | OT_SAMPLE_RW_KNOWN, t, w_arm_ns,
+                                    0);
             }
         if (a.walk_end <= at || n < REGIONS)
             return;
         at = a.walk_end;
     }
-}
-
-static void flush_windows(void)
-{
-    if (w_batch_n && rt_active())
-        rt_write_block(&rt_w, w_batch, OT_TAG_WINDOW, sizeof(ot_window_record),
-                       w_batch_n * (uint32_t)sizeof(ot_window_record), w_batch_n);
-    w_batch_n = 0;
 }
 
 static void end_window(void)
@@ -158,18 +130,7 @@ static void end_window(void)
     uint64_t now = rt_now_ns();
     struct uffdio_range range = {.start = win.start, .len = win.len};
     ioctl(uffd, UFFDIO_UNREGISTER, &range); /* drops the protection bits left */
-    ot_window_record r = {.arm_ns = w_arm_ns,
-                          .alloc_seq = win.seq,
-                          .start = win.start,
-                          .dwell_ns = now > w_arm_ns ? now - w_arm_ns : 0,
-                          .touched_ns = w_touched_ns,
-                          .pages = (uint32_t)win.pages,
-                          .touched = w_touched_n};
-    memcpy(w_batch + sizeof(ot_block_header) + w_batch_n * sizeof r, &r, sizeof r);
-    if (++w_batch_n == WINDOW_BATCH)
-        flush_windows();
-    atomic_fetch_add(&n_pages_armed, win.pages);
-    atomic_fetch_add(&n_windows, 1);
+    rt_window_log_end(&wlog, win.seq, win.start, w_arm_ns, now, (uint32_t)win.pages, w_touched_n);
     budget.tokens += (double)(win.pages - w_touched_n);
     win.pages = 0;
 }
@@ -188,7 +149,7 @@ static int arm_next(void)
             continue;
         }
         memset(w_touched, 0, (win.pages + 63) / 64 * 8);
-        w_touched_ns = 0;
+        rt_window_log_begin(&wlog);
         w_touched_n = 0;
         w_arm_ns = rt_now_ns();
         int ok = 1;
@@ -298,7 +259,7 @@ static void wp_stop(void)
     atomic_store(&stop_flag, 1);
     pthread_join(scanner, NULL);
     scanner_started = 0;
-    flush_windows();
+    rt_window_log_flush(&wlog);
     close(pagemap_fd);
     close(uffd); /* releasing the userfaultfd drops every registration left */
     uffd = pagemap_fd = -1;
@@ -307,19 +268,7 @@ static void wp_stop(void)
 
 static void wp_stats(ot_sampler_stats_record *out)
 {
-    memset(out, 0, sizeof *out);
-    out->source = OT_SRC_WP;
-    out->samples = atomic_load(&n_samples);
-    out->lost = atomic_load(&n_lost);
-    out->pages_armed = atomic_load(&n_pages_armed);
-    out->windows = atomic_load(&n_windows);
-}
-
-static void wp_fork_prepare(void)
-{
-}
-static void wp_fork_parent(void)
-{
+    rt_window_log_stats(&wlog, out);
 }
 
 static void wp_fork_child(int restart)
@@ -331,13 +280,9 @@ static void wp_fork_child(int restart)
         close(pagemap_fd);
     uffd = pagemap_fd = -1;
     scanner_started = 0;
-    w_batch_n = 0;
     win.pages = 0;
     rt_scan_free(&scan);
-    atomic_store(&n_samples, 0);
-    atomic_store(&n_lost, 0);
-    atomic_store(&n_pages_armed, 0);
-    atomic_store(&n_windows, 0);
+    rt_window_log_reset(&wlog);
     if (restart)
         wp_start();
 }
@@ -349,7 +294,5 @@ const rt_sampler_ops rt_sampler_wp_ops = {
     .start = wp_start,
     .stop = wp_stop,
     .stats = wp_stats,
-    .fork_prepare = wp_fork_prepare,
-    .fork_parent = wp_fork_parent,
     .fork_child = wp_fork_child,
 };
