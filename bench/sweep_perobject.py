@@ -6,12 +6,15 @@ predicts combined placements (predicted vs measured).
 
 Per workload (needs root: memory cgroup + zram, the runtime enforcing plans):
   1. record it (`objtier record --rate 20000`);
-  2. the per-object sweep (objtier.sweep.perobject.run_per_object): all fast, and each object
-     with >= 1 % of the accesses alone slow, `repeat` interleaved rounds;
+  2. the per-object sweep (objtier.sweep.perobject.run_per_object): all fast, each object
+     with >= 1 % of the accesses alone slow, and every pair of the --pairs most accessed
+     objects slow together, `repeat` interleaved rounds;
   3. combined placements: for each prefix of the curve's order (the k objects with the most
      loss per byte fast, the other measured ones slow; k = 0 .. n-2, so at least two objects are
      slow), run that placement the same way (its own all-fast arm, interleaved) and compare
-     its measured FoM ratio with the additive prediction 1 / (1 + sum of the slow ones' loss).
+     its measured FoM ratio with the predictions of the additive, multiplicative and pairwise
+     models (objtier.sweep.interaction). A check whose slow set is itself a measured pair is
+     marked: the pairwise model saw that pair (in other runs) and is left out of its error.
 Prints a Markdown table per workload; everything is written under the output directory.
 """
 
@@ -41,10 +44,19 @@ WORKLOADS = {
 }
 
 
+def short(label: str) -> str:
+    return label.split(" <- ")[-1]
+
+
+def fmt(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def main() -> int:
     from objtier.sweep.fom import FomSource
-    from objtier.sweep.perobject import (Arm, PerObjectSettings, load_objects, ratios,
-                                         run_arms, run_per_object)
+    from objtier.sweep.interaction import MODELS, compare_models, pair_terms
+    from objtier.sweep.perobject import (Arm, PerObjectSettings, load_objects, pair_table,
+                                         ratios, run_arms, run_per_object)
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--output", default="/tmp/sweep-perobject")
@@ -52,6 +64,8 @@ def main() -> int:
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--graph-scale", type=int, default=17)
+    parser.add_argument("--pairs", type=int, default=4,
+                        help="pair arms among this many most accessed objects (4)")
     args = parser.parse_args()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -69,7 +83,7 @@ def main() -> int:
                         str(recording), "--", *command], check=True, capture_output=True)
         settings = PerObjectSettings(recording=recording, repeat=args.repeat,
                                      timeout_s=args.timeout, output=out / f"{name}-objects",
-                                     force=True)
+                                     force=True, pairs=args.pairs)
         doc = run_per_object(command, settings, fom, lambda text: None)
         print(f"## {name}: `{' '.join(Path(c).name if i == 0 else c for i, c in enumerate(command))}`"
               f", footprint {doc['footprint_bytes'] >> 20} MiB\n")
@@ -80,49 +94,53 @@ def main() -> int:
             print(f"| {row['object']} | {row['size'] / 2**20:.1f} | "
                   f"{100 * row['access_share']:.1f} | {row['median_ratio']:.3f} | "
                   f"{ci[0]:.4g}..{ci[1]:.4g} | {row['loss']:.3g} |")
-        print("\ncurve (predicted): " + ", ".join(
+        print(f"\ncurve (predicted, {doc['model']} model): " + ", ".join(
             f"{100 * p['fast_fraction']:.0f}% fast -> {p['predicted_fom']:.3f}"
             for p in doc["curve"]) + "\n")
         objects, page = load_objects(recording)
         by_label = {row["object"]: row for row in doc["objects"]}
-
-        def predict(slow: list[str]) -> float:
-            """The curve's additive model: a negative loss (faster when slow: noise) is 0."""
-            return 1.0 / (1.0 + sum(max(0.0, by_label[label]["loss"]) for label in slow))
+        losses = {label: row["loss"] for label, row in by_label.items()}
+        terms = pair_terms(losses, pair_table(doc["pairs"]))
+        if doc["pairs"]:
+            print("| pair slow (the rest fast) | measured FoM ratio | interaction w = loss(pair) - sum of single losses |")
+            print("|---|---|---|")
+            for pair in doc["pairs"]:
+                w = terms.get(frozenset(pair["objects"]))
+                print(f"| {' + '.join(short(o) for o in pair['objects'])} | "
+                      f"{pair['median_ratio']:.3f} | {w:+.3g} |")
+            print()
         order = [p["added"] for p in doc["curve"][1:]]      # labels, most loss per byte first
         rows_of = {str(objects.label[r]): int(r) for r in np.flatnonzero(objects.plannable)}
-        combos = []
-        for k in range(0, max(0, len(order) - 1)):
-            slow = order[k:]
-            if len(slow) < 2:
-                continue
-            combos.append((k, slow))
+        combos = [order[k:] for k in range(0, max(0, len(order) - 1)) if len(order[k:]) >= 2]
         if not combos:
             print("(fewer than two measured objects: no combined placement to check)\n")
             continue
-        arms = [Arm(0, "all fast")] + [
-            Arm(i, f"fast: {', '.join(order[:k]) or 'none'}",
-                tuple(rows_of[label] for label in slow),
-                sum(by_label[label]["size"] for label in slow))
-            for i, (k, slow) in enumerate(combos, 1)]
+        arms = [Arm(0, "all fast", kind="all fast")] + [
+            Arm(i, f"slow: {', '.join(slow)}", tuple(rows_of[label] for label in slow),
+                sum(by_label[label]["size"] for label in slow), kind="set")
+            for i, slow in enumerate(combos, 1)]
         check = PerObjectSettings(recording=recording, repeat=args.repeat,
                                   timeout_s=args.timeout, output=out / f"{name}-combined",
                                   force=True)
         run_arms(command, objects, page, arms, check, fom, lambda text: None,
                  lambda i, n, s: None)
-        measured = ratios(arms, True)
-        print("| objects slow | predicted FoM ratio (additive) | measured FoM ratio | error |")
-        print("|---|---|---|---|")
-        for (k, slow), arm in zip(combos, arms[1:]):
-            predicted = predict(slow)
-            got = next(r for r in measured if r["object"] == arm.label)["median_ratio"]
-            print(f"| {len(slow)} ({', '.join(s.split(' <- ')[-1] for s in slow)}) | "
-                  f"{predicted:.3f} | {got:.3f} | {got - predicted:+.3f} |")
-        print()
+        measured = {r["object"]: r["median_ratio"] for r in ratios(arms, True)}
+        result = compare_models([{"slow": slow, "measured": measured[arm.label]}
+                                 for slow, arm in zip(combos, arms[1:])], losses, terms)
+        print("| objects slow (the rest fast) | additive | multiplicative | pairwise | "
+              "measured (real) |")
+        print("|---|---|---|---|---|")
+        for row in result["checks"]:
+            print(f"| {len(row['slow'])} ({', '.join(short(s) for s in row['slow'])})"
+                  f"{' (a measured pair)' if row['in_sample'] else ''} | "
+                  + " | ".join(f"{row[m]:.3f}" for m in MODELS)
+                  + f" | {fmt(row['measured'])} |")
+        print("\nmean |measured - predicted| over checks that are not a measured pair: "
+              + ", ".join(f"{m} {fmt(v['mean_abs_error'])} ({v['checks']})"
+                          for m, v in result["models"].items()) + "\n")
         (out / f"{name}-check.json").write_text(json.dumps(
-            {"combos": [{"slow": slow, "predicted": predict(slow),
-                "measured": next(r for r in measured if r["object"] == arm.label)[
-                    "median_ratio"]} for (k, slow), arm in zip(combos, arms[1:])]}, indent=1))
+            {"pairs": doc["pairs"], "singles": doc["objects"], **result}, indent=1,
+            default=str))
     return 0
 
 

@@ -158,7 +158,8 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
                          tickangle=30)
         fig.update_yaxes(title_text="median FoM / all-fast median FoM", rangemode="tozero")
         out.append(("objects", _layout(fig, "Per object: FoM with only that object slow "
-                                       "(real, swap tier)", height=460)))
+                                       f"(real, {doc.get('tier') or 'swap'} tier)",
+                                       height=460)))
     curve = doc.get("curve") or []
     if curve:
         fig = go.Figure(go.Scatter(
@@ -169,7 +170,8 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
         fig.update_xaxes(title_text="bytes on the fast tier (%)", range=[0, 100])
         fig.update_yaxes(title_text="predicted FoM / all fast", range=[0, 1.05])
         out.append(("curve", _layout(fig, "Per object: cumulative curve, objects made fast by "
-                                     "loss per byte (estimated, additive model)")))
+                                     f"loss per byte (estimated, "
+                                     f"{doc.get('model') or 'additive'} model)")))
     return out
 
 
