@@ -2,16 +2,16 @@
 predicts combined placements (predicted vs measured).
 
     .venv/bin/python bench/sweep_perobject.py [-o /tmp/sweep-perobject] [--repeat 3]
-        [--workloads stream,kmeans]
+        [--workloads stream,kmeans] [--pairs 4] [--program-threads 1]
 
 Per workload (needs root: memory cgroup + zram, the runtime enforcing plans):
   1. record it (`objtier record --rate 20000`);
   2. the per-object sweep (objtier.sweep.perobject.run_per_object): all fast, each object
      with >= 1 % of the accesses alone slow, and every pair of the --pairs most accessed
      objects slow together, `repeat` interleaved rounds;
-  3. combined placements: for each prefix of the curve's order (the k objects with the most
-     loss per byte fast, the other measured ones slow; k = 0 .. n-2, so at least two objects are
-     slow), run that placement the same way (its own all-fast arm, interleaved) and compare
+  3. combined placements: every set of two or more measured objects slow, the rest fast (up
+     to 4 measured objects; with more, each prefix of the curve's order: the k objects with the
+     most loss per byte fast, the others slow, k = 0 .. n-2), run that placement the same way (its own all-fast arm, interleaved) and compare
      its measured FoM ratio with the predictions of the additive, multiplicative and pairwise
      models (objtier.sweep.interaction). A check whose slow set is itself a measured pair is
      marked: the pairwise model saw that pair (in other runs) and is left out of its error.
@@ -21,6 +21,7 @@ Prints a Markdown table per workload; everything is written under the output dir
 from __future__ import annotations
 
 import argparse
+import itertools
 import datetime as _dt
 import json
 import platform
@@ -35,12 +36,14 @@ sys.path.insert(0, str(REPO / "src"))
 BIN = REPO / "src" / "objtier" / "_native" / "bin"
 OBJTIER = REPO / ".venv" / "bin" / "objtier"
 
+MAX_SUBSET_OBJECTS = 4     # up to 4 measured objects: check every slow set of 2 or more (11)
+
 WORKLOADS = {
-    "stream": [str(BIN / "stream"), "-s", "1500000", "-n", "4", "-t", "2"],
-    "kmeans": [str(BIN / "kmeans"), "-n", "250000", "-d", "34", "-i", "6", "-t", "2"],
+    "stream": [str(BIN / "stream"), "-s", "3000000", "-n", "4", "-t", "{t}"],
+    "kmeans": [str(BIN / "kmeans"), "-n", "250000", "-d", "34", "-i", "6", "-t", "{t}"],
     # loads a graph written once by graphgen: generation's temporaries (the largest objects
     # of a run that generates its graph) are then not in the recording
-    "bfs": [str(BIN / "bfs"), "-f", "{graph}", "-n", "4", "-t", "2"],
+    "bfs": [str(BIN / "bfs"), "-f", "{graph}", "-n", "4", "-t", "{t}"],
 }
 
 
@@ -64,6 +67,12 @@ def main() -> int:
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--graph-scale", type=int, default=17)
+    parser.add_argument("--program-threads", type=int, default=1,
+                        help="threads of each program (1: with 2 threads on a loaded 2-CPU "
+                        "machine a thread waits at every barrier for the other to be scheduled)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take each workload's recording and per-object table from an "
+                        "earlier run in the same -o; run only the combined placements")
     parser.add_argument("--pairs", type=int, default=4,
                         help="pair arms among this many most accessed objects (4)")
     args = parser.parse_args()
@@ -74,17 +83,24 @@ def main() -> int:
     print(f"# {' '.join(sys.argv)}\n# {platform.node()}, "
           f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC, repeat {args.repeat}\n")
     for name in args.workloads.split(","):
-        command = [c.replace("{graph}", str(graph)) for c in WORKLOADS[name]]
+        command = [c.replace("{graph}", str(graph)).replace("{t}", str(args.program_threads))
+                   for c in WORKLOADS[name]]
         if str(graph) in command and not graph.exists():
             subprocess.run([str(BIN / "graphgen"), "-g", str(args.graph_scale), "-o",
                             str(graph)], check=True, capture_output=True)
         recording = out / f"{name}.otr"
-        subprocess.run([str(OBJTIER), "record", "-q", "-f", "--rate", "20000", "-o",
-                        str(recording), "--", *command], check=True, capture_output=True)
-        settings = PerObjectSettings(recording=recording, repeat=args.repeat,
-                                     timeout_s=args.timeout, output=out / f"{name}-objects",
-                                     force=True, pairs=args.pairs)
-        doc = run_per_object(command, settings, fom, lambda text: None)
+        earlier = out / f"{name}-objects" / "perobject.json"
+        if args.reuse and earlier.exists():
+            doc = json.loads(earlier.read_text())
+            print(f"(the per-object table of {earlier}: {doc['machine'].get('date', '')})\n")
+        else:
+            subprocess.run([str(OBJTIER), "record", "-q", "-f", "--rate", "20000", "-o",
+                            str(recording), "--", *command], check=True, capture_output=True)
+            settings = PerObjectSettings(recording=recording, repeat=args.repeat,
+                                         timeout_s=args.timeout,
+                                         output=out / f"{name}-objects", force=True,
+                                         pairs=args.pairs)
+            doc = run_per_object(command, settings, fom, lambda text: None)
         print(f"## {name}: `{' '.join(Path(c).name if i == 0 else c for i, c in enumerate(command))}`"
               f", footprint {doc['footprint_bytes'] >> 20} MiB\n")
         print("| object | size MiB | accesses % | FoM ratio (only it slow) | 95% CI of its median FoM | loss |")
@@ -111,7 +127,11 @@ def main() -> int:
             print()
         order = [p["added"] for p in doc["curve"][1:]]      # labels, most loss per byte first
         rows_of = {str(objects.label[r]): int(r) for r in np.flatnonzero(objects.plannable)}
-        combos = [order[k:] for k in range(0, max(0, len(order) - 1)) if len(order[k:]) >= 2]
+        if len(order) <= MAX_SUBSET_OBJECTS:       # every set of two or more slow objects
+            combos = [list(c) for n in range(len(order), 1, -1)
+                      for c in itertools.combinations(order, n)]
+        else:                                      # the curve's prefixes
+            combos = [order[k:] for k in range(0, len(order) - 1)]
         if not combos:
             print("(fewer than two measured objects: no combined placement to check)\n")
             continue

@@ -60,6 +60,9 @@ def test_compare_models_leaves_fitted_pairs_out_of_the_error():
     assert second["additive_error"] == pytest.approx(0.3 - 0.4)
     assert third["additive_error"] is None
     models = result["models"]
-    # only the second check counts: the first is the fitted pair, the third has no measurement
+    # pairwise: only the second check counts (the first is its fitted pair, the third has no
+    # measurement); the other models never saw the pair, so the first counts for them
     assert models["pairwise"] == {"mean_abs_error": pytest.approx(0.05), "checks": 1}
-    assert models["multiplicative"]["mean_abs_error"] == pytest.approx(abs(0.3 - 1 / 3))
+    assert models["multiplicative"]["checks"] == 2
+    assert models["multiplicative"]["mean_abs_error"] == pytest.approx(
+        (abs(0.25 - 1 / 3) + abs(0.3 - 1 / 3)) / 2)
