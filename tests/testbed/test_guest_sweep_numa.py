@@ -68,14 +68,15 @@ def test_per_object_numa_binds_the_object_under_test_to_the_slow_node(testbed):
 
     where, extra = seen["all fast"]
     assert on(where, "hot", 0) and on(where, "cold", 0), where
-    assert extra["slow_share_rest"] == 0.0 and extra["slow_share_tested"] is None
+    assert extra["slow_share_rest"] < 0.01 and extra["slow_share_tested"] is None
     assert extra["mbind"] >= 2 and extra["mbind_failed"] == 0
     for name, other in (("hot", "cold"), ("cold", "hot")):
         label = next(k for k in seen if f"alloc_{name}" in k)
         where, extra = seen[label]
         assert on(where, name, 1) and on(where, other, 0), (label, where)
-        # the sweep's own check, from the run's RESIDENCY records, says the same
-        assert extra["slow_share_tested"] == 1.0 and extra["slow_share_rest"] == 0.0, extra
+        # the sweep's own check, from the run's RESIDENCY records, says the same (the block's
+        # first page, partly malloc's header, is touched before the runtime binds it)
+        assert extra["slow_share_tested"] > 0.99 and extra["slow_share_rest"] < 0.01, extra
         assert extra["matched"] == 2 and extra["mbind_failed"] == 0
 
 
