@@ -351,10 +351,8 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
     from objtier.record import enforce
     from objtier.experiments.measure import run_measured
     from objtier.record.launch import runtime_env
-    from objtier.sweep.fom import extract
     from objtier.sweep.knobs import KnobOptions, LocalKnob
     from objtier.sweep.output import RunRecord, prepare_output
-    from objtier.sweep.runner import status_of
 
     if not enforce.runtime_supports_plans():
         raise UsageError("this objtier runtime does not enforce plans (no OBJTIER_PLAN): "
@@ -389,24 +387,16 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
             with knob.at_bytes(limit, command, env) as setup:
                 m = run_measured(arm.label, command, env=env, preexec=setup.preexec,
                                  timeout_s=timeout)
-            if m.returncode == -signal.SIGINT:
-                raise KeyboardInterrupt
-            value, unit, problem = extract(fom, m.stdout, m.wall_s)
-            timed_out = (timeout is not None and m.wall_s >= timeout
-                         and m.returncode == -signal.SIGKILL)
-            status = status_of(m.returncode, timed_out, setup.oom_kills, problem)
+            value, unit, problem, status = judge_run(m, fom, timeout, setup.oom_kills,
+                                                     first=not records)
             ok = status == "ok"
-            if not records and not ok:
-                raise UsageError(f"the all-fast run failed ({status}"
-                                 f"{': ' + problem if problem else ''}); is the recording of "
-                                 f"this program?")
             found = enforce.read_enforcement(plan, trace_dir)
-            arm.foms.append(value if ok else None)
+            arm.foms.append(value)
             records.append(RunRecord(
                 order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
                 repeat=repeat, kind="real",
                 applied=f"{limit >> 20} MiB, {len(arm.slow_rows)} object(s) slow",
-                status=status, returncode=m.returncode, fom=value if ok else None, unit=unit,
+                status=status, returncode=m.returncode, fom=value, unit=unit,
                 wall_s=round(m.wall_s, 6), reason=problem,
                 extra={**setup.extra, "matched": found.matched if found else None,
                        "locked_bytes": found.locked_bytes if found else None}))
@@ -416,6 +406,26 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
             after_run(footprint)
             on_run(i, len(order), arm.label)
     return footprint
+
+
+def judge_run(m, fom, timeout: float | None, oom_kills: int, first: bool
+              ) -> tuple[float | None, str | None, str | None, str]:
+    """(FoM or None when the run failed, unit, problem, status) of a finished arm run; Ctrl-C
+    in the program ends the sweep, and a failed first run (the all-fast arm) stops it."""
+    from objtier.sweep.fom import extract
+    from objtier.sweep.runner import status_of
+
+    if m.returncode == -signal.SIGINT:
+        raise KeyboardInterrupt
+    value, unit, problem = extract(fom, m.stdout, m.wall_s)
+    timed_out = (timeout is not None and m.wall_s >= timeout
+                 and m.returncode == -signal.SIGKILL)
+    status = status_of(m.returncode, timed_out, oom_kills, problem)
+    if first and status != "ok":
+        raise UsageError(f"the all-fast run failed ({status}"
+                         f"{': ' + problem if problem else ''}); is the recording of this "
+                         f"program?")
+    return (value if status == "ok" else None), unit, problem, status
 
 
 def _write_runs(out: Path, records) -> None:

@@ -20,7 +20,6 @@ the mechanics, where both nodes have the same speed, so its ratios measure nothi
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,10 +118,8 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
     from objtier.record import enforce
     from objtier.record.launch import runtime_env as launch_env
     from objtier.runtime_settings import runtime_env
-    from objtier.sweep.fom import extract
     from objtier.sweep.output import RunRecord, prepare_output, write_private
-    from objtier.sweep.perobject import _write_runs, arm_plans, live_peak
-    from objtier.sweep.runner import status_of
+    from objtier.sweep.perobject import _write_runs, arm_plans, judge_run, live_peak
 
     if not enforce.runtime_supports_plans():
         raise EnvironmentProblem("this objtier runtime does not enforce plans (no "
@@ -148,27 +145,18 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
             stack_depth=settings.stack_depth, output=trace_dir.resolve(),
             residency_ms=RESIDENCY_MS), base=_clean_environ())
         m = run_measured(arm.label, command, env=env, timeout_s=timeout)
-        if m.returncode == -signal.SIGINT:
-            raise KeyboardInterrupt
         write_private(stem.with_suffix(".out"), m.stdout.encode())
-        value, unit, problem = extract(fom, m.stdout, m.wall_s)
-        timed_out = (timeout is not None and m.wall_s >= timeout
-                     and m.returncode == -signal.SIGKILL)
-        status = status_of(m.returncode, timed_out, 0, problem)
+        value, unit, problem, status = judge_run(m, fom, timeout, 0, first=not records)
         ok = status == "ok"
-        if not records and not ok:
-            raise EnvironmentProblem(f"the all-fast run failed ({status}"
-                                     f"{': ' + problem if problem else ''}); is the recording "
-                                     f"of this program?")
         slow_keys = {str(objects.context_key[r]) for r in arm.slow_rows}
         shares = residency_shares(trace_dir, slow_keys, set(tiers.slow))
         found = enforce.read_enforcement(plan, trace_dir)
-        arm.foms.append(value if ok else None)
+        arm.foms.append(value)
         records.append(RunRecord(
             order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
             repeat=repeat, kind="real",
             applied=f"{len(arm.slow_rows)} object(s) on node(s) {tiers.slow_list}",
-            status=status, returncode=m.returncode, fom=value if ok else None, unit=unit,
+            status=status, returncode=m.returncode, fom=value, unit=unit,
             wall_s=round(m.wall_s, 6), reason=problem,
             extra={**shares, "matched": found.matched if found else None}))
         if timeout is None and ok:
