@@ -122,7 +122,7 @@ def run_calibration(make_knob: Callable[[], Any], settings, say, run_one,
            "knob": docs["stream"]["knob"], "kind": docs["stream"]["kind"],
            "stream": stream_args, "ptrchase": chase_args, "rows": rows,
            "config": {k: v for k, v in docs["stream"]["config"].items()
-                      if k in ("repeat", "footprint_bytes", "swap", "stat_flush_ms")},
+                      if k in ("repeat", "swap", "stat_flush_ms")},
            "footprints": {name: d["config"].get("footprint_bytes") for name, d in docs.items()},
            "machine": docs["stream"]["machine"], "tool_version": docs["stream"]["tool_version"]}
     write_private(out / "calibration.json", (json.dumps(doc, indent=1) + "\n").encode())
