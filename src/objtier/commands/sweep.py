@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
         calibration = load_calibration(Path(args.calibration))
     if args.suite:
-        return _run_suite(args, settings, console, err)
+        return _run_suite(args, settings, console, err, calibration)
     if knob.kind == "simulated":
         from objtier.sweep.simknob import run_simulated
 
@@ -206,7 +206,7 @@ def _run_with_progress(command, knob, settings, quiet, err):
         return run_sweep(command, knob, settings, say, on_record)
 
 
-def _run_suite(args, settings, console, err) -> int:
+def _run_suite(args, settings, console, err, calibration=None) -> int:
     from rich.table import Table
 
     from objtier.sweep.suite import load_suite, run_suite
@@ -220,7 +220,10 @@ def _run_suite(args, settings, console, err) -> int:
             err.print(f"objtier sweep: {text}")
 
     def one(command, knob, sub_settings):
-        return _run_with_progress(command, knob, sub_settings, args.quiet, err)
+        outcome = _run_with_progress(command, knob, sub_settings, args.quiet, err)
+        if calibration is not None:          # each program's thresholds in GB/s and ns too
+            _add_units(outcome.document, calibration, sub_settings.output, console)
+        return outcome
 
     rows, out = run_suite(entries, lambda: knob_from_args(args), settings, say, one)
     table = Table(title=f"objtier sweep --suite: {args.knob}, most sensitive first")
