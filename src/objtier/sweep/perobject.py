@@ -322,13 +322,22 @@ def _head(command, settings, fom) -> dict[str, Any]:
             "fom": {"source": fom.describe(), "higher_is_better": fom.higher_is_better}}
 
 
-def arm_plans(command: list[str], objects, page: int, arms: list[Arm],
-              settings: PerObjectSettings) -> dict[int, tuple[dict[str, Any], Path]]:
-    """{arm index: (plan, its text file DIR/plan-NN.txt)}: each arm's slow set slow, every other
-    plannable object fast."""
+def prepare_arms(command: list[str], objects, page: int, arms: list[Arm],
+                 settings: PerObjectSettings
+                 ) -> tuple[dict[int, tuple[dict[str, Any], Path]], Path]:
+    """The output directory with its runs/ (returned second), and {arm index: (plan, its text
+    file DIR/plan-NN.txt)}: each arm's slow set slow, every other plannable object fast.
+    Refuses a runtime that does not enforce plans."""
     from objtier import plan as planner
-    from objtier.sweep.output import write_private
+    from objtier.record import enforce
+    from objtier.sweep.output import prepare_output, write_private
 
+    if not enforce.runtime_supports_plans():
+        raise UsageError("this objtier runtime does not enforce plans (no OBJTIER_PLAN): "
+                         "--per-object needs it")
+    prepare_output(settings.output, settings.force)
+    runs_dir = settings.output / "runs"
+    runs_dir.mkdir(mode=0o700)
     plans = {}
     for arm in arms:
         plan = planner.build_plan(objects, slow_set_placement(objects, arm.slow_rows, page),
@@ -339,7 +348,7 @@ def arm_plans(command: list[str], objects, page: int, arms: list[Arm],
         path = settings.output / f"plan-{arm.index:02d}.txt"
         write_private(path, planner.to_text(plan).encode())
         plans[arm.index] = (plan, path)
-    return plans
+    return plans, runs_dir
 
 
 def run_arms(command: list[str], objects, page: int, arms: list[Arm],
@@ -352,19 +361,12 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
     from objtier.experiments.measure import run_measured
     from objtier.record.launch import runtime_env
     from objtier.sweep.knobs import KnobOptions, LocalKnob
-    from objtier.sweep.output import RunRecord, prepare_output
 
-    if not enforce.runtime_supports_plans():
-        raise UsageError("this objtier runtime does not enforce plans (no OBJTIER_PLAN): "
-                         "--per-object needs it")
-    prepare_output(settings.output, settings.force)
-    runs_dir = settings.output / "runs"
-    runs_dir.mkdir(mode=0o700)
-    plans = arm_plans(command, objects, page, arms, settings)
+    plans, runs_dir = prepare_arms(command, objects, page, arms, settings)
     plannable = np.flatnonzero(objects.plannable)
     outside_objects = None        # footprint - peak of the recorded objects: set once measured
     knob = LocalKnob([100], KnobOptions(swap=settings.swap))
-    records: list[RunRecord] = []
+    records: list = []             # RunRecord, one per run
     timeout = settings.timeout_s
     order = [(r, arm) for r in range(1, settings.repeat + 1) for arm in arms]
     with knob:
@@ -387,21 +389,13 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
             with knob.at_bytes(limit, command, env) as setup:
                 m = run_measured(arm.label, command, env=env, preexec=setup.preexec,
                                  timeout_s=timeout)
-            value, unit, problem, status = judge_run(m, fom, timeout, setup.oom_kills,
-                                                     first=not records)
-            ok = status == "ok"
+            judged = judge_run(m, fom, timeout, setup.oom_kills, first=not records)
             found = enforce.read_enforcement(plan, trace_dir)
-            arm.foms.append(value)
-            records.append(RunRecord(
-                order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
-                repeat=repeat, kind="real",
-                applied=f"{limit >> 20} MiB, {len(arm.slow_rows)} object(s) slow",
-                status=status, returncode=m.returncode, fom=value, unit=unit,
-                wall_s=round(m.wall_s, 6), reason=problem,
-                extra={**setup.extra, "matched": found.matched if found else None,
-                       "locked_bytes": found.locked_bytes if found else None}))
-            if timeout is None and ok:
-                timeout = max(60.0, 30.0 * m.wall_s)
+            timeout = keep_run(records, arm, repeat, m, judged,
+                               f"{limit >> 20} MiB, {len(arm.slow_rows)} object(s) slow",
+                               {**setup.extra, "matched": found.matched if found else None,
+                                "locked_bytes": found.locked_bytes if found else None},
+                               timeout)
             _write_runs(settings.output, records)
             after_run(footprint)
             on_run(i, len(order), arm.label)
@@ -426,6 +420,23 @@ def judge_run(m, fom, timeout: float | None, oom_kills: int, first: bool
                          f"{': ' + problem if problem else ''}); is the recording of this "
                          f"program?")
     return (value if status == "ok" else None), unit, problem, status
+
+
+def keep_run(records: list, arm: Arm, repeat: int, m, judged, applied: str,
+             extra: dict[str, Any], timeout: float | None) -> float | None:
+    """Append a judged run (judge_run) to arm.foms and records; returns the timeout for the
+    next runs (max(60 s, 30 x the first successful run) unless one was given)."""
+    from objtier.sweep.output import RunRecord
+
+    value, unit, problem, status = judged
+    arm.foms.append(value)
+    records.append(RunRecord(
+        order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
+        repeat=repeat, kind="real", applied=applied, status=status, returncode=m.returncode,
+        fom=value, unit=unit, wall_s=round(m.wall_s, 6), reason=problem, extra=extra))
+    if timeout is None and status == "ok":
+        return max(60.0, 30.0 * m.wall_s)
+    return timeout
 
 
 def _write_runs(out: Path, records) -> None:

@@ -118,20 +118,14 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
     from objtier.record import enforce
     from objtier.record.launch import runtime_env as launch_env
     from objtier.runtime_settings import runtime_env
-    from objtier.sweep.output import RunRecord, prepare_output, write_private
-    from objtier.sweep.perobject import _write_runs, arm_plans, judge_run, live_peak
+    from objtier.sweep.output import write_private
+    from objtier.sweep.perobject import _write_runs, judge_run, keep_run, live_peak, prepare_arms
 
-    if not enforce.runtime_supports_plans():
-        raise EnvironmentProblem("this objtier runtime does not enforce plans (no "
-                                 "OBJTIER_PLAN): --per-object needs it")
-    prepare_output(settings.output, settings.force)
-    runs_dir = settings.output / "runs"
-    runs_dir.mkdir(mode=0o700)
-    plans = arm_plans(command, objects, page, arms, settings)
+    plans, runs_dir = prepare_arms(command, objects, page, arms, settings)
     footprint = live_peak(objects, np.flatnonzero(objects.plannable))
     say(f"NUMA tier: fast nodes {tiers.fast_list}, slow nodes {tiers.slow_list} "
         f"({tiers.source}); the object under test is bound to the slow nodes")
-    records: list[RunRecord] = []
+    records: list = []             # RunRecord, one per run
     timeout = settings.timeout_s
     order = [(r, arm) for r in range(1, settings.repeat + 1) for arm in arms]
     for i, (repeat, arm) in enumerate(order, 1):
@@ -146,21 +140,13 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
             residency_ms=RESIDENCY_MS), base=_clean_environ())
         m = run_measured(arm.label, command, env=env, timeout_s=timeout)
         write_private(stem.with_suffix(".out"), m.stdout.encode())
-        value, unit, problem, status = judge_run(m, fom, timeout, 0, first=not records)
-        ok = status == "ok"
+        judged = judge_run(m, fom, timeout, 0, first=not records)
         slow_keys = {str(objects.context_key[r]) for r in arm.slow_rows}
         shares = residency_shares(trace_dir, slow_keys, set(tiers.slow))
         found = enforce.read_enforcement(plan, trace_dir)
-        arm.foms.append(value)
-        records.append(RunRecord(
-            order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
-            repeat=repeat, kind="real",
-            applied=f"{len(arm.slow_rows)} object(s) on node(s) {tiers.slow_list}",
-            status=status, returncode=m.returncode, fom=value, unit=unit,
-            wall_s=round(m.wall_s, 6), reason=problem,
-            extra={**shares, "matched": found.matched if found else None}))
-        if timeout is None and ok:
-            timeout = max(60.0, 30.0 * m.wall_s)
+        timeout = keep_run(records, arm, repeat, m, judged,
+                           f"{len(arm.slow_rows)} object(s) on node(s) {tiers.slow_list}",
+                           {**shares, "matched": found.matched if found else None}, timeout)
         _write_runs(settings.output, records)
         after_run(footprint)
         on_run(i, len(order), arm.label)
