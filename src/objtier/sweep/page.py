@@ -160,6 +160,18 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
         out.append(("objects", _layout(fig, "Per object: FoM with only that object slow "
                                        f"(real, {doc.get('tier') or 'swap'} tier)",
                                        height=460)))
+    pairs = [r for r in doc.get("pairs") or [] if _number(r.get("median_ratio")) is not None]
+    if pairs:
+        fig = go.Figure(go.Bar(
+            x=[" + ".join(r["objects"]) for r in pairs],
+            y=[float(r["median_ratio"]) for r in pairs],
+            hovertemplate="%{x}<br>ratio %{y:.3f}<extra></extra>"))
+        fig.add_hline(y=1.0, line={"color": "#555", "dash": "dot", "width": 1})
+        fig.update_xaxes(title_text="pair of objects (both slow, the rest fast)", tickangle=30)
+        fig.update_yaxes(title_text="median FoM / all-fast median FoM", rangemode="tozero")
+        out.append(("pairs", _layout(fig, "Per object: FoM with a pair of objects slow "
+                                     f"(real, {doc.get('tier') or 'swap'} tier)",
+                                     height=460)))
     curve = doc.get("curve") or []
     if curve:
         fig = go.Figure(go.Scatter(
