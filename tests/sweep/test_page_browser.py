@@ -141,7 +141,7 @@ def test_per_object_page(tmp_path):
     (curve,) = plots["plot-curve"]["traces"]
     assert curve["y"] == pytest.approx([p["predicted_fom"] for p in doc["curve"]])
     # with measured pairs: their ratios in a third figure
-    doc["pairs"] = [{"objects": ["main > points", "main > labels"], "median_ratio": 0.3},
+    doc["pairs"] = [{"objects": ["f <- main > points", "main > labels"], "median_ratio": 0.3},
                     {"objects": ["a", "b"], "median_ratio": None}]     # every run failed
     plots = probe(write_sweep_page(out, perobject=doc), tmp_path)
     assert set(plots) == {"plot-objects", "plot-pairs", "plot-curve"}

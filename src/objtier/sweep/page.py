@@ -10,7 +10,8 @@ Figures, each present when its data is:
               (seed Figs. 3, 6)
   objects     per object (--per-object): FoM ratio with only that object slow, with the
               bootstrap interval of its median FoM scaled by the all-fast median
-  curve       per object: the additive model's FoM by fraction of bytes fast (estimated)
+  pairs       per object with --pairs: FoM ratio with a pair of objects slow
+  curve       per object: the model's FoM by fraction of bytes fast (estimated)
 
 Levels are placed in run order (least to most throttled) as categories; the page inlines
 plotly.js once and loads nothing from the network. Written 0600 with the other outputs.
@@ -163,9 +164,12 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
     pairs = [r for r in doc.get("pairs") or [] if _number(r.get("median_ratio")) is not None]
     if pairs:
         fig = go.Figure(go.Bar(
-            x=[" + ".join(r["objects"]) for r in pairs],
+            # the last frame of each label on the axis (the caller, which tells objects from
+            # one allocation wrapper apart), the whole labels on hover
+            x=[" + ".join(o.split(" <- ")[-1] for o in r["objects"]) for r in pairs],
             y=[float(r["median_ratio"]) for r in pairs],
-            hovertemplate="%{x}<br>ratio %{y:.3f}<extra></extra>"))
+            text=[" + ".join(r["objects"]) for r in pairs],
+            hovertemplate="%{text}<br>ratio %{y:.3f}<extra></extra>"))
         fig.add_hline(y=1.0, line={"color": "#555", "dash": "dot", "width": 1})
         fig.update_xaxes(title_text="pair of objects (both slow, the rest fast)", tickangle=30)
         fig.update_yaxes(title_text="median FoM / all-fast median FoM", rangemode="tozero")
@@ -234,7 +238,8 @@ def write_sweep_page(out: Path, doc: dict[str, Any] | None = None,
                                            calibration.get("kind", "")))
     if perobject is not None:
         figures.extend(perobject_figures(perobject))
-        notes.append("The cumulative curve is estimated (additive model), not measured.")
+        notes.append(f"The cumulative curve is estimated "
+                     f"({perobject.get('model') or 'additive'} model), not measured.")
     title = (f"objtier sweep: {main.get('knob', '')}"
              + (" calibration" if calibration is not None and doc is None else ""))
     files = sorted(p.name for p in out.iterdir()

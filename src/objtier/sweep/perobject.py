@@ -19,12 +19,14 @@ sampled accesses (MIN_SHARE) gets an arm in which only it is on the slow side, o
 
 Arms run in interleaved rounds (all fast, X1, X2, ..., all fast, X1, ...), `repeat` rounds,
 each run with the stat-flush reader. Per object: median FoM and its ratio to the all-fast
-median (performance: < 1 = slower), sorted most sensitive first. The cumulative curve
-predicts, with an additive model, the FoM when the objects are made fast one by one in the
-order of measured loss per byte (the most loss avoided per fast byte first):
+median (performance: < 1 = slower), sorted most sensitive first. With `pairs`, one more arm
+per pair of the most accessed objects (both slow). The cumulative curve predicts the FoM when
+the objects are made fast one by one in the order of measured loss per byte (the most loss
+avoided per fast byte first), by the multiplicative model, or the pairwise one when pairs
+were measured (objtier.sweep.interaction):
 
     loss_i       = 1 / ratio_i - 1                      (extra time when i alone is slow)
-    FoM(S fast)  = 1 / (1 + sum of max(0, loss_i) over the measured objects not in S)
+    FoM(S fast)  = model's prediction with the measured objects not in S slow
     fast bytes   = (bytes of S + bytes of the objects under MIN_SHARE, kept fast) / all bytes
 
 The curve is estimated, not measured; docs/sweep.md says how to check it.
