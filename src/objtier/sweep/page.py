@@ -168,7 +168,7 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
             # one allocation wrapper apart), the whole labels on hover
             x=[" + ".join(o.split(" <- ")[-1] for o in r["objects"]) for r in pairs],
             y=[float(r["median_ratio"]) for r in pairs],
-            text=[" + ".join(r["objects"]) for r in pairs],
+            text=[" + ".join(r["objects"]) for r in pairs], textposition="none",
             hovertemplate="%{text}<br>ratio %{y:.3f}<extra></extra>"))
         fig.add_hline(y=1.0, line={"color": "#555", "dash": "dot", "width": 1})
         fig.update_xaxes(title_text="pair of objects (both slow, the rest fast)", tickangle=30)
