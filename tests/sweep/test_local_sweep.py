@@ -78,7 +78,9 @@ def test_calibrate_local_in_gbps_and_ns_then_a_sweep_in_units(tmp_path):
         runs = json.loads((cal / name / "sweep.json").read_text())["levels"]
         half = next(level for level in runs if level["level"] == 50)
         assert half["measured"]["swap_ins"][0] > 0, (name, half["measured"])
-    assert "Calibration - " in (cal / "sweep.html").read_text()     # the heatmaps
+    page = (cal / "sweep.html").read_text()
+    assert "Calibration - " in page                                   # the heatmaps
+    assert "local calibration: effective bandwidth and latency" in page
     out = tmp_path / "sweep"
     run = subprocess.run([sys.executable, "-m", "objtier", "sweep", "--knob", "local=100,50",
                           "--repeat", "1", "--calibration", str(cal / "calibration.json"),

@@ -232,6 +232,14 @@ def write_sweep_page(out: Path, doc: dict[str, Any] | None = None,
     if doc is not None and doc.get("series"):
         figures.append(("fom", fom_figure(doc)))
         notes.extend(doc.get("warnings") or [])
+    if calibration is not None and calibration.get("knob") == "local":
+        sizes = calibration.get("footprints") or {}
+        notes.append("local calibration: effective bandwidth and latency with that share of "
+                     "each workload's own footprint in memory and the rest on the swap tier"
+                     + (" (footprints: " + ", ".join(f"{k} {v / 2**20:.0f} MiB"
+                                                     for k, v in sizes.items() if v) + ")"
+                        if sizes else "")
+                     + "; a workload that fits the CPU caches measures the caches at 100 %.")
     if calibration is not None:
         figures.extend(calibration_figures(calibration.get("rows") or [],
                                            calibration.get("knob", ""),
