@@ -61,7 +61,7 @@ def test_calibrate_local_in_gbps_and_ns_then_a_sweep_in_units(tmp_path):
     cal = tmp_path / "cal"
     before = machine_state()
     run = subprocess.run([sys.executable, "-m", "objtier", "sweep", "--calibrate", "--knob",
-                          "local=100,50", "--threads", "1", "--repeat", "1",
+                          "local=100,50", "--threads", "1", "--repeat", "2",
                           "--calibrate-stream", "1000000", "--calibrate-chase", "32M", "-q",
                           "-o", str(cal)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -72,12 +72,17 @@ def test_calibrate_local_in_gbps_and_ns_then_a_sweep_in_units(tmp_path):
     assert doc["footprints"]["stream"] > 16 << 20 and doc["footprints"]["ptrchase"] > 32 << 20
     rows = doc["rows"]
     assert [(r["threads"], r["level"]) for r in rows] == [(1, 100), (1, 50)]
-    assert all(r["gbps"] > 0 and r["ns"] > 0 and r["kind"] == "real" for r in rows)
+    # 2 runs per level: one run failing on a loaded machine (a data point: worst FoM) still
+    # leaves a median above 0
+    assert all(r["kind"] == "real" for r in rows)
+    assert all(r["gbps"] and r["gbps"] > 0 and r["ns"] and r["ns"] > 0 for r in rows), (
+        rows, [(lv["level"], lv["failures"]) for name in ("stream", "ptrchase") for lv in
+               json.loads((cal / name / "sweep.json").read_text())["levels"]])
     # the 50 % level really served part of each workload from swap
     for name in ("stream", "ptrchase"):
         runs = json.loads((cal / name / "sweep.json").read_text())["levels"]
         half = next(level for level in runs if level["level"] == 50)
-        assert half["measured"]["swap_ins"][0] > 0, (name, half["measured"])
+        assert max(half["measured"]["swap_ins"]) > 0, (name, half["measured"])
     page = (cal / "sweep.html").read_text()
     assert "Calibration - " in page                                   # the heatmaps
     assert "local calibration: effective bandwidth and latency" in page
