@@ -5,6 +5,8 @@ the sweep's own overhead per run.
         [--repeat 3] [--timeout 60] [--program-threads 2] [-o /tmp/sweep-bench/local]
     .venv/bin/python bench/sweep_suite.py --knob bandit --levels 0,25,50,75,100 \
         --program-threads 1 -o /tmp/sweep-bench/bandit
+    .venv/bin/python bench/sweep_suite.py --only stream,ptrchase,kmeans --repeat 10 \
+        --calibration CAL/calibration.json     # thresholds in GB/s and ns too
 
 Runs `objtier sweep --suite` over stream, ptrchase, kmeans, gups, bfs and cc (the graph kernels
 load one Kronecker graph written once by graphgen, `--graph-scale`, so that generation is not
@@ -49,6 +51,9 @@ def main() -> int:
     parser.add_argument("--timeout", default="60")
     parser.add_argument("--graph-scale", type=int, default=17)
     parser.add_argument("--only", default=",".join(name for name, _ in SUITE))
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="a calibration.json of the same knob and levels (`objtier sweep "
+                        "--calibrate`): each program's thresholds also in GB/s and ns")
     args = parser.parse_args()
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +70,12 @@ def main() -> int:
                f"{args.knob}={args.levels}",
                "--repeat", str(args.repeat), "--timeout", args.timeout, "-q", "-o", str(out),
                "--force"]
+    calibration = None
+    if args.calibration:
+        sys.path.insert(0, str(REPO / "src"))
+        from objtier.sweep.calibrate import in_units, load_calibration
+
+        calibration = load_calibration(Path(args.calibration))
     started = time.monotonic()
     run = subprocess.run(command)
     elapsed = time.monotonic() - started
@@ -92,6 +103,13 @@ def main() -> int:
             cells.append(f"{level['label']}: {'-' if perf is None else f'{100 * perf:.0f}%'}"
                          + (f" (bandit {statistics.median(took):.1f} GB/s)" if took else ""))
         print("    median FoM / baseline: " + ", ".join(cells))
+        if calibration:
+            units = in_units(doc["thresholds"], calibration, doc["series"][0]["threads"]
+                             or args.program_threads)
+            print("    thresholds in units: " + ", ".join(
+                f"T{p}: " + ("not reached" if u["level"] is None else
+                             f"{u['level']:g} = {u['gbps']} GB/s, {u['ns']} ns")
+                for p, u in units.items()))
     return run.returncode
 
 

@@ -49,3 +49,52 @@ def test_local_sweep_on_stream(tmp_path):
     assert doc["config"]["footprint_bytes"] == knob.footprint
     assert {lv["kind"] for lv in doc["levels"]} == {"real"}
     assert oct((out / "sweep.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_calibrate_local_in_gbps_and_ns_then_a_sweep_in_units(tmp_path):
+    """--calibrate on the swap tier: STREAM and ptrchase at 100 % and 50 % of their own
+    footprints (real cgroup limits, real swap-ins), rows in GB/s and ns, the footprints kept,
+    the heatmaps in sweep.html; then a `local` sweep stating its thresholds from it."""
+    import subprocess
+    import sys
+
+    cal = tmp_path / "cal"
+    before = machine_state()
+    run = subprocess.run([sys.executable, "-m", "objtier", "sweep", "--calibrate", "--knob",
+                          "local=100,50", "--threads", "1", "--repeat", "2",
+                          "--calibrate-stream", "1000000", "--calibrate-chase", "32M", "-q",
+                          "-o", str(cal)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert leftovers(before, before, machine_state()) == []
+    doc = json.loads((cal / "calibration.json").read_text())
+    assert doc["knob"] == "local" and doc["kind"] == "real"
+    assert doc["stream"][:2] == ["-s", "1000000"] and doc["ptrchase"][:2] == ["-s", str(32 << 20)]
+    assert doc["footprints"]["stream"] > 16 << 20 and doc["footprints"]["ptrchase"] > 32 << 20
+    rows = doc["rows"]
+    assert [(r["threads"], r["level"]) for r in rows] == [(1, 100), (1, 50)]
+    # 2 runs per level: one run failing on a loaded machine (a data point: worst FoM) still
+    # leaves a median above 0
+    assert all(r["kind"] == "real" for r in rows)
+    assert all(r["gbps"] and r["gbps"] > 0 and r["ns"] and r["ns"] > 0 for r in rows), (
+        rows, [(lv["level"], lv["failures"]) for name in ("stream", "ptrchase") for lv in
+               json.loads((cal / name / "sweep.json").read_text())["levels"]])
+    # the 50 % level really served part of each workload from swap
+    for name in ("stream", "ptrchase"):
+        runs = json.loads((cal / name / "sweep.json").read_text())["levels"]
+        half = next(level for level in runs if level["level"] == 50)
+        assert max(half["measured"]["swap_ins"]) > 0, (name, half["measured"])
+    page = (cal / "sweep.html").read_text()
+    assert "Calibration - " in page                                   # the heatmaps
+    assert "local calibration: effective bandwidth and latency" in page
+    out = tmp_path / "sweep"
+    run = subprocess.run([sys.executable, "-m", "objtier", "sweep", "--knob", "local=100,50",
+                          "--repeat", "1", "--calibration", str(cal / "calibration.json"),
+                          "-q", "-o", str(out), "--", str(binary("stream")), "-s", "1000000",
+                          "-n", "3", "-t", "1"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    sweep = json.loads((out / "sweep.json").read_text())
+    for percent, level in sweep["thresholds"].items():
+        unit = sweep["thresholds_in_units"][percent]
+        assert unit["level"] == level
+        if level is not None:
+            assert unit["gbps"] == next(r["gbps"] for r in rows if r["level"] == level)

@@ -140,4 +140,11 @@ def test_per_object_page(tmp_path):
     assert bars["y"] == pytest.approx([r["median_ratio"] for r in objects])
     (curve,) = plots["plot-curve"]["traces"]
     assert curve["y"] == pytest.approx([p["predicted_fom"] for p in doc["curve"]])
+    # with measured pairs: their ratios in a third figure
+    doc["pairs"] = [{"objects": ["f <- main > points", "main > labels"], "median_ratio": 0.3},
+                    {"objects": ["a", "b"], "median_ratio": None}]     # every run failed
+    plots = probe(write_sweep_page(out, perobject=doc), tmp_path)
+    assert set(plots) == {"plot-objects", "plot-pairs", "plot-curve"}
+    (pairs,) = plots["plot-pairs"]["traces"]
+    assert pairs["x"] == ["main > points + main > labels"] and pairs["y"] == [0.3]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -33,16 +34,51 @@ def test_ratios_sort_most_sensitive_first_and_count_failures_worst():
 def test_curve_adds_objects_by_loss_per_byte_and_ends_at_one():
     rows = [{"object": "big", "size": 8 << 20, "loss": 1.0, "loss_per_mib": 1 / 8},
             {"object": "small", "size": 1 << 20, "loss": 0.5, "loss_per_mib": 0.5}]
-    curve = cumulative_curve(rows, total_bytes=10 << 20)   # 1 MiB of unmeasured objects
+    curve = cumulative_curve(rows, total_bytes=10 << 20,   # 1 MiB of unmeasured objects
+                             model="additive")
     assert [p["added"] for p in curve] == [None, "small", "big"]
     assert [p["fast_fraction"] for p in curve] == pytest.approx([0.1, 0.2, 1.0])
     assert [p["predicted_fom"] for p in curve] == pytest.approx([1 / 2.5, 1 / 2.0, 1.0])
+    # the default model compounds: both slow = 1/2 * 1/1.5, not 1/2.5
+    default = cumulative_curve(rows, total_bytes=10 << 20)
+    assert [p["predicted_fom"] for p in default] == pytest.approx([1 / 3.0, 1 / 2.0, 1.0])
+    assert [p["predicted_additive"] for p in default] == pytest.approx([1 / 2.5, 1 / 2.0, 1.0])
     noisy = [{"object": "n", "size": 1 << 20, "loss": -0.3, "loss_per_mib": -0.3}]
     assert [p["predicted_fom"] for p in cumulative_curve(noisy, 1 << 20)] == [1.0, 1.0]
     failed = [{"object": "x", "size": 1 << 20, "loss": math.inf, "loss_per_mib": math.inf},
               {"object": "y", "size": 1 << 20, "loss": 1.0, "loss_per_mib": 1.0}]
     assert [p["predicted_fom"] for p in cumulative_curve(failed, 2 << 20)] == \
         pytest.approx([0.0, 0.5, 1.0])
+    # measured pairs: the pairwise model adds their interaction
+    terms = {frozenset(("big", "small")): 1.5}
+    paired = cumulative_curve(rows, 10 << 20, model="pairwise", terms=terms)
+    assert [p["predicted_fom"] for p in paired] == pytest.approx([1 / 4.0, 1 / 2.0, 1.0])
+
+
+def test_pair_arms_are_every_pair_of_the_most_accessed_and_not_objects():
+    from objtier.plan import object_table
+    from objtier.sweep.perobject import object_arms, pair_ratios, pair_table
+
+    objects = object_table({
+        "object": [0, 1, 2], "context_key": ["a" * 16, "b" * 16, "c" * 16],
+        "occurrence": [0, 0, 0], "size": [1 << 20, 2 << 20, 4 << 20],
+        "accesses": [50.0, 30.0, 20.0], "label": ["a", "b", "c"]})
+    arms = object_arms(objects, [0, 1, 2], pairs=3)
+    assert [(a.kind, a.label, a.slow_rows) for a in arms] == [
+        ("all fast", "all fast", ()), ("object", "a", (0,)), ("object", "b", (1,)),
+        ("object", "c", (2,)), ("pair", "a + b", (0, 1)), ("pair", "a + c", (0, 2)),
+        ("pair", "b + c", (1, 2))]
+    assert arms[4].size == 3 << 20
+    assert len(object_arms(objects, [0, 1, 2], pairs=2)) == 5
+    for arm, foms in zip(arms, ([10.0], [8.0], [5.0], [10.0], [2.0], [None], [4.0])):
+        arm.foms = foms
+    singles = ratios(arms, higher_is_better=True)
+    assert [r["object"] for r in singles] == ["b", "a", "c"]      # pairs are not objects
+    pairs = pair_ratios(arms, higher_is_better=True)
+    assert [(p["objects"], p["median_ratio"], p["failed"]) for p in pairs] == [
+        (["a", "b"], pytest.approx(0.2), 0), (["a", "c"], 0.0, 1),
+        (["b", "c"], pytest.approx(0.4), 0)]
+    assert pair_table(pairs)[frozenset(("a", "b"))] == pytest.approx(0.2)
 
 
 @pytest.mark.root
@@ -112,3 +148,47 @@ def test_candidates_are_objects_with_one_percent_of_accesses():
     assert np.array_equal(candidate_rows(object_table({
         "object": [0], "context_key": ["a" * 16], "occurrence": [0], "size": [1],
         "accesses": [0.0], "label": ["a"]})), [])
+
+
+# ---- the NUMA tier (host parts; the placement itself: tests/testbed/test_guest_sweep_numa.py)
+
+TOPOLOGY = Path(__file__).resolve().parents[1] / "tiers" / "fixtures"
+
+
+def test_numa_tiers_from_sysfs_and_one_line_refusals():
+    from objtier.errors import EnvironmentProblem, UsageError
+    from objtier.sweep.perobject_numa import numa_tiers
+
+    tiers = numa_tiers(None, None, TOPOLOGY / "cpuless_plain" / "sys")
+    assert tiers.slow and tiers.fast and not set(tiers.fast) & set(tiers.slow)
+    assert numa_tiers("0", "1", TOPOLOGY / "two_sockets" / "sys").slow_list == "1"
+    with pytest.raises(EnvironmentProblem, match="needs a fast and a slow NUMA node: one "
+                       "memory node"):
+        numa_tiers(None, None, TOPOLOGY / "one_node" / "sys")
+    with pytest.raises(UsageError, match="node 5 does not exist"):
+        numa_tiers("0", "5", TOPOLOGY / "two_sockets" / "sys")
+    with pytest.raises(UsageError, match="bad --slow-nodes"):
+        numa_tiers("0", "x", TOPOLOGY / "two_sockets" / "sys")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--tier", "numa"], None),                    # this machine's own answer, when one node
+    (["--fast-nodes", "0"], "--fast-nodes/--slow-nodes need --tier numa"),
+    (["--pairs", "1"], "--pairs must be 0 or between 2 and 8"),
+    (["--tier", "numa", "--knob", "local=50"], "no --knob, --suite or --threads"),
+])
+def test_per_object_numa_bad_input_is_one_line(tmp_path, capsys, extra, message):
+    from objtier.cli import main
+    from objtier.tiers.numa_topology import detect_tiers
+
+    if message is None:
+        if detect_tiers("/sys").has_slow_tier:
+            pytest.skip("this machine has a slow NUMA node: --tier numa is not refused here")
+        message = "--tier numa needs a fast and a slow NUMA node: one memory node"
+    recording = tmp_path / "rec.otr"
+    recording.mkdir()
+    code = main(["sweep", "--per-object", str(recording), *extra, "-o", str(tmp_path / "out"),
+                 "--", "true"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code != 0 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "out").exists()          # refused before anything was made

@@ -55,3 +55,23 @@ def test_suite_end_to_end(tmp_path):
     assert "failed" in broken["error"]
     assert (out / "01-steep" / "sweep.json").exists()
     assert "| steep |" in (out / "suite.md").read_text()
+
+
+def test_suite_with_a_calibration_states_each_programs_thresholds_in_units(tmp_path):
+    suite = tmp_path / "suite.txt"
+    suite.write_text("steep: sh -c 'echo FOM x=$((100 / OMP_NUM_THREADS)) n time=0'\n")
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps({"rows": [
+        {"threads": 1, "level": level, "label": f"{level} threads", "kind": "real",
+         "gbps": 10.0 / level, "ns": 100.0 * level} for level in (1, 2, 4)]}))
+    out = tmp_path / "o"
+    run = subprocess.run([sys.executable, "-m", "objtier", "sweep", "--suite", str(suite),
+                          "--knob", "threads=1,2,4", "--repeat", "1", "--calibration",
+                          str(calibration), "-q", "-o", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "01-steep" / "sweep.json").read_text())
+    assert doc["thresholds"]["50"] == 4
+    assert doc["thresholds_in_units"]["50"] == {"level": 4, "threads": 1, "gbps": 2.5,
+                                                "ns": 400.0}
+    assert "T50: level 4 = 2.5 GB/s, 400.0 ns" in run.stdout

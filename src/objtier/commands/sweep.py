@@ -61,12 +61,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="from this recording of CMD, one arm per object with >= 1%% of the "
                         "accesses, only that object slow (swap tier; root): FoM ratio per "
                         "object, most sensitive first, and the bytes-fast -> FoM curve")
+    parser.add_argument("--tier", default="swap", choices=["swap", "numa"],
+                        help="--per-object: where the object under test is slow: swap (cgroup "
+                        "+ swap, the default) or numa (bound to the slow node with mbind; needs "
+                        "a slow NUMA node)")
+    parser.add_argument("--fast-nodes", metavar="LIST",
+                        help="--per-object --tier numa: fast nodes (default: detected)")
+    parser.add_argument("--slow-nodes", metavar="LIST",
+                        help="--per-object --tier numa: slow nodes (default: detected)")
+    parser.add_argument("--pairs", type=int, default=0, metavar="N",
+                        help="--per-object: also run every pair of the N most accessed objects "
+                        "slow together, and predict combined placements with the pairwise "
+                        "model (default 0: the multiplicative model, no pair runs)")
     parser.add_argument("--stack-depth", type=int, default=8,
                         help="--per-object: frames per allocation context; must equal the "
                         "recording's (default 8)")
     parser.add_argument("--calibrate", action="store_true",
                         help="measure what each level does to bandwidth (STREAM, GB/s) and "
                         "latency (ptrchase, ns) over --threads (default 1 and all CPUs); no CMD")
+    parser.add_argument("--calibrate-stream", type=int, metavar="N",
+                        help="--calibrate: STREAM's elements per array (4000000: 3 x 30.5 MiB)")
+    parser.add_argument("--calibrate-chase", metavar="SIZE",
+                        help="--calibrate: ptrchase's buffer (128M)")
     parser.add_argument("--calibration", metavar="FILE",
                         help="a calibration.json from --calibrate: state the thresholds in "
                         "GB/s and ns too")
@@ -120,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if (args.calibrate_stream is not None or args.calibrate_chase) and not args.calibrate:
+        raise UsageError("--calibrate-stream/--calibrate-chase need --calibrate")
     if args.force and args.resume:
         raise UsageError("--force and --resume exclude each other")
     fom = make_source(args.fom, args.time, args.higher)
@@ -142,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
         calibration = load_calibration(Path(args.calibration))
     if args.suite:
-        return _run_suite(args, settings, console, err)
+        return _run_suite(args, settings, console, err, calibration)
     if knob.kind == "simulated":
         from objtier.sweep.simknob import run_simulated
 
@@ -188,7 +206,7 @@ def _run_with_progress(command, knob, settings, quiet, err):
         return run_sweep(command, knob, settings, say, on_record)
 
 
-def _run_suite(args, settings, console, err) -> int:
+def _run_suite(args, settings, console, err, calibration=None) -> int:
     from rich.table import Table
 
     from objtier.sweep.suite import load_suite, run_suite
@@ -202,7 +220,10 @@ def _run_suite(args, settings, console, err) -> int:
             err.print(f"objtier sweep: {text}")
 
     def one(command, knob, sub_settings):
-        return _run_with_progress(command, knob, sub_settings, args.quiet, err)
+        outcome = _run_with_progress(command, knob, sub_settings, args.quiet, err)
+        if calibration is not None:          # each program's thresholds in GB/s and ns too
+            _add_units(outcome.document, calibration, sub_settings.output, console)
+        return outcome
 
     rows, out = run_suite(entries, lambda: knob_from_args(args), settings, say, one)
     table = Table(title=f"objtier sweep --suite: {args.knob}, most sensitive first")
@@ -228,8 +249,11 @@ def _run_per_object(args, fom) -> int:
     from objtier.sweep.perobject import PerObjectSettings, run_per_object
 
     if args.knob or args.suite or args.threads:
-        raise UsageError("--per-object runs on the swap tier on its own: no --knob, --suite "
-                         "or --threads")
+        raise UsageError("--per-object runs on its own: no --knob, --suite or --threads")
+    if args.tier != "numa" and (args.fast_nodes or args.slow_nodes):
+        raise UsageError("--fast-nodes/--slow-nodes need --tier numa")
+    if args.pairs < 0 or args.pairs == 1 or args.pairs > 8:
+        raise UsageError(f"--pairs must be 0 or between 2 and 8, got {args.pairs}")
     if not 1 <= args.stack_depth <= 32:
         raise UsageError(f"--stack-depth must be between 1 and 32, got {args.stack_depth}")
     recording = Path(args.per_object)
@@ -239,7 +263,8 @@ def _run_per_object(args, fom) -> int:
     settings = PerObjectSettings(recording=recording, repeat=args.repeat,
                                  stack_depth=args.stack_depth, swap=args.swap,
                                  timeout_s=args.timeout, output=Path(args.output),
-                                 force=args.force)
+                                 force=args.force, pairs=args.pairs, tier=args.tier,
+                                 fast_nodes=args.fast_nodes, slow_nodes=args.slow_nodes)
     console, err = make_console(), make_console(stderr=True)
 
     def say(text: str) -> None:
@@ -252,8 +277,8 @@ def _run_per_object(args, fom) -> int:
         task = progress.add_task("per-object", total=None)
         doc = run_per_object(command, settings, fom, say, lambda i, n, label: progress.update(
             task, total=n, completed=i, description=f"{label[:40]}"))
-    table = Table(title="objtier sweep --per-object: only this object slow, most sensitive "
-                  "first")
+    table = Table(title=f"objtier sweep --per-object ({doc['tier']} tier): only this object "
+                  f"slow, most sensitive first")
     for name in ("object", "size MiB", "accesses %", "runs ok", "median FoM", "ratio",
                  "loss/MiB", "room"):
         table.add_column(name, justify="left" if name == "object" else "right")
@@ -266,12 +291,15 @@ def _run_per_object(args, fom) -> int:
                       f"{row['loss_per_mib']:.3g}",
                       f"{100 * row['room_share']:.0f}%")
     console.print(table)
+    for pair in doc.get("pairs") or []:
+        console.print(f"pair slow: {' + '.join(o[:40] for o in pair['objects'])}: ratio "
+                      + ("-" if pair["median_ratio"] is None else f"{pair['median_ratio']:.3f}"))
     small = [row["object"] for row in doc["objects"] if row["room_share"] >= 0.25]
     if small:
         err.print(f"[yellow]warning:[/yellow] {len(small)} object(s) are at most 4x the 4 MiB "
                   f"the runtime leaves unlocked (room >= 25%): much of them stays resident, so "
                   f"their ratios understate their sensitivity")
-    console.print("predicted FoM (additive) by fraction of bytes fast: " + ", ".join(
+    console.print(f"predicted FoM ({doc['model']} model) by fraction of bytes fast: " + ", ".join(
         f"{100 * p['fast_fraction']:.0f}% -> {p['predicted_fom']:.2f}" for p in doc["curve"]))
     out = settings.output
     console.print(f"wrote {out / 'perobject.json'}, {out / 'sensitivity.csv'}, "
@@ -305,7 +333,7 @@ def _add_units(doc, calibration, out, console) -> None:
 def _run_calibrate(args, settings, console, err) -> int:
     from rich.table import Table
 
-    from objtier.sweep.calibrate import run_calibration
+    from objtier.sweep.calibrate import run_calibration, workload_args
 
     if args.command and args.command != ["--"]:
         raise UsageError("--calibrate runs objtier's STREAM and ptrchase, not a command")
@@ -319,7 +347,8 @@ def _run_calibrate(args, settings, console, err) -> int:
     def one(command, knob, sub_settings):
         return _run_with_progress(command, knob, sub_settings, args.quiet, err)
 
-    doc = run_calibration(lambda: knob_from_args(args), settings, say, one)
+    sizes = workload_args(args.calibrate_stream, args.calibrate_chase)
+    doc = run_calibration(lambda: knob_from_args(args), settings, say, one, sizes)
     table = Table(title=f"objtier sweep --calibrate: {args.knob}")
     for name in ("threads", "level", "kind", "GB/s (STREAM)", "ns (ptrchase)"):
         table.add_column(name, justify="right")

@@ -27,6 +27,28 @@ STREAM_ARGS = ["-s", "4000000", "-n", "5"]          # 3 x 30.5 MiB arrays
 PTRCHASE_ARGS = ["-s", "128M", "-n", "300000"]      # 128 MiB, 300k steps per thread
 
 
+def workload_args(stream_elements: int | None = None, chase_size: str | None = None
+                  ) -> tuple[list[str], list[str]]:
+    """(stream args, ptrchase args): the defaults above, or STREAM's elements per array and
+    ptrchase's buffer size (`--calibrate-stream N`, `--calibrate-chase SIZE`). On the `local`
+    knob the sizes set the footprint the levels are fractions of."""
+    stream = list(STREAM_ARGS)
+    chase = list(PTRCHASE_ARGS)
+    if stream_elements is not None:
+        if not 1000 <= stream_elements <= 1 << 31:
+            raise UsageError(f"--calibrate-stream must be between 1000 and 2^31 elements, got "
+                             f"{stream_elements}")
+        stream[1] = str(stream_elements)
+    if chase_size is not None:
+        from objtier.units import parse_size
+
+        size = parse_size(chase_size, "--calibrate-chase size")
+        if not 1 << 20 <= size <= 1 << 40:
+            raise UsageError(f"--calibrate-chase must be between 1M and 1T, got {chase_size}")
+        chase[1] = str(size)
+    return stream, chase
+
+
 def calibration_rows(stream_doc: dict[str, Any], chase_doc: dict[str, Any]
                      ) -> list[dict[str, Any]]:
     """One row per (threads, level): median GB/s of STREAM and ns per dependent load."""
@@ -74,8 +96,10 @@ def load_calibration(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def run_calibration(make_knob: Callable[[], Any], settings, say, run_one) -> dict[str, Any]:
-    """Both sweeps (run_one(command, knob, settings) -> SweepOutcome) and the table."""
+def run_calibration(make_knob: Callable[[], Any], settings, say, run_one,
+                    args: tuple[list[str], list[str]] | None = None) -> dict[str, Any]:
+    """Both sweeps (run_one(command, knob, settings) -> SweepOutcome) and the table; args:
+    (stream args, ptrchase args), default workload_args()."""
     from objtier.native import binary
     from objtier.sweep.fom import FomSource
     from objtier.sweep.knobs import THREADS_PLACEHOLDER
@@ -85,9 +109,10 @@ def run_calibration(make_knob: Callable[[], Any], settings, say, run_one) -> dic
     prepare_output(out, settings.force)
     threads = settings.threads or [1, os.cpu_count() or 1]
     docs = {}
-    for name, args in (("stream", STREAM_ARGS), ("ptrchase", PTRCHASE_ARGS)):
+    stream_args, chase_args = args or workload_args()
+    for name, wargs in (("stream", stream_args), ("ptrchase", chase_args)):
         say(f"calibration: {name} over threads {threads}")
-        command = [str(binary(name)), *args, "-t", THREADS_PLACEHOLDER]
+        command = [str(binary(name)), *wargs, "-t", THREADS_PLACEHOLDER]
         outcome = run_one(command, make_knob(), replace(
             settings, output=out / name, threads=threads, fom=FomSource("line"), force=False,
             resume=False))
@@ -95,7 +120,10 @@ def run_calibration(make_knob: Callable[[], Any], settings, say, run_one) -> dic
     rows = calibration_rows(docs["stream"], docs["ptrchase"])
     doc = {"format": "objtier-sweep-calibration", "version": 1,
            "knob": docs["stream"]["knob"], "kind": docs["stream"]["kind"],
-           "stream": STREAM_ARGS, "ptrchase": PTRCHASE_ARGS, "rows": rows,
+           "stream": stream_args, "ptrchase": chase_args, "rows": rows,
+           "config": {k: v for k, v in docs["stream"]["config"].items()
+                      if k in ("repeat", "swap", "stat_flush_ms")},
+           "footprints": {name: d["config"].get("footprint_bytes") for name, d in docs.items()},
            "machine": docs["stream"]["machine"], "tool_version": docs["stream"]["tool_version"]}
     write_private(out / "calibration.json", (json.dumps(doc, indent=1) + "\n").encode())
     text = io.StringIO()

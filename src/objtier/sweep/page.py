@@ -10,7 +10,8 @@ Figures, each present when its data is:
               (seed Figs. 3, 6)
   objects     per object (--per-object): FoM ratio with only that object slow, with the
               bootstrap interval of its median FoM scaled by the all-fast median
-  curve       per object: the additive model's FoM by fraction of bytes fast (estimated)
+  pairs       per object with --pairs: FoM ratio with a pair of objects slow
+  curve       per object: the model's FoM by fraction of bytes fast (estimated)
 
 Levels are placed in run order (least to most throttled) as categories; the page inlines
 plotly.js once and loads nothing from the network. Written 0600 with the other outputs.
@@ -158,7 +159,23 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
                          tickangle=30)
         fig.update_yaxes(title_text="median FoM / all-fast median FoM", rangemode="tozero")
         out.append(("objects", _layout(fig, "Per object: FoM with only that object slow "
-                                       "(real, swap tier)", height=460)))
+                                       f"(real, {doc.get('tier') or 'swap'} tier)",
+                                       height=460)))
+    pairs = [r for r in doc.get("pairs") or [] if _number(r.get("median_ratio")) is not None]
+    if pairs:
+        fig = go.Figure(go.Bar(
+            # the last frame of each label on the axis (the caller, which tells objects from
+            # one allocation wrapper apart), the whole labels on hover
+            x=[" + ".join(o.split(" <- ")[-1] for o in r["objects"]) for r in pairs],
+            y=[float(r["median_ratio"]) for r in pairs],
+            text=[" + ".join(r["objects"]) for r in pairs], textposition="none",
+            hovertemplate="%{text}<br>ratio %{y:.3f}<extra></extra>"))
+        fig.add_hline(y=1.0, line={"color": "#555", "dash": "dot", "width": 1})
+        fig.update_xaxes(title_text="pair of objects (both slow, the rest fast)", tickangle=30)
+        fig.update_yaxes(title_text="median FoM / all-fast median FoM", rangemode="tozero")
+        out.append(("pairs", _layout(fig, "Per object: FoM with a pair of objects slow "
+                                     f"(real, {doc.get('tier') or 'swap'} tier)",
+                                     height=460)))
     curve = doc.get("curve") or []
     if curve:
         fig = go.Figure(go.Scatter(
@@ -169,7 +186,8 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
         fig.update_xaxes(title_text="bytes on the fast tier (%)", range=[0, 100])
         fig.update_yaxes(title_text="predicted FoM / all fast", range=[0, 1.05])
         out.append(("curve", _layout(fig, "Per object: cumulative curve, objects made fast by "
-                                     "loss per byte (estimated, additive model)")))
+                                     f"loss per byte (estimated, "
+                                     f"{doc.get('model') or 'additive'} model)")))
     return out
 
 
@@ -214,13 +232,22 @@ def write_sweep_page(out: Path, doc: dict[str, Any] | None = None,
     if doc is not None and doc.get("series"):
         figures.append(("fom", fom_figure(doc)))
         notes.extend(doc.get("warnings") or [])
+    if calibration is not None and calibration.get("knob") == "local":
+        sizes = calibration.get("footprints") or {}
+        notes.append("local calibration: effective bandwidth and latency with that share of "
+                     "each workload's own footprint in memory and the rest on the swap tier"
+                     + (" (footprints: " + ", ".join(f"{k} {v / 2**20:.0f} MiB"
+                                                     for k, v in sizes.items() if v) + ")"
+                        if sizes else "")
+                     + "; a workload that fits the CPU caches measures the caches at 100 %.")
     if calibration is not None:
         figures.extend(calibration_figures(calibration.get("rows") or [],
                                            calibration.get("knob", ""),
                                            calibration.get("kind", "")))
     if perobject is not None:
         figures.extend(perobject_figures(perobject))
-        notes.append("The cumulative curve is estimated (additive model), not measured.")
+        notes.append(f"The cumulative curve is estimated "
+                     f"({perobject.get('model') or 'additive'} model), not measured.")
     title = (f"objtier sweep: {main.get('knob', '')}"
              + (" calibration" if calibration is not None and doc is None else ""))
     files = sorted(p.name for p in out.iterdir()

@@ -19,12 +19,14 @@ sampled accesses (MIN_SHARE) gets an arm in which only it is on the slow side, o
 
 Arms run in interleaved rounds (all fast, X1, X2, ..., all fast, X1, ...), `repeat` rounds,
 each run with the stat-flush reader. Per object: median FoM and its ratio to the all-fast
-median (performance: < 1 = slower), sorted most sensitive first. The cumulative curve
-predicts, with an additive model, the FoM when the objects are made fast one by one in the
-order of measured loss per byte (the most loss avoided per fast byte first):
+median (performance: < 1 = slower), sorted most sensitive first. With `pairs`, one more arm
+per pair of the most accessed objects (both slow). The cumulative curve predicts the FoM when
+the objects are made fast one by one in the order of measured loss per byte (the most loss
+avoided per fast byte first), by the multiplicative model, or the pairwise one when pairs
+were measured (objtier.sweep.interaction):
 
     loss_i       = 1 / ratio_i - 1                      (extra time when i alone is slow)
-    FoM(S fast)  = 1 / (1 + sum of max(0, loss_i) over the measured objects not in S)
+    FoM(S fast)  = model's prediction with the measured objects not in S slow
     fast bytes   = (bytes of S + bytes of the objects under MIN_SHARE, kept fast) / all bytes
 
 The curve is estimated, not measured; docs/sweep.md says how to check it.
@@ -69,6 +71,7 @@ class Arm:
     foms: list[float | None] = field(default_factory=list)
     room_bytes: int = 0        # unlocked room added to the arm's cgroup limit [bytes]: lets
                                # arms with different fast sets run under one limit
+    kind: str = "object"       # "all fast" | "object" (one slow) | "pair" (two slow) | "set"
 
 
 def candidate_rows(objects, min_share: float = MIN_SHARE) -> np.ndarray:
@@ -113,17 +116,25 @@ def slow_set_placement(objects, slow_rows: tuple[int, ...], page_bytes: int):
                   chosen=chosen)
 
 
-def ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
-    """Per object arm: median FoM, its bootstrap interval, and the ratio (performance) to the
-    all-fast arm's median; sorted most sensitive (lowest ratio) first. Failed runs count as
-    the worst FoM, as in the metric."""
+def _median(values, higher_is_better: bool) -> float | None:
+    counted = [v if v is not None else worst(higher_is_better) for v in values]
+    return float(np.median(counted)) if counted else None
+
+
+def ratios(arms: list[Arm], higher_is_better: bool,
+           room: int = RUNTIME_UNLOCKED_BYTES) -> list[dict[str, Any]]:
+    """Per object arm (arms[1:] but pairs): median FoM, its bootstrap interval, and the ratio
+    (performance) to the all-fast arm's median; sorted most sensitive (lowest ratio) first.
+    Failed runs count as the worst FoM, as in the metric. room: bytes the slow object could
+    keep in fast memory anyway (the swap tier's unlocked room; 0 on the NUMA tier)."""
     def median(values):
-        counted = [v if v is not None else worst(higher_is_better) for v in values]
-        return float(np.median(counted)) if counted else None
+        return _median(values, higher_is_better)
 
     base = median(arms[0].foms)
     out = []
     for arm in arms[1:]:
+        if arm.kind == "pair":
+            continue
         m = median(arm.foms)
         counted = [v if v is not None else worst(higher_is_better) for v in arm.foms]
         low, high = bootstrap_median_ci(counted) if counted else (None, None)
@@ -132,7 +143,7 @@ def ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
         out.append({"object": arm.label, "context_key": arm.context_key,
                     "occurrence": arm.occurrence, "size": arm.size,
                     "access_share": round(arm.share, 6),
-                    "room_share": round(min(1.0, RUNTIME_UNLOCKED_BYTES / max(arm.size, 1)), 4),
+                    "room_share": round(min(1.0, room / max(arm.size, 1)), 4),
                     "runs": len(arm.foms),
                     "failed": sum(v is None for v in arm.foms), "median_fom": m,
                     "ci": [low, high], "median_ratio": ratio, "loss": loss,
@@ -142,19 +153,46 @@ def ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
     return out
 
 
-def cumulative_curve(rows: list[dict[str, Any]], total_bytes: int) -> list[dict[str, Any]]:
-    """The additive-model curve: objects made fast in order of loss per byte; each point is
-    (fraction of bytes fast, predicted relative FoM, the object just made fast)."""
+def pair_ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
+    """Per pair arm: the two objects (labels), runs, failures and the median ratio to all
+    fast."""
+    base = _median(arms[0].foms, higher_is_better)
+    out = []
+    for arm in arms[1:]:
+        if arm.kind != "pair":
+            continue
+        m = _median(arm.foms, higher_is_better)
+        out.append({"objects": list(arm.label.split(" + ", 1)), "size": arm.size,
+                    "runs": len(arm.foms), "failed": sum(v is None for v in arm.foms),
+                    "median_fom": m, "median_ratio": performance(m, base, higher_is_better)})
+    return out
+
+
+def pair_table(pairs: list[dict[str, Any]]) -> dict[frozenset, float]:
+    """{frozenset of the two labels: median ratio} of pair_ratios() rows."""
+    return {frozenset(p["objects"]): p["median_ratio"] for p in pairs}
+
+
+def cumulative_curve(rows: list[dict[str, Any]], total_bytes: int,
+                     model: str = "multiplicative",
+                     terms: dict[frozenset, float] | None = None) -> list[dict[str, Any]]:
+    """The cumulative curve: objects made fast in order of loss per byte; each point is
+    (fraction of bytes fast, predicted relative FoM by `model` (objtier.sweep.interaction),
+    the additive model's prediction, the object just made fast)."""
+    from objtier.sweep.interaction import predict
+
     order = sorted(rows, key=lambda r: -r["loss_per_mib"])
+    losses = {r["object"]: r["loss"] for r in rows}
     measured = sum(r["size"] for r in rows)
     fast_bytes = max(0, total_bytes - measured)   # objects under MIN_SHARE: kept fast
     points = []
     for k in range(len(order) + 1):
         fast_bytes += order[k - 1]["size"] if k else 0
         # inf when a slow object failed; a negative loss (faster when slow: noise) counts 0
-        slow_loss = sum(max(0.0, r["loss"]) for r in order[k:])
+        slow = [r["object"] for r in order[k:]]
         points.append({"fast_fraction": fast_bytes / total_bytes if total_bytes else 0.0,
-                       "predicted_fom": 1.0 / (1.0 + slow_loss),
+                       "predicted_fom": predict(model, slow, losses, terms),
+                       "predicted_additive": predict("additive", slow, losses),
                        "added": order[k - 1]["object"] if k else None})
     return points
 
@@ -180,6 +218,10 @@ class PerObjectSettings:
     timeout_s: float | None = None
     output: Path = Path("sweep-out")
     force: bool = False
+    pairs: int = 0                 # pair arms among this many most accessed objects (0: none)
+    tier: str = "swap"             # swap | numa
+    fast_nodes: str | None = None  # numa: node lists (default: detected)
+    slow_nodes: str | None = None
 
 
 def load_objects(recording: Path):
@@ -193,13 +235,21 @@ def load_objects(recording: Path):
     return planner.object_table(object_table(trace)), page_bytes(trace)
 
 
-def object_arms(objects, rows) -> list[Arm]:
-    """The all-fast arm, then one arm per row with only that object slow."""
+def object_arms(objects, rows, pairs: int = 0) -> list[Arm]:
+    """The all-fast arm, then one arm per row with only that object slow, then one arm per
+    pair of the first `pairs` rows (the most accessed) with those two slow."""
     total = float(objects.accesses.sum()) or 1.0
-    return [Arm(0, ALL_FAST)] + [
+    arms = [Arm(0, ALL_FAST, kind="all fast")] + [
         Arm(i, str(objects.label[r]), (int(r),), int(objects.size[r]),
             float(objects.accesses[r]) / total, str(objects.context_key[r]),
             int(objects.occurrence[r])) for i, r in enumerate(rows, 1)]
+    import itertools
+
+    for a, b in itertools.combinations([int(r) for r in rows[:max(0, pairs)]], 2):
+        arms.append(Arm(len(arms), f"{objects.label[a]} + {objects.label[b]}", (a, b),
+                        int(objects.size[a] + objects.size[b]),
+                        float(objects.accesses[a] + objects.accesses[b]) / total, kind="pair"))
+    return arms
 
 
 def run_per_object(command: list[str], settings: PerObjectSettings, fom,
@@ -211,25 +261,51 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
 
     if settings.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
+    if settings.pairs < 0 or settings.pairs == 1:
+        raise UsageError(f"--pairs must be 0 or at least 2, got {settings.pairs}")
+    if settings.tier not in ("swap", "numa"):
+        raise UsageError(f"--tier must be swap or numa, got {settings.tier!r}")
+    numa = None
+    if settings.tier == "numa":
+        from objtier.sweep.perobject_numa import numa_tiers
+
+        numa = numa_tiers(settings.fast_nodes, settings.slow_nodes)   # refuses one node
     objects, page = load_objects(settings.recording)
     rows = candidate_rows(objects, settings.min_share)
     if not len(rows):
         raise UsageError(f"{settings.recording}: no object has {settings.min_share:.0%} of the "
                          f"sampled accesses (record with a higher --rate?)")
-    arms = object_arms(objects, rows)
+    arms = object_arms(objects, rows, settings.pairs)
     fast_total = int(objects.size[objects.plannable].sum())   # the curve's "all bytes"
-    say(f"{len(arms) - 1} object(s) with >= {settings.min_share:.0%} of the accesses; "
-        f"{len(arms) * settings.repeat} runs")
+    singles = sum(arm.kind == "object" for arm in arms)
+    say(f"{singles} object(s) with >= {settings.min_share:.0%} of the accesses"
+        f"{f', {len(arms) - 1 - singles} pair(s)' if len(arms) - 1 > singles else ''}; "
+        f"{len(arms) * settings.repeat} runs on the {settings.tier} tier")
 
     def document(footprint: int) -> dict[str, Any]:
-        ranked = ratios(arms, fom.higher_is_better)
-        return {**_head(command, settings, fom), "footprint_bytes": footprint,
-                "all_fast": {"fom": arms[0].foms}, "objects": ranked,
-                "curve": cumulative_curve(ranked, fast_total)}
+        from objtier.sweep.interaction import pair_terms
 
-    footprint = run_arms(command, objects, page, arms, settings, fom, say, on_run,
-                         lambda fp: write_private(settings.output / "perobject.json", (
-                             json.dumps(document(fp), indent=1) + "\n").encode()))
+        ranked = ratios(arms, fom.higher_is_better,
+                        0 if settings.tier == "numa" else RUNTIME_UNLOCKED_BYTES)
+        pairs = pair_ratios(arms, fom.higher_is_better)
+        terms = pair_terms({r["object"]: r["loss"] for r in ranked}, pair_table(pairs))
+        model = "pairwise" if pairs else "multiplicative"
+        return {**_head(command, settings, fom), "footprint_bytes": footprint,
+                "tier": settings.tier, **({"numa": numa.describe()} if numa else {}),
+                "all_fast": {"fom": arms[0].foms}, "objects": ranked, "pairs": pairs,
+                "model": model, "curve": cumulative_curve(ranked, fast_total, model, terms)}
+
+    def save(fp: int) -> None:
+        write_private(settings.output / "perobject.json",
+                      (json.dumps(document(fp), indent=1) + "\n").encode())
+
+    if numa is not None:
+        from objtier.sweep.perobject_numa import run_numa_arms
+
+        footprint = run_numa_arms(command, objects, page, arms, settings, fom, numa, say,
+                                  on_run, save)
+    else:
+        footprint = run_arms(command, objects, page, arms, settings, fom, say, on_run, save)
     doc = document(footprint)
     write_private(settings.output / "perobject.json", (json.dumps(doc, indent=1) + "\n").encode())
     write_private(settings.output / "sensitivity.csv", sensitivity_csv(doc["objects"]).encode())
@@ -242,26 +318,21 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
 def _head(command, settings, fom) -> dict[str, Any]:
     from objtier.sweep.output import machine_info, tool_version
 
-    return {"knob": "per-object", "kind": "real", "command": command,
+    return {"knob": "per-object", "kind": "real", "command": command, "tier": settings.tier,
             "recording": str(settings.recording), "repeat": settings.repeat,
             "tool_version": tool_version(), "machine": machine_info(),
             "fom": {"source": fom.describe(), "higher_is_better": fom.higher_is_better}}
 
 
-def run_arms(command: list[str], objects, page: int, arms: list[Arm],
-             settings: PerObjectSettings, fom, say: Callable[[str], None],
-             on_run: Callable[[int, int, str], None],
-             after_run: Callable[[int], None] = lambda footprint: None) -> int:
-    """Run every arm `settings.repeat` times in interleaved rounds on one swap tier; each
-    arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
+def prepare_arms(command: list[str], objects, page: int, arms: list[Arm],
+                 settings: PerObjectSettings
+                 ) -> tuple[dict[int, tuple[dict[str, Any], Path]], Path]:
+    """The output directory with its runs/ (returned second), and {arm index: (plan, its text
+    file DIR/plan-NN.txt)}: each arm's slow set slow, every other plannable object fast.
+    Refuses a runtime that does not enforce plans."""
     from objtier import plan as planner
     from objtier.record import enforce
-    from objtier.experiments.measure import run_measured
-    from objtier.record.launch import runtime_env
-    from objtier.sweep.fom import extract
-    from objtier.sweep.knobs import KnobOptions, LocalKnob
-    from objtier.sweep.output import RunRecord, prepare_output, write_private
-    from objtier.sweep.runner import status_of
+    from objtier.sweep.output import prepare_output, write_private
 
     if not enforce.runtime_supports_plans():
         raise UsageError("this objtier runtime does not enforce plans (no OBJTIER_PLAN): "
@@ -279,10 +350,25 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
         path = settings.output / f"plan-{arm.index:02d}.txt"
         write_private(path, planner.to_text(plan).encode())
         plans[arm.index] = (plan, path)
+    return plans, runs_dir
+
+
+def run_arms(command: list[str], objects, page: int, arms: list[Arm],
+             settings: PerObjectSettings, fom, say: Callable[[str], None],
+             on_run: Callable[[int, int, str], None],
+             after_run: Callable[[int], None] = lambda footprint: None) -> int:
+    """Run every arm `settings.repeat` times in interleaved rounds on one swap tier; each
+    arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
+    from objtier.record import enforce
+    from objtier.experiments.measure import run_measured
+    from objtier.record.launch import runtime_env
+    from objtier.sweep.knobs import KnobOptions, LocalKnob
+
+    plans, runs_dir = prepare_arms(command, objects, page, arms, settings)
     plannable = np.flatnonzero(objects.plannable)
     outside_objects = None        # footprint - peak of the recorded objects: set once measured
     knob = LocalKnob([100], KnobOptions(swap=settings.swap))
-    records: list[RunRecord] = []
+    records: list = []             # RunRecord, one per run
     timeout = settings.timeout_s
     order = [(r, arm) for r in range(1, settings.repeat + 1) for arm in arms]
     with knob:
@@ -305,33 +391,54 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
             with knob.at_bytes(limit, command, env) as setup:
                 m = run_measured(arm.label, command, env=env, preexec=setup.preexec,
                                  timeout_s=timeout)
-            if m.returncode == -signal.SIGINT:
-                raise KeyboardInterrupt
-            value, unit, problem = extract(fom, m.stdout, m.wall_s)
-            timed_out = (timeout is not None and m.wall_s >= timeout
-                         and m.returncode == -signal.SIGKILL)
-            status = status_of(m.returncode, timed_out, setup.oom_kills, problem)
-            ok = status == "ok"
-            if not records and not ok:
-                raise UsageError(f"the all-fast run failed ({status}"
-                                 f"{': ' + problem if problem else ''}); is the recording of "
-                                 f"this program?")
+            judged = judge_run(m, fom, timeout, setup.oom_kills, first=not records)
             found = enforce.read_enforcement(plan, trace_dir)
-            arm.foms.append(value if ok else None)
-            records.append(RunRecord(
-                order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
-                repeat=repeat, kind="real",
-                applied=f"{limit >> 20} MiB, {len(arm.slow_rows)} object(s) slow",
-                status=status, returncode=m.returncode, fom=value if ok else None, unit=unit,
-                wall_s=round(m.wall_s, 6), reason=problem,
-                extra={**setup.extra, "matched": found.matched if found else None,
-                       "locked_bytes": found.locked_bytes if found else None}))
-            if timeout is None and ok:
-                timeout = max(60.0, 30.0 * m.wall_s)
+            timeout = keep_run(records, arm, repeat, m, judged,
+                               f"{limit >> 20} MiB, {len(arm.slow_rows)} object(s) slow",
+                               {**setup.extra, "matched": found.matched if found else None,
+                                "locked_bytes": found.locked_bytes if found else None},
+                               timeout)
             _write_runs(settings.output, records)
             after_run(footprint)
             on_run(i, len(order), arm.label)
     return footprint
+
+
+def judge_run(m, fom, timeout: float | None, oom_kills: int, first: bool
+              ) -> tuple[float | None, str | None, str | None, str]:
+    """(FoM or None when the run failed, unit, problem, status) of a finished arm run; Ctrl-C
+    in the program ends the sweep, and a failed first run (the all-fast arm) stops it."""
+    from objtier.sweep.fom import extract
+    from objtier.sweep.runner import status_of
+
+    if m.returncode == -signal.SIGINT:
+        raise KeyboardInterrupt
+    value, unit, problem = extract(fom, m.stdout, m.wall_s)
+    timed_out = (timeout is not None and m.wall_s >= timeout
+                 and m.returncode == -signal.SIGKILL)
+    status = status_of(m.returncode, timed_out, oom_kills, problem)
+    if first and status != "ok":
+        raise UsageError(f"the all-fast run failed ({status}"
+                         f"{': ' + problem if problem else ''}); is the recording of this "
+                         f"program?")
+    return (value if status == "ok" else None), unit, problem, status
+
+
+def keep_run(records: list, arm: Arm, repeat: int, m, judged, applied: str,
+             extra: dict[str, Any], timeout: float | None) -> float | None:
+    """Append a judged run (judge_run) to arm.foms and records; returns the timeout for the
+    next runs (max(60 s, 30 x the first successful run) unless one was given)."""
+    from objtier.sweep.output import RunRecord
+
+    value, unit, problem, status = judged
+    arm.foms.append(value)
+    records.append(RunRecord(
+        order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
+        repeat=repeat, kind="real", applied=applied, status=status, returncode=m.returncode,
+        fom=value, unit=unit, wall_s=round(m.wall_s, 6), reason=problem, extra=extra))
+    if timeout is None and status == "ok":
+        return max(60.0, 30.0 * m.wall_s)
+    return timeout
 
 
 def _write_runs(out: Path, records) -> None:
