@@ -86,3 +86,15 @@ def test_level_lists():
     assert parse_int_list("1,2", "--threads") == [1, 2]
     with pytest.raises(UsageError):
         parse_int_list("0,1.5", "--threads")
+
+
+def test_a_link_to_a_sweep_directory_is_refused_in_one_line(tmp_path):
+    real = tmp_path / "real"
+    prepare_output(real)
+    (real / "sweep.json").write_text("{}")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    for kwargs in ({}, {"force": True}, {"resume": True}):
+        with pytest.raises(UsageError, match="symbolic link"):
+            prepare_output(link, **kwargs)
+    assert (real / "sweep.json").exists()   # nothing behind the link was touched

@@ -158,6 +158,9 @@ def prepare_output(path: Path, force: bool = False, resume: bool = False) -> Non
     only with force, or kept with resume; anything else is refused."""
     import shutil
 
+    from objtier.outputs import refuse_symlink
+
+    refuse_symlink(path, "sweep directory")   # never replaced or resumed through a link
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"{path} exists and is not a directory")
@@ -173,7 +176,10 @@ def prepare_output(path: Path, force: bool = False, resume: bool = False) -> Non
                                  f"replace it or --resume to continue it")
             if not is_sweep:
                 raise UsageError(f"{path} is not a sweep directory; refusing to replace it")
-            shutil.rmtree(path)
+            try:
+                shutil.rmtree(path)
+            except OSError as error:
+                raise UsageError(f"cannot replace {path}: {error.strerror or error}") from None
     if resume and not path.exists():
         raise UsageError(f"--resume: {path} does not exist")
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
