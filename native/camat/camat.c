@@ -374,7 +374,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     start[0] = t;
     hit_end[0] = t + m->hit[0];
     if (s1 >= 0 && !upgrade) {
-        cm_cache_touch(&k->l1, s1);
+        cm_cache_touch(&k->l1, line, s1);
         if (write) {
             cm_set_state(&k->l1, s1, ST_M);
             if (multi) /* the owner's later stores count for the cores it took the line from */
@@ -430,7 +430,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 s2 = -1; /* ownership comes from the LLC */
             /* heaps: release[0] is the register that frees first */
             if (s2 >= 0) {
-                cm_cache_touch(&k->l2, s2);
+                cm_cache_touch(&k->l2, line, s2);
                 deepest = 1;
                 done = hit_end[1];
             } else {
@@ -457,7 +457,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
                 if (s3 >= 0 || upgrade || extra) {
                     if (s3 >= 0)
-                        cm_cache_touch(&m->llc, s3);
+                        cm_cache_touch(&m->llc, line, s3);
                     else
                         cm_cache_put(&m->llc, v3, line, ST_S);
                     deepest = 2;
@@ -501,7 +501,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                         st = ST_S;
             }
             if (upgrade)
-                cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, s1);
+                cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
             else
                 cm_cache_put(&k->l1, v1, line, st); /* the L1 set is as the look-up saw it */
             int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
