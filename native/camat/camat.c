@@ -3,6 +3,7 @@
 #include "camat.h"
 #include "cm_cache.h"
 #include "cm_local.h"
+#include "cm_pending.h"
 #include "cm_timeline.h"
 
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct camat_model {
     uint64_t batch; /* cycles the frontier moves between advances */
     uint64_t last_done;
     cm_timeline tl[CAMAT_LEVELS];
+    cm_queue pending; /* accesses not yet final, over the levels' timelines */
     camat_counts totals[CAMAT_LEVELS];
     camat_counts *by_object, *by_region;
     const char *error;
@@ -208,6 +210,7 @@ camat_model *camat_create(const camat_config *cfg, const char **err)
         ok = cm_timeline_init(&m->tl[l], ring, &m->totals[l],
                               m->by_object + (size_t)l * cfg->objects, cfg->objects,
                               m->by_region + (size_t)l * cfg->regions, cfg->regions) == 0;
+    ok = ok && cm_queue_init(&m->pending, m->tl, m->levels) == 0;
     if (!ok) {
         camat_destroy(m);
         return NULL;
@@ -235,6 +238,7 @@ void camat_destroy(camat_model *m)
     mshr_free(&m->mllc);
     cm_local_free(&m->local);
     free(m->pinned);
+    cm_queue_free(&m->pending);
     for (int l = 0; l < CAMAT_LEVELS; l++)
         cm_timeline_free(&m->tl[l]);
     free(m->by_object);
@@ -512,22 +516,25 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
         }
     }
     /* the levels it visited: hit phase, and the miss phase down to the data */
+    uint64_t he[CAMAT_LEVELS];
+    int ms[CAMAT_LEVELS];
     for (int l = 0; l <= deepest; l++) {
-        uint64_t he = hit_end[l] < done ? hit_end[l] : done;
-        int ms = missed[l] && done > he;
-        int rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
-        if (rc == 1) { /* the timeline lags: sweep it up to this floor, then again */
-            cm_timeline_advance(&m->tl[l], floor);
-            rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
-        }
-        while (rc == 1 && cm_timeline_widen(&m->tl[l]) == 0) /* a longer life than the ring */
-            rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
-        if (rc != 0) {
-            m->error = rc == 1 ? "timeline overrun: a miss outlasts the model's cycle window "
-                                 "(lower far_cycles or the lag)"
-                               : "out of memory";
-            return -1;
-        }
+        he[l] = hit_end[l] < done ? hit_end[l] : done;
+        ms[l] = missed[l] && done > he[l];
+    }
+    uint32_t n = (uint32_t)deepest + 1;
+    int rc = cm_queue_add(&m->pending, n, start, he, done, ms, obj, reg);
+    if (rc == 1) { /* the timelines lag: sweep them up to this floor, then again */
+        cm_queue_advance(&m->pending, floor);
+        rc = cm_queue_add(&m->pending, n, start, he, done, ms, obj, reg);
+    }
+    while (rc == 1 && cm_queue_widen(&m->pending) == 0) /* a longer life than the ring */
+        rc = cm_queue_add(&m->pending, n, start, he, done, ms, obj, reg);
+    if (rc != 0) {
+        m->error = rc == 1 ? "timeline overrun: a miss outlasts the model's cycle window "
+                             "(lower far_cycles or the lag)"
+                           : "out of memory";
+        return -1;
     }
     k->done[k->n % HIST] = done;
     uint64_t prev = k->n ? k->retire[(k->n - 1) % HIST] : 0;
@@ -545,8 +552,7 @@ static void advance_all(camat_model *m, uint64_t frontier)
 {
     if (frontier < m->swept + m->batch)
         return;
-    for (uint32_t l = 0; l < m->levels; l++)
-        cm_timeline_advance(&m->tl[l], frontier);
+    cm_queue_advance(&m->pending, frontier);
     m->swept = frontier;
 }
 
@@ -670,10 +676,9 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
 
 void camat_finish(camat_model *m)
 {
-    for (uint32_t l = 0; l < m->levels; l++) {
-        cm_timeline_advance(&m->tl[l], m->last_done + 1);
+    cm_queue_advance(&m->pending, m->last_done + 1);
+    for (uint32_t l = 0; l < m->levels; l++)
         cm_timeline_totals(&m->tl[l]);
-    }
 }
 
 const camat_counts *camat_totals(const camat_model *m)
