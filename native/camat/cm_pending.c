@@ -50,26 +50,33 @@ static inline void add_final(camat_counts *c, uint64_t hit_len, uint64_t miss_le
     }
 }
 
+/* Final shares of p at level l, its phases [start, he) and, when missed, [he, done). */
+static inline void finalize_level(cm_timeline *tl, const cm_pending *p, uint64_t start, uint64_t he,
+                                  uint64_t done, int missed)
+{
+    uint64_t m = tl->mask;
+    const cm_prefix *s = &tl->prefix[start & m], *h = &tl->prefix[he & m];
+    double hs = h->qh - s->qh, ms = 0, ps = 0;
+    uint64_t pure = 0;
+    if (missed) {
+        const cm_prefix *d = &tl->prefix[done & m];
+        pure = d->pure - h->pure;
+        ms = d->qm - h->qm;
+        ps = d->qp - h->qp;
+    }
+    add_final(&tl->by_object[p->object], he - start, done - he, missed, pure, hs, ms, ps);
+    if (tl->regions > 1)
+        add_final(&tl->by_region[p->region], he - start, done - he, missed, pure, hs, ms, ps);
+}
+
 /* Final shares of p at every level it visited (its last cycle is swept everywhere). */
 static void finalize(cm_queue *q, const cm_pending *p)
 {
     uint64_t done = p->start + p->life;
     for (uint32_t l = 0; l < p->levels; l++) {
-        cm_timeline *tl = &q->tl[l];
-        uint64_t m = tl->mask, start = p->start + p->hit_from[l], he = p->start + p->hit_to[l];
-        const cm_prefix *s = &tl->prefix[start & m], *h = &tl->prefix[he & m];
-        double hs = h->qh - s->qh, ms = 0, ps = 0;
-        uint64_t pure = 0;
-        int missed = p->missed >> l & 1;
-        if (missed) {
-            const cm_prefix *d = &tl->prefix[done & m];
-            pure = d->pure - h->pure;
-            ms = d->qm - h->qm;
-            ps = d->qp - h->qp;
-        }
-        add_final(&tl->by_object[p->object], he - start, done - he, missed, pure, hs, ms, ps);
-        if (tl->regions > 1)
-            add_final(&tl->by_region[p->region], he - start, done - he, missed, pure, hs, ms, ps);
+        uint64_t from = l ? p->hit_from[l] : 0;
+        finalize_level(&q->tl[l], p, p->start + from, p->start + p->hit_to[l], done,
+                       p->missed >> l & 1);
     }
 }
 

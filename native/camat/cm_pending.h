@@ -19,7 +19,7 @@ typedef struct cm_pending {
     uint64_t start;               /* level 0's start, the access's first cycle */
     uint32_t life;                /* done - start */
     uint32_t back;                /* the sweeps stood at start - back when it was added */
-    uint32_t hit_from[CM_LEVELS]; /* start_l - start */
+    uint32_t hit_from[CM_LEVELS]; /* start_l - start (l > 0) */
     uint32_t hit_to[CM_LEVELS];   /* he_l - start */
     uint32_t object, region;
     uint8_t levels; /* deepest + 1 */
@@ -61,8 +61,10 @@ cm_queue_add(cm_queue *q, uint32_t n, const uint64_t *start, const uint64_t *he,
     p->object = object;
     p->region = region;
     p->levels = (uint8_t)n;
-    uint8_t bits = 0;
-    for (uint32_t l = 0; l < n; l++) {
+    cm_timeline_add(&tl[0], start[0], he[0], done, missed[0]);
+    p->hit_to[0] = (uint32_t)(he[0] - start[0]); /* hit_from[0] is 0, never read */
+    uint8_t bits = missed[0] != 0;
+    for (uint32_t l = 1; l < n; l++) {
         cm_timeline_add(&tl[l], start[l], he[l], done, missed[l]);
         p->hit_from[l] = (uint32_t)(start[l] - start[0]);
         p->hit_to[l] = (uint32_t)(he[l] - start[0]);
