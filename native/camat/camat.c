@@ -515,21 +515,19 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 cm_cache_put(&k->l2, v2, line, st);
         }
     }
-    /* the levels it visited: hit phase, and the miss phase down to the data */
-    uint64_t he[CAMAT_LEVELS];
-    int ms[CAMAT_LEVELS];
-    for (int l = 0; l <= deepest; l++) {
-        he[l] = hit_end[l] < done ? hit_end[l] : done;
-        ms[l] = missed[l] && done > he[l];
-    }
+    /* the levels it visited: hit phase, and the miss phase down to the data (above the
+     * deepest level an access always missed, and its hit phase ended before done) */
+    if (hit_end[deepest] > done)
+        hit_end[deepest] = done;
+    missed[deepest] = missed[deepest] && done > hit_end[deepest];
     uint32_t n = (uint32_t)deepest + 1;
-    int rc = cm_queue_add(&m->pending, n, start, he, done, ms, obj, reg);
+    int rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
     if (rc == 1) { /* the timelines lag: sweep them up to this floor, then again */
         cm_queue_advance(&m->pending, floor);
-        rc = cm_queue_add(&m->pending, n, start, he, done, ms, obj, reg);
+        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
     }
     while (rc == 1 && cm_queue_widen(&m->pending) == 0) /* a longer life than the ring */
-        rc = cm_queue_add(&m->pending, n, start, he, done, ms, obj, reg);
+        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
     if (rc != 0) {
         m->error = rc == 1 ? "timeline overrun: a miss outlasts the model's cycle window "
                              "(lower far_cycles or the lag)"
