@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HIST      4096 /* per-core ring of done/retire cycles; >= the largest window */
-#define INV_SLOTS 4096 /* per-core direct-mapped table of lines lost to invalidation */
+#define HIST       4096 /* per-core ring of done/retire cycles; >= the largest window */
+#define INV_SLOTS  4096 /* per-core direct-mapped table of lines lost to invalidation */
+#define M1_BUCKETS 256  /* per-core counts of the L1 miss registers' lines, by line */
 
 typedef struct mshr_set {
     uint64_t *release; /* cycle each register frees */
@@ -32,6 +33,7 @@ typedef struct core {
     uint32_t in_cycle; /* accesses issued in that cycle */
     uint32_t reserved;
     inv_entry *inv;
+    uint16_t fetching[M1_BUCKETS]; /* L1 registers holding a line, by line % M1_BUCKETS */
 } core;
 
 struct camat_model {
@@ -270,8 +272,10 @@ static uint64_t invalidate_others(camat_model *m, uint32_t me, uint64_t line, ui
         if (s1 < 0 && s2 < 0)
             continue;
         for (uint32_t i = 0; i < k->m1.n; i++) /* its fetch in flight no longer counts */
-            if (k->m1.line[i] == line + 1)
+            if (k->m1.line[i] == line + 1) {
                 k->m1.line[i] = 0;
+                k->fetching[line % M1_BUCKETS]--;
+            }
         if (s1 >= 0)
             cm_cache_drop(&k->l1, s1, line);
         if (s2 >= 0)
@@ -397,12 +401,21 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
         int64_t merged = -1;
         uint32_t r1 = 0;
         uint64_t first_free = k->m1.release[0];
-        for (uint32_t i = 0; i < k->m1.n; i++) { /* selects, not branches */
-            uint64_t r = k->m1.release[i];
-            int lt = r < first_free;
-            merged = k->m1.line[i] == line + 1 && r > hit_end[0] && !upgrade ? (int64_t)i : merged;
-            r1 = lt ? i : r1;
-            first_free = lt ? r : first_free;
+        if (k->fetching[line % M1_BUCKETS] && !upgrade) { /* some register may hold it */
+            for (uint32_t i = 0; i < k->m1.n; i++) {      /* selects, not branches */
+                uint64_t r = k->m1.release[i];
+                int lt = r < first_free;
+                merged = k->m1.line[i] == line + 1 && r > hit_end[0] ? (int64_t)i : merged;
+                r1 = lt ? i : r1;
+                first_free = lt ? r : first_free;
+            }
+        } else {
+            for (uint32_t i = 0; i < k->m1.n; i++) {
+                uint64_t r = k->m1.release[i];
+                int lt = r < first_free;
+                r1 = lt ? i : r1;
+                first_free = lt ? r : first_free;
+            }
         }
         if (merged >= 0) {
             deepest = 0;
@@ -492,7 +505,10 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 mshr_replace_top(&k->m2, done);
             }
             k->m1.release[r1] = done;
+            if (k->m1.line[r1])
+                k->fetching[(k->m1.line[r1] - 1) % M1_BUCKETS]--;
             k->m1.line[r1] = line + 1;
+            k->fetching[line % M1_BUCKETS]++;
             /* fill the private caches with the line's new state */
             uint8_t st = write ? ST_M : ST_E;
             if (multi && !write && snooped >= 0) {

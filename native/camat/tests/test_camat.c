@@ -2,8 +2,9 @@
  * C unit tests of the C-AMAT model on synthetic access streams whose concurrency is known:
  * a dependent pointer chase (one miss at a time), independent streaming loads (as many misses
  * as miss-status registers), two cores writing neighbouring bytes of one line (false sharing)
- * and of separate lines, the page-LRU local buffer, true LRU in a cache set (recency order in
- * nibbles up to 16 ways, in bytes above), and bad configurations.
+ * and of separate lines, an L1 miss merging with the fetch in flight, the page-LRU local
+ * buffer, true LRU in a cache set (recency order in nibbles up to 16 ways, in bytes above),
+ * and bad configurations.
  * Each failed check prints its line; the program exits non-zero on any failure.
  */
 #include "camat.h"
@@ -197,6 +198,36 @@ static void test_hits_overlap(void)
     check_apc(&t[0]);
     camat_destroy(m);
     free(a);
+}
+
+/* L1 of one set of two ways: A, B, C miss (C evicts A while A's fetch is in flight), then A
+ * again: a miss that merges with the fetch in flight (it goes no deeper), unless it is
+ * issued after that fetch returned (dep on C), or another line shares A's register bucket. */
+static uint64_t l2_accesses_after_reaccess(int after_return, uint64_t b_line)
+{
+    camat_config cfg = base_config(1);
+    cfg.cache[0] = (camat_cache){128, 2, 4, 10, 0};
+    camat_model *m = camat_create(&cfg, NULL);
+    uint64_t a_line = 0x10000 / 64;
+    camat_access a[4] = {{.addr = a_line * 64, .flags = 8 << 8},
+                         {.addr = b_line * 64, .flags = 8 << 8},
+                         {.addr = 0x30000, .flags = 8 << 8},
+                         {.addr = a_line * 64, .flags = 8 << 8, .dep = after_return ? 1 : 0}};
+    CHECK(camat_feed(m, a, 4) == 0);
+    camat_finish(m);
+    const camat_counts *t = camat_totals(m);
+    CHECK(t[0].accesses == 4 && t[0].misses == 4);
+    uint64_t n = t[1].accesses;
+    camat_destroy(m);
+    return n;
+}
+
+static void test_merge_in_flight(void)
+{
+    printf("an L1 miss on a line in flight merges with its fetch\n");
+    CHECK(l2_accesses_after_reaccess(0, 0x20000 / 64) == 3);
+    CHECK(l2_accesses_after_reaccess(0, 0x10000 / 64 + 256) == 3); /* same bucket as A */
+    CHECK(l2_accesses_after_reaccess(1, 0x20000 / 64) == 4);
 }
 
 /* Two cores increment their own counter; the counters share a line or not. */
@@ -407,6 +438,7 @@ int main(void)
     test_pointer_chase();
     test_streaming();
     test_hits_overlap();
+    test_merge_in_flight();
     test_false_sharing();
     test_clock_interleaving();
     test_local_buffer();
