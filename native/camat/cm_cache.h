@@ -68,6 +68,8 @@ static inline void cm_cache_mru(cm_cache *c, uint64_t set, uint32_t way)
         return;
     }
     uint64_t o = c->order[set], x = o ^ (way * CM_NIBS);
+    if ((o & 15) == way) /* already the most recent (a loop over one line) */
+        return;
     /* the lowest zero nibble of x is way's rank (exact: a borrow only reaches higher ones) */
     uint32_t r = (uint32_t)__builtin_ctzll((x - CM_NIBS) & ~x & (CM_NIBS << 3)) & ~3U;
     uint64_t below = (1ULL << r) - 1, above = ~(below | (15ULL << r));
