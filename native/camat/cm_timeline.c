@@ -66,72 +66,84 @@ int cm_timeline_widen(cm_timeline *tl, uint64_t lo)
     return 0;
 }
 
+/* The running sums of a sweep, in locals. */
+typedef struct sums {
+    int64_t hits, misses;
+    uint64_t pure, hc, mc;
+    double qh, qm, qp;
+} sums;
+
+/* Counts a run of n > 0 cycles with the phases open as they are. */
+static inline void run(sums *z, const double *rcp, uint64_t n)
+{
+    double k = (double)(int64_t)n; /* n < 2^53: exact; signed converts in one instruction */
+    int64_t hits = z->hits, misses = z->misses;
+    /* selects, not branches; rcp[0] = 0 (adding 0.0 leaves a sum as it is) */
+    int h = hits > 0, mi = misses > 0, p = mi && !h;
+    double qh_run = k * (hits < CM_RCP ? rcp[hits] : 1.0 / (double)hits);
+    double qm_run = k * (misses < CM_RCP ? rcp[misses] : 1.0 / (double)misses);
+    z->hc += h ? n : 0;
+    z->qh += qh_run;
+    z->mc += mi ? n : 0;
+    z->qm += qm_run;
+    z->pure += p ? n : 0; /* pure-miss cycles: also the active ones beyond hit cycles */
+    z->qp += p ? qm_run : 0.0;
+}
+
 /* Sweeps [t, limit): counts each run of cycles between events at once, and at each event
  * cycle writes the prefixes before it and applies its phase changes. The state lives in
  * locals for the loop. */
 void cm_timeline_sweep(cm_timeline *tl, uint64_t limit, int none_pending)
 {
-    uint64_t t = tl->t, mask = tl->mask, pure = tl->pure_now, pure0 = pure;
-    uint64_t hc = 0, mc = 0;
-    int64_t hits = tl->hits, misses = tl->misses;
-    double qh = tl->qh_now, qm = tl->qm_now, qp = tl->qp_now;
+    uint64_t t = tl->t, mask = tl->mask, pure0 = tl->pure_now;
+    sums z = {tl->hits, tl->misses, pure0, 0, 0, tl->qh_now, tl->qm_now, tl->qp_now};
     uint64_t *ev = tl->events;
     cm_delta *delta = tl->delta;
     cm_prefix *prefix = tl->prefix;
     const double *rcp = tl->rcp;
+    if (none_pending) { /* nothing pending: no events */
+        if (limit > t)
+            run(&z, rcp, limit - t);
+        t = limit > t ? limit : t;
+    }
     while (t < limit) {
         uint64_t e = t; /* the first event at or after t, or limit */
-        if (none_pending) {
-            e = limit; /* nothing pending: no events */
-        } else {
-            for (;;) {
-                uint64_t i = e & mask, word = ev[i >> 6] >> (i & 63);
-                if (word) {
-                    e += (uint64_t)__builtin_ctzll(word);
-                    break;
-                }
-                e += 64 - (i & 63);
-                if (e >= limit)
-                    break;
+        for (;;) {
+            uint64_t i = e & mask, word = ev[i >> 6] >> (i & 63);
+            if (word) {
+                e += (uint64_t)__builtin_ctzll(word);
+                break;
             }
-            if (e > limit)
-                e = limit;
+            e += 64 - (i & 63);
+            if (e >= limit)
+                break;
         }
+        if (e > limit)
+            e = limit;
         if (e > t) {
-            uint64_t n = e - t;
-            double k = (double)n;
-            /* selects, not branches; rcp[0] = 0 (adding 0.0 leaves a sum as it is) */
-            int h = hits > 0, mi = misses > 0, p = mi && !h;
-            double qh_run = k * (hits < CM_RCP ? rcp[hits] : 1.0 / (double)hits);
-            double qm_run = k * (misses < CM_RCP ? rcp[misses] : 1.0 / (double)misses);
-            hc += h ? n : 0;
-            qh += qh_run;
-            mc += mi ? n : 0;
-            qm += qm_run;
-            pure += p ? n : 0; /* pure-miss cycles: also the active ones beyond hit cycles */
-            qp += p ? qm_run : 0.0;
+            run(&z, rcp, e - t);
             t = e;
             if (t == limit)
                 break;
         }
         uint64_t i = t & mask;
         ev[i >> 6] &= ~(1ULL << (i & 63));
-        prefix[i] = (cm_prefix){pure, qh, qm, qp};
-        hits += delta[i].dh;
-        misses += delta[i].dm;
+        prefix[i] = (cm_prefix){z.pure, z.qh, z.qm, z.qp};
+        z.hits += delta[i].dh;
+        z.misses += delta[i].dm;
         delta[i] = (cm_delta){0, 0};
     }
     tl->t = t;
-    tl->pure_now = pure;
-    tl->hits = hits;
-    tl->misses = misses;
-    tl->qh_now = qh;
-    tl->qm_now = qm;
-    tl->qp_now = qp;
-    tl->total->hit_cycles += hc;
-    tl->total->miss_cycles += mc;
-    tl->total->pure_cycles += pure - pure0;
-    tl->total->active_cycles += hc + (pure - pure0); /* hit, or miss and not hit */
+    tl->pure_now = z.pure;
+    tl->hits = z.hits;
+    tl->misses = z.misses;
+    tl->qh_now = z.qh;
+    tl->qm_now = z.qm;
+    tl->qp_now = z.qp;
+    tl->total->hit_cycles += z.hc;
+    tl->total->miss_cycles += z.mc;
+    tl->total->pure_cycles += z.pure - pure0;
+    tl->total->active_cycles += z.hc + (z.pure - pure0); /* hit, or miss and not hit */
 }
 
 static void add_counts(camat_counts *to, const camat_counts *c)
