@@ -690,6 +690,8 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
 
 void camat_finish(camat_model *m)
 {
+    if (m->error) /* the levels' rings may differ after a failed widening */
+        return;
     cm_queue_advance(&m->pending, m->last_done + 1);
     for (uint32_t l = 0; l < m->levels; l++)
         cm_timeline_totals(&m->tl[l]);
