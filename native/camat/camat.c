@@ -3,13 +3,15 @@
 #include "camat.h"
 #include "cm_cache.h"
 #include "cm_local.h"
+#include "cm_pending.h"
 #include "cm_timeline.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define HIST      4096 /* per-core ring of done/retire cycles; >= the largest window */
-#define INV_SLOTS 4096 /* per-core direct-mapped table of lines lost to invalidation */
+#define HIST       4096 /* per-core ring of done/retire cycles; >= the largest window */
+#define INV_SLOTS  4096 /* per-core direct-mapped table of lines lost to invalidation */
+#define M1_BUCKETS 256  /* per-core counts of the L1 miss registers' lines, by line */
 
 typedef struct mshr_set {
     uint64_t *release; /* cycle each register frees */
@@ -31,6 +33,7 @@ typedef struct core {
     uint32_t in_cycle; /* accesses issued in that cycle */
     uint32_t reserved;
     inv_entry *inv;
+    uint16_t fetching[M1_BUCKETS]; /* L1 registers holding a line, by line % M1_BUCKETS */
 } core;
 
 struct camat_model {
@@ -48,6 +51,7 @@ struct camat_model {
     uint64_t batch; /* cycles the frontier moves between advances */
     uint64_t last_done;
     cm_timeline tl[CAMAT_LEVELS];
+    cm_queue pending; /* accesses not yet final, over the levels' timelines */
     camat_counts totals[CAMAT_LEVELS];
     camat_counts *by_object, *by_region;
     const char *error;
@@ -208,6 +212,7 @@ camat_model *camat_create(const camat_config *cfg, const char **err)
         ok = cm_timeline_init(&m->tl[l], ring, &m->totals[l],
                               m->by_object + (size_t)l * cfg->objects, cfg->objects,
                               m->by_region + (size_t)l * cfg->regions, cfg->regions) == 0;
+    ok = ok && cm_queue_init(&m->pending, m->tl, m->levels) == 0;
     if (!ok) {
         camat_destroy(m);
         return NULL;
@@ -235,6 +240,7 @@ void camat_destroy(camat_model *m)
     mshr_free(&m->mllc);
     cm_local_free(&m->local);
     free(m->pinned);
+    cm_queue_free(&m->pending);
     for (int l = 0; l < CAMAT_LEVELS; l++)
         cm_timeline_free(&m->tl[l]);
     free(m->by_object);
@@ -266,8 +272,10 @@ static uint64_t invalidate_others(camat_model *m, uint32_t me, uint64_t line, ui
         if (s1 < 0 && s2 < 0)
             continue;
         for (uint32_t i = 0; i < k->m1.n; i++) /* its fetch in flight no longer counts */
-            if (k->m1.line[i] == line + 1)
+            if (k->m1.line[i] == line + 1) {
                 k->m1.line[i] = 0;
+                k->fetching[line % M1_BUCKETS]--;
+            }
         if (s1 >= 0)
             cm_cache_drop(&k->l1, s1, line);
         if (s2 >= 0)
@@ -374,7 +382,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     start[0] = t;
     hit_end[0] = t + m->hit[0];
     if (s1 >= 0 && !upgrade) {
-        cm_cache_touch(&k->l1, s1);
+        cm_cache_touch(&k->l1, line, s1);
         if (write) {
             cm_set_state(&k->l1, s1, ST_M);
             if (multi) /* the owner's later stores count for the cores it took the line from */
@@ -393,12 +401,21 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
         int64_t merged = -1;
         uint32_t r1 = 0;
         uint64_t first_free = k->m1.release[0];
-        for (uint32_t i = 0; i < k->m1.n; i++) { /* selects, not branches */
-            uint64_t r = k->m1.release[i];
-            int lt = r < first_free;
-            merged = k->m1.line[i] == line + 1 && r > hit_end[0] && !upgrade ? (int64_t)i : merged;
-            r1 = lt ? i : r1;
-            first_free = lt ? r : first_free;
+        if (k->fetching[line % M1_BUCKETS] && !upgrade) { /* some register may hold it */
+            for (uint32_t i = 0; i < k->m1.n; i++) {      /* selects, not branches */
+                uint64_t r = k->m1.release[i];
+                int lt = r < first_free;
+                merged = k->m1.line[i] == line + 1 && r > hit_end[0] ? (int64_t)i : merged;
+                r1 = lt ? i : r1;
+                first_free = lt ? r : first_free;
+            }
+        } else {
+            for (uint32_t i = 0; i < k->m1.n; i++) {
+                uint64_t r = k->m1.release[i];
+                int lt = r < first_free;
+                r1 = lt ? i : r1;
+                first_free = lt ? r : first_free;
+            }
         }
         if (merged >= 0) {
             deepest = 0;
@@ -430,7 +447,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 s2 = -1; /* ownership comes from the LLC */
             /* heaps: release[0] is the register that frees first */
             if (s2 >= 0) {
-                cm_cache_touch(&k->l2, s2);
+                cm_cache_touch(&k->l2, line, s2);
                 deepest = 1;
                 done = hit_end[1];
             } else {
@@ -457,7 +474,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
                 if (s3 >= 0 || upgrade || extra) {
                     if (s3 >= 0)
-                        cm_cache_touch(&m->llc, s3);
+                        cm_cache_touch(&m->llc, line, s3);
                     else
                         cm_cache_put(&m->llc, v3, line, ST_S);
                     deepest = 2;
@@ -488,7 +505,10 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 mshr_replace_top(&k->m2, done);
             }
             k->m1.release[r1] = done;
+            if (k->m1.line[r1])
+                k->fetching[(k->m1.line[r1] - 1) % M1_BUCKETS]--;
             k->m1.line[r1] = line + 1;
+            k->fetching[line % M1_BUCKETS]++;
             /* fill the private caches with the line's new state */
             uint8_t st = write ? ST_M : ST_E;
             if (multi && !write && snooped >= 0) {
@@ -501,7 +521,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                         st = ST_S;
             }
             if (upgrade)
-                cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, s1);
+                cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
             else
                 cm_cache_put(&k->l1, v1, line, st); /* the L1 set is as the look-up saw it */
             int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
@@ -511,23 +531,24 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 cm_cache_put(&k->l2, v2, line, st);
         }
     }
-    /* the levels it visited: hit phase, and the miss phase down to the data */
-    for (int l = 0; l <= deepest; l++) {
-        uint64_t he = hit_end[l] < done ? hit_end[l] : done;
-        int ms = missed[l] && done > he;
-        int rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
-        if (rc == 1) { /* the timeline lags: sweep it up to this floor, then again */
-            cm_timeline_advance(&m->tl[l], floor);
-            rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
-        }
-        while (rc == 1 && cm_timeline_widen(&m->tl[l]) == 0) /* a longer life than the ring */
-            rc = cm_timeline_add(&m->tl[l], start[l], he, done, ms, obj, reg);
-        if (rc != 0) {
-            m->error = rc == 1 ? "timeline overrun: a miss outlasts the model's cycle window "
-                                 "(lower far_cycles or the lag)"
-                               : "out of memory";
-            return -1;
-        }
+    /* the levels it visited: hit phase, and the miss phase down to the data (above the
+     * deepest level an access always missed, and its hit phase ended before done) */
+    if (hit_end[deepest] > done)
+        hit_end[deepest] = done;
+    missed[deepest] = missed[deepest] && done > hit_end[deepest];
+    uint32_t n = (uint32_t)deepest + 1;
+    int rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
+    if (rc == 1) { /* the timelines lag: sweep them up to this floor, then again */
+        cm_queue_advance(&m->pending, floor);
+        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
+    }
+    while (rc == 1 && cm_queue_widen(&m->pending) == 0) /* a longer life than the ring */
+        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
+    if (rc != 0) {
+        m->error = rc == 1 ? "timeline overrun: a miss outlasts the model's cycle window "
+                             "(lower far_cycles or the lag)"
+                           : "out of memory";
+        return -1;
     }
     k->done[k->n % HIST] = done;
     uint64_t prev = k->n ? k->retire[(k->n - 1) % HIST] : 0;
@@ -545,8 +566,7 @@ static void advance_all(camat_model *m, uint64_t frontier)
 {
     if (frontier < m->swept + m->batch)
         return;
-    for (uint32_t l = 0; l < m->levels; l++)
-        cm_timeline_advance(&m->tl[l], frontier);
+    cm_queue_advance(&m->pending, frontier);
     m->swept = frontier;
 }
 
@@ -670,10 +690,11 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
 
 void camat_finish(camat_model *m)
 {
-    for (uint32_t l = 0; l < m->levels; l++) {
-        cm_timeline_advance(&m->tl[l], m->last_done + 1);
+    if (m->error) /* the levels' rings may differ after a failed widening */
+        return;
+    cm_queue_advance(&m->pending, m->last_done + 1);
+    for (uint32_t l = 0; l < m->levels; l++)
         cm_timeline_totals(&m->tl[l]);
-    }
 }
 
 const camat_counts *camat_totals(const camat_model *m)

@@ -115,7 +115,8 @@ void camat_destroy(camat_model *m);
  * or a timeline overrun: latencies too long for the model's cycle window). */
 int camat_feed(camat_model *m, const camat_access *a, size_t n);
 
-/* Drains every access in flight; call once after the last feed. */
+/* Drains every access in flight; call once after the last feed (nothing to drain after a
+ * failed feed: the counts are then incomplete). */
 void camat_finish(camat_model *m);
 
 /* Counts: totals[CAMAT_LEVELS]; by_object[level * objects + object];

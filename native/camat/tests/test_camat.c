@@ -2,10 +2,13 @@
  * C unit tests of the C-AMAT model on synthetic access streams whose concurrency is known:
  * a dependent pointer chase (one miss at a time), independent streaming loads (as many misses
  * as miss-status registers), two cores writing neighbouring bytes of one line (false sharing)
- * and of separate lines, the page-LRU local buffer, and bad configurations.
+ * and of separate lines, an L1 miss merging with the fetch in flight, the page-LRU local
+ * buffer, true LRU in a cache set (recency order in nibbles up to 16 ways, in bytes above),
+ * and bad configurations.
  * Each failed check prints its line; the program exits non-zero on any failure.
  */
 #include "camat.h"
+#include "cm_cache.h"
 #include "cm_local.h"
 
 #include <math.h>
@@ -197,6 +200,36 @@ static void test_hits_overlap(void)
     free(a);
 }
 
+/* L1 of one set of two ways: A, B, C miss (C evicts A while A's fetch is in flight), then A
+ * again: a miss that merges with the fetch in flight (it goes no deeper), unless it is
+ * issued after that fetch returned (dep on C), or another line shares A's register bucket. */
+static uint64_t l2_accesses_after_reaccess(int after_return, uint64_t b_line)
+{
+    camat_config cfg = base_config(1);
+    cfg.cache[0] = (camat_cache){128, 2, 4, 10, 0};
+    camat_model *m = camat_create(&cfg, NULL);
+    uint64_t a_line = 0x10000 / 64;
+    camat_access a[4] = {{.addr = a_line * 64, .flags = 8 << 8},
+                         {.addr = b_line * 64, .flags = 8 << 8},
+                         {.addr = 0x30000, .flags = 8 << 8},
+                         {.addr = a_line * 64, .flags = 8 << 8, .dep = after_return ? 1 : 0}};
+    CHECK(camat_feed(m, a, 4) == 0);
+    camat_finish(m);
+    const camat_counts *t = camat_totals(m);
+    CHECK(t[0].accesses == 4 && t[0].misses == 4);
+    uint64_t n = t[1].accesses;
+    camat_destroy(m);
+    return n;
+}
+
+static void test_merge_in_flight(void)
+{
+    printf("an L1 miss on a line in flight merges with its fetch\n");
+    CHECK(l2_accesses_after_reaccess(0, 0x20000 / 64) == 3);
+    CHECK(l2_accesses_after_reaccess(0, 0x10000 / 64 + 256) == 3); /* same bucket as A */
+    CHECK(l2_accesses_after_reaccess(1, 0x20000 / 64) == 4);
+}
+
 /* Two cores increment their own counter; the counters share a line or not. */
 static void sharing(int padded, camat_counts *out)
 {
@@ -346,11 +379,66 @@ static void test_bad_input(void)
     camat_destroy(m);
 }
 
+/* One set of `ways` ways (and one of 2 sets): after filling it, touching every other line and
+ * an invalidation, each fill evicts the least recently used line, as a reference LRU list
+ * kept here says. */
+static void lru_in_one_set(uint32_t ways, uint64_t sets)
+{
+    cm_cache c;
+    CHECK(cm_cache_init(&c, (uint64_t)ways * 64 * sets, ways, 64) == 0);
+    uint64_t ref[64], n = 0, next = 0, seed = ways; /* ref: lines, most recent first */
+    for (int step = 0; step < 4000; step++) {
+        uint64_t pick = rng(&seed) % 4;
+        if (pick == 0 && n) { /* touch a resident line */
+            uint64_t at = rng(&seed) % n, line = ref[at];
+            int64_t s = cm_cache_find(&c, line);
+            CHECK(s >= 0);
+            if (s >= 0)
+                cm_cache_touch(&c, line, s);
+            memmove(ref + 1, ref, at * sizeof *ref);
+            ref[0] = line;
+        } else if (pick == 1 && n > 1 && step % 7 == 0) { /* invalidate one */
+            uint64_t at = rng(&seed) % n, line = ref[at];
+            int64_t s = cm_cache_find(&c, line);
+            CHECK(s >= 0);
+            if (s >= 0)
+                cm_cache_drop(&c, s, line);
+            memmove(ref + at, ref + at + 1, (n - at - 1) * sizeof *ref);
+            n--;
+        } else { /* a new line of set 0 */
+            uint64_t line = (next++) * sets, victim = 0;
+            CHECK(cm_cache_lookup(&c, line, &victim) < 0);
+            if (n == ways) { /* full: the LRU line goes */
+                CHECK(c.tag[victim] == ref[n - 1] + 1);
+                n--;
+            }
+            cm_cache_put(&c, victim, line, ST_E);
+            memmove(ref + 1, ref, n * sizeof *ref);
+            ref[0] = line;
+            n++;
+        }
+    }
+    for (uint64_t i = 0; i < n; i++)
+        CHECK(cm_cache_find(&c, ref[i]) >= 0);
+    cm_cache_free(&c);
+}
+
+static void test_lru(void)
+{
+    uint32_t ways[] = {1, 2, 8, 11, 15, 16, 17, 20, 64};
+    for (size_t i = 0; i < sizeof ways / sizeof *ways; i++) {
+        lru_in_one_set(ways[i], 1);
+        lru_in_one_set(ways[i], 2);
+    }
+}
+
 int main(void)
 {
+    test_lru();
     test_pointer_chase();
     test_streaming();
     test_hits_overlap();
+    test_merge_in_flight();
     test_false_sharing();
     test_clock_interleaving();
     test_local_buffer();

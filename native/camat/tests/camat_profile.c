@@ -1,0 +1,86 @@
+/*
+ * A fixed workload for profiling the C-AMAT model with callgrind or perf (no Python in the
+ * profile): one core, the skylake preset of src/objtier/camat/model.py, one synthetic stream
+ * of the shapes bench/camat_throughput.py times, fed in one call.
+ *
+ *     camat_profile l1|seq|random|chase [ACCESSES]
+ *     valgrind --tool=callgrind --toggle-collect=camat_feed camat_profile random 300000
+ *
+ * Prints the level totals, so that two builds can be checked for the same counts.
+ */
+#include "camat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    const char *kind = argc > 1 ? argv[1] : "random";
+    long long n_arg = argc > 2 ? atoll(argv[2]) : 300000;
+    int known = !strcmp(kind, "l1") || !strcmp(kind, "seq") || !strcmp(kind, "random") ||
+                !strcmp(kind, "chase");
+    if (!known || n_arg < 1 || n_arg > 100000000) {
+        fprintf(stderr, "usage: camat_profile l1|seq|random|chase [ACCESSES 1..100000000]\n");
+        return 2;
+    }
+    size_t n = (size_t)n_arg;
+    camat_config c = {
+        .cache = {{32 << 10, 8, 4, 12, 0}, {1 << 20, 16, 14, 32, 0}, {22 << 20, 11, 50, 48, 0}},
+        .line_bytes = 64,
+        .cores = 1,
+        .issue_width = 2,
+        .window = 224,
+        .lag = 256,
+        .reorder = 65536,
+        .mem_cycles = 250,
+        .mem_mshrs = 1,
+        .far_cycles = 9000,
+        .coherence_cycles = 70,
+        .page_shift = 12,
+        .objects = 1,
+        .regions = 1};
+    camat_access *a = calloc(n, sizeof *a);
+    if (!a) {
+        fprintf(stderr, "camat_profile: out of memory\n");
+        return 1;
+    }
+    uint64_t x = 88172645463325252ULL; /* xorshift64 */
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        a[i].flags = 8 << 8;
+        if (kind[0] == 'l') /* 16 KiB loop */
+            a[i].addr = 0x100000 + (i % 2048) * 8;
+        else if (kind[0] == 's') /* 8 accesses per line */
+            a[i].addr = 0x10000000 + (uint64_t)i * 8;
+        else /* random over 64 MiB; a chase depends on the access before */
+            a[i].addr = 0x10000000 + (x % (1ULL << 26)) / 8 * 8;
+        a[i].dep = kind[0] == 'c';
+    }
+    const char *err = NULL;
+    camat_model *m = camat_create(&c, &err);
+    if (!m) {
+        fprintf(stderr, "camat_profile: %s\n", err);
+        free(a);
+        return 1;
+    }
+    int rc = camat_feed(m, a, n);
+    if (rc == 0) {
+        camat_finish(m);
+        const camat_counts *t = camat_totals(m);
+        for (int l = 0; l < CAMAT_FAR; l++)
+            printf("level %d: accesses %llu misses %llu pure misses %llu active cycles %llu "
+                   "hit share %.6f pure share %.6f\n",
+                   l, (unsigned long long)t[l].accesses, (unsigned long long)t[l].misses,
+                   (unsigned long long)t[l].pure_misses, (unsigned long long)t[l].active_cycles,
+                   t[l].hit_share, t[l].pure_share);
+        printf("cycles %llu\n", (unsigned long long)camat_cycles(m));
+    } else {
+        fprintf(stderr, "camat_profile: %s\n", camat_error(m));
+    }
+    camat_destroy(m);
+    free(a);
+    return rc ? 1 : 0;
+}
