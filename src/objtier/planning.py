@@ -143,8 +143,75 @@ def read_recordings(paths: list[Path], *, phases: bool | None = False, exe: str 
         executions = phase_table(trace)
     recorded = trace_exe(trace, table)
     traces = [trace] + _same_program([Path(p) for p in paths[1:]], recorded)
+    if len(traces) > 1 and not view.exact and all(t.windows.num_rows for t in traces):
+        table, accesses = pooled_estimates(table, traces, accesses)
     return Profile(table, page_bytes(trace), exe or recorded, str(paths[0]), traces,
                    executions, accesses)
+
+
+def pooled_estimates(table: pa.Table, traces: list, phase_accesses: pa.Table | None
+                     ) -> tuple[pa.Table, pa.Table | None]:
+    """The first recording's object table (and per-phase accesses, if given) with each
+    object's accesses the mean of its estimates over the recordings that watched it.
+
+    For the fault sampler (recordings with WINDOW records) an object's accesses are estimated
+    touches, from the windows that armed its pages; a short run arms few windows, and an
+    object no window armed gets 0 — unobserved, not cold. Seen on BC (Kronecker, scale 18, a
+    0.2-0.5 s run): each recording armed 5-7 windows, 2-3 of the 8 objects none, and which
+    ones changed from one recording to the next, so a plan from the first recording alone
+    left arrays that every step reads unlocked as "cold" and locked a tail of the edge array
+    instead (docs/history/benchmarks-2026-11-27-details.md). Objects are matched to the
+    first's by context key, occurrence and size (as merged_page_samples does); an object
+    watched by no recording keeps 0."""
+    import numpy as np
+
+    from objtier.analysis.objects import object_table
+
+    def object_identities(t: pa.Table) -> list[tuple]:
+        return list(zip(t.column("context_key").to_pylist(),
+                        t.column("occurrence").to_pylist(), t.column("size").to_pylist()))
+
+    n = table.num_rows
+    first = object_identities(table)
+    index = {ident: row for row, ident in enumerate(first) if ident[0]}
+    total = np.zeros(n)
+    count = np.zeros(n)
+    per_phase: dict[tuple[str, int], float] = {}
+    for k, trace in enumerate(traces):
+        mine = table if k == 0 else object_table(trace, labels=False)
+        rows = (np.arange(n, dtype=np.int64) if k == 0 else
+                np.array([index.get(ident, -1) for ident in object_identities(mine)] or [-1],
+                         dtype=np.int64)[:mine.num_rows])
+        acc = mine.column("accesses").to_numpy(zero_copy_only=False).astype(np.float64)
+        watched = mine.column("watched_s").to_numpy(zero_copy_only=False) > 0
+        ok = (rows >= 0) & watched
+        np.add.at(total, rows[ok], acc[ok])
+        np.add.at(count, rows[ok], 1.0)
+        if phase_accesses is not None:
+            from objtier.analysis.phases import phase_accesses as accesses_by_phase
+
+            got = phase_accesses if k == 0 else accesses_by_phase(trace, acc)
+            for name, obj, value in zip(got.column("phase").to_pylist(),
+                                        got.column("object").to_pylist(),
+                                        got.column("accesses").to_pylist()):
+                row = int(rows[obj])
+                if row >= 0 and watched[obj]:
+                    per_phase[(name, row)] = per_phase.get((name, row), 0.0) + value
+    mean = np.divide(total, count, out=np.zeros(n), where=count > 0)
+    size = table.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
+    density = np.divide(mean, size / float(1 << 20), out=np.zeros(n), where=size > 0)
+    table = table.set_column(table.schema.get_field_index("accesses"), "accesses",
+                             pa.array(mean))
+    table = table.set_column(table.schema.get_field_index("density"), "density",
+                             pa.array(density))
+    if phase_accesses is not None:
+        keys = sorted(per_phase)
+        phase_accesses = pa.table({
+            "phase": pa.array([p for p, _ in keys], pa.string()),
+            "object": pa.array([r for _, r in keys], pa.int64()),
+            "accesses": pa.array([per_phase[key] / count[key[1]] for key in keys],
+                                 pa.float64())})
+    return table, phase_accesses
 
 
 def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,

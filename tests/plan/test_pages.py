@@ -95,6 +95,65 @@ def test_auto_ranks_only_a_split_object_with_cold_pages():
     assert int(p.ranges[0][:, 1].sum()) == 1000 * PG
 
 
+def test_auto_leaves_a_gathered_evenly_used_object_wholly_to_the_kernel():
+    from objtier.plan import auto
+    rng = np.random.default_rng(5)
+    big = 3000
+    t = {"object": [0, 1], "context_key": ["a" * 16, "b" * 16], "occurrence": [0, 0],
+         "size": [big * PG, 10 * PG], "accesses": [3000.0, 100.0], "label": ["g", "h"],
+         "sequential": [0.1, 0.95]}
+    even = {"object": np.zeros(big, dtype=np.int64), "page": np.arange(big),
+            "samples": rng.poisson(4.0, big)}
+    # gathered (0.1) and every page alike: no part of it locked, the small object still fast
+    p = auto(t, 2010 * PG, PG, page_samples=even)
+    assert list(p.tier) == ["slow", "fast"] and list(p.fast_bytes) == [0, 10 * PG]
+    assert "left unlocked: gathered" in p.reason[0] and p.ranges[0] is None
+    assert p.used_bytes == 10 * PG
+    # the same object swept (0.95): LRU loses on a sweep, the prefix stays locked
+    p = auto(dict(t, sequential=[0.95, 0.95]), 2010 * PG, PG, page_samples=even)
+    assert p.tier[0] == "split" and p.fast_bytes[0] == 2000 * PG
+    # sequential share unknown (NaN: too few steps): the prefix rule as before
+    p = auto(dict(t, sequential=[float("nan"), 0.95]), 2010 * PG, PG, page_samples=even)
+    assert p.tier[0] == "split" and "prefix kept" in p.reason[0]
+    # gathered with cold pages from enough samples a page: ranked as before
+    k = np.arange(big)
+    cold = dict(even, samples=np.where(k < 1000, 0, even["samples"] + 2))
+    p = auto(t, 1010 * PG, PG, page_samples=cold)
+    assert p.tier[0] == "pages" and p.fast_bytes[0] == 1000 * PG
+    # the same skew from about one sample a page is chance: left unlocked
+    thin = dict(even, samples=np.where(k < 1000, 0, rng.poisson(1.2, big)))
+    p = auto(t, 1010 * PG, PG, page_samples=thin)
+    assert p.tier[0] == "slow" and "samples a page" in p.reason[0]
+    # `pages` (not auto) still ranks whatever it is given
+    p = pages(t, 1010 * PG, PG, page_samples=thin)
+    assert p.tier[0] == "pages"
+
+
+def test_auto_locks_a_whole_object_only_well_above_what_the_kernel_keeps():
+    from objtier.plan import auto, spill
+    from objtier.plan.pages import CONTRAST
+    big = 1000
+    # per page: object 1 is 1.5x as dense as the edge-like object 0, object 2 is 10x
+    t = {"object": [0, 1, 2], "context_key": ["a" * 16, "b" * 16, "c" * 16],
+         "occurrence": [0, 0, 0], "size": [big * PG, 20 * PG, 10 * PG],
+         "accesses": [1000.0, 30.0, 100.0], "label": ["e", "w", "h"],
+         "sequential": [0.95, 0.5, 0.5]}
+    samples = {"object": np.zeros(big, dtype=np.int64), "page": np.arange(big),
+               "samples": np.full(big, 4)}
+    s = spill(t, 530 * PG, PG)
+    assert list(s.tier) == ["split", "fast", "fast"]
+    p = auto(t, 530 * PG, PG, page_samples=samples)
+    assert list(p.tier) == ["split", "slow", "fast"] and p.fast_bytes[1] == 0
+    assert "1.50x the density of the densest object left to the kernel" in p.reason[1]
+    assert p.params["contrast"] == CONTRAST == 2.0
+    # nothing left to the kernel: every fast object stays locked
+    p = auto(t, 2000 * PG, PG, page_samples=samples)
+    assert list(p.tier) == ["fast", "fast", "fast"]
+    # at 2x and above the lock stays (object 1 at 2.5x)
+    p = auto(dict(t, accesses=[1000.0, 50.0, 100.0]), 530 * PG, PG, page_samples=samples)
+    assert list(p.tier) == ["split", "fast", "fast"]
+
+
 def test_pages_beyond_the_object_are_ignored():
     bad = {"object": [0, 0, 9], "page": [10, 2, 0], "samples": [100, 1, 100]}
     p = pages(table(), 3 * PG, PG, page_samples=bad)    # page 10 of a 10-page object: no such page

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,8 +84,32 @@ def test_run_with_local_limit_restores_the_machine(plan_for_hotcold, hotcold):
     after = machine_state()
     assert process.returncode == 0, stderr
     assert "local memory" in stderr and "at most" in stderr
+    # the same stat-flush reader as compare's arms ran beside the program, at compare's period
+    reads = re.search(r"stat-flush reader: memory.stat every 10 ms, (\d+) read\(s\)", stderr)
+    assert reads and int(reads.group(1)) > 0, stderr
     assert not Path(f"/sys/fs/cgroup/memory/objtier-{process.pid}").exists()
     assert set(after[0]) <= set(before[0])          # no swap device left on
+
+
+@pytest.mark.root
+def test_run_stat_flush_off_warns_and_reads_nothing(plan_for_hotcold, hotcold):
+    run = objtier("run", "--plan", str(plan_for_hotcold), "--local", "70%", "--mlock-margin",
+                  "4M", "--stat-flush", "0", "--", str(hotcold), "8", "24", "1")
+    assert run.returncode == 0, run.stderr
+    assert "warning: --stat-flush 0: no stat-flush reader" in run.stderr
+    assert "stat-flush reader off" in run.stderr and "read(s)" not in run.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stat-flush", "10"], "--stat-flush needs --local"),
+    (["--local", "50%", "--stat-flush", "-1"], "--stat-flush must be 0 (off) or a period"),
+    (["--local", "50%", "--stat-flush", "20000"], "--stat-flush must be 0 (off) or a period"),
+    (["--tier", "numa", "--stat-flush", "5"], "--stat-flush applies to --tier swap only"),
+])
+def test_run_stat_flush_errors_are_one_line(plan_for_hotcold, args, message):
+    run = objtier("run", "--plan", str(plan_for_hotcold), *args, "--", "/bin/true")
+    assert run.returncode == 2 and one_line_error(run.stderr), run.stderr
+    assert message in run.stderr
 
 
 

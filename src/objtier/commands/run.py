@@ -10,6 +10,7 @@ from pathlib import Path
 
 from objtier import bounds as B
 from objtier.errors import UsageError
+from objtier.tiers.statflush import DEFAULT_PERIOD_MS, check_period
 
 NAME = "run"
 HELP = "run a program with a placement plan enforced (mlock/madvise on swap, mbind on NUMA)"
@@ -31,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="swap tier: no pressure guard (no MADV_COLD of planned-slow pages "
                         "when the cgroup's inactive list runs dry): faster where kernel reclaim "
                         "copes, but the cgroup's OOM killer may end the program (docs/compare.md)")
+    parser.add_argument("--stat-flush", type=float, default=None, metavar="MS",
+                        help="with --local: a reader of the cgroup's memory.stat every MS ms "
+                        "runs beside the program, flushing the memcg LRU statistics kernel "
+                        "reclaim decides from, as in every arm of `objtier compare` (default "
+                        "10; 0: off — on memory cgroup v1 the program may be OOM-killed)")
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept (their "
                         "slow pages are swapped in SIZE at a time); with --local the size is "
@@ -72,11 +78,18 @@ def _check_args(args: argparse.Namespace) -> None:
             raise UsageError("--no-guard applies to --tier swap only")
         if args.large_folio is not None:
             raise UsageError("--large-folio applies to --tier swap only")
+        if args.stat_flush is not None:
+            raise UsageError("--stat-flush applies to --tier swap only")
     else:
         if args.fast_nodes is not None or args.slow_nodes is not None:
             raise UsageError("--fast-nodes and --slow-nodes apply to --tier numa only")
         if args.mlock_margin is not None and args.local is None:
             raise UsageError("--mlock-margin needs --local")
+        if args.stat_flush is not None and args.local is None:
+            raise UsageError("--stat-flush needs --local (without it there is no cgroup "
+                             "to read)")
+    if args.stat_flush is not None:
+        check_period(args.stat_flush)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
     from objtier.outputs import write_private
     from objtier.record.session import prepare_output
+    from objtier.tiers.statflush import StatFlushReader, stats_line
     from objtier.tiers.swap import SwapTier
 
     _check_args(args)
@@ -145,11 +159,21 @@ def run(args: argparse.Namespace) -> int:
                 say(f"{len(plan['large_folios'])} swept object(s) swapped in "
                     f"{folio >> 10} KiB folios")
             tier = SwapTier(local, swap=args.swap, large_folio_bytes=folio)
+            period = DEFAULT_PERIOD_MS if args.stat_flush is None else args.stat_flush
+            if not period:
+                warn("--stat-flush 0: no stat-flush reader; on memory cgroup v1 kernel "
+                     "reclaim may OOM-kill the program with swap mostly free")
         else:
             tier = None
+        reader = None
         with tier if tier is not None else contextlib.nullcontext():
-            returncode = run_program(command, env, preexec=tier.preexec if tier else None,
-                                     name="objtier run")
+            if tier is not None:
+                reader = StatFlushReader(tier.cgroup.path, period)
+            with reader if reader is not None else contextlib.nullcontext():
+                returncode = run_program(command, env, preexec=tier.preexec if tier else None,
+                                         name="objtier run")
+        if reader is not None:
+            say(stats_line(reader.stats))
         if args.follow_forks:
             _say_processes(plan, output, say, warn)
         only_schedule = stats_path is not None and not plan.get("entries")

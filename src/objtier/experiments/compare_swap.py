@@ -39,7 +39,7 @@ from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.record import enforce
 from objtier.experiments.results import (RunRow, prepare_output, run_warnings, summarize,
                                          survival_text, write_csv, write_summary)
-from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader
+from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader, check_period
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
 # 19.3 s from 1 profile, 15.2 s from 4 and from 8 (docs/benchmarks.md, "Profile depth").
@@ -47,16 +47,13 @@ PAGE_PROFILES = 4
 MIN_FOOTPRINT_BYTES = 16 << 20   # below this a cgroup limit is mostly page cache and stacks
 MEMCG_KEYS = ("pgmajfault", "workingset_refault_anon", "pswpout")
 EXTRA_ARMS = ("objtier-noguard", "kernel-raw")
-MAX_STAT_FLUSH_MS = 10_000       # a longer period flushes no more than the kernel's own ~2 s
 NO_FLUSH_WARNING = ("--stat-flush 0: no arm gets the stat-flush reader; on memory cgroup v1 "
                     "the kernel arm may be OOM-killed and the ratios are not fair")
 
 
 def check_stat_flush(period_ms: float) -> None:
-    """--stat-flush: 0 (off) or a period in (0, MAX_STAT_FLUSH_MS] ms."""
-    if not 0 <= period_ms <= MAX_STAT_FLUSH_MS:
-        raise UsageError(f"--stat-flush must be 0 (off) or a period of at most "
-                         f"{MAX_STAT_FLUSH_MS} ms, got {period_ms:g}")
+    """--stat-flush: 0 (off) or a period in (0, statflush.MAX_PERIOD_MS] ms."""
+    check_period(period_ms)
 
 
 def arms_of(settings: "CompareSettings") -> list[str]:

@@ -21,6 +21,20 @@ never touched beyond what sparse sampling explains (cold_page_excess >= COLD_EXC
 spill's prefix otherwise: where every page is re-used alike, ranking orders noise and scatters
 the locked set over thousands of ranges, which cost time at equal swap-ins.
 
+`auto` locks part of an object only where the kernel's reclaim is known to lose on it: an
+object swept front to back (sequential share >= folios.THRESHOLD: LRU evicts each page of a
+sweep larger than memory just before it is read again, and a locked part of it turns that part
+into hits), or one whose ranked pages are hotter than the rest (cold pages beyond chance, from
+at least MIN_RANK_SAMPLES samples per page). An object that is gathered (sequential share
+below the threshold) and re-used alike is left wholly to the kernel instead: LRU keeps about as
+much of it as the room allows, so a locked part is no hotter than the unlocked tail and only
+takes room the tail and the other unlocked objects need. Measured (docs/history/
+benchmarks-2026-11-27-details.md): BC's edge array (sequential share 0.02-0.40, no cold
+pages) locked 11.5 MiB of 29 at 70 % local and took 1.5x the swap-ins of kernel reclaim alone;
+left unlocked, as many as the kernel's; pointer chasing's ranked 5.5 MiB (1.3 samples per page)
+changed no swap-in. Where the sequential share is unknown (too few samples, or a table without
+the column) the prefix rule above stands.
+
 A split object gets tier "pages" and its fast pages as ranges (objtier.plan.placement); a page
 is index k of the object's whole pages (see page_samples); an object of S bytes has at most
 floor(S / page) of them, the bound used here (the runtime clips ranges to the pages the object
@@ -36,6 +50,7 @@ import numpy as np
 
 from objtier.errors import UsageError
 from objtier.plan.backfill import without_backfill
+from objtier.plan.folios import THRESHOLD as SWEPT
 from objtier.plan.greedy import spill
 from objtier.plan.placement import Placement, prepare
 from objtier.plan.table import _columns
@@ -47,6 +62,18 @@ PAGE_COLUMNS = ("object", "page", "samples")
 # Kronecker BFS and CC (excess 0.087, 0.072) and lost 8-16 % on uniform BFS and CC (excess
 # under 0.001), where it only scatters the locked pages.
 COLD_EXCESS = 0.05
+# `auto` ranks a gathered object's pages only from this many samples per page on average: at
+# about one, most counts are 0, 1 or 2 by chance and the "hottest" pages are the luckiest (and
+# pages no window armed count as never touched). Pointer chasing (1.3 a page, excess 0.10)
+# locked 5.5 MiB of ranked pages at no change in swap-ins; Kronecker BFS and CC rank from 4-5.
+MIN_RANK_SAMPLES = 2.0
+# `auto` locks a whole object only when it is at least this many times as dense (accesses per
+# byte) as the densest object left to the kernel (weak_locks). Measured on the swap tier
+# (docs/history/benchmarks-2026-11-27-details.md): BC's 2 MiB array at 1.5x the edge array's
+# density, locked, took 16 % more swap-ins than the kernel alone at 70 %; pointer chasing's
+# 1.6 MiB array at 1.5x, 9 % more at 50 %; the arrays BFS and CC lock are 6-22x as dense as
+# their edge array. Estimates from a short recording vary 2x and more from one to the next.
+CONTRAST = 2.0
 
 
 def runs(page_index: np.ndarray) -> np.ndarray:
@@ -88,6 +115,24 @@ def cold_page_excess(pages: np.ndarray, samples: np.ndarray, whole: int) -> floa
     return (whole - sampled) / whole - float(np.exp(-mean))
 
 
+def weak_locks(objects: Any, tier: np.ndarray, fast_bytes: np.ndarray,
+               reason: np.ndarray) -> None:
+    """`auto`: leave unlocked (in place) each wholly fast object whose density (accesses per
+    byte) is below CONTRAST x that of the densest object left wholly or partly to the kernel.
+    The kernel's reclaim keeps such an object about as well by itself, and a lock takes its
+    room from everything unlocked for the whole run."""
+    size = objects.size.astype(np.float64)
+    density = np.divide(objects.accesses, size, out=np.zeros(len(size)), where=size > 0)
+    left = (fast_bytes < objects.size) & (objects.accesses > 0)
+    if not left.any():
+        return
+    boundary = float(density[left].max())
+    for r in np.flatnonzero((tier == "fast") & (density < CONTRAST * boundary)).tolist():
+        tier[r], fast_bytes[r] = "slow", 0
+        reason[r] = (f"{reason[r]}; left unlocked: {density[r] / boundary:.2f}x the density "
+                     f"of the densest object left to the kernel (locked from {CONTRAST:g}x)")
+
+
 def auto(table: Any, capacity_bytes: int, page_bytes: int = 4096, **params: Any) -> Placement:
     """`--algo auto`: pages, ranking only the split objects that have cold pages."""
     return pages(table, capacity_bytes, page_bytes, only_with_cold_pages=True, **params)
@@ -116,11 +161,21 @@ def pages(table: Any, capacity_bytes: int, page_bytes: int = 4096,
     reason = base.reason.copy()
     fast_bytes = base.fast_bytes.copy()
     ranges: list[np.ndarray | None] = [None] * len(objects)
+    swept = objects.sequential
     for r in np.flatnonzero(base.tier == "split").tolist():
         k = int(min(base.fast_bytes[r] // page_bytes, whole[r]))
         mine = row == r
         if only_with_cold_pages:
             excess = cold_page_excess(page[mine], count[mine], int(whole[r]))
+            gathered = swept is not None and not np.isnan(swept[r]) and swept[r] < SWEPT
+            per_page = float(count[mine].sum()) / whole[r] if whole[r] > 0 else 0.0
+            if gathered and (excess < COLD_EXCESS or per_page < MIN_RANK_SAMPLES):
+                tier[r], fast_bytes[r] = "slow", 0
+                reason[r] = (f"{reason[r]}; left unlocked: gathered (sequential share "
+                             f"{swept[r]:.2f}) and its pages alike ({excess:.3f} unsampled "
+                             f"beyond chance, {per_page:.1f} samples a page): the kernel keeps "
+                             f"as much of it in the room a lock would take")
+                continue
             if excess < COLD_EXCESS:
                 reason[r] = (f"{reason[r]}; prefix kept: {excess:.3f} of its pages unsampled "
                              f"beyond chance (ranked from {COLD_EXCESS})")
@@ -133,8 +188,11 @@ def pages(table: Any, capacity_bytes: int, page_bytes: int = 4096,
         tier[r] = "pages"
         reason[r] = (f"{reason[r]}; the {len(chosen)} fast pages are its most-touched ones "
                      f"({sampled} sampled, {len(chosen) - sampled} unsampled in address order)")
+    if only_with_cold_pages:
+        weak_locks(objects, tier, fast_bytes, reason)
     params = {**base.params, "backfill": backfill}
     if only_with_cold_pages:
         params["cold_excess"] = COLD_EXCESS
+        params["contrast"] = CONTRAST
     return replace(base, algorithm="auto" if only_with_cold_pages else "pages", params=params,
                    tier=tier, reason=reason, fast_bytes=fast_bytes, ranges=tuple(ranges))

@@ -17,7 +17,26 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from objtier.errors import UsageError
+
 DEFAULT_PERIOD_MS = 10  # the period of the runtime's pressure guard (OBJTIER_PRESSURE_MS)
+MAX_PERIOD_MS = 10_000  # a longer period flushes no more than the kernel's own ~2 s
+
+
+def check_period(period_ms: float, option: str = "--stat-flush") -> None:
+    """A reader period from the command line: 0 (off) or in (0, MAX_PERIOD_MS] ms."""
+    if not 0 <= period_ms <= MAX_PERIOD_MS:
+        raise UsageError(f"{option} must be 0 (off) or a period of at most "
+                         f"{MAX_PERIOD_MS} ms, got {period_ms:g}")
+
+
+def stats_line(stats: "StatFlushStats") -> str:
+    """One line of what the reader did, for a command's output."""
+    if stats.period_ms <= 0:
+        return "stat-flush reader off"
+    text = (f"stat-flush reader: memory.stat every {stats.period_ms:g} ms, {stats.reads} "
+            f"read(s), longest gap {stats.max_gap_ms:.0f} ms")
+    return text + "".join(f"; {note}" for note in stats.notes)
 
 
 @dataclass
