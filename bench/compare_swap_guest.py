@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import shutil
 import signal
@@ -136,6 +137,7 @@ def main() -> int:
                 results[name] = json.loads(f.read_text())
                 results[name]["arms"] = summarize(rows_from_csv(f.parent / "runs.csv"))
         print(table(results))
+        print(combined_text(combined(results)))
         if args.append_docs and results:
             date = next(iter(results.values())).get("date", "")
             append_docs(results, date, "python bench/compare_swap_guest.py " + " ".join(
@@ -188,6 +190,64 @@ def main() -> int:
                         "--scale", str(args.scale), "--arms", ",".join(arms)])
         append_docs(results, f"{started:%Y-%m-%d}", cmd, os.getloadavg()[0])
     return 0
+
+
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def combined(results: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """Per local fraction (percent of each footprint, rounded) and arm, over all workloads:
+    runs, survivors, OOM kills, and the geometric mean, min and max over workloads of the time
+    speedup vs the kernel arm (only where every run of both survived), and the geometric mean
+    of the arm's median swap-ins and swap-outs relative to the kernel arm's."""
+    out: dict[str, dict[str, dict]] = {}
+    for summary in results.values():
+        fp = summary["footprint_bytes"]
+        for local, per in summary["arms"].items():
+            frac = f"{round(100 * int(local) / fp)}%"
+            base = per.get("kernel", {})
+            for arm, s in per.items():
+                c = out.setdefault(frac, {}).setdefault(arm, {
+                    "workloads": 0, "runs": 0, "survived": 0, "oom_kills": 0, "speedups": [],
+                    "swapin_ratios": [], "swapout_ratios": []})
+                c["workloads"] += 1
+                c["runs"] += s["runs"]
+                c["survived"] += s["survived"]
+                c["oom_kills"] += s["oom_kills"]
+                if s["speedup_vs_kernel"]:
+                    c["speedups"].append(s["speedup_vs_kernel"])
+                for key, ratios in (("swapins", "swapin_ratios"), ("pswpout", "swapout_ratios")):
+                    if s.get(key) is not None and base.get(key):
+                        c[ratios].append(s[key] / base[key])
+    for per in out.values():
+        for c in per.values():
+            sp = c["speedups"]
+            c["speedup_geomean"] = _geomean(sp)
+            c["speedup_range"] = [min(sp), max(sp)] if sp else None
+            c["swapins_vs_kernel"] = _geomean(c.pop("swapin_ratios"))
+            c["swapouts_vs_kernel"] = _geomean(c.pop("swapout_ratios"))
+    return out
+
+
+def combined_text(comb: dict[str, dict[str, dict]]) -> str:
+    lines = []
+    for frac, per in comb.items():
+        lines.append(f"at {frac} local:")
+        for arm, c in per.items():
+            sp, rng, n = c["speedup_geomean"], c["speedup_range"], len(c["speedups"])
+            speed = f"{sp:.2f}x ({rng[0]:.2f}-{rng[1]:.2f}) over {n}" if sp else "-"
+            lines.append(
+                f"  {arm}: alive {c['survived']}/{c['runs']} in {c['workloads']} workloads, "
+                f"{c['oom_kills']} OOM kills; speedup vs kernel geomean {speed}; swap-ins vs "
+                f"kernel {fmt_ratio(c['swapins_vs_kernel'])}, swap-outs "
+                f"{fmt_ratio(c['swapouts_vs_kernel'])}")
+    return "\n".join(lines)
+
+
+def fmt_ratio(value) -> str:
+    return f"{value:.2f}x" if value else "-"
 
 
 def spread(arm: dict) -> str:
