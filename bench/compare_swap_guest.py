@@ -1,8 +1,9 @@
 """The swap-tier comparison in the QEMU guest: modern kernel baselines vs objtier (emulated).
 
     .venv/bin/python bench/compare_swap_guest.py [--local 50%,70%] [--repeat 3]
-        [--workloads bfs_kron,stream,ptrchase] [--scale 18]
-        [--arms kernel,damon-reclaim,psi-reclaim,objtier] [--stat-flush 10]
+        [--workloads bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,stream,gups,ptrchase,
+                     kmeans] [--scale 18]
+        [--arms kernel,damon-reclaim,psi-reclaim,damos-pageout,objtier] [--stat-flush 10]
         [-o bench-out/compare-guest] [--append-docs] [--table-only]
 
 Boots the guest (objtier.testbed; Debian 6.12 kernel: cgroup v2, MGLRU, DAMON, zram) in a run
@@ -10,10 +11,12 @@ directory of its own (a guest of `objtier testbed up` is left alone; QEMU dies w
 process), and for each workload runs
 objtier.experiments.guest_compare: footprint in the guest, recordings on the host (same binary,
 same arguments), a plan per local size, then `--repeat` interleaved rounds of every arm under
-one cgroup v2 memory.max with zram swap. Arms: kernel (MGLRU), damon-reclaim (DAMON_RECLAIM
-module, min_age 1 s, always-on watermarks), psi-reclaim (pressure-driven memory.reclaim,
-TMO/senpai approach, 1 s intervals, 0.1 % stall target), objtier (plan + pressure guard);
-objtier-noguard on request. Every arm has the stat-flush reader (memory.stat every
+one cgroup v2 memory.max with zram swap. Arms: kernel (MGLRU), damon-reclaim (DAMON_RECLAIM's
+scheme on a paddr kdamond of the DAMON sysfs interface: min_age 1 s, always-on watermarks,
+quotas 100 ms / 1 GiB per s; the guest kernel's damon_reclaim module runs without its scheme),
+psi-reclaim (pressure-driven memory.reclaim, TMO/senpai approach, 1 s intervals, 0.1 % stall
+target), damos-pageout (a DAMOS pageout scheme on the program's address space), objtier (plan +
+pressure guard); objtier-noguard on request. Every arm has the stat-flush reader (memory.stat every
 --stat-flush ms, from swaprun, outside the program).
 
 Times are the guest's clock under TCG: EMULATED (the CPU is emulated for every arm alike; the
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import shutil
 import signal
@@ -48,22 +52,33 @@ HEADING = "## Swap tier in the guest: modern kernel baselines (emulated)"
 
 
 def workloads(scale: int, graphs: Path) -> dict[str, list[str]]:
-    """Sized for TCG: about 5-15 s each unlimited on the guest clock."""
+    """The host suite's workloads sized for TCG: each a few seconds unlimited on the guest
+    clock, seconds to tens of seconds under a 50 % limit. GUPS and the pointer chase fault on
+    about every other access there (some 140 us per swap-in under TCG), so they take few
+    steps: GUPS 100 k updates (timed, and again to verify) on a 32 MiB table."""
     b = lambda name: str(BIN / name)  # noqa: E731
+    kron, urand = str(graphs / f"kron{scale}.csr"), str(graphs / f"urand{scale}.csr")
     return {
-        "bfs_kron": [b("bfs"), "-f", str(graphs / f"kron{scale}.csr"), "-n", "8"],
-        "cc_kron": [b("cc"), "-f", str(graphs / f"kron{scale}.csr"), "-n", "4"],
-        "stream": [b("stream"), "-s", "2000000", "-n", "10", "-t", "1"],
-        "ptrchase": [b("ptrchase"), "-s", "48M", "-n", "300000", "-t", "1"],
+        "bfs_kron": [b("bfs"), "-f", kron, "-n", "16"],
+        "bc_kron": [b("bc"), "-f", kron, "-i", "2"],
+        "cc_kron": [b("cc"), "-f", kron, "-n", "8"],
+        "bfs_urand": [b("bfs"), "-f", urand, "-n", "12"],
+        "bc_urand": [b("bc"), "-f", urand, "-i", "1"],
+        "cc_urand": [b("cc"), "-f", urand, "-n", "4"],
+        "stream": [b("stream"), "-s", "1200000", "-n", "3", "-t", "1"],
+        "gups": [b("gups"), "-l", "22", "-u", "100000", "-t", "1"],
+        "ptrchase": [b("ptrchase"), "-s", "32M", "-n", "30000", "-t", "1"],
+        "kmeans": [b("kmeans"), "-n", "200000", "-i", "3", "-t", "1"],
     }
 
 
-def make_graph(scale: int, graphs: Path) -> None:
-    out = graphs / f"kron{scale}.csr"
-    if not out.exists():
-        graphs.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(BIN / "graphgen"), "-g", str(scale), "-t", "1", "-o", str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
+def make_graphs(scale: int, graphs: Path, chosen: list[str]) -> None:
+    graphs.mkdir(parents=True, exist_ok=True)
+    for kind, flag in (("kron", "-g"), ("urand", "-u")):
+        out = graphs / f"{kind}{scale}.csr"
+        if any(w.endswith("_" + kind) for w in chosen) and not out.exists():
+            subprocess.run([str(BIN / "graphgen"), flag, str(scale), "-t", "1", "-o", str(out)],
+                           check=True, stdout=subprocess.DEVNULL)
 
 
 def fmt_time(v) -> str:
@@ -72,8 +87,8 @@ def fmt_time(v) -> str:
 
 def table(results: dict[str, dict]) -> str:
     """One row per workload, local size and arm."""
-    lines = ["| workload | local | arm | survived | time (s, emulated) | swap-ins | speedup vs kernel |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| workload | local | arm | survived | time (s, emulated) | swap-ins | swap-outs | "
+             "speedup vs kernel |", "|---|---|---|---|---|---|---|---|"]
     for name, summary in results.items():
         fp = summary["footprint_bytes"]
         for local, per in summary["arms"].items():
@@ -81,9 +96,10 @@ def table(results: dict[str, dict]) -> str:
             for arm, s in per.items():
                 speed = f"{s['speedup_vs_kernel']:.2f}×" if s["speedup_vs_kernel"] else "–"
                 swapins = f"{s['swapins']:.0f}" if s["swapins"] is not None else "–"
+                swapouts = f"{s['pswpout']:.0f}" if s.get("pswpout") is not None else "–"
                 lines.append(f"| {name} | {pct} | {arm} | {s['survived']}/{s['runs']}"
                              f"{' (' + str(s['oom_kills']) + ' OOM)' if s['oom_kills'] else ''} | "
-                             f"{fmt_time(s['wall_s'])} | {swapins} | {speed} |")
+                             f"{fmt_time(s['wall_s'])} | {swapins} | {swapouts} | {speed} |")
     return "\n".join(lines)
 
 
@@ -91,9 +107,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--local", default="50%")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--workloads", default="bfs_kron,stream,ptrchase")
+    p.add_argument("--workloads", default="bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,"
+                   "stream,gups,ptrchase,kmeans")
     p.add_argument("--scale", type=int, default=18)
-    p.add_argument("--arms", default="kernel,damon-reclaim,psi-reclaim,objtier")
+    p.add_argument("--arms", default="kernel,damon-reclaim,psi-reclaim,damos-pageout,objtier")
     p.add_argument("--stat-flush", type=float, default=10.0)
     p.add_argument("-o", "--output", type=Path, default=REPO / "bench-out" / "compare-guest")
     p.add_argument("--append-docs", action="store_true")
@@ -120,6 +137,7 @@ def main() -> int:
                 results[name] = json.loads(f.read_text())
                 results[name]["arms"] = summarize(rows_from_csv(f.parent / "runs.csv"))
         print(table(results))
+        print(combined_text(combined(results)))
         if args.append_docs and results:
             date = next(iter(results.values())).get("date", "")
             append_docs(results, date, "python bench/compare_swap_guest.py " + " ".join(
@@ -132,8 +150,7 @@ def main() -> int:
         return 4
     from objtier.testbed import Testbed, TestbedPaths
 
-    if any(w.endswith("_kron") for w in chosen):
-        make_graph(args.scale, out / "graphs")
+    make_graphs(args.scale, out / "graphs", chosen)
     settings = GuestCompareSettings(locals=locals_, repeat=args.repeat, arms=arms,
                                     swap=GuestSwapSettings(flush_ms=args.stat_flush))
     base = TestbedPaths.default()
@@ -175,10 +192,75 @@ def main() -> int:
     return 0
 
 
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def combined(results: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """Per local fraction (percent of each footprint, rounded) and arm, over all workloads:
+    runs, survivors, OOM kills, and the geometric mean, min and max over workloads of the time
+    speedup vs the kernel arm (only where every run of both survived), and the geometric mean
+    of the arm's median swap-ins and swap-outs relative to the kernel arm's."""
+    out: dict[str, dict[str, dict]] = {}
+    for summary in results.values():
+        fp = summary["footprint_bytes"]
+        for local, per in summary["arms"].items():
+            frac = f"{round(100 * int(local) / fp)}%"
+            base = per.get("kernel", {})
+            for arm, s in per.items():
+                c = out.setdefault(frac, {}).setdefault(arm, {
+                    "workloads": 0, "runs": 0, "survived": 0, "oom_kills": 0, "speedups": [],
+                    "swapin_ratios": [], "swapout_ratios": []})
+                c["workloads"] += 1
+                c["runs"] += s["runs"]
+                c["survived"] += s["survived"]
+                c["oom_kills"] += s["oom_kills"]
+                if s["speedup_vs_kernel"]:
+                    c["speedups"].append(s["speedup_vs_kernel"])
+                for key, ratios in (("swapins", "swapin_ratios"), ("pswpout", "swapout_ratios")):
+                    if s.get(key) is not None and base.get(key):
+                        c[ratios].append(s[key] / base[key])
+    for per in out.values():
+        for c in per.values():
+            sp = c["speedups"]
+            c["speedup_geomean"] = _geomean(sp)
+            c["speedup_range"] = [min(sp), max(sp)] if sp else None
+            c["swapins_vs_kernel"] = _geomean(c.pop("swapin_ratios"))
+            c["swapouts_vs_kernel"] = _geomean(c.pop("swapout_ratios"))
+    return out
+
+
+def combined_text(comb: dict[str, dict[str, dict]]) -> str:
+    lines = []
+    for frac, per in comb.items():
+        lines.append(f"at {frac} local:")
+        for arm, c in per.items():
+            sp, rng, n = c["speedup_geomean"], c["speedup_range"], len(c["speedups"])
+            speed = f"{sp:.2f}x ({rng[0]:.2f}-{rng[1]:.2f}) over {n}" if sp else "-"
+            lines.append(
+                f"  {arm}: alive {c['survived']}/{c['runs']} in {c['workloads']} workloads, "
+                f"{c['oom_kills']} OOM kills; speedup vs kernel geomean {speed}; swap-ins vs "
+                f"kernel {fmt_ratio(c['swapins_vs_kernel'])}, swap-outs "
+                f"{fmt_ratio(c['swapouts_vs_kernel'])}")
+    return "\n".join(lines)
+
+
+def fmt_ratio(value) -> str:
+    return f"{value:.2f}x" if value else "-"
+
+
 def spread(arm: dict) -> str:
     """" (lo–hi)" of an arm's surviving runs, when summary.json has it."""
     lo_hi = arm.get("wall_range_s")
     return f" ({lo_hi[0]:.1f}–{lo_hi[1]:.1f})" if lo_hi else ""
+
+
+def kilo(value) -> str:
+    """A median count in thousands (one decimal below 10 k), or – when no run survived."""
+    if value is None:
+        return "–"
+    return f"{value / 1000:.1f} k" if value < 10_000 else f"{value / 1000:.0f} k"
 
 
 def doc_rows(results: dict[str, dict], date: str, cmd: str, load: float) -> list[str]:
@@ -190,16 +272,19 @@ def doc_rows(results: dict[str, dict], date: str, cmd: str, load: float) -> list
             arms = list(per)
             pct = f"{100 * int(local) / fp:.0f} %"
             times = " / ".join(fmt_time(per[a]["wall_s"]) + spread(per[a]) for a in arms)
-            swapins = " / ".join(f"{per[a]['swapins'] / 1000:.0f} k"
-                                 if per[a]["swapins"] is not None else "–" for a in arms)
-            alive = " / ".join(f"{per[a]['survived']}/{per[a]['runs']}" for a in arms)
+            swapins = " / ".join(kilo(per[a]["swapins"]) for a in arms)
+            swapouts = " / ".join(kilo(per[a].get("pswpout")) for a in arms)
+            alive = " / ".join(f"{per[a]['survived']}/{per[a]['runs']}"
+                               + (f" ({per[a]['oom_kills']} OOM)" if per[a]["oom_kills"] else "")
+                               for a in arms)
             ratios = ", ".join(f"{a} {per[a]['speedup_vs_kernel']:.2f}×" for a in arms
                                if a != "kernel" and per[a]["speedup_vs_kernel"])
             rows.append(
                 f"| swap tier in the guest, {name} at {pct} local ({fp >> 20} MiB): "
                 f"{' / '.join(arms)} | emulated | QEMU guest (TCG; {summary['guest_kernel']}, "
                 f"MGLRU, cgroup v2, zram) on the test VM, shared (load {load:.0f}) | {date} | "
-                f"time {times} s (guest clock); swap-ins {swapins} | alive {alive}; "
+                f"time {times} s (guest clock); swap-ins {swapins}; swap-outs {swapouts} | "
+                f"alive {alive}; "
                 f"time ratio vs kernel: {ratios or '–'} | `{cmd}` |")
     return rows
 

@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from objtier.errors import UsageError
+from objtier.errors import EnvironmentProblem, UsageError
 from objtier.experiments.guest_compare import summarize
 from objtier.experiments.guest_swap import (GuestRun, GuestSwapSettings, GuestSwapTier, _ints,
-                                        build_swaprun, parse_kv)
+                                        biggest_system_ram, build_swaprun, parse_kv)
 from objtier.restore import Restorer
 from objtier.tiers.swap import MemoryCgroup
 
@@ -98,3 +98,33 @@ def test_runs_csv_reads_back_to_the_same_summary(tmp_path):
     assert summarize(back) == summarize(rows)
     assert back[0].vmstat == {"pswpin": 12} and back[1].sidecar["flush_reads"] == "40"
     assert [r.survived for r in back] == [True, True, False]
+
+
+# /proc/iomem of the guest (2 GiB, two NUMA nodes in one range), trimmed
+IOMEM = """00000000-00000fff : Reserved
+00001000-0009fbff : System RAM
+000a0000-000bffff : PCI Bus 0000:00
+00100000-7ffdffff : System RAM
+  01000000-01ffffff : Kernel code
+7ffe0000-7fffffff : Reserved
+100000000-10fffffff : System RAM
+"""
+
+
+def test_damon_reclaim_region_is_the_biggest_system_ram_range():
+    assert biggest_system_ram(IOMEM) == (0x100000, 0x7ffe0000)
+    # nested entries ("Kernel code") are not ranges of their own
+    assert biggest_system_ram("00100000-001fffff : System RAM\n  00000000-7fffffff : System RAM\n"
+                              ) == (0x100000, 0x200000)
+    with pytest.raises(EnvironmentProblem, match="no System RAM"):
+        biggest_system_ram("00000000-00000fff : Reserved\n")
+
+
+@pytest.mark.parametrize("bad", [dict(damon_wmarks=(500, 600, 200)),
+                                 dict(damon_wmarks=(1001, 999, 0)),
+                                 dict(damon_min_age_us=50_000),
+                                 dict(damon_quota_ms=-1), dict(damos_quota_bytes=-1)])
+def test_damon_settings_out_of_range_are_refused(bad):
+    with pytest.raises(UsageError):
+        GuestSwapSettings(**bad).validate()
+    GuestSwapSettings().validate()

@@ -1,9 +1,9 @@
 """The swap-tier arms in the guest (objtier.experiments.guest_compare): one short comparison of a
 small STREAM (18 MiB, 70 % local) under a cgroup v2 limit with zram swap, every arm once:
 kernel (MGLRU), pressure-driven memory.reclaim, objtier with and without its pressure guard;
-and the guest left as it was found. The DAMON arms (DAMON_RECLAIM, a DAMOS pageout scheme on the
-program) on a short program; a busy kdamond in the guest makes them refuse. No timing is asserted
-(the guest is emulated)."""
+and the guest left as it was found. The DAMON arms (DAMON_RECLAIM's scheme on physical memory, a
+DAMOS pageout scheme on the program) page out a program's idle memory; a busy kdamond in the
+guest makes them refuse. No timing is asserted (the guest is emulated)."""
 from __future__ import annotations
 
 import csv
@@ -16,7 +16,7 @@ from objtier.experiments.guest_compare import GuestCompareSettings, run_guest_co
 from objtier.experiments.guest_swap import GuestSwapSettings, GuestSwapTier
 from objtier.native import binary
 
-from .guest_helpers import guest_read
+from .guest_helpers import guest_read, parse_placement
 
 pytestmark = pytest.mark.guest
 
@@ -66,20 +66,32 @@ def test_every_arm_runs_under_the_cgroup_v2_limit_and_the_guest_is_restored(test
     assert guest_state(testbed) == before
 
 
-def test_damon_arms_start_a_kdamond_and_remove_it(testbed):
-    """DAMON_RECLAIM is switched on for the run and off after it; the DAMOS scheme's kdamond is
-    attached to the running program and removed after it (a short program, no limit: only the
-    mechanics)."""
+@pytest.mark.timeout(900)
+def test_damon_arms_page_out_idle_memory_and_remove_their_kdamond(testbed, placement_prog):
+    """A program that touches 48 MiB once and then leaves it idle for 8 s, no memory limit (so
+    the kernel itself has no reason to reclaim): the DAMON arms' schemes page its idle memory
+    out to zram — both in their own counters and in the program's absent pages — while the
+    kernel arm swaps nothing; their kdamond is removed after each run and the guest left as
+    found (the damon_reclaim module is never touched)."""
     before = guest_state(testbed)
     stem = testbed.paths.run / "swap-damon"
+    idle = [placement_prog, "idle", "48", "0", "8"]
     with GuestSwapTier(testbed, stem, GuestSwapSettings(zram_mib=128),
-                       ["damon-reclaim", "damos-pageout"]) as tier:
-        reclaim = tier.run("damon-reclaim", ["sleep", "2"], None, 0, stem / "reclaim", order=1)
-        damos = tier.run("damos-pageout", ["sleep", "2"], None, 0, stem / "damos", order=2)
-    assert reclaim.survived and damos.survived
-    assert reclaim.damon["kdamond_pid"] > 0          # DAMON_RECLAIM ran during the run
-    assert damos.damon["attached"] == 1 and "nr_tried" in damos.damon
-    assert reclaim.sidecar["flush_reads"] > 0 and damos.sidecar["flush_reads"] > 0
+                       ["kernel", "damon-reclaim", "damos-pageout"]) as tier:
+        assert tier.ram_range and tier.ram_range[1] - tier.ram_range[0] > 512 << 20
+        runs = {arm: tier.run(arm, idle, None, 0, stem / arm, order=i)
+                for i, arm in enumerate(("kernel", "damon-reclaim", "damos-pageout"), 1)}
+    assert all(r.survived for r in runs.values()), runs
+    absent = {arm: parse_placement((stem / arm).with_suffix(".out").read_text())["absent"]
+              for arm in runs}
+    assert runs["kernel"].vmstat["pswpout"] == 0 and absent["kernel"] == 0
+    reclaim, damos = runs["damon-reclaim"], runs["damos-pageout"]
+    assert reclaim.damon["kdamond_pid"] > 0 and damos.damon["attached"] == 1
+    for arm, run in (("damon-reclaim", reclaim), ("damos-pageout", damos)):
+        assert run.damon["nr_applied"] > 0 and run.damon["sz_applied"] > 0, (arm, run.damon)
+        assert run.vmstat["pswpout"] > 0, (arm, run.vmstat)
+        assert absent[arm] > 0, (arm, absent)      # the program's own pages were swapped out
+        assert run.sidecar["flush_reads"] > 0
     assert guest_state(testbed) == before
 
 

@@ -64,6 +64,15 @@ def test_gups_reports_hpcc_error_count(wl):
     assert "verification: passed (0 of 4096 entries wrong" in run.stdout
 
 
+def test_gups_takes_a_smaller_number_of_updates(wl):
+    run = wl("gups", "-l", "14", "-u", "1000", "-t", "1")
+    assert run.returncode == 0, run.stderr
+    assert "(0.1 MiB), 1000 updates" in run.stdout
+    assert "verification: passed (0 of 16384 entries wrong" in run.stdout
+    bad = wl("gups", "-l", "14", "-u", "0")
+    assert bad.returncode == 2 and "-u must be in [1," in bad.stderr and bad.stdout == ""
+
+
 @pytest.mark.parametrize("name", ["graphgen", "bfs", "bc", "cc", "stream", "ptrchase", "gups",
                                   "kmeans"])
 def test_help_exits_zero(wl, name):

@@ -5,8 +5,12 @@ parts: a zram device (module loaded from the guest kernel's package) as swap, an
 cgroup v2 memory cgroup per run with memory.max = the local size. Arms:
 
     kernel         MGLRU reclaim under memory.max alone
-    damon-reclaim  + DAMON_RECLAIM (the kernel's DAMON-based proactive reclaim, module
-                   parameters): cold physical regions paged out once idle for min_age
+    damon-reclaim  + DAMON_RECLAIM's scheme (the kernel's DAMON-based proactive reclaim):
+                   physical regions of the biggest System RAM range idle for min_age paged
+                   out, oldest first, under its quotas and free-memory watermarks. Built
+                   through the DAMON sysfs interface (paddr): the guest kernel's damon_reclaim
+                   module drops its own scheme when it starts (see docs/compare.md), so its
+                   kdamond monitors and never reclaims; the module is left untouched
     damos-pageout  + a DAMOS scheme through the DAMON sysfs interface on the program's address
                    space (vaddr): regions with no access for damos_min_age paged out (attached
                    once the program runs; removed when it exits)
@@ -25,7 +29,8 @@ before and after.
 Everything GuestSwapTier changes in the guest is undone on exit, error and Ctrl-C: the zram
 swap (swapoff, reset, the module unloaded when this loaded it), the memory controller in the
 root's subtree_control, NUMA demotion (off meanwhile, so reclaim swaps instead of demoting to
-the guest's second node), the DAMON_RECLAIM parameters, and any run cgroup left behind.
+the guest's second node), the DAMON sysfs kdamond of a DAMON arm, and any run cgroup left
+behind.
 DAMON arms refuse to start when a kdamond is busy in the guest (objtier.tiers.damon_free).
 
 Wall times in the guest are emulated (TCG): the CPU is emulated for every arm alike, so ratios
@@ -47,7 +52,6 @@ from objtier.tiers.damon_free import PROBE_SCRIPT, busy_reason_from_text, requir
 
 ARMS = ("kernel", "damon-reclaim", "damos-pageout", "psi-reclaim", "objtier", "objtier-noguard")
 SWAPRUN_SOURCE = Path(__file__).resolve().parents[3] / "native" / "guest" / "swaprun.c"
-DAMON_RECLAIM = "/sys/module/damon_reclaim/parameters"
 DAMON_SYSFS = "/sys/kernel/mm/damon/admin/kdamonds"
 DEMOTION = "/sys/kernel/mm/numa/demotion_enabled"
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -61,13 +65,19 @@ VMSTAT_KEYS = ("pswpin", "pswpout", "pgmajfault", "pgscan_direct", "pgscan_kswap
 class GuestSwapSettings:
     flush_ms: float = 10.0           # stat-flush reader period in every arm [ms]; 0 = none
     zram_mib: int = 1024             # zram swap size [MiB]
-    # DAMON_RECLAIM: the module's defaults except min_age (120 s would never act on a run of
-    # tens of seconds) and the watermarks (its defaults act only when free memory is below 40 %
-    # of the machine; a memory cgroup's limit is not seen by them)
+    # damon-reclaim: DAMON_RECLAIM's scheme and defaults except min_age (120 s would never act
+    # on a run of tens of seconds) and the watermarks (its defaults act only when free memory
+    # is below 40 % of the machine; a memory cgroup's limit is not seen by them)
     damon_min_age_us: int = 1_000_000
     damon_wmarks: tuple[int, int, int] = (1000, 999, 0)  # high, mid, low [per-thousand free]
+    # and the quotas: its defaults (10 ms of CPU, 128 MiB per second) are spent, oldest
+    # regions first, on the guest's free memory (idle since boot) and never reach a program's
+    # pages within a run; with no quota at all the kdamond's paging starves the program
+    damon_quota_ms: int = 100         # DAMON_RECLAIM's quota_ms (CPU time per second)
+    damon_quota_bytes: int = 1 << 30  # DAMON_RECLAIM's quota_sz per second; 0 = none
     # damos-pageout: regions idle for this many aggregation intervals (100 ms: DAMON's default)
     damos_min_age_aggr: int = 10
+    damos_update_us: int = 1_000_000  # how often the program's mappings are re-read
     damos_quota_ms: int = 10          # DAMON_RECLAIM's default quotas: 10 ms of CPU and
     damos_quota_bytes: int = 128 << 20  # 128 MiB per second
     # psi-reclaim (swaprun --reclaim): the senpai defaults scaled to 1 s intervals
@@ -81,6 +91,13 @@ class GuestSwapSettings:
             raise UsageError(f"stat-flush period must be 0..10000 ms, got {self.flush_ms:g}")
         if not 64 <= self.zram_mib <= 65536:
             raise UsageError(f"zram size must be 64..65536 MiB, got {self.zram_mib}")
+        high, mid, low = self.damon_wmarks
+        if not 0 <= low <= mid <= high <= 1000 or self.damon_min_age_us < 100_000:
+            raise UsageError("damon-reclaim needs watermarks 0 <= low <= mid <= high <= 1000 "
+                             "and min_age of at least one aggregation (100000 us)")
+        if min(self.damon_quota_ms, self.damon_quota_bytes, self.damos_quota_ms,
+               self.damos_quota_bytes) < 0:
+            raise UsageError("DAMON quotas must not be negative")
         if not 0 < self.psi_max_probe <= 1 or self.psi_target_pct <= 0:
             raise UsageError("psi-reclaim needs 0 < max_probe <= 1 and target_pct > 0")
 
@@ -105,7 +122,7 @@ class GuestRun:
     file_bytes: int | None           # file page cache still charged at the end
     vmstat: dict[str, int] = field(default_factory=dict)   # guest /proc/vmstat deltas
     sidecar: dict[str, Any] = field(default_factory=dict)  # swaprun's counters
-    damon: dict[str, Any] = field(default_factory=dict)    # DAMON_RECLAIM's counters
+    damon: dict[str, Any] = field(default_factory=dict)    # the DAMON scheme's counters
 
     @property
     def survived(self) -> bool:
@@ -129,6 +146,22 @@ def _ints(d: dict[str, str]) -> dict[str, int]:
         except ValueError:
             pass
     return out
+
+
+def biggest_system_ram(iomem: str) -> tuple[int, int]:
+    """[start, end) of the biggest top-level "System RAM" range of /proc/iomem: the region
+    DAMON_RECLAIM monitors by default."""
+    best = (0, 0)
+    for line in iomem.splitlines():
+        if line.startswith(" ") or not line.rstrip().endswith(": System RAM"):
+            continue
+        lo, _, hi = line.split(" :", 1)[0].partition("-")
+        start, end = int(lo, 16), int(hi, 16) + 1
+        if end - start > best[1] - best[0]:
+            best = (start, end)
+    if best[1] <= best[0]:
+        raise EnvironmentProblem("no System RAM range in the guest's /proc/iomem")
+    return best
 
 
 def build_swaprun(dest_dir: Path) -> Path:
@@ -159,7 +192,7 @@ class GuestSwapTier:
         self.prefix = f"objtier-guest-{os.getpid()}"
         self.swaprun: Path | None = None
         self.zram: str | None = None
-        self.damon_saved: dict[str, str] = {}
+        self.ram_range: tuple[int, int] | None = None   # damon-reclaim's monitoring region
 
     # ---- set-up and undo -------------------------------------------------------------------
 
@@ -213,18 +246,14 @@ class GuestSwapTier:
             self.undo.append(("demotion", f"echo true > {DEMOTION}"))
         if "damon-reclaim" in self.arms or "damos-pageout" in self.arms:
             require_free_damon(busy_reason_from_text(self.tb.run_checked(PROBE_SCRIPT)))
-        if "damos-pageout" in self.arms:
+        if "damos-pageout" in self.arms or "damon-reclaim" in self.arms:
             if self.tb.run_checked(f"cat {DAMON_SYSFS}/nr_kdamonds").strip() != "0":
                 raise EnvironmentProblem("the guest's DAMON sysfs interface has kdamonds set up "
                                          "(not running); refusing to replace them")
-            self.undo.append(("DAMOS kdamond", f"echo off > {DAMON_SYSFS}/0/state 2>/dev/null; "
+            self.undo.append(("DAMON kdamond", f"echo off > {DAMON_SYSFS}/0/state 2>/dev/null; "
                                                f"echo 0 > {DAMON_SYSFS}/nr_kdamonds"))
         if "damon-reclaim" in self.arms:
-            saved = parse_kv(self.tb.run_checked(f"cd {DAMON_RECLAIM} && grep . *"), ":")
-            self.damon_saved = {k: saved[k] for k in self._damon_params() if k in saved}
-            self.undo.append(("DAMON_RECLAIM", f"echo N > {DAMON_RECLAIM}/enabled; " +
-                              "; ".join(f"echo {v} > {DAMON_RECLAIM}/{k}"
-                                        for k, v in self.damon_saved.items())))
+            self.ram_range = biggest_system_ram(self.tb.run_checked("cat /proc/iomem"))
         self._zram(bool(zram_control))
         self.clock_rate = self._clock_rate()
 
@@ -282,11 +311,6 @@ class GuestSwapTier:
             files.append(out)
         return files
 
-    def _damon_params(self) -> dict[str, str]:
-        s = self.settings
-        high, mid, low = s.damon_wmarks
-        return {"min_age": str(s.damon_min_age_us), "wmarks_high": str(high),
-                "wmarks_mid": str(mid), "wmarks_low": str(low)}
 
     # ---- one run -----------------------------------------------------------------------------
 
@@ -306,12 +330,7 @@ class GuestSwapTier:
                               *(f"{k}={v}" for k, v in (env or {}).items()), *command])
         damon_on = damon_off = ""
         if arm == "damon-reclaim":
-            damon_on = ("; ".join(f"echo {v} > {DAMON_RECLAIM}/{k}"
-                                  for k, v in self._damon_params().items()) +
-                        f"; echo Y > {DAMON_RECLAIM}/enabled || exit 90; "
-                        f"[ \"$(cat {DAMON_RECLAIM}/kdamond_pid)\" != -1 ] || exit 91;")
-            damon_off = (f"(cd {DAMON_RECLAIM} && grep . nr_* bytes_* kdamond_pid) > {q['damon']};"
-                         f" echo N > {DAMON_RECLAIM}/enabled;")
+            damon_on, damon_off = self._reclaim_script(q)
         launch = f"{program} > {q['out']} 2> {q['err']}\nrc=$?"
         if arm == "damos-pageout":
             launch = self._damos_script(cg, program, q)
@@ -335,6 +354,54 @@ exit $rc
             raise ObjtierError(f"swaprun failed ({rc}) for {arm}: {err.strip()[-300:]}")
         return self._row(arm, repeat, order, local_bytes, stem)
 
+    def _reclaim_script(self, q: dict[str, str]) -> tuple[str, str]:
+        """Shell code before and after the program: DAMON_RECLAIM's scheme on one paddr kdamond
+        (the module's pattern, quotas, prioritization and watermarks with this run's min_age
+        and watermarks), and its stats and pid kept afterwards."""
+        s = self.settings
+        k = f"{DAMON_SYSFS}/0"
+        c = f"{k}/contexts/0"
+        sch = f"{c}/schemes/0"
+        start, end = self.ram_range or (0, 0)
+        high, mid, low = s.damon_wmarks
+        writes = [("1", f"{DAMON_SYSFS}/nr_kdamonds"), ("1", f"{k}/contexts/nr_contexts"),
+                  ("paddr", f"{c}/operations"), ("1", f"{c}/targets/nr_targets"),
+                  ("1", f"{c}/targets/0/regions/nr_regions"),
+                  (str(start), f"{c}/targets/0/regions/0/start"),
+                  (str(end), f"{c}/targets/0/regions/0/end"),
+                  ("1", f"{c}/schemes/nr_schemes"), ("pageout", f"{sch}/action"),
+                  *self._pattern(sch, s.damon_min_age_us // 100_000),
+                  ("free_mem_rate", f"{sch}/watermarks/metric"),
+                  ("5000000", f"{sch}/watermarks/interval_us"),
+                  (str(high), f"{sch}/watermarks/high"), (str(mid), f"{sch}/watermarks/mid"),
+                  (str(low), f"{sch}/watermarks/low"),
+                  *self._quotas(sch, s.damon_quota_ms, s.damon_quota_bytes),
+                  ("1", f"{sch}/quotas/weights/age_permil"),
+                  ("on", f"{k}/state")]
+        on = (f"[ \"$(cat {DAMON_SYSFS}/nr_kdamonds)\" = 0 ] || exit 94\n" +
+              " && ".join(f"echo {v} > {path}" for v, path in writes) + " || exit 90\n"
+              f"[ \"$(cat {k}/pid)\" -gt 0 ] || exit 91\n")
+        off = (f"echo update_schemes_stats > {k}/state 2>/dev/null\n"
+               f"(echo \"kdamond_pid:$(cat {k}/pid)\"; cd {sch}/stats && grep . *) > {q['damon']}\n"
+               f"echo off > {k}/state 2>/dev/null; echo 0 > {DAMON_SYSFS}/nr_kdamonds\n")
+        return on, off
+
+    @staticmethod
+    def _pattern(sch: str, min_age_aggr: int) -> list[tuple[str, str]]:
+        """Regions of at least a page, not accessed, idle for min_age_aggr aggregations (a new
+        scheme's ranges are [0, 0]: sz and age need their maxima)."""
+        return [("0", f"{sch}/access_pattern/nr_accesses/min"),
+                ("0", f"{sch}/access_pattern/nr_accesses/max"),
+                ("4096", f"{sch}/access_pattern/sz/min"),
+                (str((1 << 64) - 1), f"{sch}/access_pattern/sz/max"),
+                (str(min_age_aggr), f"{sch}/access_pattern/age/min"),
+                (str((1 << 32) - 1), f"{sch}/access_pattern/age/max")]
+
+    @staticmethod
+    def _quotas(sch: str, ms: int, size: int) -> list[tuple[str, str]]:
+        return [(str(ms), f"{sch}/quotas/ms"), (str(size), f"{sch}/quotas/bytes"),
+                ("1000", f"{sch}/quotas/reset_interval_ms")]
+
     def _damos_script(self, cg: str, program: str, q: dict[str, str]) -> str:
         """Shell code: start the program, attach one vaddr kdamond with one pageout scheme to
         its pid, wait for it, and keep the scheme's stats (tried/applied regions and bytes)."""
@@ -343,18 +410,15 @@ exit $rc
         c = f"{k}/contexts/0"
         sch = f"{c}/schemes/0"
         writes = [("1", f"{DAMON_SYSFS}/nr_kdamonds"), ("1", f"{k}/contexts/nr_contexts"),
-                  ("vaddr", f"{c}/operations"), ("1", f"{c}/targets/nr_targets"),
+                  ("vaddr", f"{c}/operations"),
+                  # the address space is re-read every update_us (DAMON's default: 60 s): a
+                  # mapping made after the attach would go unmonitored for the whole run
+                  (str(s.damos_update_us), f"{c}/monitoring_attrs/intervals/update_us"),
+                  ("1", f"{c}/targets/nr_targets"),
                   ("$pid", f"{c}/targets/0/pid_target"), ("1", f"{c}/schemes/nr_schemes"),
-                  ("pageout", f"{sch}/action"), ("0", f"{sch}/access_pattern/nr_accesses/min"),
-                  ("0", f"{sch}/access_pattern/nr_accesses/max"),
-                  # a new scheme's ranges are [0, 0]: sz and age need their maxima
-                  ("4096", f"{sch}/access_pattern/sz/min"),
-                  (str((1 << 64) - 1), f"{sch}/access_pattern/sz/max"),
-                  (str(s.damos_min_age_aggr), f"{sch}/access_pattern/age/min"),
-                  (str((1 << 32) - 1), f"{sch}/access_pattern/age/max"),
-                  ("none", f"{sch}/watermarks/metric"), (str(s.damos_quota_ms), f"{sch}/quotas/ms"),
-                  (str(s.damos_quota_bytes), f"{sch}/quotas/bytes"),
-                  ("1000", f"{sch}/quotas/reset_interval_ms"), ("on", f"{k}/state")]
+                  ("pageout", f"{sch}/action"), *self._pattern(sch, s.damos_min_age_aggr),
+                  ("none", f"{sch}/watermarks/metric"),
+                  *self._quotas(sch, s.damos_quota_ms, s.damos_quota_bytes), ("on", f"{k}/state")]
         setup = " && ".join(f"echo {v} > {path}" for v, path in writes)
         return f"""[ "$(cat {DAMON_SYSFS}/nr_kdamonds)" = 0 ] || exit 94
 {program} > {q['out']} 2> {q['err']} &
@@ -363,10 +427,17 @@ pid=
 for i in $(seq 1 400); do pid=$(head -n 1 {cg}/cgroup.procs 2>/dev/null); [ -n "$pid" ] && break; sleep 0.025; done
 attached=0
 [ -n "$pid" ] && {setup} && attached=1
+echo "attached:$attached" > {q['damon']}
+# the kdamond stops by itself once its target exits, and a stopped kdamond's stats can no
+# longer be updated: take them every 0.2 s while the program runs
+while [ "$attached" = 1 ] && kill -0 $runner 2>/dev/null; do
+  echo update_schemes_stats > {k}/state 2>/dev/null && \
+    (echo "attached:1"; cd {sch}/stats && grep . *) > {q['damon']}.new && \
+    mv {q['damon']}.new {q['damon']}
+  sleep 0.2
+done
 wait $runner
 rc=$?
-echo update_schemes_stats > {k}/state 2>/dev/null
-(echo "attached:$attached"; cd {sch}/stats 2>/dev/null && grep . *) > {q['damon']}
 echo off > {k}/state 2>/dev/null; echo 0 > {DAMON_SYSFS}/nr_kdamonds"""
 
     def _row(self, arm: str, repeat: int, order: int, local_bytes: int, stem: Path) -> GuestRun:

@@ -4,6 +4,8 @@
  *   placement fill MIB           first touch under the task's policy (e.g. numactl --membind)
  *   placement hot MIB NODE SECS  first touch bound to NODE, then the default policy, then
  *                                re-touch every page for SECS seconds (NUMA-balancing hint faults)
+ *   placement idle MIB NODE SECS first touch, then SECS seconds without a touch (cold memory
+ *                                for proactive reclaim; swapped-out pages count as absent)
  *
  * Output, one line:  pages=<N> node0=<pages> node1=<pages> absent=<pages> other=<pages>
  * from move_pages(2) with nodes=NULL (query only), every 4 KiB page of the mapping.
@@ -66,7 +68,7 @@ static void report(char *base, size_t bytes)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: placement bind|fill|hot MIB [NODE [SECS]]\n");
+        fprintf(stderr, "usage: placement bind|fill|hot|idle MIB [NODE [SECS]]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -100,6 +102,11 @@ int main(int argc, char **argv)
         double end = now_s() + secs;
         for (int v = 2; now_s() < end; v++)
             touch(p, bytes, v);
+    } else if (strcmp(mode, "idle") == 0) {
+        touch(p, bytes, 1);
+        double end = now_s() + (argc > 4 ? atof(argv[4]) : 5.0);
+        while (now_s() < end)
+            usleep(100000);
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;
