@@ -42,12 +42,15 @@ PY = sys.executable
 
 
 def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
-              trials: float = 1.0, gups_log2: int | None = None) -> dict[str, list[str]]:
+              trials: float = 1.0, gups_log2: int | None = None,
+              gups_updates: int | None = None) -> dict[str, list[str]]:
     """trials scales the graph kernels' repetitions (at 1.0 BFS 256 sources, BC 12, CC 128:
     about 4 s each unlimited at scale 20 here, 15-40 s under a 70 % limit; at least 1).
     gups_log2 overrides GUPS's table size (2^N words, 4 x 2^N updates), which otherwise follows
     factor: GUPS's random updates fault on about every other access under a 50 % limit, so it
-    needs a much smaller table than the others to finish in the same time."""
+    needs a much smaller table than the others to finish in the same time. gups_updates
+    (GUPS -u) caps the updates instead, so that a table large enough for the limit to leave
+    the program room still finishes."""
     b = lambda name: str(bin_dir / name)  # noqa: E731
     kron, urand = str(graphs / f"kron{scale}.csr"), str(graphs / f"urand{scale}.csr")
     n = lambda base: str(max(1, round(base * trials)))  # noqa: E731
@@ -60,7 +63,8 @@ def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
         "cc_urand": [b("cc"), "-f", urand, "-n", n(128)],
         "stream": [b("stream"), "-s", str(int(4_000_000 * factor)), "-n", "10"],
         "gups": [b("gups"), "-l", str(gups_log2 if gups_log2 is not None else
-                                       max(16, 24 + round(math.log2(max(factor, 1e-9)))))],
+                                       max(16, 24 + round(math.log2(max(factor, 1e-9)))))]
+                + (["-u", str(gups_updates)] if gups_updates else []),
         "ptrchase": [b("ptrchase"), "-s", f"{max(1, int(100 * factor))}M", "-n",
                      str(max(1000, int(2_000_000 * trials)))],
         "kmeans": [b("kmeans"), "-n", str(int(700_000 * factor)), "-i", "5"],
@@ -201,6 +205,8 @@ def main() -> int:
                         help="scales the graph kernels' repetitions (1.0: BFS 256, BC 12, CC 128)")
     parser.add_argument("--gups-log2", type=int, default=None, metavar="N",
                         help="GUPS table of 2^N words (default: 24 scaled by --size-factor)")
+    parser.add_argument("--gups-updates", type=int, default=None, metavar="N",
+                        help="GUPS updates (default: 4 x the table's words)")
     parser.add_argument("--workloads", default=None, help="comma-separated subset")
     parser.add_argument("--algo", default="auto", help="passed to objtier compare")
     parser.add_argument("--profiles", type=int, default=None,
@@ -225,6 +231,8 @@ def main() -> int:
     parser.add_argument("--table-only", action="store_true",
                         help="run nothing: print the table of the comparisons already in -o")
     args = parser.parse_args()
+    if args.gups_updates is not None and args.gups_updates < 1:
+        parser.error("--gups-updates must be at least 1")
     if args.table_only:
         names = args.workloads.split(",") if args.workloads else list(
             workloads(args.scale, args.size_factor, Path("."), Path(".")))
@@ -240,7 +248,7 @@ def main() -> int:
     bin_dir = NATIVE_DIR / "bin"
     make_graphs(args.scale, out / "graphs", bin_dir)
     suite = workloads(args.scale, args.size_factor, out / "graphs", bin_dir, args.trials,
-                      args.gups_log2)
+                      args.gups_log2, args.gups_updates)
     chosen = args.workloads.split(",") if args.workloads else list(suite)
     lines, enforced = [], None
     for local in args.local.split(","):
@@ -284,6 +292,7 @@ def main() -> int:
             f"{args.repeat} --scale {args.scale} --size-factor {args.size_factor} --trials "
             f"{args.trials} --stat-flush {args.stat_flush:g}"
             f"{' --gups-log2 ' + str(args.gups_log2) if args.gups_log2 is not None else ''}"
+            f"{' --gups-updates ' + str(args.gups_updates) if args.gups_updates else ''}"
             f"{' --arms ' + args.arms if args.arms else ''}` — "
             f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs, {date}. "
             f"Memory cgroup v1 limited to --local of the footprint (cgroup peak of an "
