@@ -34,9 +34,15 @@ typedef struct dynamic_state {
 static const sim_param_def dynamic_params[] = {
     {"prefetch_pages", 32}, /* pages prefetched ahead of a fault in a swept object (0: none) */
     /* read by the driver when it learns the schedule (objtier.plan.dynamic), not here: */
-    {"window_ms", 0},    /* windows inside a phase execution, ms of trace time (0: none) */
-    {"min_accesses", 2}, /* accesses in a window for a page to be locked */
-    {"pageout", 1},      /* 1: page out what leaves the locked set unused soon; 0: unlock */
+    {"window_ms", 0},      /* windows inside a phase execution, ms of trace time (0: none) */
+    {"min_accesses", 2},   /* accesses in a window for a page to be locked */
+    {"pageout", 1},        /* 1: page out what leaves the locked set unused soon; 0: unlock */
+    {"mode", 0},           /* 0 auto (the best of the others, simulated), 1 hot, 2 nextuse,
+                          * 3 static */
+    {"chunk_pages", 16},   /* nextuse: pages of an object ranked as one */
+    {"lookahead", 2},      /* nextuse: windows looked ahead */
+    {"willneed_pages", 0}, /* nextuse: pages prefetched per step (0: auto tries a share) */
+    {"horizon", 16},       /* nextuse: page out what no window this far ahead uses */
     {NULL, 0},
 };
 

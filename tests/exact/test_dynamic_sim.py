@@ -56,7 +56,7 @@ def test_schedule_steps_follow_the_phase_switches(alternating_trace):
     from objtier.sim.dynamic import schedule_for
 
     source = from_trace(alternating_trace)
-    sched = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {})
+    sched = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {"mode": 1})
     names = [s.phase for s in sched.steps]
     assert names[0] == "*" and names[1:1 + 2 * ROUNDS] == ["x", "y"] * ROUNDS
     assert [s.switch for s in sched.steps] == list(range(len(sched.steps)))
@@ -143,3 +143,76 @@ def test_run_applies_the_schedule_within_its_call_budget(alternating_trace, tmp_
     assert s_calls < calls and s_dropped > 0  # 3 calls per second: most steps cut short
     bad = run("--advice-rate", "0")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+@needs_clang
+def test_auto_keeps_the_best_candidate_and_never_loses_to_the_static_plan(alternating_trace):
+    """dynamic (auto) simulates hot, static and next-use schedules on the trace and keeps the
+    one with the fewest swap-ins; the static candidate replays the spill plan's pages."""
+    sim = simulate(alternating_trace, ["spill", "dynamic"], "50%", load_preset("zram"))
+    c = {r.policy: r.counters for r in sim.results}
+    note = next(n for n in sim.notes if n.startswith("dynamic: kept"))
+    scores = {}
+    for part in note.split("swap-ins ", 1)[1].split(", "):
+        name, value = part.rsplit(" ", 1)
+        scores[name] = int(value.replace(",", ""))
+    assert {"static", "hot w=0", "nextuse w=0"} <= set(scores)
+    assert c["dynamic"]["pswpin"] == min(scores.values())
+    assert c["dynamic"]["pswpin"] <= scores["static"]
+    # the static candidate is the spill plan: same swap-ins within a few pages
+    assert abs(scores["static"] - c["spill"]["pswpin"]) <= 0.01 * c["spill"]["pswpin"] + 16
+    assert c["dynamic"]["pswpin"] * 5 < c["spill"]["pswpin"]
+
+
+def test_nextuse_locks_what_comes_next_within_the_budget():
+    """Two objects of 8 pages used in turns, window by window; a budget of 10 pages: each
+    step locks the window's object first, then the next window's pages that fit."""
+    page = 4096
+    addr = np.array([1 << 20, 2 << 20], np.uint64)
+    size = np.array([8 * page, 8 * page], np.uint64)
+    bounds = [(k * 1000, 0, "*", k * 1000) for k in range(4)]
+    t, o, a = [], [], []
+    for k in range(4):
+        for rep in range(3):
+            for p in range(8):
+                t.append(k * 1000 + rep * 100 + p)
+                o.append(k % 2)
+                a.append(int(addr[k % 2]) + p * page)
+    sched = D.learn_nextuse(np.array(t), np.array(o), np.array(a, np.uint64),
+                            np.ones(len(t)), addr, size, bounds, 10, 12, chunk_pages=4,
+                            lookahead=1, willneed_pages=0)
+    first = sched.steps[0].actions
+    locked = {(x[1], x[2], x[3]) for x in first if x[0] == D.LOCK}
+    assert sum(n for _, _, n in locked) == 10
+    assert (0, 0, 8) in locked  # window 0's object, whole
+    assert any(ob == 1 for ob, _, _ in locked)  # and the start of what window 1 uses
+    second = sched.steps[1].actions
+    # window 1: object 1 whole, object 0 (used again in window 2) kept in part, never paged out
+    assert not [x for x in second if x[0] == D.PAGEOUT]
+    for step in sched.steps:
+        assert all(x[3] <= 8 for x in step.actions)
+    # prefetch: a budget of 4 pages leaves most of each window unlocked, WILLNEED takes 2
+    sched = D.learn_nextuse(np.array(t), np.array(o), np.array(a, np.uint64),
+                            np.ones(len(t)), addr, size, bounds, 4, 12, chunk_pages=4,
+                            lookahead=0, willneed_pages=2)
+    will = [x for x in sched.steps[1].actions if x[0] == D.WILLNEED]
+    assert sum(x[3] for x in will) == 2 and all(x[1] == 1 for x in will)
+    lock = {(x[1], x[2], x[3]) for x in sched.steps[1].actions if x[0] == D.LOCK}
+    assert all(not (w[2] < f + n and f < w[2] + w[3]) for w in will for _, f, n in lock)
+
+
+def test_static_schedule_locks_each_object_after_its_allocation():
+    page = 4096
+    addr = np.array([1 << 20, 2 << 20, 3 << 20], np.uint64)
+    size = np.array([8 * page, 8 * page, 8 * page], np.uint64)
+    alloc = np.array([0, 1500, 5000], np.int64)
+    bounds = [(0, 0, "*", 0), (1000, 1, "a", 0), (3000, 2, "b", 0)]
+    fast = np.array([3 * page, 8 * page, 0], np.int64)
+    sched = D.static_schedule(addr, size, alloc, fast, bounds, 9, 12)
+    locks = [(s.time_ns, x) for s in sched.steps for x in s.actions]
+    assert all(x[0] == D.LOCK for _, x in locks)
+    # object 0 at the first step after its allocation, object 1 1 µs after its allocation
+    # (inside window 1), within the budget of 9 pages; object 2 has no fast bytes
+    assert locks == [(1000, (D.LOCK, 0, 0, 3)), (2500, (D.LOCK, 1, 0, 6))]
+    extra = next(s for s in sched.steps if s.time_ns == 2500)
+    assert (extra.switch, extra.offset_ns) == (1, 1500)
