@@ -18,6 +18,9 @@
  *   - step i is due when steps[i].sw < sw_now (stale: skipped) or steps[i].sw == sw_now and
  *     now >= t_switch + off_ns * scale.
  *   - tokens <= rate (one second of calls), refilled at rate per second.
+ * Overhead counted: advice_ns is the time spent inside the advice calls (in the schedule's
+ * thread and in the program's thread at a switch), thread_cpu_ns the schedule thread's CPU
+ * time, willneed_bytes what was prefetched (WILLNEED, alone or before an mlock).
  */
 #define _GNU_SOURCE
 #include "dynamic.h"
@@ -92,7 +95,8 @@ static uint64_t lock_limit, locked_bytes;
 static struct {
     uint64_t switches, steps_applied, steps_skipped, actions_applied, actions_dropped,
         actions_absent, sweep_hints, calls_mlock, calls_munlock, calls_pageout, calls_cold,
-        calls_willneed, calls_failed, lock_refused, budget_waits, locked_peak, objects_matched;
+        calls_willneed, calls_failed, lock_refused, budget_waits, locked_peak, objects_matched,
+        willneed_bytes, advice_ns, thread_cpu_ns;
 } st;
 
 /* ---- parsing ------------------------------------------------------------------------- */
@@ -279,8 +283,10 @@ static void refill(uint64_t now)
 
 static int call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counter)
 {
+    uint64_t t0 = rt_now_ns();
     long r = arg >= 0 ? syscall(nr, (void *)(uintptr_t)a, len, arg)
                       : syscall(nr, (void *)(uintptr_t)a, len);
+    st.advice_ns += rt_now_ns() - t0;
     (*counter)++;
     tokens -= 1;
     if (r != 0)
@@ -329,6 +335,7 @@ static void apply(const dact *x)
     }
     case A_LOCK:
         call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed);
+        st.willneed_bytes += len;
         if (locked_bytes + len > lock_limit) {
             st.lock_refused++;
             break;
@@ -340,7 +347,10 @@ static void apply(const dact *x)
                 st.locked_peak = locked_bytes;
         }
         break;
-    case A_WILLNEED: call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed); break;
+    case A_WILLNEED: /* prefetch: the swap-ins are started, the pages stay unlocked */
+        call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed);
+        st.willneed_bytes += len;
+        break;
     default: break;
     }
 }
@@ -411,6 +421,9 @@ static void *loop(void *arg)
             pthread_cond_timedwait(&cond, &lock, &ts);
         }
     }
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        st.thread_cpu_ns = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
     pthread_mutex_unlock(&lock);
     return NULL;
 }
@@ -531,7 +544,8 @@ static void write_stats(void)
         "sweep_hints %llu\ncalls_mlock %llu\ncalls_munlock %llu\ncalls_pageout %llu\n"
         "calls_cold %llu\ncalls_willneed %llu\ncalls_failed %llu\nlock_refused %llu\nbudget_waits "
         "%llu\n"
-        "locked_peak_bytes %llu\nobjects_matched %llu\nadvice_rate %.0f\n",
+        "locked_peak_bytes %llu\nobjects_matched %llu\nadvice_rate %.0f\nwillneed_bytes %llu\n"
+        "advice_ns %llu\nthread_cpu_ns %llu\n",
         n_objs, n_steps, (unsigned long long)n_acts, (unsigned long long)st.switches,
         (unsigned long long)st.steps_applied, (unsigned long long)st.steps_skipped,
         (unsigned long long)st.actions_applied, (unsigned long long)st.actions_dropped,
@@ -540,7 +554,9 @@ static void write_stats(void)
         (unsigned long long)st.calls_pageout, (unsigned long long)st.calls_cold,
         (unsigned long long)st.calls_willneed, (unsigned long long)st.calls_failed,
         (unsigned long long)st.lock_refused, (unsigned long long)st.budget_waits,
-        (unsigned long long)st.locked_peak, (unsigned long long)st.objects_matched, rate);
+        (unsigned long long)st.locked_peak, (unsigned long long)st.objects_matched, rate,
+        (unsigned long long)st.willneed_bytes, (unsigned long long)st.advice_ns,
+        (unsigned long long)st.thread_cpu_ns);
     int fd = (int)syscall(SYS_openat, AT_FDCWD, stats_path,
                           O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
