@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,41 +26,7 @@ PY = sys.executable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
 
-TRIAL_OPTION = {"bfs": "-n", "cc": "-n"}
 BASE_POLICIES = "first-touch,numab2,tpp,memtis,hemem,object,spill,oracle,phases,belady"
-ALTERNATING_ARGS = ["16", "4", "20", "4096"]  # 16 MiB arrays, 4 rounds, 20 sweeps per phase
-
-
-def build_exact(kernel: str, bin_dir: Path) -> Path:
-    from objtier.native import include_dir
-
-    exe = bin_dir / f"{kernel}_exact"
-    if exe.exists():
-        return exe
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    if kernel == "alternating":
-        from tests.alternating_program import SOURCE
-
-        src = bin_dir / "alternating.c"
-        src.write_text(SOURCE)
-        sources, flags = [src], ["-O1", "-fno-vectorize", "-fno-unroll-loops"]
-    else:
-        wl = REPO / "workloads"
-        sources = [wl / "graph" / f"{kernel}.c", wl / "graph" / "graph_gen.c",
-                   wl / "graph" / "graph_io.c", wl / "common" / "wl.c"]
-        flags = ["-O2", "-g", "-fno-omit-frame-pointer", "-fopenmp"]
-    subprocess.run([PY, "-m", "objtier", "cc", *flags, f"-I{include_dir()}", "-o", str(exe),
-                    *map(str, sources), "-lm"], check=True)
-    return exe
-
-
-def record_exact(exe: Path, args: list[str], trace: Path) -> None:
-    if trace.exists():
-        return
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
-    env.update(OBJTIER_SAMPLER="trace", OBJTIER_TRACE_LIMIT=str(1 << 40),
-               OBJTIER_OUTPUT=str(trace))
-    subprocess.run([str(exe), *args], env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def simulate(trace: Path, local: str, policies: str, params: list[str], target: Path
@@ -101,9 +66,7 @@ def main() -> int:
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "dynamic"))
     args = parser.parse_args()
 
-    from compare_swap import make_graphs
-
-    from objtier.native import NATIVE_DIR
+    from exact_setup import ALTERNATING_ARGS, build_exact, graph_args, record_exact
 
     trials = dict(item.split("=") for item in args.trials.split(","))
     out = Path(args.output)
@@ -113,10 +76,7 @@ def main() -> int:
         if name == "alternating":
             kernel, run_args, tag = "alternating", ALTERNATING_ARGS, "alternating"
         else:
-            kernel, kind = name.split("_")
-            make_graphs(args.scale, out / "graphs", NATIVE_DIR / "bin")
-            run_args = ["-f", str(out / "graphs" / f"{kind}{args.scale}.csr"),
-                        TRIAL_OPTION[kernel], trials[kernel], "-t", "1"]
+            kernel, run_args = graph_args(name, args.scale, trials, out / "graphs")
             tag = f"{name}-{trials[kernel]}"
         trace = out / "traces" / f"{tag}.otr"
         trace.parent.mkdir(parents=True, exist_ok=True)

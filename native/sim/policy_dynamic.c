@@ -42,7 +42,7 @@ static const sim_param_def dynamic_params[] = {
     {"chunk_pages", 16},   /* nextuse: pages of an object ranked as one */
     {"lookahead", 2},      /* nextuse: windows looked ahead */
     {"willneed_pages", 0}, /* nextuse: pages prefetched per step (0: auto tries a share) */
-    {"horizon", 16},       /* nextuse: page out what no window this far ahead uses */
+    {"horizon", 1},        /* nextuse: page out what no window this far ahead uses */
     {NULL, 0},
 };
 

@@ -13,8 +13,9 @@
  *   - objs[i].addr != 0 exactly while the allocation matched to schedule object i is live;
  *     objs[i].locked is what this module mlocked of it and has not unlocked since.
  *   - steps [0, cursor) have been started or skipped; a started step whose actions did not all
- *     fit the call budget is `pending` from action pend_act on, until it finishes or a newer
- *     step becomes due (then the rest is dropped: it is stale).
+ *     fit the call budget is `pending` from action pend_act on, until it finishes or, out of
+ *     calls, a newer step becomes due (then the rest is dropped: it is stale). Steps that fall
+ *     due together (a late wake-up) run in order while calls are left.
  *   - step i is due when steps[i].sw < sw_now (stale: skipped) or steps[i].sw == sw_now and
  *     now >= t_switch + off_ns * scale.
  *   - tokens <= rate (one second of calls), refilled at rate per second.
@@ -370,20 +371,18 @@ static uint64_t run_due(uint64_t now)
     refill(now);
     for (;;) {
         if (pending) {
-            if (cursor < n_steps && due(cursor, now)) { /* a newer step: the rest is stale */
-                st.actions_dropped += steps[pend_step].first + steps[pend_step].n - pend_act;
-                pending = 0;
-                continue;
-            }
             const dstep *s = &steps[pend_step];
-            while (pend_act < s->first + s->n) {
-                const dact *x = &acts[pend_act];
-                if (tokens < action_calls[x->act]) {
-                    st.budget_waits++;
-                    return now + (uint64_t)(1e9 * (action_calls[x->act] - tokens) / rate) + 1;
+            while (pend_act < s->first + s->n && tokens >= action_calls[acts[pend_act].act])
+                apply(&acts[pend_act++]);
+            if (pend_act < s->first + s->n) {               /* out of calls */
+                if (cursor < n_steps && due(cursor, now)) { /* a newer step: the rest is stale */
+                    st.actions_dropped += s->first + s->n - pend_act;
+                    pending = 0;
+                    continue;
                 }
-                apply(x);
-                pend_act++;
+                st.budget_waits++;
+                return now + (uint64_t)(1e9 * (action_calls[acts[pend_act].act] - tokens) / rate) +
+                       1;
             }
             pending = 0;
         }

@@ -5,9 +5,9 @@ kernel baseline and the static plan, under the same cgroup and the same stat-flu
 
 The schedule is chosen as `objtier plan --dynamic` chooses it (schedule auto: hot, next-use and
 the static spill plan simulated on the profile, the fewest swap-ins kept) with steps at the
-program's phase switches and every `window` of recorded time; the profile is recorded at full
-speed (the sampler's overhead aside), so the clock scale is 1. Per run the runtime's counts
-(advice calls per kind, steps applied, bytes prefetched, time in advice calls, the schedule
+program's phase switches (a sampled profile has too few samples for windows inside a phase:
+`objtier plan --dynamic` on an exact recording makes finer schedules). Per run the runtime's
+counts (advice calls per kind, steps applied, bytes prefetched, time in advice calls, the schedule
 thread's CPU) go to runs/NN-objtier-dynamic-I.dynamic.txt; summary.json's "dynamic" holds
 the schedule's make-up and the medians of those counts.
 """
@@ -23,7 +23,9 @@ from typing import Any
 
 ARM = "objtier-dynamic"
 RESERVE = 0.1            # share of the mlock limit never locked (plan --reserve)
-WINDOWS_PER_RUN = 256    # steps inside phases: the profile's duration / this (0: switches only)
+WINDOW_MS = 0.0          # steps at the phase switches only: a sampled profile has too few
+                         # samples per page for windows inside a phase
+MIN_ACCESSES = 1.0       # a sampled access stands for many: one is enough to lock a page
 COUNTS = ("steps_applied", "steps_skipped", "actions_dropped", "calls_mlock", "calls_munlock",
           "calls_pageout", "calls_cold", "calls_willneed", "calls_failed", "willneed_bytes",
           "advice_ns", "thread_cpu_ns", "locked_peak_bytes", "objects_matched")
@@ -76,11 +78,9 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
     from objtier.trace import open_trace
 
     trace = open_trace(profile)
-    samples = trace.samples.column("time_ns").to_numpy(zero_copy_only=False)
-    span_ms = float(samples.max() - samples.min()) / 1e6 if len(samples) else 0.0
-    window_ms = span_ms / WINDOWS_PER_RUN if span_ms > 0 else 0.0
     lock = int(limit * (1.0 - RESERVE)) // page_bytes * page_bytes
-    section = section_from_trace(trace, lock, page_bytes, window_ms, 2.0, fast_bytes=limit)
+    section = section_from_trace(trace, lock, page_bytes, WINDOW_MS, MIN_ACCESSES,
+                                 fast_bytes=limit)
     plan = {"version": SECTION_VERSION, "entries": [], "dynamic": section}
     write_private(directory / "plan-dynamic.json", json.dumps(plan, indent=1) + "\n",
                   "dynamic plan")

@@ -38,7 +38,7 @@ DEFAULT_MIN_ACCESSES = 2     # a page touched once in a window is not worth a lo
 DEFAULT_SWEEP_SHARE = 0.8
 DEFAULT_CHUNK_PAGES = 16     # next-use order ranks 64 KiB chunks of an object as one
 DEFAULT_LOOKAHEAD = 2        # next-use order looks this many windows ahead
-DEFAULT_HORIZON = 16         # next-use order pages out what no window this far ahead uses
+DEFAULT_HORIZON = 1          # next-use order pages out what no window this far ahead uses
 BURST_BINS = 8               # time bins per window that count a chunk's bursts
 MODES = ("auto", "hot", "nextuse", "static")
 
@@ -318,7 +318,7 @@ def learn_nextuse(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np
         lock = np.sort(g[np.sort(first)][:max(lock_pages, 0)])
         # paged out only when unused for the next `horizon` windows: what comes back sooner
         # is left to reclaim (a page paged out and locked again costs a swap-in)
-        soon = np.unique(u_gid[w_lo[k]:w_hi[min(k + max(horizon, 1), nwin - 1)]])
+        soon = np.unique(u_gid[w_lo[k]:w_hi[min(k + max(horizon, 0), nwin - 1)]])
         actions = _transition(prev_lock, lock, soon, base, pageout)
         if willneed_pages > 0:
             here = slice(w_lo[k], w_hi[k])
