@@ -3,20 +3,24 @@ between the kernel (0 %) and Belady's MIN (100 %) in swap-ins avoided.
 
     .venv/bin/python bench/sim_dynamic.py [--scale 17] [--local 50%]
         [--workloads alternating,bfs_urand,cc_urand,bfs_kron,cc_kron]
-        [--trials bfs=4,cc=1] [--windows 0,50,200] [-o bench-out/dynamic]
+        [--trials bfs=4,cc=1] [--windows 0] [-o bench-out/dynamic]
 
 Per workload: build it with `objtier cc`, record it once with the trace sampler (every load
 and store to a tracked object), then `objtier simulate --preset zram --fast LOCAL` with the
 kernel's policies (first-touch = the kernel's LRU under a memory cgroup; numab2, tpp, memtis,
 hemem), the static plans (object, spill, oracle), per-phase plans (phases), belady and dynamic
-(one run per --windows value: 0 = a step at each phase switch only; W = also every W ms of
-trace time). Prints a markdown table; writes dynamic.csv. Simulated, exact counts; no root.
+(one run per --windows value: 0 = schedule auto, which simulates its candidates — hot, next-use
+at several window sizes, next-use with prefetch, the static spill plan — and keeps the fewest
+swap-ins; W = every candidate with steps every W ms of trace time). Each candidate gets a row
+("candidate NAME", the kept one marked). Prints a markdown table; writes dynamic.csv.
+Simulated, exact counts; no root.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +41,9 @@ def simulate(trace: Path, local: str, policies: str, params: list[str], target: 
                "zram", "--policy", policies, "-o", str(target)]
         for p in params:
             cmd += ["--param", p]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": "100000"})
+        (target / "simulate-stdout.txt").write_text(done.stdout)
     rows = {}
     with open(table) as f:
         for row in csv.DictReader(f):
@@ -46,6 +52,18 @@ def simulate(trace: Path, local: str, policies: str, params: list[str], target: 
         for row in csv.DictReader(f):
             if row["policy"] in rows:
                 rows[row["policy"]][row["counter"]] = row["value"]
+    # the dynamic policy's candidates (auto): "note: dynamic: kept M of the simulated
+    # swap-ins NAME N, NAME N, …"
+    out = target / "simulate-stdout.txt"
+    text = out.read_text() if out.exists() else ""
+    for line in text.splitlines():
+        if line.startswith("note: dynamic: kept "):
+            kept, _, scores = line[len("note: dynamic: kept "):].partition(
+                " of the simulated swap-ins ")
+            for part in scores.split(", "):
+                name, value = part.rsplit(" ", 1)
+                rows[f"candidate {name}" + (" (kept)" if name == kept else "")] = {
+                    "swap_ins": value.replace(",", ""), "stall_s": ""}
     return rows
 
 
@@ -62,7 +80,8 @@ def main() -> int:
     parser.add_argument("--local", default="50%")
     parser.add_argument("--workloads", default="alternating,bfs_urand,cc_urand,bfs_kron,cc_kron")
     parser.add_argument("--trials", default="bfs=4,cc=1")
-    parser.add_argument("--windows", default="0,50,200", help="dynamic.window_ms values")
+    parser.add_argument("--windows", default="0", help="dynamic.window_ms values (0: auto "
+                        "tries its own windows)")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "dynamic"))
     args = parser.parse_args()
 
