@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,9 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=17)
     parser.add_argument("--trials", default="bfs=4,cc=1")
     parser.add_argument("--advice-rate", type=int, default=2000)
+    parser.add_argument("--schedule", default="auto",
+                        choices=("auto", "hot", "nextuse", "static"),
+                        help="plan --dynamic --schedule")
     parser.add_argument("--window-ms", type=float, default=0.0,
                         help="plan --dynamic --window-ms (0: the schedule auto picks)")
     parser.add_argument("--no-calibrate", dest="calibrate", action="store_false",
@@ -91,10 +95,13 @@ def main() -> int:
     local = budget + SLACK
     plans = {}
     for name, extra in (("static", ["--algo", "spill", "--no-backfill"]),
-                        ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms)])):
-        path = out / f"plan-{name}.json"
-        subprocess.run([PY, "-m", "objtier", "plan", str(trace_dir), "--fast", str(budget),
-                        *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
+                        ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms),
+                                     "--schedule", args.schedule])):
+        path = out / (f"plan-{name}.json" if name == "static" else
+                      f"plan-dynamic-{args.schedule}-{args.window_ms:g}.json")
+        if not path.exists():   # made once per recording (auto simulates its candidates)
+            subprocess.run([PY, "-m", "objtier", "plan", str(trace_dir), "--fast", str(budget),
+                            *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
         plans[name] = load_plan(path)
     (out / "plan-static.txt").write_text(to_text(plans["static"]))
     section = plans["dynamic"]["dynamic"]
@@ -148,10 +155,13 @@ def main() -> int:
                     row.update({k: stats.get(k) for k in (
                         "steps_applied", "calls_mlock", "calls_munlock", "calls_pageout",
                         "calls_cold", "calls_willneed", "calls_failed", "actions_dropped",
-                        "objects_matched", "willneed_bytes", "advice_ns", "thread_cpu_ns")})
+                        "objects_matched", "willneed_bytes", "advice_ns", "thread_cpu_ns",
+                        "actions_deferred", "actions_absent")})
                 rows.append(row)
-    outputs = {(runs / f"{r['order']:02d}-{r['config']}-{r['repeat']}.out").read_text()
-               for r in rows}
+    # the finished runs' output less its timings (numbers with a decimal point)
+    outputs = {re.sub(r"\d+\.\d+", "T",
+                      (runs / f"{r['order']:02d}-{r['config']}-{r['repeat']}.out").read_text())
+               for r in rows if r["rc"] == 0}
     with open(out / "runs.csv", "w", newline="") as f:
         keys = sorted({k for r in rows for k in r}, key=lambda k: list(rows[-1]).index(k)
                       if k in rows[-1] else 99)
