@@ -216,3 +216,41 @@ def test_static_schedule_locks_each_object_after_its_allocation():
     assert locks == [(1000, (D.LOCK, 0, 0, 3)), (2500, (D.LOCK, 1, 0, 6))]
     extra = next(s for s in sched.steps if s.time_ns == 2500)
     assert (extra.switch, extra.offset_ns) == (1, 1500)
+
+
+@needs_clang
+def test_a_lock_before_the_allocation_waits_for_the_object(alternating_trace, tmp_path):
+    """A step that locks an array before the program allocated it (here: at the start of the
+    process) is deferred and applied once the array is allocated."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    plan_path = tmp_path / "plan.json"
+    subprocess.run([sys.executable, "-m", "objtier", "plan", str(alternating_trace.path),
+                    "--fast", "50%", "--dynamic", "--schedule", "hot", "-o", str(plan_path)],
+                   check=True, capture_output=True)
+    plan = json.loads(plan_path.read_text())
+    steps = plan["dynamic"]["steps"]
+    lock = next(a for s in steps for a in s["actions"] if a[0] == "lock")
+    assert steps[0]["switch"] == 0 and steps[0]["offset_ms"] == 0
+    steps[0]["actions"] = [lock]
+    for s in steps[1:]:
+        s["actions"] = []
+    plan_path.write_text(json.dumps(plan))
+    exe = str(tmp_path / "alternating")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
+    run = subprocess.run([sys.executable, "-m", "objtier", "run", "--plan", str(plan_path), "--",
+                          exe, str(MIB_ARG), str(ROUNDS), str(SWEEPS), str(STRIDE)], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    m = re.search(r"(\d+) advice calls .*?(\d+) failed\), (\d+) actions dropped .*?, "
+                  r"(\d+) deferred until", run.stderr)
+    assert m, run.stderr
+    calls, failed, dropped, deferred = (int(g) for g in m.groups())
+    assert deferred == 1 and failed == 0 and dropped == 0
+    assert calls == 2   # the deferred lock: MADV_WILLNEED + mlock
+    locked = float(re.search(r"peak ([0-9.]+) MiB locked", run.stderr).group(1))
+    assert locked > 0
