@@ -43,7 +43,7 @@ def simulate(trace: Path, local: str, policies: str, params: list[str], target: 
             cmd += ["--param", p]
         done = subprocess.run(cmd, check=True, capture_output=True, text=True,
                               env={**os.environ, "COLUMNS": "100000"})
-        (target / "simulate-stdout.txt").write_text(done.stdout)
+        (target / "simulate-stdout.txt").write_text(done.stdout + done.stderr)
     rows = {}
     with open(table) as f:
         for row in csv.DictReader(f):
