@@ -109,12 +109,14 @@ def main() -> int:
                 dyn = simulate(trace, local, "dynamic", [f"dynamic.window_ms={w}"],
                                out / "simulate" / f"{label}-dyn{w}")
                 sim[f"dynamic w={w}"] = dyn["dynamic"]
+                sim.update({f"{k} [w={w}]" if w != "0" else k: v for k, v in dyn.items()
+                            if k.startswith("candidate ")})
             kern = float(sim["first-touch"]["swap_ins"])
             bel = float(sim["belady"]["swap_ins"])
             for policy, r in sim.items():
                 swap = float(r["swap_ins"])
                 rows.append({"workload": tag, "local": local, "policy": policy,
-                             "swap_ins": int(swap), "major_faults": int(r.get("pgmajfault", 0)),
+                             "swap_ins": int(swap), "major_faults": int(r["pgmajfault"]) if "pgmajfault" in r else "–",
                              "vs_belady": round(swap / bel, 2) if bel else "",
                              "position": position(kern, bel, swap),
                              "stall_s": r["stall_s"]})
@@ -122,7 +124,10 @@ def main() -> int:
           "|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['workload']} | {r['local']} | {r['policy']} | {r['swap_ins']:,} | "
-              f"{r['major_faults']:,} | {r['vs_belady']} | {r['position']} |")
+              f"{r['major_faults']:,} | {r['vs_belady']} | {r['position']} |"
+              if isinstance(r["major_faults"], int) else
+              f"| {r['workload']} | {r['local']} | {r['policy']} | {r['swap_ins']:,} | – | "
+              f"{r['vs_belady']} | {r['position']} |")
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "dynamic.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
