@@ -51,6 +51,8 @@ def main() -> int:
     parser.add_argument("--schedule", default="auto",
                         choices=("auto", "hot", "nextuse", "static"),
                         help="plan --dynamic --schedule")
+    parser.add_argument("--max-calls", type=int, default=0,
+                        help="plan --dynamic --max-calls (auto: schedules over it left out)")
     parser.add_argument("--window-ms", type=float, default=0.0,
                         help="plan --dynamic --window-ms (0: the schedule auto picks)")
     parser.add_argument("--no-calibrate", dest="calibrate", action="store_false",
@@ -96,9 +98,11 @@ def main() -> int:
     plans = {}
     for name, extra in (("static", ["--algo", "spill", "--no-backfill"]),
                         ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms),
-                                     "--schedule", args.schedule])):
+                                     "--schedule", args.schedule,
+                                     "--max-calls", str(args.max_calls)])):
         path = out / (f"plan-{name}.json" if name == "static" else
-                      f"plan-dynamic-{args.schedule}-{args.window_ms:g}.json")
+                      f"plan-dynamic-{args.schedule}-{args.window_ms:g}"
+                      f"{f'-c{args.max_calls}' if args.max_calls else ''}.json")
         if not path.exists():   # made once per recording (auto simulates its candidates)
             subprocess.run([PY, "-m", "objtier", "plan", str(trace_dir), "--fast", str(budget),
                             *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)

@@ -43,6 +43,7 @@ static const sim_param_def dynamic_params[] = {
     {"lookahead", 2},      /* nextuse: windows looked ahead */
     {"willneed_pages", 0}, /* nextuse: pages prefetched per step (0: auto tries a share) */
     {"horizon", 1},        /* nextuse: page out what no window this far ahead uses */
+    {"max_calls", 0},      /* auto: leave out schedules needing more advice calls (0: any) */
     {NULL, 0},
 };
 

@@ -254,3 +254,20 @@ def test_a_lock_before_the_allocation_waits_for_the_object(alternating_trace, tm
     assert calls == 2   # the deferred lock: MADV_WILLNEED + mlock
     locked = float(re.search(r"peak ([0-9.]+) MiB locked", run.stderr).group(1))
     assert locked > 0
+
+
+@needs_clang
+def test_auto_leaves_out_schedules_over_the_call_budget(alternating_trace):
+    """dynamic.max_calls: candidates needing more advice calls than that are not simulated;
+    the static plan (a lock per object) stays."""
+    from objtier.sim.dynamic import schedule_for
+    from objtier.sim.events import from_trace
+
+    source = from_trace(alternating_trace)
+    free = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {})
+    assert len(free.evaluated) >= 4 and free.evaluated[free.mode] == min(
+        free.evaluated.values())
+    # one call: no moving schedule fits (each locks and unlocks ranges, 2 calls a range)
+    tight = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {"max_calls": 1})
+    assert tight.mode == "static" and set(tight.evaluated) == {"static"}
+    assert tight.evaluated["static"] == free.evaluated["static"]

@@ -82,6 +82,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "of each window), nextuse (pages used soonest), static (the spill "
                         "plan, never moved) or auto (default: each simulated on the "
                         "recording, the fewest swap-ins kept)")
+    parser.add_argument("--max-calls", type=B.int_option(0, B.COUNT_MAX, "calls"),
+                        default=0,
+                        help="dynamic, schedule auto: leave out schedules that need more "
+                        "advice system calls than this per run (0 = no limit; the runtime "
+                        "makes at most --advice-rate per second)")
     parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
                         help="dynamic: share of the budget never locked, left to the "
                         "kernel's reclaim (0.1)")
@@ -176,12 +181,13 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
     lock = int(budget_bytes * (1.0 - args.reserve)) // page * page
     plan["dynamic"] = section_from_trace(open_trace(path), lock, page, args.window_ms,
                                          args.min_accesses, fast_bytes=budget_bytes,
-                                         mode=MODES.index(args.schedule))
+                                         mode=MODES.index(args.schedule),
+                                         max_calls=args.max_calls)
     plan["version"] = SECTION_VERSION
     plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
     plan["algorithm"] = {"name": "dynamic", "params": {
         "window_ms": args.window_ms, "min_accesses": args.min_accesses,
-        "reserve": args.reserve, "schedule": args.schedule}}
+        "reserve": args.reserve, "schedule": args.schedule, "max_calls": args.max_calls}}
     if not plan["dynamic"]["steps"] or not plan["dynamic"]["objects"]:
         plan["warnings"].append("the dynamic schedule is empty (no accesses to objects with a "
                                 "known allocation context)")
@@ -244,9 +250,9 @@ def run(args: argparse.Namespace) -> int:
         args.schedule = args.schedule or "auto"
         _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
     elif (args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1
-          or args.schedule is not None):
-        raise UsageError("--window-ms, --min-accesses, --reserve and --schedule apply to "
-                         "--dynamic only")
+          or args.schedule is not None or args.max_calls):
+        raise UsageError("--window-ms, --min-accesses, --reserve, --schedule and --max-calls "
+                         "apply to --dynamic only")
     write_plan_files(plan, args.output, args.text)
 
     if args.dynamic:

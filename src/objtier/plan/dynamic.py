@@ -75,6 +75,12 @@ class Schedule:
         return (np.asarray(offsets, np.uint64), a[:, 1].astype(np.uint32),
                 a[:, 2].astype(np.uint64), a[:, 3].astype(np.uint64), a[:, 0].astype(np.uint8))
 
+    def calls(self) -> int:
+        """Advice system calls the runtime makes to run every step (dynamic.c action_calls:
+        unlock, pageout and lock 2 per range, willneed 1, sweep none)."""
+        per = {UNLOCK: 2, PAGEOUT: 2, LOCK: 2, WILLNEED: 1, SWEEP: 0}
+        return sum(per[a[0]] for s in self.steps for a in s.actions)
+
     def counts(self) -> dict[str, int]:
         """Ranges and pages per action over the whole schedule."""
         out: dict[str, int] = {}

@@ -12,7 +12,7 @@ from objtier.sim.engine import EV_PHASE, EVENT, NO_OBJ
 from objtier.sim.placement import context_keys, occurrences
 
 LEARN_PARAMS = ("window_ms", "min_accesses", "pageout", "mode", "chunk_pages", "lookahead",
-                "willneed_pages", "horizon")
+                "willneed_pages", "horizon", "max_calls")
 MODE_CODES = {0: "auto", 1: "hot", 2: "nextuse", 3: "static"}   # dynamic.mode=N
 DEFAULT_RESERVE = 0.1        # share of fast memory never locked (sim.run, plan --reserve)
 AUTO_WINDOWS = (0, 64, 256)   # auto: next-use windows per run tried (0 = phase switches only)
@@ -26,7 +26,8 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     default) simulates each candidate on this trace with `evaluate` (default: the dynamic
     policy on the swap tier, fast = lock_bytes / 0.9) and keeps the one with the fewest
     swap-ins (then major faults), the static plan among them, so the schedule is never worse
-    than the static plan in simulation. `evaluate(schedule)` returns swap-ins or
+    than the static plan in simulation. dynamic.max_calls > 0 leaves out the candidates that
+    need more advice calls than that (the static one never does in practice). `evaluate(schedule)` returns swap-ins or
     (swap-ins, major faults)."""
     from objtier.sim.phases import timeline
 
@@ -94,9 +95,12 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
             0.0 if n == 0 else duration_ms / n for n in AUTO_WINDOWS]
         candidates = [(f"hot w={window_ms:g}", lambda: hot(window_ms)), ("static", static)]
         candidates += [(f"nextuse w={w:.4g}", lambda w=w: nextuse(w)) for w in windows]
+        max_calls = int(params.get("max_calls", 0))
         best, scores = None, {}
         for name, make in candidates:
             cand = make()
+            if max_calls and cand.calls() > max_calls and name != "static":
+                continue    # the runtime could not run it within the call budget
             _put_steps(source, cand)
             score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
             scores[name] = score[0]
@@ -109,11 +113,12 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
             name = f"nextuse+willneed w={w:.4g}"
             cand = nextuse(w, max(int(lock_pages * DEFAULT_RESERVE / (1 - DEFAULT_RESERVE))
                                   // 2, 1))
-            _put_steps(source, cand)
-            score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
-            scores[name] = score[0]
-            if score < best[0]:
-                best = (score, cand, name)
+            if not max_calls or cand.calls() <= max_calls:
+                _put_steps(source, cand)
+                score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
+                scores[name] = score[0]
+                if score < best[0]:
+                    best = (score, cand, name)
         sched = best[1]
         sched.evaluated = scores
         sched.mode = best[2]
@@ -145,7 +150,7 @@ def _put_steps(source, sched: D.Schedule) -> None:
 
 def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float,
                        min_accesses: float, fast_bytes: int | None = None,
-                       mode: int = 0) -> dict:
+                       mode: int = 0, max_calls: int = 0) -> dict:
     """A plan's `dynamic` section learned from a recording (objtier plan --dynamic); mode
     auto simulates the candidates with `fast_bytes` of fast memory (default lock_bytes plus
     a DEFAULT_RESERVE share)."""
@@ -157,7 +162,8 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
         raise UsageError(f"--dynamic needs a power-of-two page size, not {page_bytes}")
     shift = page_bytes.bit_length() - 1
     source = from_trace(trace)
-    params = {"window_ms": window_ms, "min_accesses": min_accesses, "mode": mode}
+    params = {"window_ms": window_ms, "min_accesses": min_accesses, "mode": mode,
+              "max_calls": max_calls}
     fast = fast_bytes if fast_bytes is not None else int(lock_bytes / (1.0 - DEFAULT_RESERVE))
     sched = schedule_for(trace, source, lock_bytes, shift, None, params,
                          evaluate=_evaluator(source, fast, shift, {}))
