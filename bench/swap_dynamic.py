@@ -12,7 +12,7 @@ static plan (spill, the best static plan of the simulator's graph runs) and a dy
 for the budget; the schedule's time offsets are scaled to the measured run's clock (the plain
 run's wall time over the recording's, then a calibration run of the dynamic arm under the
 cgroup, not counted). Local memory = the given share of the traced peak live footprint
-plus 8 MiB for what the trace does not see (text, stack, runtime). Arms, interleaved per repeat:
+plus --slack-mib (8 MiB) for what the trace does not see (text, stack, runtime). Arms, interleaved per repeat:
 kernel (the program alone, with compare's stat-flush reader: the fair baseline), static (the
 runtime enforcing the spill plan) and dynamic (the runtime running the schedule). Per run:
 wall time, the cgroup's major faults and anonymous refaults (its swap-ins), exit status, and
@@ -51,6 +51,8 @@ def main() -> int:
     parser.add_argument("--schedule", default="auto",
                         choices=("auto", "hot", "nextuse", "static"),
                         help="plan --dynamic --schedule")
+    parser.add_argument("--slack-mib", type=float, default=SLACK / MIB,
+                        help="cgroup limit = budget + this (what the trace does not see; 8)")
     parser.add_argument("--max-calls", type=int, default=0,
                         help="plan --dynamic --max-calls (auto: schedules over it left out)")
     parser.add_argument("--window-ms", type=float, default=0.0,
@@ -94,7 +96,7 @@ def main() -> int:
     footprint = peak_live_bytes(source.size, source.alloc_ns, source.free_ns)
     share = float(args.local.rstrip("%")) / 100
     budget = int(footprint * share) // 4096 * 4096
-    local = budget + SLACK
+    local = budget + int(args.slack_mib * MIB)
     plans = {}
     for name, extra in (("static", ["--algo", "spill", "--no-backfill"]),
                         ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms),
