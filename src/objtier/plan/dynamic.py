@@ -343,31 +343,22 @@ def static_schedule(obj_addr: np.ndarray, obj_size: np.ndarray, alloc_ns: np.nda
                     fast_bytes: np.ndarray, bounds: list[tuple[int, int, str, int]],
                     lock_pages: int, page_shift: int) -> Schedule:
     """A static plan (fast_bytes per object: its first bytes stay locked) as a schedule: each
-    object's fast pages are locked at the first step at or after its allocation (a step is
-    added 1 µs after an allocation that falls inside a window), and never unlocked."""
+    object's fast pages are locked by the step of the window its allocation falls in, and
+    never unlocked. That step usually runs before the allocation: the lock then waits for the
+    object (the runtime applies it once the object is live, the simulator pins the pages as
+    the allocation creates them), so the pages are locked from the allocation on, as the
+    static plan locks them."""
     _, npages, _ = _layout(obj_addr, obj_size, page_shift)
     page = 1 << page_shift
     want = np.minimum((np.asarray(fast_bytes, np.int64) + page - 1) // page, npages)
-    todo = [int(o) for o in np.flatnonzero(want > 0)]
-    starts = [b[0] for b in bounds]
-    extra: dict[int, tuple[int, int, str, int]] = {}
-    for o in todo:
-        t = int(alloc_ns[o]) + 1000
-        k = max(int(np.searchsorted(starts, t, side="right")) - 1, 0)
-        if starts[k] <= int(alloc_ns[o]):   # no step between the allocation and t
-            t0, ordinal, name, off = bounds[k]
-            extra[t] = (t, ordinal, name, off + (t - t0))
-    marks = sorted({b[0]: b for b in list(bounds) + list(extra.values())}.values())
-    steps: list[Step] = []
+    starts = np.asarray([b[0] for b in bounds], np.int64)
+    steps = [Step(t0, ordinal, name, off, []) for t0, ordinal, name, off in bounds]
     left = max(lock_pages, 0)
-    pending = sorted(todo, key=lambda o: int(alloc_ns[o]))
-    for t0, ordinal, name, off in marks:
-        actions: list[tuple[int, int, int, int]] = []
-        while pending and int(alloc_ns[pending[0]]) < t0:
-            o = pending.pop(0)
-            n = min(int(want[o]), left)
-            if n > 0:
-                actions.append((LOCK, o, 0, n))
-                left -= n
-        steps.append(Step(t0, ordinal, name, off, actions))
+    for o in sorted(np.flatnonzero(want > 0).tolist(), key=lambda o: int(alloc_ns[o])):
+        n = min(int(want[o]), left)
+        if n <= 0:
+            break
+        k = max(int(np.searchsorted(starts, int(alloc_ns[o]), side="right")) - 1, 0)
+        steps[k].actions.append((LOCK, int(o), 0, n))
+        left -= n
     return Schedule(steps, int(lock_pages), page_shift, 0.0, mode="static")
