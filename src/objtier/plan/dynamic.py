@@ -18,6 +18,10 @@ pages window k uses most:
                    the next page) with
                    pages outside L_k: a fault there prefetches (MADV_WILLNEED) the pages after it.
 
+That is the `hot` rule (learn). learn_nextuse locks by next use instead (Belady's rule at
+window granularity) and static_schedule replays a static plan as a schedule; the simulator's
+driver (objtier.sim.dynamic) tries them all and keeps the one with the fewest swap-ins.
+
 Pages are counted from the page holding the object's first byte (page k of object o covers
 [first page of o + k]); ranges are runs of consecutive pages. Pure: numpy in, dataclasses out.
 """
