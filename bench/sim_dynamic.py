@@ -3,14 +3,17 @@ between the kernel (0 %) and Belady's MIN (100 %) in swap-ins avoided.
 
     .venv/bin/python bench/sim_dynamic.py [--scale 17] [--local 50%]
         [--workloads alternating,bfs_urand,cc_urand,bfs_kron,cc_kron]
-        [--trials bfs=4,cc=1] [--windows 0,50,200] [-o bench-out/dynamic]
+        [--trials bfs=4,cc=1] [--windows 0] [-o bench-out/dynamic]
 
 Per workload: build it with `objtier cc`, record it once with the trace sampler (every load
 and store to a tracked object), then `objtier simulate --preset zram --fast LOCAL` with the
 kernel's policies (first-touch = the kernel's LRU under a memory cgroup; numab2, tpp, memtis,
 hemem), the static plans (object, spill, oracle), per-phase plans (phases), belady and dynamic
-(one run per --windows value: 0 = a step at each phase switch only; W = also every W ms of
-trace time). Prints a markdown table; writes dynamic.csv. Simulated, exact counts; no root.
+(one run per --windows value: 0 = schedule auto, which simulates its candidates — hot, next-use
+at several window sizes, next-use with prefetch, the static spill plan — and keeps the fewest
+swap-ins; W = every candidate with steps every W ms of trace time). Each candidate gets a row
+("candidate NAME", the kept one marked). Prints a markdown table; writes dynamic.csv.
+Simulated, exact counts; no root.
 """
 
 from __future__ import annotations
@@ -27,41 +30,7 @@ PY = sys.executable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
 
-TRIAL_OPTION = {"bfs": "-n", "cc": "-n"}
 BASE_POLICIES = "first-touch,numab2,tpp,memtis,hemem,object,spill,oracle,phases,belady"
-ALTERNATING_ARGS = ["16", "4", "20", "4096"]  # 16 MiB arrays, 4 rounds, 20 sweeps per phase
-
-
-def build_exact(kernel: str, bin_dir: Path) -> Path:
-    from objtier.native import include_dir
-
-    exe = bin_dir / f"{kernel}_exact"
-    if exe.exists():
-        return exe
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    if kernel == "alternating":
-        from tests.alternating_program import SOURCE
-
-        src = bin_dir / "alternating.c"
-        src.write_text(SOURCE)
-        sources, flags = [src], ["-O1", "-fno-vectorize", "-fno-unroll-loops"]
-    else:
-        wl = REPO / "workloads"
-        sources = [wl / "graph" / f"{kernel}.c", wl / "graph" / "graph_gen.c",
-                   wl / "graph" / "graph_io.c", wl / "common" / "wl.c"]
-        flags = ["-O2", "-g", "-fno-omit-frame-pointer", "-fopenmp"]
-    subprocess.run([PY, "-m", "objtier", "cc", *flags, f"-I{include_dir()}", "-o", str(exe),
-                    *map(str, sources), "-lm"], check=True)
-    return exe
-
-
-def record_exact(exe: Path, args: list[str], trace: Path) -> None:
-    if trace.exists():
-        return
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
-    env.update(OBJTIER_SAMPLER="trace", OBJTIER_TRACE_LIMIT=str(1 << 40),
-               OBJTIER_OUTPUT=str(trace))
-    subprocess.run([str(exe), *args], env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def simulate(trace: Path, local: str, policies: str, params: list[str], target: Path
@@ -72,7 +41,9 @@ def simulate(trace: Path, local: str, policies: str, params: list[str], target: 
                "zram", "--policy", policies, "-o", str(target)]
         for p in params:
             cmd += ["--param", p]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": "100000"})
+        (target / "simulate-stdout.txt").write_text(done.stdout + done.stderr)
     rows = {}
     with open(table) as f:
         for row in csv.DictReader(f):
@@ -81,6 +52,18 @@ def simulate(trace: Path, local: str, policies: str, params: list[str], target: 
         for row in csv.DictReader(f):
             if row["policy"] in rows:
                 rows[row["policy"]][row["counter"]] = row["value"]
+    # the dynamic policy's candidates (auto): "note: dynamic: kept M of the simulated
+    # swap-ins NAME N, NAME N, …"
+    out = target / "simulate-stdout.txt"
+    text = out.read_text() if out.exists() else ""
+    for line in text.splitlines():
+        if line.startswith("note: dynamic: kept "):
+            kept, _, scores = line[len("note: dynamic: kept "):].partition(
+                " of the simulated swap-ins ")
+            for part in scores.split(", "):
+                name, value = part.rsplit(" ", 1)
+                rows[f"candidate {name}" + (" (kept)" if name == kept else "")] = {
+                    "swap_ins": value.replace(",", ""), "stall_s": ""}
     return rows
 
 
@@ -97,13 +80,12 @@ def main() -> int:
     parser.add_argument("--local", default="50%")
     parser.add_argument("--workloads", default="alternating,bfs_urand,cc_urand,bfs_kron,cc_kron")
     parser.add_argument("--trials", default="bfs=4,cc=1")
-    parser.add_argument("--windows", default="0,50,200", help="dynamic.window_ms values")
+    parser.add_argument("--windows", default="0", help="dynamic.window_ms values (0: auto "
+                        "tries its own windows)")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "dynamic"))
     args = parser.parse_args()
 
-    from compare_swap import make_graphs
-
-    from objtier.native import NATIVE_DIR
+    from exact_setup import ALTERNATING_ARGS, build_exact, graph_args, record_exact
 
     trials = dict(item.split("=") for item in args.trials.split(","))
     out = Path(args.output)
@@ -113,10 +95,7 @@ def main() -> int:
         if name == "alternating":
             kernel, run_args, tag = "alternating", ALTERNATING_ARGS, "alternating"
         else:
-            kernel, kind = name.split("_")
-            make_graphs(args.scale, out / "graphs", NATIVE_DIR / "bin")
-            run_args = ["-f", str(out / "graphs" / f"{kind}{args.scale}.csr"),
-                        TRIAL_OPTION[kernel], trials[kernel], "-t", "1"]
+            kernel, run_args = graph_args(name, args.scale, trials, out / "graphs")
             tag = f"{name}-{trials[kernel]}"
         trace = out / "traces" / f"{tag}.otr"
         trace.parent.mkdir(parents=True, exist_ok=True)
@@ -130,12 +109,14 @@ def main() -> int:
                 dyn = simulate(trace, local, "dynamic", [f"dynamic.window_ms={w}"],
                                out / "simulate" / f"{label}-dyn{w}")
                 sim[f"dynamic w={w}"] = dyn["dynamic"]
+                sim.update({f"{k} [w={w}]" if w != "0" else k: v for k, v in dyn.items()
+                            if k.startswith("candidate ")})
             kern = float(sim["first-touch"]["swap_ins"])
             bel = float(sim["belady"]["swap_ins"])
             for policy, r in sim.items():
                 swap = float(r["swap_ins"])
                 rows.append({"workload": tag, "local": local, "policy": policy,
-                             "swap_ins": int(swap), "major_faults": int(r.get("pgmajfault", 0)),
+                             "swap_ins": int(swap), "major_faults": int(r["pgmajfault"]) if "pgmajfault" in r else "–",
                              "vs_belady": round(swap / bel, 2) if bel else "",
                              "position": position(kern, bel, swap),
                              "stall_s": r["stall_s"]})
@@ -143,7 +124,10 @@ def main() -> int:
           "|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['workload']} | {r['local']} | {r['policy']} | {r['swap_ins']:,} | "
-              f"{r['major_faults']:,} | {r['vs_belady']} | {r['position']} |")
+              f"{r['major_faults']:,} | {r['vs_belady']} | {r['position']} |"
+              if isinstance(r["major_faults"], int) else
+              f"| {r['workload']} | {r['local']} | {r['policy']} | {r['swap_ins']:,} | – | "
+              f"{r['vs_belady']} | {r['position']} |")
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "dynamic.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))

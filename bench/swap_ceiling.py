@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,32 +34,9 @@ PY = sys.executable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compare_swap import make_graphs  # noqa: E402
+from exact_setup import TRIAL_OPTION, build_exact, record_exact  # noqa: E402
 
-# kernel -> its trial option; few trials keep an exact trace at 40-80 M accesses at scale 17
-TRIAL_OPTION = {"bfs": "-n", "cc": "-n", "bc": "-i"}
 POLICIES = "first-touch,spill,oracle,belady"
-
-
-def build_exact(kernel: str, bin_dir: Path) -> Path:
-    exe = bin_dir / f"{kernel}_exact"
-    if exe.exists():
-        return exe
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    wl = REPO / "workloads"
-    sources = [wl / "graph" / f"{kernel}.c", wl / "graph" / "graph_gen.c",
-               wl / "graph" / "graph_io.c", wl / "common" / "wl.c"]
-    subprocess.run([PY, "-m", "objtier", "cc", "-O2", "-g", "-fno-omit-frame-pointer",
-                    "-fopenmp", "-o", str(exe), *map(str, sources), "-lm"], check=True)
-    return exe
-
-
-def record_exact(exe: Path, args: list[str], trace: Path) -> None:
-    if trace.exists():
-        return
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
-    env.update(OBJTIER_SAMPLER="trace", OBJTIER_TRACE_LIMIT=str(1 << 40),
-               OBJTIER_OUTPUT=str(trace))
-    subprocess.run([str(exe), *args], env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def compare(command: list[str], local: str, repeat: int, margin: str, target: Path) -> dict:

@@ -8,8 +8,11 @@ dynamic schedule, interleaved, under one memory cgroup with zram.
 The program is built with `objtier cc` (so that the exact recording and the measured runs have
 the same allocation contexts) and recorded once with the trace sampler; `objtier plan` makes a
 static plan (spill, the best static plan of the simulator's graph runs) and a dynamic one
-(`--dynamic`) for the budget. Local memory = the given share of the traced peak live footprint
-plus 8 MiB for what the trace does not see (text, stack, runtime). Arms, interleaved per repeat:
+(`--dynamic`, schedule auto: the best of hot, next-use and static, simulated on the recording)
+for the budget; the schedule's time offsets are scaled to the measured run's clock (the plain
+run's wall time over the recording's, then a calibration run of the dynamic arm under the
+cgroup, not counted). Local memory = the given share of the traced peak live footprint
+plus --slack-mib (8 MiB) for what the trace does not see (text, stack, runtime). Arms, interleaved per repeat:
 kernel (the program alone, with compare's stat-flush reader: the fair baseline), static (the
 runtime enforcing the spill plan) and dynamic (the runtime running the schedule). Per run:
 wall time, the cgroup's major faults and anonymous refaults (its swap-ins), exit status, and
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -44,11 +48,21 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=17)
     parser.add_argument("--trials", default="bfs=4,cc=1")
     parser.add_argument("--advice-rate", type=int, default=2000)
-    parser.add_argument("--window-ms", type=float, default=0.0)
+    parser.add_argument("--schedule", default="auto",
+                        choices=("auto", "hot", "nextuse", "static"),
+                        help="plan --dynamic --schedule")
+    parser.add_argument("--slack-mib", type=float, default=SLACK / MIB,
+                        help="cgroup limit = budget + this (what the trace does not see; 8)")
+    parser.add_argument("--max-calls", type=int, default=0,
+                        help="plan --dynamic --max-calls (auto: schedules over it left out)")
+    parser.add_argument("--window-ms", type=float, default=0.0,
+                        help="plan --dynamic --window-ms (0: the schedule auto picks)")
+    parser.add_argument("--no-calibrate", dest="calibrate", action="store_false",
+                        help="no calibration run of the dynamic arm before the measured ones")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "swap-dynamic"))
     args = parser.parse_args()
 
-    from sim_dynamic import TRIAL_OPTION, build_exact, record_exact
+    from exact_setup import TRIAL_OPTION, build_exact, record_exact
 
     from objtier.record import enforce
     from objtier.experiments.compare_swap import one_run
@@ -82,31 +96,57 @@ def main() -> int:
     footprint = peak_live_bytes(source.size, source.alloc_ns, source.free_ns)
     share = float(args.local.rstrip("%")) / 100
     budget = int(footprint * share) // 4096 * 4096
-    local = budget + SLACK
+    local = budget + int(args.slack_mib * MIB)
     plans = {}
     for name, extra in (("static", ["--algo", "spill", "--no-backfill"]),
-                        ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms)])):
-        path = out / f"plan-{name}.json"
-        subprocess.run([PY, "-m", "objtier", "plan", str(trace_dir), "--fast", str(budget),
-                        *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
+                        ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms),
+                                     "--schedule", args.schedule,
+                                     "--max-calls", str(args.max_calls)])):
+        path = out / (f"plan-{name}.json" if name == "static" else
+                      f"plan-dynamic-{args.schedule}-{args.window_ms:g}"
+                      f"{f'-c{args.max_calls}' if args.max_calls else ''}.json")
+        if not path.exists():   # made once per recording (auto simulates its candidates)
+            subprocess.run([PY, "-m", "objtier", "plan", str(trace_dir), "--fast", str(budget),
+                            *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
         plans[name] = load_plan(path)
     (out / "plan-static.txt").write_text(to_text(plans["static"]))
-    schedule, stats_path = schedule_env(plans["dynamic"], out, args.advice_rate)
+    section = plans["dynamic"]["dynamic"]
     min_size = str(enforce.plan_min_size(plans["dynamic"]))
     base = {"OBJTIER_SAMPLER": "none", "OBJTIER_MIN_SIZE": min_size,
             "OBJTIER_MLOCK_LIMIT": str(budget)}
+    command = [str(exe), *run_args]
+    # the schedule's offsets are in recorded time: scaled to this run's clock, first by the
+    # plain run's wall time over the recording's, then by a calibration run's under the cgroup
+    traced_s = (int(source.end_ns) - int(source.start_ns)) / 1e9
+    plain = subprocess.run(["/usr/bin/time", "-f", "%e", *command], capture_output=True,
+                           text=True, check=True)
+    section["clock_scale"] = min(max(float(plain.stderr.split()[-1]) / traced_s, 1e-6), 1e6)
+
+    def dynamic_env() -> tuple[dict, Path]:
+        schedule, stats = schedule_env(plans["dynamic"], out, args.advice_rate)
+        return runtime_env({**base, **schedule}), stats
+
     envs = {
         "kernel": None,
         "static": runtime_env({**base, "OBJTIER_PLAN": str((out / "plan-static.txt").resolve())}),
-        "dynamic": runtime_env({**base, **schedule}),
     }
+    envs["dynamic"], stats_path = dynamic_env()
     runs = out / "runs"
     runs.mkdir(exist_ok=True)
-    command = [str(exe), *run_args]
     rows = []
     print(f"footprint {footprint / MIB:.1f} MiB, budget {budget / MIB:.1f} MiB, cgroup "
-          f"{local / MIB:.1f} MiB", file=sys.stderr)
+          f"{local / MIB:.1f} MiB; schedule {section.get('mode')}, {len(section['steps'])} "
+          f"steps; recorded {traced_s:.2f} s, plain run scale {section['clock_scale']:.4f}",
+          file=sys.stderr)
     with SwapTier(local) as tier:
+        if args.calibrate and section.get("window_ms"):
+            r = one_run(tier, "calibrate", 0, 0, command, envs["dynamic"], 1800.0, runs,
+                        plans["static"], None, DEFAULT_PERIOD_MS)
+            if r.returncode == 0:
+                section["clock_scale"] = min(max(r.wall_s / traced_s, 1e-6), 1e6)
+                envs["dynamic"], stats_path = dynamic_env()
+            print(f"calibration run: {r.wall_s:.2f} s, scale {section['clock_scale']:.4f}",
+                  file=sys.stderr)
         for i in range(1, args.repeat + 1):
             for config in ("kernel", "static", "dynamic"):
                 order = len(rows) + 1
@@ -121,10 +161,13 @@ def main() -> int:
                     row.update({k: stats.get(k) for k in (
                         "steps_applied", "calls_mlock", "calls_munlock", "calls_pageout",
                         "calls_cold", "calls_willneed", "calls_failed", "actions_dropped",
-                        "objects_matched")})
+                        "objects_matched", "willneed_bytes", "advice_ns", "thread_cpu_ns",
+                        "actions_deferred", "actions_absent")})
                 rows.append(row)
-    outputs = {(runs / f"{r['order']:02d}-{r['config']}-{r['repeat']}.out").read_text()
-               for r in rows}
+    # the finished runs' output less its timings (numbers with a decimal point)
+    outputs = {re.sub(r"\d+\.\d+", "T",
+                      (runs / f"{r['order']:02d}-{r['config']}-{r['repeat']}.out").read_text())
+               for r in rows if r["rc"] == 0}
     with open(out / "runs.csv", "w", newline="") as f:
         keys = sorted({k for r in rows for k in r}, key=lambda k: list(rows[-1]).index(k)
                       if k in rows[-1] else 99)
@@ -151,9 +194,19 @@ def main() -> int:
     for config, m in med.items():
         print(f"| {config} | {m['ok']} | {m['wall_s']:.2f} | {k / m['wall_s']:.2f}× | "
               f"{m['majfault']:,.0f} | {m['refault']:,.0f} |")
-    print(f"dynamic: median {calls:,.0f} advice calls per run; outputs identical: "
-          f"{len(outputs) == 1}")
+    over = {k: statistics.median((r.get(k) or 0) for r in dyn) if dyn else 0
+            for k in ("willneed_bytes", "advice_ns", "thread_cpu_ns")}
+    print(f"dynamic: median {calls:,.0f} advice calls per run, "
+          f"{over['willneed_bytes'] / MIB:.1f} MiB prefetched, {over['advice_ns'] / 1e6:.0f} ms "
+          f"in advice calls, {over['thread_cpu_ns'] / 1e6:.0f} ms CPU in the schedule's thread; "
+          f"schedule {section.get('mode')} (clock scale {section['clock_scale']:.4f}); "
+          f"outputs identical: {len(outputs) == 1}")
     (out / "summary.json").write_text(json.dumps({"medians": med, "advice_calls": calls,
+                                                  "overhead": over,
+                                                  "schedule": section.get("mode"),
+                                                  "simulated_swap_ins":
+                                                  section.get("simulated_swap_ins"),
+                                                  "clock_scale": section["clock_scale"],
                                                   "outputs_identical": len(outputs) == 1,
                                                   "footprint": footprint, "budget": budget,
                                                   "local": local}, indent=1))

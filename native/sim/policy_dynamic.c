@@ -11,6 +11,8 @@
  *   WILLNEED MADV_WILLNEED: like LOCK without the pin (the page joins the LRU head);
  *   SWEEP    the object is swept in page order until the next step: a major fault on one of
  *            its pages prefetches (WILLNEED) the next `prefetch_pages` pages of the object.
+ * A LOCK on an object not allocated yet waits for it: its pages are pinned (and fast) as the
+ * allocation creates them, as the runtime applies such a lock once the object is live.
  * Between steps the unpinned pages follow the kernel's reclaim (second-chance LRU), as on the
  * real swap tier. Every page brought in ahead of its access is counted in pswpin (a swap-in is
  * a swap-in whoever asks for it) and in pgprefetch, never in pgmajfault, so swap-ins compare
@@ -27,6 +29,8 @@
 
 typedef struct dynamic_state {
     uint8_t *sweep;         /* per object: prefetch ahead of its faults in this step */
+    uint64_t *defer_first;  /* per object: a LOCK that found it not yet allocated: its pages */
+    uint64_t *defer_end;    /* [defer_first, defer_end) are pinned as they are allocated */
     uint64_t majfault_seen; /* major faults counted when the last hook ran */
     uint32_t step;          /* the step in force + 1 (0 before the first) */
 } dynamic_state;
@@ -34,9 +38,16 @@ typedef struct dynamic_state {
 static const sim_param_def dynamic_params[] = {
     {"prefetch_pages", 32}, /* pages prefetched ahead of a fault in a swept object (0: none) */
     /* read by the driver when it learns the schedule (objtier.plan.dynamic), not here: */
-    {"window_ms", 0},    /* windows inside a phase execution, ms of trace time (0: none) */
-    {"min_accesses", 2}, /* accesses in a window for a page to be locked */
-    {"pageout", 1},      /* 1: page out what leaves the locked set unused soon; 0: unlock */
+    {"window_ms", 0},      /* windows inside a phase execution, ms of trace time (0: none) */
+    {"min_accesses", 2},   /* accesses in a window for a page to be locked */
+    {"pageout", 1},        /* 1: page out what leaves the locked set unused soon; 0: unlock */
+    {"mode", 0},           /* 0 auto (the best of the others, simulated), 1 hot, 2 nextuse,
+                          * 3 static */
+    {"chunk_pages", 16},   /* nextuse: pages of an object ranked as one */
+    {"lookahead", 2},      /* nextuse: windows looked ahead */
+    {"willneed_pages", 0}, /* nextuse: pages prefetched per step (0: auto tries a share) */
+    {"horizon", 1},        /* nextuse: page out what no window this far ahead uses */
+    {"max_calls", 0},      /* auto: leave out schedules needing more advice calls (0: any) */
     {NULL, 0},
 };
 
@@ -48,13 +59,25 @@ static int dynamic_init(sim_t *s)
                  "policy dynamic needs the swap tier (a swap preset or --param swap=1)");
         return -1;
     }
-    st->sweep = calloc(s->cfg.objects ? s->cfg.objects : 1, 1);
-    return st->sweep ? 0 : -1;
+    size_t n = s->cfg.objects ? s->cfg.objects : 1;
+    st->sweep = calloc(n, 1);
+    st->defer_first = calloc(n, sizeof *st->defer_first);
+    st->defer_end = calloc(n, sizeof *st->defer_end);
+    return st->sweep && st->defer_first && st->defer_end ? 0 : -1;
 }
 
 static int dynamic_alloc(sim_t *s, sim_page *pg, uint32_t obj, uint64_t offset)
 {
-    (void)s, (void)pg, (void)obj, (void)offset;
+    dynamic_state *st = s->state;
+    if (obj < s->cfg.objects && st->defer_end[obj]) {
+        /* offset = the page's start - the object's address (0 for its first page) */
+        uint64_t k = (offset + (1ull << s->cfg.page_shift) - 1) >> s->cfg.page_shift;
+        if (k >= st->defer_first[obj] && k < st->defer_end[obj]) {
+            pg->flags |= SIM_PG_PINNED; /* the runtime locks it once the object is live */
+            s->counter[SIM_C_PGLOCK]++;
+            return SIM_FAST;
+        }
+    }
     return SIM_SLOW; /* demand paging: resident from the first access, as under the kernel */
 }
 
@@ -87,6 +110,11 @@ static void apply(sim_t *s, dynamic_state *st, uint32_t obj, uint64_t first, uin
         return;
     }
     sim_object *o = &s->objects[obj];
+    if (!o->size && action == SIM_DYN_LOCK && !st->defer_end[obj]) {
+        st->defer_first[obj] = first; /* not allocated yet: locked when it is (dynamic.c) */
+        st->defer_end[obj] = first + n;
+        return;
+    }
     if (!o->size || first >= o->npages)
         return;
     uint64_t end = first + n < o->npages ? first + n : o->npages;
@@ -158,7 +186,10 @@ static void dynamic_fini(sim_t *s)
 {
     dynamic_state *st = s->state;
     free(st->sweep);
+    free(st->defer_first);
+    free(st->defer_end);
     st->sweep = NULL;
+    st->defer_first = st->defer_end = NULL;
 }
 
 const sim_policy_ops sim_policy_dynamic = {

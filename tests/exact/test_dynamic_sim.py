@@ -56,7 +56,7 @@ def test_schedule_steps_follow_the_phase_switches(alternating_trace):
     from objtier.sim.dynamic import schedule_for
 
     source = from_trace(alternating_trace)
-    sched = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {})
+    sched = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {"mode": 1})
     names = [s.phase for s in sched.steps]
     assert names[0] == "*" and names[1:1 + 2 * ROUNDS] == ["x", "y"] * ROUNDS
     assert [s.switch for s in sched.steps] == list(range(len(sched.steps)))
@@ -143,3 +143,129 @@ def test_run_applies_the_schedule_within_its_call_budget(alternating_trace, tmp_
     assert s_calls < calls and s_dropped > 0  # 3 calls per second: most steps cut short
     bad = run("--advice-rate", "0")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+@needs_clang
+def test_auto_keeps_the_best_candidate_and_never_loses_to_the_static_plan(alternating_trace):
+    """dynamic (auto) simulates hot, static and next-use schedules on the trace and keeps the
+    one with the fewest swap-ins; the static candidate replays the spill plan's pages."""
+    sim = simulate(alternating_trace, ["spill", "dynamic"], "50%", load_preset("zram"))
+    c = {r.policy: r.counters for r in sim.results}
+    note = next(n for n in sim.notes if n.startswith("dynamic: kept"))
+    scores = {}
+    for part in note.split("swap-ins ", 1)[1].split(", "):
+        name, value = part.rsplit(" ", 1)
+        scores[name] = int(value.replace(",", ""))
+    assert {"static", "hot w=0", "nextuse w=0"} <= set(scores)
+    assert c["dynamic"]["pswpin"] == min(scores.values())
+    assert c["dynamic"]["pswpin"] <= scores["static"]
+    # the static candidate is the spill plan: same swap-ins within a few pages
+    assert abs(scores["static"] - c["spill"]["pswpin"]) <= 0.01 * c["spill"]["pswpin"] + 16
+    assert c["dynamic"]["pswpin"] * 5 < c["spill"]["pswpin"]
+
+
+def test_nextuse_locks_what_comes_next_within_the_budget():
+    """Two objects of 8 pages used in turns, window by window; a budget of 10 pages: each
+    step locks the window's object first, then the next window's pages that fit."""
+    page = 4096
+    addr = np.array([1 << 20, 2 << 20], np.uint64)
+    size = np.array([8 * page, 8 * page], np.uint64)
+    bounds = [(k * 1000, 0, "*", k * 1000) for k in range(4)]
+    t, o, a = [], [], []
+    for k in range(4):
+        for rep in range(3):
+            for p in range(8):
+                t.append(k * 1000 + rep * 100 + p)
+                o.append(k % 2)
+                a.append(int(addr[k % 2]) + p * page)
+    sched = D.learn_nextuse(np.array(t), np.array(o), np.array(a, np.uint64),
+                            np.ones(len(t)), addr, size, bounds, 10, 12, chunk_pages=4,
+                            lookahead=1, willneed_pages=0)
+    first = sched.steps[0].actions
+    locked = {(x[1], x[2], x[3]) for x in first if x[0] == D.LOCK}
+    assert sum(n for _, _, n in locked) == 10
+    assert (0, 0, 8) in locked  # window 0's object, whole
+    assert any(ob == 1 for ob, _, _ in locked)  # and the start of what window 1 uses
+    second = sched.steps[1].actions
+    # window 1: object 1 whole, object 0 (used again in window 2) kept in part, never paged out
+    assert not [x for x in second if x[0] == D.PAGEOUT]
+    for step in sched.steps:
+        assert all(x[3] <= 8 for x in step.actions)
+    # prefetch: a budget of 4 pages leaves most of each window unlocked, WILLNEED takes 2
+    sched = D.learn_nextuse(np.array(t), np.array(o), np.array(a, np.uint64),
+                            np.ones(len(t)), addr, size, bounds, 4, 12, chunk_pages=4,
+                            lookahead=0, willneed_pages=2)
+    will = [x for x in sched.steps[1].actions if x[0] == D.WILLNEED]
+    assert sum(x[3] for x in will) == 2 and all(x[1] == 1 for x in will)
+    lock = {(x[1], x[2], x[3]) for x in sched.steps[1].actions if x[0] == D.LOCK}
+    assert all(not (w[2] < f + n and f < w[2] + w[3]) for w in will for _, f, n in lock)
+
+
+def test_static_schedule_locks_each_object_from_the_step_before_its_allocation():
+    page = 4096
+    addr = np.array([1 << 20, 2 << 20, 3 << 20], np.uint64)
+    size = np.array([8 * page, 8 * page, 8 * page], np.uint64)
+    alloc = np.array([0, 1500, 5000], np.int64)
+    bounds = [(0, 0, "*", 0), (1000, 1, "a", 0), (3000, 2, "b", 0)]
+    fast = np.array([3 * page, 8 * page, 0], np.int64)
+    sched = D.static_schedule(addr, size, alloc, fast, bounds, 9, 12)
+    assert [s.time_ns for s in sched.steps] == [0, 1000, 3000]   # no steps of its own
+    locks = [(s.time_ns, x) for s in sched.steps for x in s.actions]
+    # object 0 in the window of its allocation, object 1 in window 1 (allocated inside it),
+    # within the budget of 9 pages; object 2 has no fast bytes
+    assert locks == [(0, (D.LOCK, 0, 0, 3)), (1000, (D.LOCK, 1, 0, 6))]
+
+
+@needs_clang
+def test_a_lock_before_the_allocation_waits_for_the_object(alternating_trace, tmp_path):
+    """A step that locks an array before the program allocated it (here: at the start of the
+    process) is deferred and applied once the array is allocated."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    plan_path = tmp_path / "plan.json"
+    subprocess.run([sys.executable, "-m", "objtier", "plan", str(alternating_trace.path),
+                    "--fast", "50%", "--dynamic", "--schedule", "hot", "-o", str(plan_path)],
+                   check=True, capture_output=True)
+    plan = json.loads(plan_path.read_text())
+    steps = plan["dynamic"]["steps"]
+    lock = next(a for s in steps for a in s["actions"] if a[0] == "lock")
+    assert steps[0]["switch"] == 0 and steps[0]["offset_ms"] == 0
+    steps[0]["actions"] = [lock]
+    for s in steps[1:]:
+        s["actions"] = []
+    plan_path.write_text(json.dumps(plan))
+    exe = str(tmp_path / "alternating")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
+    run = subprocess.run([sys.executable, "-m", "objtier", "run", "--plan", str(plan_path), "--",
+                          exe, str(MIB_ARG), str(ROUNDS), str(SWEEPS), str(STRIDE)], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    m = re.search(r"(\d+) advice calls .*?(\d+) failed\), (\d+) actions dropped .*?, "
+                  r"(\d+) deferred until", run.stderr)
+    assert m, run.stderr
+    calls, failed, dropped, deferred = (int(g) for g in m.groups())
+    assert deferred == 1 and failed == 0 and dropped == 0
+    assert calls == 2   # the deferred lock: MADV_WILLNEED + mlock
+    locked = float(re.search(r"peak ([0-9.]+) MiB locked", run.stderr).group(1))
+    assert locked > 0
+
+
+@needs_clang
+def test_auto_leaves_out_schedules_over_the_call_budget(alternating_trace):
+    """dynamic.max_calls: candidates needing more advice calls than that are not simulated;
+    the static plan (a lock per object) stays."""
+    from objtier.sim.dynamic import schedule_for
+    from objtier.sim.events import from_trace
+
+    source = from_trace(alternating_trace)
+    free = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {})
+    assert len(free.evaluated) >= 4 and free.evaluated[free.mode] == min(
+        free.evaluated.values())
+    # one call: no moving schedule fits (each locks and unlocks ranges, 2 calls a range)
+    tight = schedule_for(alternating_trace, source, 200 * 4096, 12, None, {"max_calls": 1})
+    assert tight.mode == "static" and set(tight.evaluated) == {"static"}
+    assert tight.evaluated["static"] == free.evaluated["static"]

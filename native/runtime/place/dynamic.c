@@ -13,11 +13,18 @@
  *   - objs[i].addr != 0 exactly while the allocation matched to schedule object i is live;
  *     objs[i].locked is what this module mlocked of it and has not unlocked since.
  *   - steps [0, cursor) have been started or skipped; a started step whose actions did not all
- *     fit the call budget is `pending` from action pend_act on, until it finishes or a newer
- *     step becomes due (then the rest is dropped: it is stale).
+ *     fit the call budget is `pending` from action pend_act on, until it finishes or, out of
+ *     calls, a newer step becomes due (then the rest is dropped: it is stale). Steps that fall
+ *     due together (a late wake-up) run in order while calls are left.
  *   - step i is due when steps[i].sw < sw_now (stale: skipped) or steps[i].sw == sw_now and
  *     now >= t_switch + off_ns * scale.
  *   - tokens <= rate (one second of calls), refilled at rate per second.
+ *   - objs[i].defer_act != 0: a lock/willneed of a step found object i not live; it is applied
+ *     (by the thread, within the budget) once the object is allocated; deferred_ready is set
+ *     while such an object is live.
+ * Overhead counted: advice_ns is the time spent inside the advice calls (in the schedule's
+ * thread and in the program's thread at a switch), thread_cpu_ns the schedule thread's CPU
+ * time, willneed_bytes what was prefetched (WILLNEED, alone or before an mlock).
  */
 #define _GNU_SOURCE
 #include "dynamic.h"
@@ -46,6 +53,10 @@ typedef struct {
     uint64_t key, occ, size;
     uint64_t addr;   /* 0 = not live */
     uint64_t locked; /* bytes mlocked here */
+    /* a lock or willneed action that found the object not yet live: applied when it is
+     * allocated (the recording's clock put the step after the allocation, this run's did not) */
+    uint32_t defer_act;
+    uint64_t defer_first, defer_pages;
 } dobj;
 
 typedef struct {
@@ -79,6 +90,7 @@ static uint64_t page_bytes = 4096;
 static double clock_scale = 1.0;
 static char stats_path[1024];
 
+static int deferred_ready; /* an object with a deferred action became live */
 static uint32_t sw_now;
 static uint64_t t_switch;
 static uint32_t cursor;
@@ -92,7 +104,8 @@ static uint64_t lock_limit, locked_bytes;
 static struct {
     uint64_t switches, steps_applied, steps_skipped, actions_applied, actions_dropped,
         actions_absent, sweep_hints, calls_mlock, calls_munlock, calls_pageout, calls_cold,
-        calls_willneed, calls_failed, lock_refused, budget_waits, locked_peak, objects_matched;
+        calls_willneed, calls_failed, lock_refused, budget_waits, locked_peak, objects_matched,
+        willneed_bytes, advice_ns, thread_cpu_ns, actions_deferred;
 } st;
 
 /* ---- parsing ------------------------------------------------------------------------- */
@@ -279,8 +292,10 @@ static void refill(uint64_t now)
 
 static int call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counter)
 {
+    uint64_t t0 = rt_now_ns();
     long r = arg >= 0 ? syscall(nr, (void *)(uintptr_t)a, len, arg)
                       : syscall(nr, (void *)(uintptr_t)a, len);
+    st.advice_ns += rt_now_ns() - t0;
     (*counter)++;
     tokens -= 1;
     if (r != 0)
@@ -296,7 +311,14 @@ static void apply(const dact *x)
     }
     dobj *o = &objs[x->obj];
     if (!o->addr) {
-        st.actions_absent++;
+        if ((x->act == A_LOCK || x->act == A_WILLNEED) && !o->defer_act) {
+            o->defer_act = x->act;
+            o->defer_first = x->first;
+            o->defer_pages = x->pages;
+            st.actions_deferred++;
+        } else {
+            st.actions_absent++;
+        }
         return;
     }
     uint64_t base = o->addr & ~(page_bytes - 1);
@@ -329,6 +351,7 @@ static void apply(const dact *x)
     }
     case A_LOCK:
         call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed);
+        st.willneed_bytes += len;
         if (locked_bytes + len > lock_limit) {
             st.lock_refused++;
             break;
@@ -340,8 +363,29 @@ static void apply(const dact *x)
                 st.locked_peak = locked_bytes;
         }
         break;
-    case A_WILLNEED: call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed); break;
+    case A_WILLNEED: /* prefetch: the swap-ins are started, the pages stay unlocked */
+        call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed);
+        st.willneed_bytes += len;
+        break;
     default: break;
+    }
+}
+
+/* The deferred actions of objects now live, within the call budget. */
+static void run_deferred(void)
+{
+    deferred_ready = 0;
+    for (uint32_t i = 0; i < n_objs; i++) {
+        dobj *o = &objs[i];
+        if (!o->defer_act || !o->addr)
+            continue;
+        if (tokens < action_calls[o->defer_act]) {
+            deferred_ready = 1; /* the rest when calls are back */
+            return;
+        }
+        dact x = {.act = o->defer_act, .obj = i, .first = o->defer_first, .pages = o->defer_pages};
+        o->defer_act = 0;
+        apply(&x);
     }
 }
 
@@ -358,22 +402,22 @@ static int due(uint32_t i, uint64_t now)
 static uint64_t run_due(uint64_t now)
 {
     refill(now);
+    if (deferred_ready)
+        run_deferred();
     for (;;) {
         if (pending) {
-            if (cursor < n_steps && due(cursor, now)) { /* a newer step: the rest is stale */
-                st.actions_dropped += steps[pend_step].first + steps[pend_step].n - pend_act;
-                pending = 0;
-                continue;
-            }
             const dstep *s = &steps[pend_step];
-            while (pend_act < s->first + s->n) {
-                const dact *x = &acts[pend_act];
-                if (tokens < action_calls[x->act]) {
-                    st.budget_waits++;
-                    return now + (uint64_t)(1e9 * (action_calls[x->act] - tokens) / rate) + 1;
+            while (pend_act < s->first + s->n && tokens >= action_calls[acts[pend_act].act])
+                apply(&acts[pend_act++]);
+            if (pend_act < s->first + s->n) {               /* out of calls */
+                if (cursor < n_steps && due(cursor, now)) { /* a newer step: the rest is stale */
+                    st.actions_dropped += s->first + s->n - pend_act;
+                    pending = 0;
+                    continue;
                 }
-                apply(x);
-                pend_act++;
+                st.budget_waits++;
+                return now + (uint64_t)(1e9 * (action_calls[acts[pend_act].act] - tokens) / rate) +
+                       1;
             }
             pending = 0;
         }
@@ -391,6 +435,8 @@ static uint64_t run_due(uint64_t now)
         }
         break;
     }
+    if (deferred_ready)
+        return now + (uint64_t)(1e9 / rate) + 1;
     if (cursor < n_steps && steps[cursor].sw == sw_now)
         return t_switch + (uint64_t)((double)steps[cursor].off_ns * clock_scale);
     return UINT64_MAX;
@@ -411,6 +457,9 @@ static void *loop(void *arg)
             pthread_cond_timedwait(&cond, &lock, &ts);
         }
     }
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        st.thread_cpu_ns = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
     pthread_mutex_unlock(&lock);
     return NULL;
 }
@@ -465,6 +514,10 @@ void rt_dyn_on_alloc(const rt_obj *ob, uint32_t ctx)
                 objs[i].addr = ob->addr;
                 objs[i].locked = 0;
                 st.objects_matched++;
+                if (objs[i].defer_act && thread_started) { /* the thread applies it */
+                    deferred_ready = 1;
+                    pthread_cond_signal(&cond);
+                }
             }
         break;
     }
@@ -476,6 +529,7 @@ static void forget(dobj *o)
     locked_bytes -= o->locked < locked_bytes ? o->locked : locked_bytes;
     o->addr = 0;
     o->locked = 0;
+    o->defer_act = 0;
 }
 
 void rt_dyn_release(uint64_t addr)
@@ -531,7 +585,8 @@ static void write_stats(void)
         "sweep_hints %llu\ncalls_mlock %llu\ncalls_munlock %llu\ncalls_pageout %llu\n"
         "calls_cold %llu\ncalls_willneed %llu\ncalls_failed %llu\nlock_refused %llu\nbudget_waits "
         "%llu\n"
-        "locked_peak_bytes %llu\nobjects_matched %llu\nadvice_rate %.0f\n",
+        "locked_peak_bytes %llu\nobjects_matched %llu\nadvice_rate %.0f\nwillneed_bytes %llu\n"
+        "advice_ns %llu\nthread_cpu_ns %llu\nactions_deferred %llu\n",
         n_objs, n_steps, (unsigned long long)n_acts, (unsigned long long)st.switches,
         (unsigned long long)st.steps_applied, (unsigned long long)st.steps_skipped,
         (unsigned long long)st.actions_applied, (unsigned long long)st.actions_dropped,
@@ -540,7 +595,9 @@ static void write_stats(void)
         (unsigned long long)st.calls_pageout, (unsigned long long)st.calls_cold,
         (unsigned long long)st.calls_willneed, (unsigned long long)st.calls_failed,
         (unsigned long long)st.lock_refused, (unsigned long long)st.budget_waits,
-        (unsigned long long)st.locked_peak, (unsigned long long)st.objects_matched, rate);
+        (unsigned long long)st.locked_peak, (unsigned long long)st.objects_matched, rate,
+        (unsigned long long)st.willneed_bytes, (unsigned long long)st.advice_ns,
+        (unsigned long long)st.thread_cpu_ns, (unsigned long long)st.actions_deferred);
     int fd = (int)syscall(SYS_openat, AT_FDCWD, stats_path,
                           O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {

@@ -58,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="swap: add an arm to each repetition: objtier-noguard (the plan "
                         "without the pressure guard, with the reader), kernel-raw (kernel "
                         "reclaim without the reader: survival only, no ratio); repeatable")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="swap: add the arm objtier-dynamic: a dynamic schedule (plan "
+                        "--dynamic) learned from the profile for the same limit, next to the "
+                        "static plan and the baseline (same as --arm objtier-dynamic)")
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept, enabled "
                         "for madvised memory during both arms (default 16K; off: base pages)")
@@ -189,8 +193,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--profiles must be at least 1, got {args.profiles}")
     if args.tier == "numa":
         args.algo = args.algo or "spill"
-        if args.stat_flush is not None or args.arms:
-            raise UsageError("--stat-flush and --arm apply to --tier swap only")
+        if args.stat_flush is not None or args.arms or args.dynamic:
+            raise UsageError("--stat-flush, --arm and --dynamic apply to --tier swap only")
         if not args.guard:
             raise UsageError("--no-guard applies to --tier swap only")
         if args.profiles is not None and args.profiles > 1:
@@ -211,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
     if "objtier-noguard" in args.arms and not args.guard:
         raise UsageError("--arm objtier-noguard with --no-guard: the objtier arm already runs "
                          "without the guard")
+    if args.dynamic:
+        args.arms.append("objtier-dynamic")
     large_folio = args.large_folio or DEFAULT_LARGE_FOLIO
     parse_large_folio(large_folio)  # a bad size fails now, not after the profiles
     args.algo = args.algo or "auto"
@@ -240,6 +246,10 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"objtier compare: warning: {warning}\n")
     print_table(result)
     out = settings.output
+    if "dynamic" in result.summary:
+        from objtier.experiments.compare_dynamic import summary_line
+
+        print(summary_line(result.summary["dynamic"]))
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
     from objtier.experiments.results import run_warnings
 

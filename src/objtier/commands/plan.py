@@ -76,6 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "a phase (0 = at phase switches only)")
     parser.add_argument("--min-accesses", type=B.float_option(1, 1e18), default=2.0,
                         help="dynamic: accesses in a window for a page to be locked (2)")
+    parser.add_argument("--schedule", choices=("auto", "hot", "nextuse", "static"),
+                        default=None,
+                        help="dynamic: how the locked set moves: hot (most accessed pages "
+                        "of each window), nextuse (pages used soonest), static (the spill "
+                        "plan, never moved) or auto (default: each simulated on the "
+                        "recording, the fewest swap-ins kept)")
+    parser.add_argument("--max-calls", type=B.int_option(0, B.COUNT_MAX, "calls"),
+                        default=0,
+                        help="dynamic, schedule auto: leave out schedules that need more "
+                        "advice system calls than this per run (0 = no limit; the runtime "
+                        "makes at most --advice-rate per second)")
     parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
                         help="dynamic: share of the budget never locked, left to the "
                         "kernel's reclaim (0.1)")
@@ -162,18 +173,21 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
     if not path.is_dir() or len(args.input) > 1 or args.phases or args.sensitivity:
         raise UsageError("--dynamic takes one recording (run.otr/), without --phases or "
                          "--sensitivity")
+    from objtier.plan.dynamic import MODES
     from objtier.plan.dynamic_file import SECTION_VERSION
     from objtier.sim.dynamic import section_from_trace
     from objtier.trace import open_trace
 
     lock = int(budget_bytes * (1.0 - args.reserve)) // page * page
     plan["dynamic"] = section_from_trace(open_trace(path), lock, page, args.window_ms,
-                                         args.min_accesses)
+                                         args.min_accesses, fast_bytes=budget_bytes,
+                                         mode=MODES.index(args.schedule),
+                                         max_calls=args.max_calls)
     plan["version"] = SECTION_VERSION
     plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
     plan["algorithm"] = {"name": "dynamic", "params": {
         "window_ms": args.window_ms, "min_accesses": args.min_accesses,
-        "reserve": args.reserve}}
+        "reserve": args.reserve, "schedule": args.schedule, "max_calls": args.max_calls}}
     if not plan["dynamic"]["steps"] or not plan["dynamic"]["objects"]:
         plan["warnings"].append("the dynamic schedule is empty (no accesses to objects with a "
                                 "known allocation context)")
@@ -233,9 +247,12 @@ def run(args: argparse.Namespace) -> int:
         plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
                                 "cannot be checked against the binary it is used with")
     if args.dynamic:
+        args.schedule = args.schedule or "auto"
         _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
-    elif args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1:
-        raise UsageError("--window-ms, --min-accesses and --reserve apply to --dynamic only")
+    elif (args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1
+          or args.schedule is not None or args.max_calls):
+        raise UsageError("--window-ms, --min-accesses, --reserve, --schedule and --max-calls "
+                         "apply to --dynamic only")
     write_plan_files(plan, args.output, args.text)
 
     if args.dynamic:
@@ -244,6 +261,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"dynamic schedule: {len(section['steps'])} steps, {actions} actions on "
               f"{len(section['objects'])} objects, at most "
               f"{section['lock_bytes'] / 2**20:.1f} MiB locked")
+        if section.get("simulated_swap_ins"):
+            print(f"kept {section['mode']}; simulated swap-ins on the recording: " + ", ".join(
+                f"{k} {v:,}" for k, v in section["simulated_swap_ins"].items()))
         print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
         for warning in plan["warnings"]:
             sys.stderr.write(f"objtier plan: warning: {warning}\n")

@@ -25,9 +25,9 @@ from typing import Any
 
 CONFIGS = ("baseline", "objtier")
 #: every arm in the order a repetition runs them; the last two only on request
-ARMS = ("baseline", "objtier", "objtier-noguard", "kernel-raw")
+ARMS = ("baseline", "objtier", "objtier-noguard", "kernel-raw", "objtier-dynamic")
 #: arms compared with the baseline (ratios baseline / arm); kernel-raw never is
-RATIO_ARMS = ("objtier", "objtier-noguard")
+RATIO_ARMS = ("objtier", "objtier-noguard", "objtier-dynamic")
 
 
 @dataclass

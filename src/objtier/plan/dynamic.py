@@ -18,6 +18,10 @@ pages window k uses most:
                    the next page) with
                    pages outside L_k: a fault there prefetches (MADV_WILLNEED) the pages after it.
 
+That is the `hot` rule (learn). learn_nextuse locks by next use instead (Belady's rule at
+window granularity) and static_schedule replays a static plan as a schedule; the simulator's
+driver (objtier.sim.dynamic) tries them all and keeps the one with the fewest swap-ins.
+
 Pages are counted from the page holding the object's first byte (page k of object o covers
 [first page of o + k]); ranges are runs of consecutive pages. Pure: numpy in, dataclasses out.
 """
@@ -36,6 +40,11 @@ ACTION_CODES = {v: k for k, v in ACTION_NAMES.items()}
 DEFAULT_WINDOW_MS = 0.0      # windows = phase executions only
 DEFAULT_MIN_ACCESSES = 2     # a page touched once in a window is not worth a lock
 DEFAULT_SWEEP_SHARE = 0.8
+DEFAULT_CHUNK_PAGES = 16     # next-use order ranks 64 KiB chunks of an object as one
+DEFAULT_LOOKAHEAD = 2        # next-use order looks this many windows ahead
+DEFAULT_HORIZON = 1          # next-use order pages out what no window this far ahead uses
+BURST_BINS = 8               # time bins per window that count a chunk's bursts
+MODES = ("auto", "hot", "nextuse", "static")
 
 
 @dataclass
@@ -56,6 +65,8 @@ class Schedule:
     lock_pages: int
     page_shift: int
     window_ms: float
+    mode: str = "hot"        # how it was made: hot, nextuse or static (MODES)
+    evaluated: dict[str, int] = field(default_factory=dict)  # candidate -> simulated swap-ins
 
     def csr(self) -> tuple[np.ndarray, ...]:
         """(offsets, objs, first, pages, action) for sim_set_schedule."""
@@ -67,6 +78,12 @@ class Schedule:
         a = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
         return (np.asarray(offsets, np.uint64), a[:, 1].astype(np.uint32),
                 a[:, 2].astype(np.uint64), a[:, 3].astype(np.uint64), a[:, 0].astype(np.uint8))
+
+    def calls(self) -> int:
+        """Advice system calls the runtime makes to run every step (dynamic.c action_calls:
+        unlock, pageout and lock 2 per range, willneed 1, sweep none)."""
+        per = {UNLOCK: 2, PAGEOUT: 2, LOCK: 2, WILLNEED: 1, SWEEP: 0}
+        return sum(per[a[0]] for s in self.steps for a in s.actions)
 
     def counts(self) -> dict[str, int]:
         """Ranges and pages per action over the whole schedule."""
@@ -125,6 +142,69 @@ def boundaries(start_ns: int, end_ns: int, switch_ns: np.ndarray, switch_name: l
     return [dedup[t] for t in sorted(dedup)]
 
 
+def _layout(obj_addr: np.ndarray, obj_size: np.ndarray, page_shift: int
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per object: first page number, pages, and its first page's global page id (gid)."""
+    first_vpn = np.asarray(obj_addr, np.uint64) >> np.uint64(page_shift)
+    npages = ((np.asarray(obj_addr, np.uint64) + np.asarray(obj_size, np.uint64)
+               + np.uint64((1 << page_shift) - 1)) >> np.uint64(page_shift)) - first_vpn
+    base = np.concatenate([[0], np.cumsum(npages.astype(np.int64))])
+    return first_vpn, npages.astype(np.int64), base
+
+
+def _in_objects(sample_ns, sample_obj, sample_addr, weights, first_vpn, npages, page_shift):
+    """(obj, page, time, weight) of the samples inside an object's pages."""
+    hit = np.asarray(sample_obj) >= 0
+    obj = np.asarray(sample_obj)[hit].astype(np.int64)
+    page = ((np.asarray(sample_addr)[hit].astype(np.uint64) >> np.uint64(page_shift))
+            - first_vpn[obj]).astype(np.int64)
+    inside = (page >= 0) & (page < npages[obj])
+    t = np.asarray(sample_ns)[hit][inside].astype(np.int64)
+    return obj[inside], page[inside], t, np.asarray(weights, np.float64)[hit][inside]
+
+
+def _sweeps(obj, page, t, win, nobj: int, sweep_share: float) -> dict[int, set[int]]:
+    """Per window: the objects read in page order (see the module's SWEEP)."""
+    order = np.lexsort((t, obj, win))
+    so, sw, sp = obj[order], win[order], page[order]
+    # only steps that change page count: a random walk inside one page is no sweep
+    same = (so[1:] == so[:-1]) & (sw[1:] == sw[:-1]) & (sp[1:] != sp[:-1])
+    fwd = same & ((sp[1:] - sp[:-1]) == 1)
+    sweep_of: dict[int, set[int]] = {}
+    if same.any():
+        pair = sw[1:][same] * (nobj + 1) + so[1:][same]
+        pu, pinv = np.unique(pair, return_inverse=True)
+        share = np.bincount(pinv, weights=fwd[same].astype(np.float64)) / np.bincount(pinv)
+        for p, s in zip(pu, share):
+            if s >= sweep_share:
+                sweep_of.setdefault(int(p // (nobj + 1)), set()).add(int(p % (nobj + 1)))
+    return sweep_of
+
+
+def _transition(prev_lock: np.ndarray, lock: np.ndarray, soon: np.ndarray, base: np.ndarray,
+                pageout: bool) -> list[tuple[int, int, int, int]]:
+    """UNLOCK / PAGEOUT / LOCK actions from one locked set (sorted gids) to the next; a page
+    that leaves is paged out unless it is in `soon` (or pageout is off)."""
+    dropped = np.setdiff1d(prev_lock, lock, assume_unique=True)
+    still = np.isin(dropped, soon) if pageout else np.ones(len(dropped), dtype=bool)
+    actions: list[tuple[int, int, int, int]] = []
+    for code, gids in ((UNLOCK, dropped[still]), (PAGEOUT, dropped[~still]),
+                       (LOCK, np.setdiff1d(lock, prev_lock, assume_unique=True))):
+        actions += _ranges(code, gids, base)
+    return actions
+
+
+def _ranges(code: int, gids: np.ndarray, base: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """One action over sorted global page ids, as runs of pages per object."""
+    if not len(gids):
+        return []
+    owners = np.searchsorted(base, gids, side="right") - 1
+    out: list[tuple[int, int, int, int]] = []
+    for o in np.unique(owners):
+        out.extend((code, int(o), f, n) for f, n in runs(gids[owners == o] - base[o]))
+    return out
+
+
 def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray,
           weights: np.ndarray, obj_addr: np.ndarray, obj_size: np.ndarray,
           bounds: list[tuple[int, int, str, int]], lock_pages: int, page_shift: int,
@@ -132,19 +212,10 @@ def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray
           sweep_share: float = DEFAULT_SWEEP_SHARE, pageout: bool = True) -> Schedule:
     """The schedule of one trace (samples in time order; sample_obj -1 = in no object)."""
     nobj = len(obj_addr)
-    first_vpn = np.asarray(obj_addr, np.uint64) >> np.uint64(page_shift)
-    npages = ((np.asarray(obj_addr, np.uint64) + np.asarray(obj_size, np.uint64)
-               + np.uint64((1 << page_shift) - 1)) >> np.uint64(page_shift)) - first_vpn
-    base = np.concatenate([[0], np.cumsum(npages.astype(np.int64))])
+    first_vpn, npages, base = _layout(obj_addr, obj_size, page_shift)
     total = int(base[-1]) + 1
-    hit = np.asarray(sample_obj) >= 0
-    obj = np.asarray(sample_obj)[hit].astype(np.int64)
-    page = ((np.asarray(sample_addr)[hit].astype(np.uint64) >> np.uint64(page_shift))
-            - first_vpn[obj]).astype(np.int64)
-    inside = (page >= 0) & (page < npages[obj].astype(np.int64))
-    obj, page = obj[inside], page[inside]
-    t = np.asarray(sample_ns)[hit][inside].astype(np.int64)
-    w = np.asarray(weights, np.float64)[hit][inside]
+    obj, page, t, w = _in_objects(sample_ns, sample_obj, sample_addr, weights, first_vpn,
+                                  npages, page_shift)
     starts = np.asarray([b[0] for b in bounds], np.int64)
     win = np.maximum(np.searchsorted(starts, t, side="right") - 1, 0)
     gid = base[obj] + page
@@ -159,23 +230,8 @@ def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray
     w_lo = np.searchsorted(u_win, np.arange(nwin), side="left")
     w_hi = np.searchsorted(u_win, np.arange(nwin), side="right")
     used = [u_gid[w_lo[k]:w_hi[k]] for k in range(nwin)]
+    sweep_of = _sweeps(obj, page, t, win, nobj, sweep_share)
 
-    # sequential sweeps per (window, object): forward steps between consecutive samples
-    order = np.lexsort((t, obj, win))
-    so, sw, sp = obj[order], win[order], page[order]
-    # only steps that change page count: a random walk inside one page is no sweep
-    same = (so[1:] == so[:-1]) & (sw[1:] == sw[:-1]) & (sp[1:] != sp[:-1])
-    fwd = same & ((sp[1:] - sp[:-1]) == 1)
-    sweep_of: dict[int, set[int]] = {}
-    if same.any():
-        pair = sw[1:][same] * (nobj + 1) + so[1:][same]
-        pu, pinv = np.unique(pair, return_inverse=True)
-        share = np.bincount(pinv, weights=fwd[same].astype(np.float64)) / np.bincount(pinv)
-        for p, s in zip(pu, share):
-            if s >= sweep_share:
-                sweep_of.setdefault(int(p // (nobj + 1)), set()).add(int(p % (nobj + 1)))
-
-    obj_of = lambda g: np.searchsorted(base, g, side="right") - 1  # noqa: E731
     steps: list[Step] = []
     prev_lock = np.zeros(0, np.int64)
     empty = np.zeros(0, np.int64)
@@ -189,22 +245,124 @@ def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray
             g = g[top]
         lock = np.sort(g)
         soon = np.union1d(used[k], used[k + 1] if k + 1 < nwin else empty)
-        dropped = np.setdiff1d(prev_lock, lock, assume_unique=True)
-        still = np.isin(dropped, soon) if pageout else np.ones(len(dropped), dtype=bool)
-        actions: list[tuple[int, int, int, int]] = []
-        for code, gids in ((UNLOCK, dropped[still]), (PAGEOUT, dropped[~still]),
-                           (LOCK, np.setdiff1d(lock, prev_lock, assume_unique=True))):
-            if not len(gids):
-                continue
-            owners = obj_of(gids)
-            for o in np.unique(owners):
-                local = gids[owners == o] - base[o]
-                actions.extend((code, int(o), f, n) for f, n in runs(local))
-        unlocked = np.setdiff1d(used[k], lock, assume_unique=True)
-        swept_here = set(np.unique(obj_of(unlocked)).tolist()) if len(unlocked) else set()
-        for o in sorted(sweep_of.get(k, set()) & swept_here):
-            actions.append((SWEEP, int(o), 0, 0))
+        actions = _transition(prev_lock, lock, soon, base, pageout)
+        actions += _sweep_actions(sweep_of.get(k, set()), used[k], lock, base)
         t0, ordinal, name, off = bounds[k]
         steps.append(Step(t0, ordinal, name, off, actions))
         prev_lock = lock
-    return Schedule(steps, int(lock_pages), page_shift, float(window_ms))
+    return Schedule(steps, int(lock_pages), page_shift, float(window_ms), mode="hot")
+
+
+def _sweep_actions(swept: set[int], used: np.ndarray, lock: np.ndarray, base: np.ndarray
+                   ) -> list[tuple[int, int, int, int]]:
+    """SWEEP for the objects swept in a window with pages it uses outside the locked set."""
+    unlocked = np.setdiff1d(used, lock, assume_unique=True)
+    if not len(unlocked) or not swept:
+        return []
+    owners = set(np.unique(np.searchsorted(base, unlocked, side="right") - 1).tolist())
+    return [(SWEEP, int(o), 0, 0) for o in sorted(swept & owners)]
+
+
+def learn_nextuse(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray,
+                  weights: np.ndarray, obj_addr: np.ndarray, obj_size: np.ndarray,
+                  bounds: list[tuple[int, int, str, int]], lock_pages: int, page_shift: int,
+                  window_ms: float = DEFAULT_WINDOW_MS, chunk_pages: int = DEFAULT_CHUNK_PAGES,
+                  lookahead: int = DEFAULT_LOOKAHEAD, sweep_share: float = DEFAULT_SWEEP_SHARE,
+                  pageout: bool = True, willneed_pages: int = 0,
+                  horizon: int = DEFAULT_HORIZON) -> Schedule:
+    """Next-use order (Belady's rule at window and chunk granularity): at the start of window
+    k, lock the pages whose next use is soonest, within lock_pages. A page's next use is the
+    first window >= k that uses it, looking at most `lookahead` windows ahead; within one
+    window, chunks (chunk_pages pages of one object) used in more of the window's
+    BURST_BINS time bins go first (a chunk touched in one burst faults once whether locked
+    or not, one touched all through the window faults again after every eviction), then more
+    accesses. Only the pages a window uses are locked for it: a chunk is ranked as one, but
+    its untouched pages are not brought in. With willneed_pages > 0, each step also
+    prefetches (WILLNEED, not locked) the first willneed_pages pages its window uses outside
+    the locked set, in the order of their first use: a sweep over a split object starts
+    resident instead of faulting page by page."""
+    nobj = len(obj_addr)
+    first_vpn, npages, base = _layout(obj_addr, obj_size, page_shift)
+    total = int(base[-1]) + 1
+    obj, page, t, w = _in_objects(sample_ns, sample_obj, sample_addr, weights, first_vpn,
+                                  npages, page_shift)
+    nwin = len(bounds)
+    starts = np.asarray([b[0] for b in bounds], np.int64)
+    win = np.maximum(np.searchsorted(starts, t, side="right") - 1, 0)
+    ends = np.append(starts[1:], max(int(t.max()) + 1 if len(t) else 0, int(starts[-1]) + 1))
+    length = np.maximum(ends - starts, 1)
+    sub = np.clip((t - starts[win]) * BURST_BINS // length[win], 0, BURST_BINS - 1)
+    gid = base[obj] + page
+    chunk = page // max(chunk_pages, 1)
+    cbase = np.concatenate([[0], np.cumsum((npages + max(chunk_pages, 1) - 1)
+                                           // max(chunk_pages, 1))])
+    cid = cbase[obj] + chunk
+    ctotal = int(cbase[-1]) + 1
+
+    # bursts per (window, chunk): time bins of the window in which the chunk is touched
+    wc = win * ctotal + cid
+    bursts_of = np.unique(np.unique((wc * BURST_BINS) + sub) // BURST_BINS, return_counts=True)
+    # per (window, page): accesses and its chunk's bursts
+    key = win * total + gid
+    uniq, first_at, inv = np.unique(key, return_index=True, return_inverse=True)
+    u_first = t[first_at]                 # samples are in time order: its first use
+    acc = np.bincount(inv, weights=w)
+    u_win = uniq // total
+    u_gid = uniq % total
+    u_wc = np.zeros(len(uniq), np.int64)
+    u_wc[inv] = wc
+    u_burst = bursts_of[1][np.searchsorted(bursts_of[0], u_wc)]
+    w_lo = np.searchsorted(u_win, np.arange(nwin), side="left")
+    w_hi = np.searchsorted(u_win, np.arange(nwin), side="right")
+    used = [u_gid[w_lo[k]:w_hi[k]] for k in range(nwin)]
+    sweep_of = _sweeps(obj, page, t, win, nobj, sweep_share)
+
+    steps: list[Step] = []
+    prev_lock = np.zeros(0, np.int64)
+    for k in range(nwin):
+        sel = slice(w_lo[k], w_hi[min(k + max(lookahead, 0), nwin - 1)])
+        g, nxt, b, a = u_gid[sel], u_win[sel], u_burst[sel], acc[sel]
+        order = np.lexsort((g, -a, -b, nxt))
+        g = g[order]
+        _, first = np.unique(g, return_index=True)   # each page at its soonest use
+        lock = np.sort(g[np.sort(first)][:max(lock_pages, 0)])
+        # paged out only when unused for the next `horizon` windows: what comes back sooner
+        # is left to reclaim (a page paged out and locked again costs a swap-in)
+        soon = np.unique(u_gid[w_lo[k]:w_hi[min(k + max(horizon, 0), nwin - 1)]])
+        actions = _transition(prev_lock, lock, soon, base, pageout)
+        if willneed_pages > 0:
+            here = slice(w_lo[k], w_hi[k])
+            outside = ~np.isin(u_gid[here], lock, assume_unique=True)
+            g = u_gid[here][outside][np.argsort(u_first[here][outside], kind="stable")]
+            actions += _ranges(WILLNEED, np.sort(g[:willneed_pages]), base)
+        actions += _sweep_actions(sweep_of.get(k, set()), used[k], lock, base)
+        t0, ordinal, name, off = bounds[k]
+        steps.append(Step(t0, ordinal, name, off, actions))
+        prev_lock = lock
+    mode = "nextuse+willneed" if willneed_pages > 0 else "nextuse"
+    return Schedule(steps, int(lock_pages), page_shift, float(window_ms), mode=mode)
+
+
+def static_schedule(obj_addr: np.ndarray, obj_size: np.ndarray, alloc_ns: np.ndarray,
+                    fast_bytes: np.ndarray, bounds: list[tuple[int, int, str, int]],
+                    lock_pages: int, page_shift: int) -> Schedule:
+    """A static plan (fast_bytes per object: its first bytes stay locked) as a schedule: each
+    object's fast pages are locked by the step of the window its allocation falls in, and
+    never unlocked. That step usually runs before the allocation: the lock then waits for the
+    object (the runtime applies it once the object is live, the simulator pins the pages as
+    the allocation creates them), so the pages are locked from the allocation on, as the
+    static plan locks them."""
+    _, npages, _ = _layout(obj_addr, obj_size, page_shift)
+    page = 1 << page_shift
+    want = np.minimum((np.asarray(fast_bytes, np.int64) + page - 1) // page, npages)
+    starts = np.asarray([b[0] for b in bounds], np.int64)
+    steps = [Step(t0, ordinal, name, off, []) for t0, ordinal, name, off in bounds]
+    left = max(lock_pages, 0)
+    for o in sorted(np.flatnonzero(want > 0).tolist(), key=lambda o: int(alloc_ns[o])):
+        n = min(int(want[o]), left)
+        if n <= 0:
+            break
+        k = max(int(np.searchsorted(starts, int(alloc_ns[o]), side="right")) - 1, 0)
+        steps[k].actions.append((LOCK, int(o), 0, n))
+        left -= n
+    return Schedule(steps, int(lock_pages), page_shift, 0.0, mode="static")

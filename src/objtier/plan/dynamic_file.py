@@ -64,7 +64,8 @@ def build_section(schedule: D.Schedule, keys: np.ndarray, occ: np.ndarray, size:
                       "offset_ms": round(s.offset_ns / 1e6, 6), "actions": actions})
     return {"page_bytes": 1 << schedule.page_shift, "lock_bytes":
             schedule.lock_pages << schedule.page_shift, "window_ms": schedule.window_ms,
-            "clock_scale": 1.0, "objects": objects, "steps": steps}
+            "clock_scale": 1.0, "mode": schedule.mode,
+            "simulated_swap_ins": dict(schedule.evaluated), "objects": objects, "steps": steps}
 
 
 def _fail(where: str, message: str) -> None:

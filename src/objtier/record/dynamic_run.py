@@ -62,5 +62,9 @@ def stats_line(stats: dict[str, float]) -> str:
             f"{int(stats.get('calls_willneed', 0))}; {int(stats.get('calls_failed', 0))} "
             f"failed), {int(stats.get('actions_dropped', 0))} actions dropped for the "
             f"{int(stats.get('advice_rate', 0))}/s budget, "
+            f"{int(stats.get('actions_deferred', 0))} deferred until their object's allocation, "
             f"{int(stats.get('objects_matched', 0))} of {int(stats.get('objects', 0))} objects "
-            f"matched, peak {stats.get('locked_peak_bytes', 0) / 2**20:.1f} MiB locked")
+            f"matched, peak {stats.get('locked_peak_bytes', 0) / 2**20:.1f} MiB locked, "
+            f"{stats.get('willneed_bytes', 0) / 2**20:.1f} MiB prefetched, "
+            f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
+            f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the schedule's thread")

@@ -11,12 +11,24 @@ from objtier.plan import dynamic as D
 from objtier.sim.engine import EV_PHASE, EVENT, NO_OBJ
 from objtier.sim.placement import context_keys, occurrences
 
-LEARN_PARAMS = ("window_ms", "min_accesses", "pageout")  # policy parameters the driver reads
+LEARN_PARAMS = ("window_ms", "min_accesses", "pageout", "mode", "chunk_pages", "lookahead",
+                "willneed_pages", "horizon", "max_calls")
+MODE_CODES = {0: "auto", 1: "hot", 2: "nextuse", 3: "static"}   # dynamic.mode=N
+DEFAULT_RESERVE = 0.1        # share of fast memory never locked (sim.run, plan --reserve)
+AUTO_WINDOWS = (0, 64, 256)   # auto: next-use windows per run tried (0 = phase switches only)
 
 
 def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict | None,
-                 params: dict[str, float], default_weight: int = 1) -> D.Schedule:
-    """The schedule, with its step events put into source.phase_ev."""
+                 params: dict[str, float], default_weight: int = 1,
+                 evaluate=None) -> D.Schedule:
+    """The schedule, with its step events put into source.phase_ev. Learned from the trace
+    (no plan_doc): dynamic.mode picks hot, nextuse or static (objtier.plan.dynamic); auto (the
+    default) simulates each candidate on this trace with `evaluate` (default: the dynamic
+    policy on the swap tier, fast = lock_bytes / 0.9) and keeps the one with the fewest
+    swap-ins (then major faults), the static plan among them, so the schedule is never worse
+    than the static plan in simulation. dynamic.max_calls > 0 leaves out the candidates that
+    need more advice calls than that (the static one never does in practice). `evaluate(schedule)` returns swap-ins or
+    (swap-ins, major faults)."""
     from objtier.sim.phases import timeline
 
     tl = timeline(trace, source.end_ns)
@@ -25,29 +37,123 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     switch_name = [tl.switch_name[i] for i in order]
     if plan_doc is not None and plan_doc.get("dynamic"):
         sched = schedule_from_plan(trace, source, plan_doc, switch_ns, page_shift, switch_name)
+        _put_steps(source, sched)
+        return sched
+    window_ms = float(params.get("window_ms", D.DEFAULT_WINDOW_MS))
+    min_acc = float(params.get("min_accesses", D.DEFAULT_MIN_ACCESSES))
+    pageout = float(params.get("pageout", 1)) != 0
+    mode = MODE_CODES.get(int(params.get("mode", 0)), "")
+    chunk = int(params.get("chunk_pages", D.DEFAULT_CHUNK_PAGES))
+    ahead = int(params.get("lookahead", D.DEFAULT_LOOKAHEAD))
+    willneed_pages = int(params.get("willneed_pages", 0))
+    horizon = int(params.get("horizon", D.DEFAULT_HORIZON))
+    if window_ms < 0 or min_acc < 1:
+        raise UsageError("dynamic.window_ms must be >= 0 and dynamic.min_accesses >= 1")
+    if not mode or params.get("mode", 0) != int(params.get("mode", 0)):
+        raise UsageError("dynamic.mode: 0 auto, 1 hot, 2 nextuse, 3 static")
+    if not 1 <= chunk <= 1 << 20 or not 0 <= ahead <= 1 << 20 or willneed_pages < 0:
+        raise UsageError("dynamic.chunk_pages must be in [1, 2^20], dynamic.lookahead in "
+                         "[0, 2^20], dynamic.willneed_pages >= 0")
+    ev = source.sample_ev
+    obj = np.where(ev["obj"] == NO_OBJ, -1, ev["obj"].astype(np.int64))
+    lock_pages = lock_bytes >> page_shift
+    duration_ms = max(int(source.end_ns) - int(source.start_ns), 1) / 1e6
+
+    def bounds(w: float):
+        return D.boundaries(source.start_ns, source.end_ns, switch_ns, switch_name, w)
+
+    def hot(w: float) -> D.Schedule:
+        return D.learn(ev["time_ns"], obj, ev["addr"], ev["size"].astype(np.float64),
+                       source.addr, source.size, bounds(w), lock_pages, page_shift, w,
+                       min_acc, pageout=pageout)
+
+    def nextuse(w: float, willneed: int = willneed_pages) -> D.Schedule:
+        return D.learn_nextuse(ev["time_ns"], obj, ev["addr"], ev["size"].astype(np.float64),
+                               source.addr, source.size, bounds(w), lock_pages, page_shift,
+                               w, chunk, ahead, pageout=pageout, willneed_pages=willneed,
+                               horizon=horizon)
+
+    def static() -> D.Schedule:
+        from objtier.sim import placement as P
+
+        _, acc = P.object_accesses(trace, source, default_weight)
+        fast = P.planned_fast_bytes(trace, source, acc, lock_bytes, 1 << page_shift, "spill")
+        return D.static_schedule(source.addr, source.size, source.alloc_ns, fast, bounds(0),
+                                 lock_pages, page_shift)
+
+    if mode == "hot":
+        sched = hot(window_ms)
+    elif mode == "nextuse":
+        sched = nextuse(window_ms)
+    elif mode == "static":
+        sched = static()
     else:
-        window_ms = float(params.get("window_ms", D.DEFAULT_WINDOW_MS))
-        min_acc = float(params.get("min_accesses", D.DEFAULT_MIN_ACCESSES))
-        pageout = float(params.get("pageout", 1)) != 0
-        if window_ms < 0 or min_acc < 1:
-            raise UsageError("dynamic.window_ms must be >= 0 and dynamic.min_accesses >= 1")
-        ev = source.sample_ev
-        obj = np.where(ev["obj"] == NO_OBJ, -1, ev["obj"].astype(np.int64))
-        bounds = D.boundaries(source.start_ns, source.end_ns, switch_ns, switch_name, window_ms)
-        sched = D.learn(ev["time_ns"], obj, ev["addr"], ev["size"].astype(np.float64),
-                        source.addr, source.size, bounds, lock_bytes >> page_shift, page_shift,
-                        window_ms, min_acc, pageout=pageout)
+        if evaluate is None:
+            evaluate = _evaluator(source, int(lock_bytes / (1.0 - DEFAULT_RESERVE)),
+                                  page_shift, params)
+        windows = [window_ms] if window_ms > 0 else [
+            0.0 if n == 0 else duration_ms / n for n in AUTO_WINDOWS]
+        candidates = [(f"hot w={window_ms:g}", lambda: hot(window_ms)), ("static", static)]
+        candidates += [(f"nextuse w={w:.4g}", lambda w=w: nextuse(w)) for w in windows]
+        max_calls = int(params.get("max_calls", 0))
+        best, scores = None, {}
+        for name, make in candidates:
+            cand = make()
+            if max_calls and cand.calls() > max_calls and name != "static":
+                continue    # the runtime could not run it within the call budget
+            _put_steps(source, cand)
+            score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
+            scores[name] = score[0]
+            if best is None or score < best[0]:
+                best = (score, cand, name)
+        # the best next-use windows again with prefetch (WILLNEED) of what each window uses
+        # first outside the locked set: as many swap-ins, fewer of them waited for
+        if best[2].startswith("nextuse") and not willneed_pages:
+            w = float(best[2].split("=")[1])
+            name = f"nextuse+willneed w={w:.4g}"
+            cand = nextuse(w, max(int(lock_pages * DEFAULT_RESERVE / (1 - DEFAULT_RESERVE))
+                                  // 2, 1))
+            if not max_calls or cand.calls() <= max_calls:
+                _put_steps(source, cand)
+                score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
+                scores[name] = score[0]
+                if score < best[0]:
+                    best = (score, cand, name)
+        sched = best[1]
+        sched.evaluated = scores
+        sched.mode = best[2]
+    _put_steps(source, sched)
+    return sched
+
+
+def _evaluator(source, fast: int, page_shift: int, params: dict[str, float]):
+    """Swap-ins of a schedule simulated on `source` (the dynamic policy, swap tier, `fast`
+    bytes of fast memory)."""
+    from objtier.sim.run import run_policy
+
+    native = {k: v for k, v in params.items() if k not in LEARN_PARAMS}
+
+    def evaluate(sched: D.Schedule) -> tuple[int, int]:
+        counters, _ = run_policy(source, "dynamic", fast, page_shift, 10**9, native, sched,
+                                 swap=True)
+        return int(counters.get("pswpin", 0)), int(counters.get("pgmajfault", 0))
+    return evaluate
+
+
+def _put_steps(source, sched: D.Schedule) -> None:
     steps = np.zeros(len(sched.steps), dtype=EVENT)
     steps["time_ns"] = [s.time_ns for s in sched.steps]
     steps["obj"] = np.arange(len(sched.steps), dtype=np.uint32)
     steps["type"] = EV_PHASE
     source.phase_ev = steps[np.argsort(steps["time_ns"], kind="stable")]
-    return sched
 
 
 def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float,
-                       min_accesses: float) -> dict:
-    """A plan's `dynamic` section learned from a recording (objtier plan --dynamic)."""
+                       min_accesses: float, fast_bytes: int | None = None,
+                       mode: int = 0, max_calls: int = 0) -> dict:
+    """A plan's `dynamic` section learned from a recording (objtier plan --dynamic); mode
+    auto simulates the candidates with `fast_bytes` of fast memory (default lock_bytes plus
+    a DEFAULT_RESERVE share)."""
     from objtier.analysis.objects import object_labels
     from objtier.plan.dynamic_file import build_section
     from objtier.sim.events import from_trace
@@ -56,8 +162,11 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
         raise UsageError(f"--dynamic needs a power-of-two page size, not {page_bytes}")
     shift = page_bytes.bit_length() - 1
     source = from_trace(trace)
-    sched = schedule_for(trace, source, lock_bytes, shift, None,
-                         {"window_ms": window_ms, "min_accesses": min_accesses})
+    params = {"window_ms": window_ms, "min_accesses": min_accesses, "mode": mode,
+              "max_calls": max_calls}
+    fast = fast_bytes if fast_bytes is not None else int(lock_bytes / (1.0 - DEFAULT_RESERVE))
+    sched = schedule_for(trace, source, lock_bytes, shift, None, params,
+                         evaluate=_evaluator(source, fast, shift, {}))
     keys = context_keys(trace, source)
     return build_section(sched, keys, occurrences(keys, source.pid), source.size,
                          object_labels(trace))

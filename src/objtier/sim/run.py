@@ -249,6 +249,16 @@ def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: in
         return s.counters(), s.bins()
 
 
+def _schedule_score(source: EventSource, fast_bytes: int, page_shift: int, bin_ns: int,
+                    params: dict[str, float], chunk: int):
+    """(swap-ins, major faults) of a dynamic schedule replayed on the swap tier."""
+    def score(schedule) -> tuple[int, int]:
+        c = run_policy(source, "dynamic", fast_bytes, page_shift, bin_ns, params, schedule,
+                       chunk, True)[0]
+        return int(c.get("pswpin", 0)), int(c.get("pgmajfault", 0))
+    return score
+
+
 def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
              params: dict[str, str] | None = None, plan_doc: dict | None = None,
              progress=None) -> Simulation:
@@ -364,7 +374,13 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
             from objtier.sim.dynamic import schedule_for
 
             placement = schedule_for(trace, source, plan_bytes, page_shift, plan_doc,
-                                     per[policy], default_weight)
+                                     per[policy], default_weight,
+                                     evaluate=_schedule_score(source, fast_bytes, page_shift,
+                                                              bin_ns, per[policy], chunk))
+            if placement.evaluated:
+                sim.notes.append(f"dynamic: kept {placement.mode} of the simulated swap-ins "
+                                 + ", ".join(f"{k} {v:,}" for k, v in
+                                             placement.evaluated.items()))
         per_object = np.zeros(source.objects, dtype=np.uint64) if swap else None
         counters, bins = run_policy(source, policy, fast_bytes, page_shift, bin_ns, per[policy],
                                     placement, chunk, swap, per_object)

@@ -1,0 +1,109 @@
+"""`objtier compare --dynamic`: one more arm, `objtier-dynamic`, in compare's rotation on the
+swap tier: the runtime running a dynamic schedule (objtier.plan.dynamic, plan version 2) learned
+from compare's first profile for the same mlock limit as the static plan, next to the fair
+kernel baseline and the static plan, under the same cgroup and the same stat-flush reader.
+
+The schedule is chosen as `objtier plan --dynamic` chooses it (schedule auto: hot, next-use and
+the static spill plan simulated on the profile, the fewest swap-ins kept) with steps at the
+program's phase switches (a sampled profile has too few samples for windows inside a phase:
+`objtier plan --dynamic` on an exact recording makes finer schedules). Per run the runtime's
+counts (advice calls per kind, steps applied, bytes prefetched, time in advice calls, the schedule
+thread's CPU) go to runs/NN-objtier-dynamic-I.dynamic.txt; summary.json's "dynamic" holds
+the schedule's make-up and the medians of those counts.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ARM = "objtier-dynamic"
+RESERVE = 0.1            # share of the mlock limit never locked (plan --reserve)
+WINDOW_MS = 0.0          # steps at the phase switches only: a sampled profile has too few
+                         # samples per page for windows inside a phase
+MIN_ACCESSES = 1.0       # a sampled access stands for many: one is enough to lock a page
+COUNTS = ("steps_applied", "steps_skipped", "actions_dropped", "calls_mlock", "calls_munlock",
+          "calls_pageout", "calls_cold", "calls_willneed", "calls_failed", "willneed_bytes",
+          "advice_ns", "thread_cpu_ns", "locked_peak_bytes", "objects_matched")
+
+
+@dataclass
+class DynamicArm:
+    plan: dict[str, Any]              # {"version": 2, "dynamic": section}
+    env: dict[str, str]               # the runtime's settings for the arm's runs
+    stats_path: Path                  # where the runtime writes its counts at exit
+    runs: list[dict[str, float]] = field(default_factory=list)
+
+    def collect(self, order: int, repeat: int, runs_dir: Path) -> dict[str, float]:
+        """After one run of the arm: its counts (kept next to its output)."""
+        from objtier.record.dynamic_run import read_stats
+
+        stats = read_stats(self.stats_path) or {}
+        if self.stats_path.exists():
+            target = runs_dir / f"{order:02d}-{ARM}-{repeat}.dynamic.txt"
+            target.write_text(self.stats_path.read_text())
+            target.chmod(0o600)
+            self.stats_path.unlink()
+        self.runs.append(stats)
+        return stats
+
+    def summary(self) -> dict[str, Any]:
+        section = self.plan["dynamic"]
+        med = {k: statistics.median(r.get(k, 0.0) for r in self.runs) for k in COUNTS
+               if self.runs}
+        calls = [sum(r.get(k, 0.0) for k in COUNTS if k.startswith("calls_")
+                     and k != "calls_failed") for r in self.runs]
+        return {"schedule": section.get("mode", ""),
+                "simulated_swap_ins": section.get("simulated_swap_ins", {}),
+                "steps": len(section["steps"]),
+                "actions": sum(len(s["actions"]) for s in section["steps"]),
+                "lock_bytes": section["lock_bytes"], "runs_with_counts": len(self.runs),
+                "median": med, "median_advice_calls": statistics.median(calls) if calls else 0}
+
+
+def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_rate: int,
+            say: Callable[[str], None]) -> DynamicArm:
+    """Learn the schedule from `profile` for an mlock limit of `limit` bytes; write
+    DIR/plan-dynamic.json and the runtime's text form."""
+    from objtier.outputs import write_private
+    from objtier.plan.dynamic_file import SECTION_VERSION
+    from objtier.record import enforce
+    from objtier.record.dynamic_run import schedule_env
+    from objtier.record.launch import runtime_env
+    from objtier.sim.dynamic import section_from_trace
+    from objtier.trace import open_trace
+
+    trace = open_trace(profile)
+    lock = int(limit * (1.0 - RESERVE)) // page_bytes * page_bytes
+    section = section_from_trace(trace, lock, page_bytes, WINDOW_MS, MIN_ACCESSES,
+                                 fast_bytes=limit)
+    plan = {"version": SECTION_VERSION, "entries": [], "dynamic": section}
+    write_private(directory / "plan-dynamic.json", json.dumps(plan, indent=1) + "\n",
+                  "dynamic plan")
+    actions = sum(len(s["actions"]) for s in section["steps"])
+    say(f"dynamic schedule ({section.get('mode', '')}): {len(section['steps'])} steps, "
+        f"{actions} actions on {len(section['objects'])} objects, at most "
+        f"{lock >> 20} MiB locked")
+    dyn_dir = directory / "dynamic"
+    dyn_dir.mkdir(mode=0o700, exist_ok=True)
+    schedule, stats = schedule_env(plan, dyn_dir, advice_rate)
+    env = runtime_env({"OBJTIER_SAMPLER": "none",
+                       "OBJTIER_MIN_SIZE": str(enforce.plan_min_size(plan)),
+                       "OBJTIER_MLOCK_LIMIT": str(limit), **schedule})
+    return DynamicArm(plan, env, stats)
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """One line of what the dynamic arm did, from summary()."""
+    med = summary.get("median", {})
+    return (f"objtier-dynamic: schedule {summary['schedule']}, {summary['steps']} steps, "
+            f"{summary['actions']} actions; per run (median) "
+            f"{summary['median_advice_calls']:,.0f} advice calls, "
+            f"{med.get('willneed_bytes', 0) / 2**20:.1f} MiB prefetched, "
+            f"{med.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
+            f"{med.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the schedule's thread, "
+            f"{med.get('actions_dropped', 0):,.0f} actions dropped for the call budget")
