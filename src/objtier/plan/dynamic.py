@@ -205,32 +205,61 @@ def _ranges(code: int, gids: np.ndarray, base: np.ndarray) -> list[tuple[int, in
     return out
 
 
+@dataclass
+class _Windowed:
+    """The samples inside objects, grouped per (window, page). Page ids are global: object o's
+    page p is base[o] + p; u_* arrays run over the distinct (window, page) pairs, sorted by
+    window then page, and window k's pairs are [w_lo[k], w_hi[k])."""
+    base: np.ndarray
+    npages: np.ndarray       # per object
+    obj: np.ndarray          # per sample in an object: its object, page, time (ns), weight,
+    page: np.ndarray         # window and global page id
+    t: np.ndarray
+    w: np.ndarray
+    win: np.ndarray
+    gid: np.ndarray
+    starts: np.ndarray       # window start times (ns)
+    inv: np.ndarray          # sample -> its (window, page) pair
+    first_at: np.ndarray     # pair -> index of its first sample
+    acc: np.ndarray          # pair -> summed weight
+    u_win: np.ndarray
+    u_gid: np.ndarray
+    w_lo: np.ndarray
+    w_hi: np.ndarray
+    used: list[np.ndarray]   # window -> the global pages it uses, sorted
+
+
+def _windowed(sample_ns, sample_obj, sample_addr, weights, obj_addr, obj_size,
+              bounds: list[tuple[int, int, str, int]], page_shift: int) -> _Windowed:
+    first_vpn, npages, base = _layout(obj_addr, obj_size, page_shift)
+    total = int(base[-1]) + 1
+    obj, page, t, w = _in_objects(sample_ns, sample_obj, sample_addr, weights, first_vpn,
+                                  npages, page_shift)
+    nwin = len(bounds)
+    starts = np.asarray([b[0] for b in bounds], np.int64)
+    win = np.maximum(np.searchsorted(starts, t, side="right") - 1, 0)
+    gid = base[obj] + page
+    uniq, first_at, inv = np.unique(win * total + gid, return_index=True, return_inverse=True)
+    u_win = uniq // total
+    u_gid = uniq % total
+    w_lo = np.searchsorted(u_win, np.arange(nwin), side="left")
+    w_hi = np.searchsorted(u_win, np.arange(nwin), side="right")
+    return _Windowed(base, npages, obj, page, t, w, win, gid, starts, inv, first_at,
+                     np.bincount(inv, weights=w), u_win, u_gid, w_lo, w_hi,
+                     [u_gid[w_lo[k]:w_hi[k]] for k in range(nwin)])
+
+
 def learn(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray,
           weights: np.ndarray, obj_addr: np.ndarray, obj_size: np.ndarray,
           bounds: list[tuple[int, int, str, int]], lock_pages: int, page_shift: int,
           window_ms: float = DEFAULT_WINDOW_MS, min_accesses: float = DEFAULT_MIN_ACCESSES,
           sweep_share: float = DEFAULT_SWEEP_SHARE, pageout: bool = True) -> Schedule:
     """The schedule of one trace (samples in time order; sample_obj -1 = in no object)."""
-    nobj = len(obj_addr)
-    first_vpn, npages, base = _layout(obj_addr, obj_size, page_shift)
-    total = int(base[-1]) + 1
-    obj, page, t, w = _in_objects(sample_ns, sample_obj, sample_addr, weights, first_vpn,
-                                  npages, page_shift)
-    starts = np.asarray([b[0] for b in bounds], np.int64)
-    win = np.maximum(np.searchsorted(starts, t, side="right") - 1, 0)
-    gid = base[obj] + page
-    nwin = len(bounds)
-
-    # per window: the pages used (gid sorted) and their accesses
-    key = win * total + gid
-    uniq, inv = np.unique(key, return_inverse=True)
-    acc = np.bincount(inv, weights=w)
-    u_win = uniq // total
-    u_gid = uniq % total
-    w_lo = np.searchsorted(u_win, np.arange(nwin), side="left")
-    w_hi = np.searchsorted(u_win, np.arange(nwin), side="right")
-    used = [u_gid[w_lo[k]:w_hi[k]] for k in range(nwin)]
-    sweep_of = _sweeps(obj, page, t, win, nobj, sweep_share)
+    nobj, nwin = len(obj_addr), len(bounds)
+    ws = _windowed(sample_ns, sample_obj, sample_addr, weights, obj_addr, obj_size, bounds,
+                   page_shift)
+    base, acc, u_gid, w_lo, w_hi, used = ws.base, ws.acc, ws.u_gid, ws.w_lo, ws.w_hi, ws.used
+    sweep_of = _sweeps(ws.obj, ws.page, ws.t, ws.win, nobj, sweep_share)
 
     steps: list[Step] = []
     prev_lock = np.zeros(0, np.int64)
@@ -281,18 +310,16 @@ def learn_nextuse(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np
     prefetches (WILLNEED, not locked) the first willneed_pages pages its window uses outside
     the locked set, in the order of their first use: a sweep over a split object starts
     resident instead of faulting page by page."""
-    nobj = len(obj_addr)
-    first_vpn, npages, base = _layout(obj_addr, obj_size, page_shift)
-    total = int(base[-1]) + 1
-    obj, page, t, w = _in_objects(sample_ns, sample_obj, sample_addr, weights, first_vpn,
-                                  npages, page_shift)
-    nwin = len(bounds)
-    starts = np.asarray([b[0] for b in bounds], np.int64)
-    win = np.maximum(np.searchsorted(starts, t, side="right") - 1, 0)
+    nobj, nwin = len(obj_addr), len(bounds)
+    ws = _windowed(sample_ns, sample_obj, sample_addr, weights, obj_addr, obj_size, bounds,
+                   page_shift)
+    base, npages, obj, page, t, win, starts = (ws.base, ws.npages, ws.obj, ws.page, ws.t,
+                                               ws.win, ws.starts)
+    acc, inv, u_win, u_gid, w_lo, w_hi, used = (ws.acc, ws.inv, ws.u_win, ws.u_gid, ws.w_lo,
+                                                ws.w_hi, ws.used)
     ends = np.append(starts[1:], max(int(t.max()) + 1 if len(t) else 0, int(starts[-1]) + 1))
     length = np.maximum(ends - starts, 1)
     sub = np.clip((t - starts[win]) * BURST_BINS // length[win], 0, BURST_BINS - 1)
-    gid = base[obj] + page
     chunk = page // max(chunk_pages, 1)
     cbase = np.concatenate([[0], np.cumsum((npages + max(chunk_pages, 1) - 1)
                                            // max(chunk_pages, 1))])
@@ -302,19 +329,11 @@ def learn_nextuse(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np
     # bursts per (window, chunk): time bins of the window in which the chunk is touched
     wc = win * ctotal + cid
     bursts_of = np.unique(np.unique((wc * BURST_BINS) + sub) // BURST_BINS, return_counts=True)
-    # per (window, page): accesses and its chunk's bursts
-    key = win * total + gid
-    uniq, first_at, inv = np.unique(key, return_index=True, return_inverse=True)
-    u_first = t[first_at]                 # samples are in time order: its first use
-    acc = np.bincount(inv, weights=w)
-    u_win = uniq // total
-    u_gid = uniq % total
-    u_wc = np.zeros(len(uniq), np.int64)
+    # per (window, page): its first use and its chunk's bursts
+    u_first = t[ws.first_at]              # samples are in time order: its first use
+    u_wc = np.zeros(len(u_gid), np.int64)
     u_wc[inv] = wc
     u_burst = bursts_of[1][np.searchsorted(bursts_of[0], u_wc)]
-    w_lo = np.searchsorted(u_win, np.arange(nwin), side="left")
-    w_hi = np.searchsorted(u_win, np.arange(nwin), side="right")
-    used = [u_gid[w_lo[k]:w_hi[k]] for k in range(nwin)]
     sweep_of = _sweeps(obj, page, t, win, nobj, sweep_share)
 
     steps: list[Step] = []
