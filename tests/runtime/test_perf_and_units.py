@@ -15,13 +15,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 FRESH_PAGES = r"""
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 int main(void) {
     size_t n = 64u << 20;
     char *a = malloc(1u << 20), *b = malloc(n);
     printf("a %p\nb %p\n", (void *)a, (void *)b);
-    for (size_t i = 0; i < n; i += 4096) b[i] = 1;     /* first touch: one minor fault per page */
+    /* 8 passes of first touches: one minor fault per page each, the pages dropped between
+     * passes; frequency mode needs a run long enough to settle its period even when the
+     * machine is loaded */
+    uintptr_t lo = ((uintptr_t)b + 4095) & ~(uintptr_t)4095, hi = ((uintptr_t)b + n) & ~(uintptr_t)4095;
+    for (int pass = 0; pass < 8; pass++) {
+        for (size_t i = 0; i < n; i += 4096) b[i] = 1;
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
     free(b); free(a);
     return 0;
 }
