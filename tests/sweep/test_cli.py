@@ -33,6 +33,8 @@ def one_line(stderr: str) -> bool:
     (["--knob", "threads=1", "--threads", "0"], "positive whole numbers"),
     (["--knob", "mba=50", "--resctrl-root", "/nonexistent"], "no resctrl at /nonexistent"),
     (["--knob", "threads=1", "--", "/nonexistent/prog"], "command not found"),
+    (["--knob", "local=50", "--pairs", "3"], "--pairs: only with --per-object"),
+    (["--knob", "local=50", "--tier", "numa"], "--tier: only with --per-object"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     from objtier.cli import main

@@ -143,6 +143,12 @@ def run(args: argparse.Namespace) -> int:
     fom = make_source(args.fom, args.time, args.higher)
     if args.per_object:
         return _run_per_object(args, fom)
+    only_per_object = [flag for flag, given in (
+        ("--pairs", args.pairs != 0), ("--tier", args.tier != "swap"),
+        ("--fast-nodes", bool(args.fast_nodes)), ("--slow-nodes", bool(args.slow_nodes)),
+        ("--stack-depth", args.stack_depth != 8)) if given]
+    if only_per_object:
+        raise UsageError(f"{', '.join(only_per_object)}: only with --per-object RECORDING")
     threads = parse_int_list(args.threads, "--threads") if args.threads else None
     knob = knob_from_args(args)
     if threads and knob.name == "threads":
