@@ -74,7 +74,15 @@ def test_plan_records_the_budget_it_chose_under(alternating_trace, tmp_path):
     # touched by it, the moving ones are
     assert scores["5"]["static"] == scores["1000000"]["static"]
     assert any(scores["5"][k] != v for k, v in scores["1000000"].items() if k != "static")
-    for bad in (("--advice-rate", "0"), ("--advice-rate", "2000000"), ("--advice-rate", "x")):
+    # on a run 1000 times slower than the recording the budget refills 1000 times more per
+    # recorded second: the moving candidates score as with no limit; the scale is recorded
+    made, out = plan("--advice-rate", "5", "--clock-scale", "1000")
+    assert made.returncode == 0, made.stderr
+    doc = load_plan(out)
+    assert doc["dynamic"]["clock_scale"] == 1000.0
+    assert doc["dynamic"]["simulated_swap_ins"] != scores["5"]
+    for bad in (("--advice-rate", "0"), ("--advice-rate", "2000000"), ("--advice-rate", "x"),
+                ("--clock-scale", "0"), ("--clock-scale", "-1"), ("--clock-scale", "nan")):
         made, _ = plan(*bad)
         assert made.returncode != 0 and "Traceback" not in made.stderr
         assert len(made.stderr.strip().splitlines()) == 1, made.stderr

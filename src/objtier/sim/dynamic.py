@@ -151,12 +151,14 @@ def _put_steps(source, sched: D.Schedule) -> None:
 
 def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float,
                        min_accesses: float, fast_bytes: int | None = None,
-                       mode: int = 0, max_calls: int = 0, advice_rate: int = 0) -> dict:
+                       mode: int = 0, max_calls: int = 0, advice_rate: int = 0,
+                       clock_scale: float = 1.0) -> dict:
     """A plan's `dynamic` section learned from a recording (objtier plan --dynamic); mode
     auto simulates the candidates with `fast_bytes` of fast memory (default lock_bytes plus
     a DEFAULT_RESERVE share) under the advice-call budget the plan will run under
-    (`advice_rate` calls per second, as `run --advice-rate`; 0: the runtime's default),
-    recorded in the section."""
+    (`advice_rate` calls per second, as `run --advice-rate`; 0: the runtime's default) on
+    the run's clock (`clock_scale` seconds of run per recorded second, as the runtime scales
+    the steps' offsets), both recorded in the section."""
     from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
     from objtier.analysis.objects import object_labels
     from objtier.plan.dynamic_file import build_section
@@ -172,12 +174,16 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
     rate = int(advice_rate) or DEFAULT_ADVICE_RATE
     if not 1 <= rate <= 1_000_000:
         raise UsageError(f"the advice rate must be in [1, 1000000] calls/s, not {rate}")
+    if not 0 < clock_scale <= 1e6:
+        raise UsageError(f"the clock scale must be in (0, 1e6], not {clock_scale:g}")
     sched = schedule_for(trace, source, lock_bytes, shift, None, params,
-                         evaluate=_evaluator(source, fast, shift, {"advice_rate": rate}))
+                         evaluate=_evaluator(source, fast, shift, {"advice_rate": rate,
+                                                               "time_scale": clock_scale}))
     keys = context_keys(trace, source)
     section = build_section(sched, keys, occurrences(keys, source.pid), source.size,
                             object_labels(trace))
     section["advice_rate"] = rate
+    section["clock_scale"] = float(clock_scale)
     return section
 
 
