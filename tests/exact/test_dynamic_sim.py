@@ -285,9 +285,12 @@ def test_a_schedule_that_wins_only_for_free_loses_within_the_budget(alternating_
     winner = free.mode
     assert winner != "static" and free.calls() > 10
     assert free.evaluated[winner] < free.evaluated["static"]
-    # 5 calls/s over a recording of tens of ms: the bucket's first 5 calls and little more;
-    # the static plan locks its set once (2 calls), the moving one cannot keep up
-    tight = schedule_for(alternating_trace, source, lock, 12, None, {"advice_rate": 5})
+    # 5 calls/s, the whole recording taken as 1 ms of run (however long the recording took
+    # on this machine): the bucket's first 5 calls and nothing more; the static plan locks
+    # its set once (2 calls), the moving one cannot keep up
+    seconds = (int(source.end_ns) - int(source.start_ns)) / 1e9
+    tight = schedule_for(alternating_trace, source, lock, 12, None,
+                         {"advice_rate": 5, "time_scale": 1e-3 / seconds})
     assert tight.evaluated[winner] > tight.evaluated["static"]
     assert tight.mode == "static" and tight.calls() <= 5
     # the static plan fits the budget: its score does not depend on it
