@@ -18,8 +18,23 @@
  * a swap-in whoever asks for it) and in pgprefetch, never in pgmajfault, so swap-ins compare
  * with belady's directly and major faults say how many the program waited for.
  *
+ * The advice-call budget (advice_rate > 0) is the runtime's rule (native/runtime/place/
+ * dynamic.c): a token bucket of advice_rate calls, refilled at advice_rate per second of run
+ * time (one trace second is time_scale seconds of run), starting full. Under it a step's
+ * actions run in file order, each only while the bucket holds its calls (unlock, pageout,
+ * lock 2, willneed 1, sweep 0; an action on an object not allocated or past its end makes
+ * none); the rest of a step waits for tokens (applied at the first access after they are
+ * back) until the next step falls due, when whatever still fits runs and the remainder is
+ * dropped (actions_dropped_step). A LOCK on an object not allocated yet is recorded for free;
+ * its 2 calls are paid when the object's first page is created, or, out of calls then, at the
+ * first access after they are back (pages created before that are not pinned). Every call
+ * made is counted in advice_calls_step. advice_rate 0: no budget, every action applied at
+ * its step in the order UNLOCK, PAGEOUT, LOCK, WILLNEED, SWEEP.
+ *
  * Invariants: sweep[o] != 0 exactly for the objects with a SWEEP action in the step in force;
- * majfault_seen == counter[SIM_C_PGMAJFAULT] after every hook returns.
+ * majfault_seen == counter[SIM_C_PGMAJFAULT] after every hook returns; 0 <= tokens <= cap;
+ * pend_step != 0 exactly while step pend_step - 1 has actions [pend_i, its end) not yet run;
+ * unpaid[o] != 0 while object o's deferred LOCK has not been paid for.
  */
 #include "sim_internal.h"
 
@@ -33,7 +48,16 @@ typedef struct dynamic_state {
     uint64_t *defer_end;    /* [defer_first, defer_end) are pinned as they are allocated */
     uint64_t majfault_seen; /* major faults counted when the last hook ran */
     uint32_t step;          /* the step in force + 1 (0 before the first) */
+    /* the advice-call budget (advice_rate > 0) */
+    double tokens, cap, per_ns; /* calls in the bucket, its size, refill per ns of trace */
+    uint64_t last_ns;           /* trace time of the last refill */
+    uint32_t pend_step;         /* step with actions still to run + 1 (0: none) */
+    uint64_t pend_i;            /* its next action */
+    uint8_t *unpaid;            /* per object: a deferred LOCK whose calls are not paid */
+    int waiting;                /* an allocated object's deferred LOCK waits for calls */
 } dynamic_state;
+
+static const unsigned action_calls[] = {0, 2, 2, 2, 1, 0}; /* dynamic.c: calls per range */
 
 static const sim_param_def dynamic_params[] = {
     {"prefetch_pages", 32}, /* pages prefetched ahead of a fault in a swept object (0: none) */
@@ -48,6 +72,8 @@ static const sim_param_def dynamic_params[] = {
     {"willneed_pages", 0}, /* nextuse: pages prefetched per step (0: auto tries a share) */
     {"horizon", 1},        /* nextuse: page out what no window this far ahead uses */
     {"max_calls", 0},      /* auto: leave out schedules needing more advice calls (0: any) */
+    {"advice_rate", 2000}, /* advice calls per second, as run --advice-rate (0: no budget) */
+    {"time_scale", 1},     /* seconds of run per second of trace (refill of the budget) */
     {NULL, 0},
 };
 
@@ -63,13 +89,52 @@ static int dynamic_init(sim_t *s)
     st->sweep = calloc(n, 1);
     st->defer_first = calloc(n, sizeof *st->defer_first);
     st->defer_end = calloc(n, sizeof *st->defer_end);
-    return st->sweep && st->defer_first && st->defer_end ? 0 : -1;
+    st->unpaid = calloc(n, 1);
+    double rate = s->param[10], scale = s->param[11];
+    if (rate < 0 || rate > 1e6 || !(scale > 0) || scale > 1e6) {
+        snprintf(s->error, sizeof s->error,
+                 "dynamic.advice_rate must be in [0, 1e6] and dynamic.time_scale in (0, 1e6]");
+        return -1;
+    }
+    st->cap = st->tokens = rate;
+    st->per_ns = rate * scale / 1e9;
+    st->last_ns = s->cfg.start_ns;
+    return st->sweep && st->defer_first && st->defer_end && st->unpaid ? 0 : -1;
+}
+
+static void refill(sim_t *s, dynamic_state *st)
+{
+    if (s->now > st->last_ns) {
+        st->tokens += st->per_ns * (double)(s->now - st->last_ns);
+        if (st->tokens > st->cap)
+            st->tokens = st->cap;
+        st->last_ns = s->now;
+    }
+}
+
+/* Take `calls` from the bucket when it holds them (always, without a budget). */
+static bool pay(sim_t *s, dynamic_state *st, unsigned calls)
+{
+    if (st->cap > 0) {
+        if (st->tokens < calls)
+            return false;
+        st->tokens -= calls;
+    }
+    s->counter[SIM_C_ADVICE_CALLS] += calls;
+    return true;
 }
 
 static int dynamic_alloc(sim_t *s, sim_page *pg, uint32_t obj, uint64_t offset)
 {
     dynamic_state *st = s->state;
-    if (obj < s->cfg.objects && st->defer_end[obj]) {
+    if (obj < s->cfg.objects && st->unpaid[obj]) {
+        refill(s, st);
+        if (pay(s, st, action_calls[SIM_DYN_LOCK]))
+            st->unpaid[obj] = 0;
+        else
+            st->waiting = 1;
+    }
+    if (obj < s->cfg.objects && st->defer_end[obj] && !st->unpaid[obj]) {
         /* offset = the page's start - the object's address (0 for its first page) */
         uint64_t k = (offset + (1ull << s->cfg.page_shift) - 1) >> s->cfg.page_shift;
         if (k >= st->defer_first[obj] && k < st->defer_end[obj]) {
@@ -102,8 +167,9 @@ static bool bring_in(sim_t *s, sim_page *pg)
     return true;
 }
 
+/* One action; `paid`: its calls were taken from the budget already. */
 static void apply(sim_t *s, dynamic_state *st, uint32_t obj, uint64_t first, uint64_t n,
-                  uint8_t action)
+                  uint8_t action, bool paid)
 {
     if (action == SIM_DYN_SWEEP) {
         st->sweep[obj] = 1;
@@ -113,10 +179,13 @@ static void apply(sim_t *s, dynamic_state *st, uint32_t obj, uint64_t first, uin
     if (!o->size && action == SIM_DYN_LOCK && !st->defer_end[obj]) {
         st->defer_first[obj] = first; /* not allocated yet: locked when it is (dynamic.c) */
         st->defer_end[obj] = first + n;
+        st->unpaid[obj] = 1;
         return;
     }
     if (!o->size || first >= o->npages)
         return;
+    if (!paid)
+        s->counter[SIM_C_ADVICE_CALLS] += action_calls[action];
     uint64_t end = first + n < o->npages ? first + n : o->npages;
     for (uint64_t k = first; k < end; k++) {
         if (o->pages[k] == SIM_NIL)
@@ -144,16 +213,73 @@ static void apply(sim_t *s, dynamic_state *st, uint32_t obj, uint64_t first, uin
     }
 }
 
+/* The calls action i would make now (dynamic.c apply): none on an object not allocated or past
+ * its end. */
+static unsigned calls_of(const sim_t *s, uint64_t i)
+{
+    const sim_object *o = &s->objects[s->dyn_obj[i]];
+    if (!o->size || s->dyn_first[i] >= o->npages)
+        return 0;
+    return action_calls[s->dyn_action[i]];
+}
+
+/* Deferred LOCKs of allocated objects, then the pending step's actions, while calls last
+ * (dynamic.c run_due). */
+static void run_budget(sim_t *s, dynamic_state *st)
+{
+    refill(s, st);
+    if (st->waiting) {
+        st->waiting = 0;
+        for (uint32_t o = 0; o < s->cfg.objects; o++) {
+            if (!st->unpaid[o] || !s->objects[o].size)
+                continue;
+            if (!pay(s, st, action_calls[SIM_DYN_LOCK])) {
+                st->waiting = 1;
+                break;
+            }
+            st->unpaid[o] = 0;
+            apply(s, st, o, st->defer_first[o], st->defer_end[o] - st->defer_first[o], SIM_DYN_LOCK,
+                  true);
+        }
+    }
+    if (!st->pend_step)
+        return;
+    uint64_t end = s->dyn_offsets[st->pend_step];
+    for (; st->pend_i < end; st->pend_i++) {
+        uint64_t i = st->pend_i;
+        /* the runtime checks the action's calls before it finds the object absent */
+        if (st->tokens < action_calls[s->dyn_action[i]])
+            return;
+        if (s->dyn_obj[i] >= s->cfg.objects)
+            continue;
+        pay(s, st, calls_of(s, i));
+        apply(s, st, s->dyn_obj[i], s->dyn_first[i], s->dyn_pages[i], s->dyn_action[i], true);
+    }
+    st->pend_step = 0;
+}
+
 static void dynamic_step(sim_t *s, uint32_t step)
 {
     dynamic_state *st = s->state;
-    memset(st->sweep, 0, s->cfg.objects ? s->cfg.objects : 1);
-    /* actions in the order UNLOCK, PAGEOUT, LOCK, WILLNEED, SWEEP: room is made before it is
-     * taken */
-    for (uint8_t action = SIM_DYN_UNLOCK; action <= SIM_DYN_SWEEP; action++)
-        for (uint64_t i = s->dyn_offsets[step]; i < s->dyn_offsets[step + 1]; i++)
-            if (s->dyn_action[i] == action && s->dyn_obj[i] < s->cfg.objects)
-                apply(s, st, s->dyn_obj[i], s->dyn_first[i], s->dyn_pages[i], action);
+    if (st->cap > 0) {
+        run_budget(s, st);
+        if (st->pend_step) { /* out of calls and a newer step is due: the rest is stale */
+            s->counter[SIM_C_ACTIONS_DROPPED] += s->dyn_offsets[st->pend_step] - st->pend_i;
+            st->pend_step = 0;
+        }
+        memset(st->sweep, 0, s->cfg.objects ? s->cfg.objects : 1);
+        st->pend_step = step + 1;
+        st->pend_i = s->dyn_offsets[step];
+        run_budget(s, st);
+    } else {
+        memset(st->sweep, 0, s->cfg.objects ? s->cfg.objects : 1);
+        /* actions in the order UNLOCK, PAGEOUT, LOCK, WILLNEED, SWEEP: room is made before it
+         * is taken */
+        for (uint8_t action = SIM_DYN_UNLOCK; action <= SIM_DYN_SWEEP; action++)
+            for (uint64_t i = s->dyn_offsets[step]; i < s->dyn_offsets[step + 1]; i++)
+                if (s->dyn_action[i] == action && s->dyn_obj[i] < s->cfg.objects)
+                    apply(s, st, s->dyn_obj[i], s->dyn_first[i], s->dyn_pages[i], action, false);
+    }
     st->step = step + 1;
     st->majfault_seen = s->counter[SIM_C_PGMAJFAULT];
 }
@@ -163,6 +289,8 @@ static void dynamic_access(sim_t *s, sim_page *pg, uint64_t now, uint64_t weight
 {
     (void)pg, (void)now, (void)weight, (void)store;
     dynamic_state *st = s->state;
+    if (st->pend_step || st->waiting)
+        run_budget(s, st);
     if (s->counter[SIM_C_PGMAJFAULT] == st->majfault_seen)
         return;
     st->majfault_seen = s->counter[SIM_C_PGMAJFAULT];
@@ -188,6 +316,8 @@ static void dynamic_fini(sim_t *s)
     free(st->sweep);
     free(st->defer_first);
     free(st->defer_end);
+    free(st->unpaid);
+    st->unpaid = NULL;
     st->sweep = NULL;
     st->defer_first = st->defer_end = NULL;
 }

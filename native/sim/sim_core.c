@@ -33,7 +33,7 @@ static const char *const COUNTER_NAMES[SIM_C_COUNT_] = {
     "kswapd_wake",      "peak_pages",        "peak_fast_pages",     "hot_threshold_ms",
     "pswpin",           "pswpout",           "pgmajfault",          "pgfault_first_touch",
     "phase_switches",   "pgmigrate_phase",   "swap_fault_pinned",   "pgprefetch",
-    "pglock_step",      "pgpageout_step",
+    "pglock_step",      "pgpageout_step",    "advice_calls_step",   "actions_dropped_step",
 };
 
 static const sim_policy_ops *find_policy(const char *name)

@@ -77,6 +77,8 @@ enum sim_counter {
     SIM_C_PGPREFETCH,        /* dynamic: pages swapped in ahead of their access (also in pswpin) */
     SIM_C_PGLOCK,            /* dynamic: pages a step locked */
     SIM_C_PGPAGEOUT,         /* dynamic: pages a step paged out (also in pswpout) */
+    SIM_C_ADVICE_CALLS,      /* dynamic: advice system calls the runtime would make */
+    SIM_C_ACTIONS_DROPPED,   /* dynamic: actions left over the call budget (dynamic.c) */
     SIM_C_COUNT_
 };
 

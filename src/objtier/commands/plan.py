@@ -87,6 +87,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dynamic, schedule auto: leave out schedules that need more "
                         "advice system calls than this per run (0 = no limit; the runtime "
                         "makes at most --advice-rate per second)")
+    parser.add_argument("--advice-rate", type=B.int_option(1, 1_000_000, "calls/s"),
+                        default=None,
+                        help="dynamic: the advice-call budget the plan will run under "
+                        "(run --advice-rate; default the runtime's, 2000): schedule auto "
+                        "simulates each candidate within it; recorded in the plan")
+    parser.add_argument("--clock-scale", type=B.float_option(0, 1e6, lo_open=True), default=None,
+                        help="dynamic: seconds of run per recorded second (an exact trace "
+                        "runs tens of times slower than the program): the runtime scales "
+                        "the steps' offsets by it and the budget refills on that clock (1)")
     parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
                         help="dynamic: share of the budget never locked, left to the "
                         "kernel's reclaim (0.1)")
@@ -182,12 +191,16 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
     plan["dynamic"] = section_from_trace(open_trace(path), lock, page, args.window_ms,
                                          args.min_accesses, fast_bytes=budget_bytes,
                                          mode=MODES.index(args.schedule),
-                                         max_calls=args.max_calls)
+                                         max_calls=args.max_calls,
+                                         advice_rate=args.advice_rate or 0,
+                                         clock_scale=args.clock_scale or 1.0)
     plan["version"] = SECTION_VERSION
     plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
     plan["algorithm"] = {"name": "dynamic", "params": {
         "window_ms": args.window_ms, "min_accesses": args.min_accesses,
-        "reserve": args.reserve, "schedule": args.schedule, "max_calls": args.max_calls}}
+        "reserve": args.reserve, "schedule": args.schedule, "max_calls": args.max_calls,
+        "advice_rate": plan["dynamic"]["advice_rate"],
+        "clock_scale": plan["dynamic"]["clock_scale"]}}
     if not plan["dynamic"]["steps"] or not plan["dynamic"]["objects"]:
         plan["warnings"].append("the dynamic schedule is empty (no accesses to objects with a "
                                 "known allocation context)")
@@ -250,9 +263,9 @@ def run(args: argparse.Namespace) -> int:
         args.schedule = args.schedule or "auto"
         _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
     elif (args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1
-          or args.schedule is not None or args.max_calls):
-        raise UsageError("--window-ms, --min-accesses, --reserve, --schedule and --max-calls "
-                         "apply to --dynamic only")
+          or args.schedule is not None or args.max_calls or args.advice_rate is not None or args.clock_scale is not None):
+        raise UsageError("--window-ms, --min-accesses, --reserve, --schedule, --max-calls, "
+                         "--advice-rate and --clock-scale apply to --dynamic only")
     write_plan_files(plan, args.output, args.text)
 
     if args.dynamic:
@@ -262,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
               f"{len(section['objects'])} objects, at most "
               f"{section['lock_bytes'] / 2**20:.1f} MiB locked")
         if section.get("simulated_swap_ins"):
-            print(f"kept {section['mode']}; simulated swap-ins on the recording: " + ", ".join(
+            print(f"kept {section['mode']}; simulated swap-ins on the recording within "
+                  f"{section['advice_rate']:,} advice calls/s: " + ", ".join(
                 f"{k} {v:,}" for k, v in section["simulated_swap_ins"].items()))
         print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
         for warning in plan["warnings"]:

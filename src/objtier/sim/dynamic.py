@@ -24,7 +24,8 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     """The schedule, with its step events put into source.phase_ev. Learned from the trace
     (no plan_doc): dynamic.mode picks hot, nextuse or static (objtier.plan.dynamic); auto (the
     default) simulates each candidate on this trace with `evaluate` (default: the dynamic
-    policy on the swap tier, fast = lock_bytes / 0.9) and keeps the one with the fewest
+    policy on the swap tier, fast = lock_bytes / 0.9, under the advice-call budget of
+    dynamic.advice_rate as the runtime applies it) and keeps the one with the fewest
     swap-ins (then major faults), the static plan among them, so the schedule is never worse
     than the static plan in simulation. dynamic.max_calls > 0 leaves out the candidates that
     need more advice calls than that (the static one never does in practice). `evaluate(schedule)` returns swap-ins or
@@ -150,10 +151,15 @@ def _put_steps(source, sched: D.Schedule) -> None:
 
 def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float,
                        min_accesses: float, fast_bytes: int | None = None,
-                       mode: int = 0, max_calls: int = 0) -> dict:
+                       mode: int = 0, max_calls: int = 0, advice_rate: int = 0,
+                       clock_scale: float = 1.0) -> dict:
     """A plan's `dynamic` section learned from a recording (objtier plan --dynamic); mode
     auto simulates the candidates with `fast_bytes` of fast memory (default lock_bytes plus
-    a DEFAULT_RESERVE share)."""
+    a DEFAULT_RESERVE share) under the advice-call budget the plan will run under
+    (`advice_rate` calls per second, as `run --advice-rate`; 0: the runtime's default) on
+    the run's clock (`clock_scale` seconds of run per recorded second, as the runtime scales
+    the steps' offsets), both recorded in the section."""
+    from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
     from objtier.analysis.objects import object_labels
     from objtier.plan.dynamic_file import build_section
     from objtier.sim.events import from_trace
@@ -165,11 +171,20 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
     params = {"window_ms": window_ms, "min_accesses": min_accesses, "mode": mode,
               "max_calls": max_calls}
     fast = fast_bytes if fast_bytes is not None else int(lock_bytes / (1.0 - DEFAULT_RESERVE))
+    rate = int(advice_rate) or DEFAULT_ADVICE_RATE
+    if not 1 <= rate <= 1_000_000:
+        raise UsageError(f"the advice rate must be in [1, 1000000] calls/s, not {rate}")
+    if not 0 < clock_scale <= 1e6:
+        raise UsageError(f"the clock scale must be in (0, 1e6], not {clock_scale:g}")
     sched = schedule_for(trace, source, lock_bytes, shift, None, params,
-                         evaluate=_evaluator(source, fast, shift, {}))
+                         evaluate=_evaluator(source, fast, shift, {"advice_rate": rate,
+                                                               "time_scale": clock_scale}))
     keys = context_keys(trace, source)
-    return build_section(sched, keys, occurrences(keys, source.pid), source.size,
-                         object_labels(trace))
+    section = build_section(sched, keys, occurrences(keys, source.pid), source.size,
+                            object_labels(trace))
+    section["advice_rate"] = rate
+    section["clock_scale"] = float(clock_scale)
+    return section
 
 
 def schedule_from_plan(trace, source, plan_doc: dict, switch_ns: np.ndarray,
