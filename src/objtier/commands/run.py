@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--advice-rate", type=B.int_option(1, 1_000_000, "calls/s"),
                         default=None,
                         help="swap tier, a plan with a dynamic schedule: at most this many "
-                        "mlock/munlock/madvise calls per second (default 2000)")
+                        "mlock/munlock/madvise calls per second (default: the budget the plan was made "
+                        "for, else 2000)")
     parser.add_argument("--follow-forks", action="store_true",
                         help="apply the plan in child processes too (a launcher script, "
                         "python, make, mpirun): each process applies its own program's "
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         env = runtime_env(settings.settings())
         stats_path = None
         if dynamic_run.has_schedule(plan):
-            rate = args.advice_rate or dynamic_run.DEFAULT_ADVICE_RATE
+            rate = dynamic_run.advice_rate(plan, args.advice_rate)
             extra, stats_path = dynamic_run.schedule_env(plan, scratch_dir, rate, args.tier)
             env.update(extra)
             if not plan.get("entries"):  # the schedule alone: no fixed placement to apply

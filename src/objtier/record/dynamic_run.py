@@ -18,6 +18,13 @@ def has_schedule(plan: dict[str, Any]) -> bool:
     return bool(plan.get("dynamic"))
 
 
+def advice_rate(plan: dict[str, Any], given: int | None) -> int:
+    """The call budget to run a schedule under: the one given, else the one the plan's
+    schedule was chosen for (plan --dynamic --advice-rate), else the runtime's default."""
+    recorded = (plan.get("dynamic") or {}).get("advice_rate")
+    return int(given or recorded or DEFAULT_ADVICE_RATE)
+
+
 def schedule_env(plan: dict[str, Any], directory: Path, advice_rate: int,
                  tier: str = "swap") -> tuple[dict[str, str], Path]:
     """Write the schedule's text form into directory; (runtime settings, the counts' path)."""
