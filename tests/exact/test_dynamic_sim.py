@@ -344,3 +344,30 @@ def test_plan_records_the_budget_it_chose_under(alternating_trace, tmp_path):
                           "--fast", "50%", "--advice-rate", "100", "-o",
                           str(tmp_path / "p.json")], capture_output=True, text=True)
     assert run.returncode != 0 and "--dynamic only" in run.stderr
+
+
+
+@needs_clang
+def test_simulate_replays_a_plan_under_the_budget_it_records(alternating_trace, tmp_path):
+    import subprocess
+    import sys
+
+    from objtier.plan import load_plan
+
+    out = tmp_path / "plan.json"
+    made = subprocess.run([sys.executable, "-m", "objtier", "plan", str(alternating_trace.path),
+                           "--fast", "1M", "--dynamic", "--schedule", "hot", "--advice-rate",
+                           "1000000", "-o", str(out)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    plan = load_plan(out)
+
+    def replay(rate: int) -> dict:
+        doc = {**plan, "dynamic": {**plan["dynamic"], "advice_rate": rate}}
+        sim = simulate(alternating_trace, ["dynamic"], plan["budget"]["bytes"],
+                       load_preset("zram"), plan_doc=doc)
+        return sim.results[0].counters
+
+    roomy, tight = replay(1_000_000), replay(1)
+    assert roomy["actions_dropped_step"] == 0 and roomy["advice_calls_step"] > 10
+    assert tight["actions_dropped_step"] > 0
+    assert tight["advice_calls_step"] < roomy["advice_calls_step"]

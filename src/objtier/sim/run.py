@@ -271,6 +271,12 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
     if unknown:
         raise UsageError(f"unknown policy {unknown[0]!r} (known: {', '.join(POLICIES)})")
     driver, per = split_params(params or {}, policies)
+    section = (plan_doc or {}).get("dynamic") or {}
+    if "dynamic" in per:   # a plan's schedule replays under the budget it was made for
+        if "advice_rate" in section:
+            per["dynamic"].setdefault("advice_rate", float(section["advice_rate"]))
+        if "clock_scale" in section:
+            per["dynamic"].setdefault("time_scale", float(section["clock_scale"]))
     page_shift = parse_page(driver.get("page", "4K"))
     try:
         bin_ns = int(float(driver.get("bin_ms", 100)) * 1e6)
