@@ -166,22 +166,15 @@ def pooled_estimates(table: pa.Table, traces: list, phase_accesses: pa.Table | N
     import numpy as np
 
     from objtier.analysis.objects import object_table
-
-    def object_identities(t: pa.Table) -> list[tuple]:
-        return list(zip(t.column("context_key").to_pylist(),
-                        t.column("occurrence").to_pylist(), t.column("size").to_pylist()))
+    from objtier.analysis.page_samples import matched_rows
 
     n = table.num_rows
-    first = object_identities(table)
-    index = {ident: row for row, ident in enumerate(first) if ident[0]}
     total = np.zeros(n)
     count = np.zeros(n)
     per_phase: dict[tuple[str, int], float] = {}
     for k, trace in enumerate(traces):
         mine = table if k == 0 else object_table(trace, labels=False)
-        rows = (np.arange(n, dtype=np.int64) if k == 0 else
-                np.array([index.get(ident, -1) for ident in object_identities(mine)] or [-1],
-                         dtype=np.int64)[:mine.num_rows])
+        rows = np.arange(n, dtype=np.int64) if k == 0 else matched_rows(table, mine)
         acc = mine.column("accesses").to_numpy(zero_copy_only=False).astype(np.float64)
         watched = mine.column("watched_s").to_numpy(zero_copy_only=False) > 0
         ok = (rows >= 0) & watched

@@ -59,27 +59,33 @@ def _per_page(obj: np.ndarray, page: np.ndarray, count: np.ndarray) -> pa.Table:
                      "page": pa.array(keys % span, pa.int64()), "samples": pa.array(total)})
 
 
+def matched_rows(first: pa.Table, other: pa.Table) -> np.ndarray:
+    """For each object row of `other` (an object table of another recording of the program),
+    the row of `first` with the same context key, occurrence and size; -1 where there is none
+    or the context is unknown (key 0)."""
+    def identities(table: pa.Table) -> list[tuple]:
+        return list(zip(table.column("context_key").to_pylist(),
+                        table.column("occurrence").to_pylist(), table.column("size").to_pylist()))
+
+    index = {ident: row for row, ident in enumerate(identities(first)) if ident[0]}
+    return np.array([index.get(ident, -1) for ident in identities(other)], dtype=np.int64)
+
+
 def merged_page_samples(traces: list, phases: list[str] | None = None) -> pa.Table:
     """Samples per page of several recordings of one program, on the objects of the first: an
     object of a later recording adds to the first's object with the same context key,
     occurrence and size (objects it cannot be matched to, or of unknown context, are left
     out). More recordings give each page more armed windows, hence counts that separate pages
     re-used often from pages re-used seldom. phases: as for page_samples."""
-    def identities(trace) -> list[tuple]:
-        table = object_table(trace, labels=False)
-        return list(zip(table.column("context_key").to_pylist(),
-                        table.column("occurrence").to_pylist(), table.column("size").to_pylist()))
-
     first = page_samples(traces[0], phases)
     if len(traces) == 1:
         return first
-    index = {ident: row for row, ident in enumerate(identities(traces[0])) if ident[0]}
+    first_objects = object_table(traces[0], labels=False)
     objects = [first.column("object").to_numpy()]
     pages = [first.column("page").to_numpy()]
     counts = [first.column("samples").to_numpy()]
     for trace in traces[1:]:
-        rows = np.array([index.get(ident, -1) for ident in identities(trace)] or [-1],
-                        dtype=np.int64)
+        rows = matched_rows(first_objects, object_table(trace, labels=False))
         more = page_samples(trace, phases)
         obj = rows[more.column("object").to_numpy()] if more.num_rows else np.zeros(0, np.int64)
         keep = obj >= 0
