@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dynamic, schedule auto: leave out schedules that need more "
                         "advice system calls than this per run (0 = no limit; the runtime "
                         "makes at most --advice-rate per second)")
-    parser.add_argument("--advice-rate", type=B.int_option(1, 1_000_000, "calls/s"),
+    parser.add_argument("--advice-rate", type=B.int_option(1, B.ADVICE_RATE_MAX, "calls/s"),
                         default=None,
                         help="dynamic: the advice-call budget the plan will run under "
                         "(run --advice-rate; default the runtime's, 2000): schedule auto "

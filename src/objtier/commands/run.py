@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=8,
                         help="frames per allocation context; must equal the recording's "
                         "(default 8)")
-    parser.add_argument("--advice-rate", type=B.int_option(1, 1_000_000, "calls/s"),
+    parser.add_argument("--advice-rate", type=B.int_option(1, B.ADVICE_RATE_MAX, "calls/s"),
                         default=None,
                         help="swap tier, a plan with a dynamic schedule: at most this many "
                         "mlock/munlock/madvise calls per second (default: the budget the plan was made "

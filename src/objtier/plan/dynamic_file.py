@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from objtier.bounds import ADVICE_RATE_MAX
 from objtier.errors import UsageError
 from objtier.plan import dynamic as D
 
@@ -88,8 +89,8 @@ def validate_section(section: Any, where: str = "plan") -> None:
     scale = section.get("clock_scale", 1.0)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale <= 1e6:
         _fail(where, "clock_scale must be a number in (0, 1e6]")
-    if "advice_rate" in section and not _int(section["advice_rate"], 1, 1_000_000):
-        _fail(where, "advice_rate must be an integer in [1, 1000000] (calls/s)")
+    if "advice_rate" in section and not _int(section["advice_rate"], 1, ADVICE_RATE_MAX):
+        _fail(where, f"advice_rate must be an integer in [1, {ADVICE_RATE_MAX}] (calls/s)")
     objects = section.get("objects")
     if not isinstance(objects, list):
         _fail(where, "no object list")

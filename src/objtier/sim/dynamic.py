@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from objtier.bounds import ADVICE_RATE_MAX
 from objtier.errors import UsageError
 from objtier.plan import dynamic as D
 from objtier.sim.engine import EV_PHASE, EVENT, NO_OBJ
@@ -172,8 +173,8 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
               "max_calls": max_calls}
     fast = fast_bytes if fast_bytes is not None else int(lock_bytes / (1.0 - DEFAULT_RESERVE))
     rate = int(advice_rate) or DEFAULT_ADVICE_RATE
-    if not 1 <= rate <= 1_000_000:
-        raise UsageError(f"the advice rate must be in [1, 1000000] calls/s, not {rate}")
+    if not 1 <= rate <= ADVICE_RATE_MAX:
+        raise UsageError(f"the advice rate must be in [1, {ADVICE_RATE_MAX}] calls/s, not {rate}")
     if not 0 < clock_scale <= 1e6:
         raise UsageError(f"the clock scale must be in (0, 1e6], not {clock_scale:g}")
     sched = schedule_for(trace, source, lock_bytes, shift, None, params,
