@@ -180,7 +180,11 @@ def test_counters_read_at_region_markers(tmp_path):
     # inner's own faults are its 2 x PAGES pages; outer keeps the pages it touched itself
     assert 2 * PAGES <= counts["inner"]["faults"] < 2 * PAGES + 300
     assert PAGES <= counts["outer"]["faults"] < PAGES + 300
-    assert counts["outer"]["clock"] > 0
+    # the group's second event is read at the same markers: every region has its task-clock,
+    # and the regions' together are the run's (one read of task-clock can come back unchanged
+    # on some kernels, so no single region's is asserted non-zero)
+    assert all("clock" in reading for reading in counts.values()), counts
+    assert counts["outer"]["clock"] + counts["inner"]["clock"] > 0, counts
 
 
 THREADS = r"""
