@@ -387,9 +387,20 @@ static uint64_t advise_some(uint64_t bytes, int keep_records)
     return done;
 }
 
+/* 1 while the cgroup's usage is within its headroom of the limit (1/32 of it, at least
+ * MIN_HEADROOM). */
+static int near_limit(void)
+{
+    if (memcg.limit == UINT64_MAX)
+        return 0;
+    uint64_t use = rt_memcg_usage(&memcg);
+    uint64_t headroom = memcg.limit / 32 > MIN_HEADROOM ? memcg.limit / 32 : MIN_HEADROOM;
+    return use != UINT64_MAX && use + headroom >= memcg.limit;
+}
+
 /* Bytes of slow ranges to advise now: while the cgroup's usage is within its headroom of
- * the limit, the shortfall of its inactive anonymous list below OBJTIER_INACTIVE_PCT % of
- * the limit.
+ * the limit (near: near_limit's answer), the shortfall of its inactive anonymous list below
+ * OBJTIER_INACTIVE_PCT % of the limit.
  *
  * Why: under thrashing the kernel puts every refaulted page on the active list; the inactive
  * list runs dry, and a charge whose reclaim finds nothing sixteen times in a row ends in the
@@ -397,13 +408,9 @@ static uint64_t advise_some(uint64_t bytes, int keep_records)
  * moves slow pages to the inactive list, where reclaim takes them unless they are touched
  * again first; advising only the shortfall leaves the kernel's page-level aging of the
  * remaining slow pages alone. */
-static uint64_t pressure_shortfall(void)
+static uint64_t pressure_shortfall(int near)
 {
-    if (memcg.limit == UINT64_MAX)
-        return 0;
-    uint64_t use = rt_memcg_usage(&memcg);
-    uint64_t headroom = memcg.limit / 32 > MIN_HEADROOM ? memcg.limit / 32 : MIN_HEADROOM;
-    if (use == UINT64_MAX || use + headroom < memcg.limit)
+    if (!near)
         return 0;
     uint64_t target = memcg.limit / 100 * inactive_pct;
     uint64_t inactive = rt_memcg_inactive_anon(&memcg);
@@ -477,16 +484,6 @@ static uint64_t swap_next_wake(void)
     if (watch && next_watch < wake)
         wake = next_watch;
     return wake;
-}
-
-/* 1 while the cgroup's usage is within its headroom of the limit. */
-static int near_limit(void)
-{
-    if (memcg.limit == UINT64_MAX)
-        return 0;
-    uint64_t use = rt_memcg_usage(&memcg);
-    uint64_t headroom = memcg.limit / 32 > MIN_HEADROOM ? memcg.limit / 32 : MIN_HEADROOM;
-    return use != UINT64_MAX && use + headroom >= memcg.limit;
 }
 
 /* Threads of this process (/proc/self/stat, field 20), at least 1. */
@@ -567,8 +564,9 @@ static void swap_tick(uint64_t now)
         last_record = now;
         next_advise = now + (uint64_t)advise_ms * 1000000ull;
     } else if (watch && now >= next_watch) {
-        uint64_t shortfall = pressure_shortfall();
-        uint64_t room = near_limit() ? room_shortfall() : 0;
+        int near = near_limit(); /* one usage read for both */
+        uint64_t shortfall = pressure_shortfall(near);
+        uint64_t room = near ? room_shortfall() : 0;
         if (room)
             relieve_locks(room);
         if (shortfall) {
