@@ -27,8 +27,14 @@ def test_compare_follows_a_launcher_into_its_program(hotcold, tmp_path):
     assert not [c for c in machine_state()[1] if c.startswith(f"objtier-{os.getpid()}")]
     plan = json.loads((out / "plan.json").read_text())
     assert [p["path"] for p in plan["programs"]] == [str(hotcold)]
-    fast = [e["size_min"] for e in plan["entries"] if e["tier"] == "fast"]
-    assert fast == [24 << 20] and all(e["program"] == 0 for e in plan["entries"])
+    # both of the child's objects are in its section; which of them the plan keeps fast is
+    # the planner's choice from the sampled densities (tested with the planner), but never
+    # the cold array alone
+    entries = [(e["tier"], e["size_min"], round(e["accesses"])) for e in plan["entries"]]
+    assert sorted(size for _, size, _ in entries) == [24 << 20, 72 << 20], (entries,
+                                                                            plan["budget"])
+    assert all(e["program"] == 0 for e in plan["entries"])
+    assert [size for tier, size, _ in entries if tier == "fast"] in ([24 << 20], []), entries
     assert not [w for w in result.warnings if "another binary" in w or "--follow-forks" in w]
     objtier = [r for r in result.rows if r.config == "objtier"]
     assert [r.objects_matched for r in objtier] == [2]
