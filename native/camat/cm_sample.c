@@ -1,0 +1,378 @@
+/* Sampled timing of the C-AMAT model (cm_sample.h). */
+#include "cm_sample.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *camat_sample(camat_model *m, uint64_t period, uint32_t unit, uint32_t warm)
+{
+    if (unit < 1 || unit > CAMAT_SAMPLE_MAX)
+        return "unit";
+    if (warm > CAMAT_SAMPLE_MAX)
+        return "warm";
+    if (period > CAMAT_PERIOD_MAX || period < (uint64_t)unit + 2 * (uint64_t)warm)
+        return "period";
+    if (m->smp || m->error)
+        return "model";
+    uint32_t objects = m->cfg.objects, regions = m->cfg.regions;
+    cm_sampling *s = calloc(1, sizeof *s);
+    if (!s)
+        return "out of memory";
+    s->ex_obj = calloc((size_t)CAMAT_LEVELS * objects, sizeof *s->ex_obj);
+    s->ex_reg = calloc((size_t)CAMAT_LEVELS * regions, sizeof *s->ex_reg);
+    s->s_obj = calloc((size_t)CAMAT_LEVELS * (objects + 1), sizeof *s->s_obj);
+    s->s_reg = calloc((size_t)CAMAT_LEVELS * (regions + 1), sizeof *s->s_reg);
+    s->served_obj = calloc((size_t)CAMAT_LEVELS * objects, sizeof *s->served_obj);
+    s->served_reg = calloc((size_t)CAMAT_LEVELS * regions, sizeof *s->served_reg);
+    if (!s->ex_obj || !s->ex_reg || !s->s_obj || !s->s_reg || !s->served_obj || !s->served_reg) {
+        cm_sample_free(s);
+        return "out of memory";
+    }
+    s->info.period = period;
+    s->info.unit = unit;
+    s->info.warm = warm;
+    uint64_t rest = period - unit - 2 * (uint64_t)warm;
+    s->len[CM_PRE] = rest / 2;
+    s->len[CM_WARM] = s->len[CM_COOL] = warm;
+    s->len[CM_MEASURE] = unit;
+    s->len[CM_POST] = rest - rest / 2;
+    s->phase = CM_POST; /* the first step enters CM_PRE */
+    /* the timelines' shares go to the measured sums; the extra object and region collect the
+     * timed accesses that are not counted (and make every region's shares kept per region) */
+    for (uint32_t l = 0; l < m->levels; l++) {
+        m->tl[l].by_object = s->s_obj + (size_t)l * (objects + 1);
+        m->tl[l].objects = objects + 1;
+        m->tl[l].by_region = s->s_reg + (size_t)l * (regions + 1);
+        m->tl[l].regions = regions + 1;
+    }
+    m->smp = s;
+    return NULL;
+}
+
+void cm_sample_free(cm_sampling *s)
+{
+    if (!s)
+        return;
+    free(s->ex_obj);
+    free(s->ex_reg);
+    free(s->s_obj);
+    free(s->s_reg);
+    free(s->served_obj);
+    free(s->served_reg);
+    free(s->units);
+    free(s);
+}
+
+/* Makes every timed access final: the timelines swept past the latest completion. */
+static void drain(camat_model *m)
+{
+    uint64_t t0 = m->last_done + 1;
+    if (m->tl[0].t > t0)
+        t0 = m->tl[0].t;
+    cm_queue_advance(&m->pending, t0);
+    m->swept = t0;
+}
+
+/* Every core starts again with an empty window and idle miss registers at the cycle after
+ * the latest completion (nothing of the last unit overlaps the next one). */
+static void restart(camat_model *m)
+{
+    uint64_t t0 = m->tl[0].t;
+    m->gmax = t0;
+    for (uint32_t c = 0; c < m->cfg.cores; c++) {
+        core *k = &m->cores[c];
+        k->cycle = t0;
+        k->n = 0;
+        k->in_cycle = 0;
+        memset(k->m1.release, 0, k->m1.n * sizeof *k->m1.release);
+        memset(k->m1.line, 0, k->m1.n * sizeof *k->m1.line);
+        memset(k->fetching, 0, sizeof k->fetching);
+        memset(k->m2.release, 0, k->m2.n * sizeof *k->m2.release);
+        memset(k->mmem.release, 0, k->mmem.n * sizeof *k->mmem.release);
+    }
+    memset(m->mllc.release, 0, m->mllc.n * sizeof *m->mllc.release);
+}
+
+/* Records the unit that ended: its measured accesses and active shares per level. */
+static void close_unit(camat_model *m)
+{
+    cm_sampling *s = m->smp;
+    uint32_t stride = m->cfg.objects + 1;
+    double now[CAMAT_LEVELS][2] = {{0}};
+    for (uint32_t l = 0; l < m->levels; l++)
+        for (uint32_t o = 0; o < m->cfg.objects; o++) {
+            const camat_counts *c = &s->s_obj[(size_t)l * stride + o];
+            now[l][0] += (double)c->accesses;
+            now[l][1] += c->hit_share + c->pure_share;
+        }
+    if (now[0][0] > s->last[0][0]) {
+        if (s->info.units == s->cap) {
+            size_t cap = s->cap ? 2 * s->cap : 64;
+            double *u = realloc(s->units, cap * CAMAT_LEVELS * 2 * sizeof *u);
+            if (!u) {
+                m->error = "out of memory";
+                return;
+            }
+            s->units = u;
+            s->cap = cap;
+        }
+        double *u = s->units + s->info.units * CAMAT_LEVELS * 2;
+        for (int l = 0; l < CAMAT_LEVELS; l++) {
+            u[2 * l] = now[l][0] - s->last[l][0];
+            u[2 * l + 1] = now[l][1] - s->last[l][1];
+        }
+        s->info.units++;
+    }
+    memcpy(s->last, now, sizeof now);
+}
+
+void cm_sample_next(camat_model *m)
+{
+    cm_sampling *s = m->smp;
+    do {
+        s->done[s->phase] += s->len[s->phase] - s->left;
+        s->phase = (s->phase + 1) % CM_PHASES;
+        s->left = s->len[s->phase];
+        if (s->phase == CM_WARM && s->done[CM_WARM] + s->done[CM_MEASURE]) {
+            drain(m); /* a unit starts: the last one's measured accesses are final */
+            close_unit(m);
+            restart(m);
+        }
+    } while (!s->left);
+    m->discard = s->phase != CM_MEASURE;
+}
+
+#define OBJ(l, o) m->by_object[(size_t)(l)*m->cfg.objects + (o)]
+#define REG(l, r) m->by_region[(size_t)(l)*m->cfg.regions + (r)]
+
+/* The private-cache fill of a miss: the line's new state in L1 and L2 (as the timed path). */
+static void fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
+                         int upgrade, int snooped, int64_t s1, uint64_t v1, int64_t s2_slot,
+                         uint64_t v2)
+{
+    uint8_t st = write ? ST_M : ST_E;
+    if (m->cfg.cores > 1 && !write && snooped >= 0) {
+        st = snooped ? ST_S : ST_E;
+    } else if (m->cfg.cores > 1 && !write) {
+        for (uint32_t c = 0; c < m->cfg.cores && st == ST_E; c++)
+            if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
+                            cm_cache_find(&m->cores[c].l2, line) >= 0))
+                st = ST_S;
+    }
+    if (upgrade)
+        cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
+    else
+        cm_cache_put(&k->l1, v1, line, st);
+    int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
+    if (s2b >= 0)
+        cm_set_state(&k->l2, s2b, st);
+    else
+        cm_cache_put(&k->l2, v2, line, st);
+}
+
+int cm_functional_one(camat_model *m, const camat_access *a)
+{
+    const camat_config *cfg = &m->cfg;
+    if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
+        m->error = a->core >= cfg->cores       ? "access core out of range"
+                   : a->object >= cfg->objects ? "access object out of range"
+                                               : "access region out of range";
+        return -1;
+    }
+    core *k = &m->cores[a->core];
+    uint32_t obj = a->object, reg = a->region, me = a->core;
+    int write = a->flags & CAMAT_WRITE, multi = cfg->cores > 1;
+    uint64_t line = a->addr >> m->line_shift;
+    uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
+    uint64_t v1 = 0, v2 = 0, v3 = 0;
+    int deepest;
+    int64_t s1 = cm_cache_lookup(&k->l1, line, &v1);
+    int upgrade = s1 >= 0 && write && cm_state(&k->l1, s1) == ST_S;
+    if (s1 >= 0 && !upgrade) {
+        cm_cache_touch(&k->l1, line, s1);
+        if (write) {
+            cm_set_state(&k->l1, s1, ST_M);
+            if (multi)
+                for (uint32_t c = 0; c < cfg->cores; c++) {
+                    inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
+                    if (c != me && e->line == line + 1)
+                        e->written |= bytes;
+                }
+        }
+        deepest = 0;
+    } else {
+        if (multi && !upgrade) {
+            inv_entry *e = &k->inv[line % INV_SLOTS];
+            if (e->line == line + 1) {
+                OBJ(0, obj).coherence_misses++;
+                REG(0, reg).coherence_misses++;
+                m->totals[0].coherence_misses++;
+                if (!(e->written & bytes)) {
+                    OBJ(0, obj).false_sharing++;
+                    REG(0, reg).false_sharing++;
+                    m->totals[0].false_sharing++;
+                }
+                e->line = 0;
+            }
+        }
+        int64_t s2 = upgrade ? -1 : cm_cache_lookup(&k->l2, line, &v2);
+        int64_t s2_slot = upgrade ? -2 : s2;
+        int snooped = -1;
+        if (s2 >= 0 && write && cm_state(&k->l2, s2) == ST_S)
+            s2 = -1;
+        if (s2 >= 0) {
+            cm_cache_touch(&k->l2, line, s2);
+            deepest = 1;
+        } else {
+            uint32_t extra = 0;
+            if (multi) {
+                if (write) {
+                    uint64_t n = cm_invalidate_others(m, me, line, bytes);
+                    OBJ(2, obj).invalidations += n;
+                    REG(2, reg).invalidations += n;
+                    m->totals[2].invalidations += n;
+                    if (n)
+                        extra = cfg->coherence_cycles;
+                } else {
+                    snooped = cm_snoop_read(m, me, line);
+                    if (snooped == 2)
+                        extra = cfg->coherence_cycles;
+                }
+            }
+            int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
+            if (s3 >= 0 || upgrade || extra) {
+                if (s3 >= 0)
+                    cm_cache_touch(&m->llc, line, s3);
+                else
+                    cm_cache_put(&m->llc, v3, line, ST_S);
+                deepest = 2;
+            } else {
+                cm_cache_put(&m->llc, v3, line, ST_S);
+                int local = 1;
+                if (cfg->local_pages && !(m->pinned && m->pinned[obj]))
+                    local = cm_local_access(&m->local, a->addr >> cfg->page_shift);
+                deepest = local ? 3 : 4;
+            }
+        }
+        fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2);
+    }
+    m->smp->served_obj[(size_t)deepest * cfg->objects + obj]++;
+    m->smp->served_reg[(size_t)deepest * cfg->regions + reg]++;
+    return 0;
+}
+
+static inline uint64_t rnd(double x) /* x >= 0 */
+{
+    return (uint64_t)(x + 0.5);
+}
+
+/* out: the measured sums meas scaled to the exact counts ex (hit terms by accesses, miss terms
+ * by misses); pool stands in where meas has no access (or no miss) measured. */
+static void scale(camat_counts *out, const camat_counts *meas, const cm_exact *ex,
+                  const camat_counts *pool)
+{
+    const camat_counts *h = meas->accesses ? meas : pool;
+    double f = h->accesses ? (double)ex->accesses / (double)h->accesses : 0.0;
+    out->accesses = ex->accesses;
+    out->misses = ex->misses;
+    out->hit_phase = rnd((double)h->hit_phase * f);
+    out->hit_share = h->hit_share * f;
+    const camat_counts *q = meas->misses ? meas : pool;
+    double g = q->misses ? (double)ex->misses / (double)q->misses : 0.0;
+    out->miss_phase = rnd((double)q->miss_phase * g);
+    out->pure_phase = rnd((double)q->pure_phase * g);
+    out->pure_misses = rnd((double)q->pure_misses * g);
+    out->miss_share = q->miss_share * g;
+    out->pure_share = q->pure_share * g;
+}
+
+static void add_measured(camat_counts *to, const camat_counts *c)
+{
+    to->accesses += c->accesses;
+    to->misses += c->misses;
+    to->pure_misses += c->pure_misses;
+    to->hit_phase += c->hit_phase;
+    to->miss_phase += c->miss_phase;
+    to->pure_phase += c->pure_phase;
+    to->hit_share += c->hit_share;
+    to->miss_share += c->miss_share;
+    to->pure_share += c->pure_share;
+}
+
+static void fold(cm_exact *ex, const uint64_t *served, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t d = 0; d < CAMAT_LEVELS; d++)
+            for (uint32_t l = 0; l <= d; l++) {
+                ex[(size_t)l * n + i].accesses += served[(size_t)d * n + i];
+                ex[(size_t)l * n + i].misses += l < d ? served[(size_t)d * n + i] : 0;
+            }
+}
+
+void cm_sample_finish(camat_model *m)
+{
+    cm_sampling *s = m->smp;
+    uint32_t objects = m->cfg.objects, regions = m->cfg.regions;
+    s->done[s->phase] += s->len[s->phase] - s->left;
+    s->left = 0;
+    s->info.accesses = s->done[CM_PRE] + s->done[CM_WARM] + s->done[CM_MEASURE] + s->done[CM_COOL] +
+                       s->done[CM_POST];
+    s->info.detailed = s->done[CM_WARM] + s->done[CM_MEASURE] + s->done[CM_COOL];
+    s->info.measured = s->done[CM_MEASURE];
+    drain(m);
+    close_unit(m);
+    /* functional accesses served at level d visited levels 0..d and missed above d */
+    fold(s->ex_obj, s->served_obj, objects);
+    fold(s->ex_reg, s->served_reg, regions);
+    for (uint32_t l = 0; l < m->levels; l++) {
+        const camat_counts *so = s->s_obj + (size_t)l * (objects + 1);
+        const camat_counts *sr = s->s_reg + (size_t)l * (regions + 1);
+        camat_counts pool = {0};
+        double shared = 0;
+        for (uint32_t o = 0; o <= objects; o++) {
+            shared += so[o].hit_share + so[o].pure_share;
+            if (o < objects)
+                add_measured(&pool, &so[o]);
+        }
+        camat_counts *t = &m->totals[l];
+        s->info.counted_active[l] = (double)t->active_cycles;
+        s->info.shared_active[l] = shared;
+        camat_counts sum = {0};
+        cm_exact all = {0, 0};
+        for (uint32_t o = 0; o < objects; o++) {
+            all.accesses += s->ex_obj[(size_t)l * objects + o].accesses;
+            all.misses += s->ex_obj[(size_t)l * objects + o].misses;
+            camat_counts *out = &OBJ(l, o);
+            scale(out, &so[o], &s->ex_obj[(size_t)l * objects + o], &pool);
+            add_measured(&sum, out);
+        }
+        for (uint32_t r = 0; r < regions; r++)
+            scale(&REG(l, r), &sr[r], &s->ex_reg[(size_t)l * regions + r], &pool);
+        /* the level's cycle counts are the sums of the estimated shares */
+        t->accesses = all.accesses;
+        t->misses = all.misses;
+        t->pure_misses = sum.pure_misses;
+        t->hit_phase = sum.hit_phase;
+        t->miss_phase = sum.miss_phase;
+        t->pure_phase = sum.pure_phase;
+        t->hit_share = sum.hit_share;
+        t->miss_share = sum.miss_share;
+        t->pure_share = sum.pure_share;
+        t->hit_cycles = rnd(sum.hit_share);
+        t->miss_cycles = rnd(sum.miss_share);
+        t->pure_cycles = rnd(sum.pure_share);
+        t->active_cycles = t->hit_cycles + t->pure_cycles;
+    }
+}
+
+const camat_sample_info *camat_sample_info_of(const camat_model *m)
+{
+    return m->smp ? &m->smp->info : NULL;
+}
+
+const double *camat_sample_units(const camat_model *m, size_t *n)
+{
+    if (n)
+        *n = m->smp ? m->smp->info.units : 0;
+    return m->smp ? m->smp->units : NULL;
+}
