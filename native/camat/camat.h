@@ -137,7 +137,8 @@ const char *camat_error(const camat_model *m);
  * phases and shares, pure misses) of each level, object and region are those of its measured
  * accesses scaled to its exact counts: hit terms by accesses, miss terms by misses (from the
  * level's pooled measured accesses where an object or region has none measured). The level
- * totals' cycle counts are the sums of those shares. With several cores and clock-ordered
+ * totals are the sums over regions (so over objects they sum only approximately); their cycle
+ * counts are the sums of the estimated shares. With several cores and clock-ordered
  * interleaving (reorder > 0), accesses between units are taken in stream order.
  * Call once, after camat_create and before the first camat_feed. NULL, or the name of the bad
  * argument (period >= unit + 2 * warm, 1 <= unit <= CAMAT_SAMPLE_MAX, warm <= CAMAT_SAMPLE_MAX,

@@ -342,13 +342,14 @@ void cm_sample_finish(camat_model *m)
         for (uint32_t o = 0; o < objects; o++) {
             all.accesses += s->ex_obj[(size_t)l * objects + o].accesses;
             all.misses += s->ex_obj[(size_t)l * objects + o].misses;
-            camat_counts *out = &OBJ(l, o);
-            scale(out, &so[o], &s->ex_obj[(size_t)l * objects + o], &pool);
-            add_measured(&sum, out);
+            scale(&OBJ(l, o), &so[o], &s->ex_obj[(size_t)l * objects + o], &pool);
         }
-        for (uint32_t r = 0; r < regions; r++)
+        for (uint32_t r = 0; r < regions; r++) {
             scale(&REG(l, r), &sr[r], &s->ex_reg[(size_t)l * regions + r], &pool);
-        /* the level's cycle counts are the sums of the estimated shares */
+            add_measured(&sum, &REG(l, r));
+        }
+        /* the level's terms are the sums over regions (code regions separate a program's phases
+         * better than objects do), its cycle counts the sums of the estimated shares */
         t->accesses = all.accesses;
         t->misses = all.misses;
         t->pure_misses = sum.pure_misses;
