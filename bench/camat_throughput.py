@@ -16,9 +16,9 @@ same counts on the stream (integers equal, shares of cycles within 1e-9). With -
 repeat runs the exact model and the sampled one (one unit of U measured accesses per PERIOD)
 back to back on the same stream, and the line adds the sampled rate, the median of the
 per-repeat speedups, whether accesses and misses are equal at every level, and the largest
-relative error of the sampled C-AMAT, C_M and pAMP against the exact ones over the levels the
-sample supports (objtier.camat.sampling.compare), with the units' 95 % confidence half-width of
-the L1 C-AMAT."""
+relative error of the sampled C-AMAT (and of any of C-AMAT, C_M, pAMP) against the exact ones
+over the levels the sample supports (objtier.camat.sampling.compare), whether all are within
+objtier.camat.sampling.TOLERANCE, and the units' 95 % confidence half-width of the L1 C-AMAT."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import numpy as np
 
 from objtier.camat.model import (ACCESS_DTYPE, DEFAULT_UNIT, Sampling, SimConfig, default_warm,
                                  hierarchy, simulate)
-from objtier.camat.sampling import compare, max_error, unit_interval
+from objtier.camat.sampling import compare, max_error, unit_interval, within_tolerance
 
 
 def synthetic(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -172,7 +172,7 @@ def main() -> None:
         head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}  counts"
     if sample:
         head += (f"  {'sampled M acc/s':>15s} {'range':>11s} {'speedup':>8s}  counts  "
-                 f"{'max err':>7s}  L1 C-AMAT ci95")
+                 f"{'C-AMAT err':>10s} {'any err':>7s}  tolerance  L1 C-AMAT ci95")
     print(head)
     for name in names:
         stream = make(name)
@@ -196,12 +196,14 @@ def main() -> None:
             speedup = statistics.median(e / t for e, t in zip(times, stimes))
             rows = compare(ex, sm)
             equal = all(r["accesses_equal"] and r["misses_equal"] for r in rows)
-            err = max_error(rows)
+            err, err_camat = max_error(rows), max_error(rows, "camat")
             ci = unit_interval(sm.units, sm.levels)[0]["camat_ci95_relative"]
             line += (f"  {len(stream) / statistics.median(stimes) / 1e6:15.1f} "
                      f"{srates[0]:5.1f}..{srates[-1]:<5.1f} {speedup:7.2f}x  "
                      f"{'equal ' if equal else 'DIFFER'}  "
+                     f"{'-' if err_camat is None else f'{100 * err_camat:9.2f}%'} "
                      f"{'-' if err is None else f'{100 * err:6.2f}%'}  "
+                     f"{'within   ' if within_tolerance(rows) else 'OUTSIDE  '}  "
                      f"{'-' if ci is None else f'±{100 * ci:.2f}%'}")
         print(line, flush=True)
         if sample and args.verbose:

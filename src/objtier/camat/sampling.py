@@ -21,10 +21,12 @@ from objtier.camat.terms import level_terms
 Z95 = 1.96
 COMPARED = ("camat", "C_M", "pAMP")
 MIN_SUPPORT = 200  # measured accesses (pure misses for C_M, pAMP) behind a compared term
-PURE_SIGNIFICANT = 0.10  # C_M and pAMP are compared where the pure-miss term pMR*pAMP/C_M is
-                         # at least this share of the level's C-AMAT (elsewhere it is small, and
-                         # the count of pure misses, a miss with one pure cycle or more, is
-                         # fragile)
+# C_M and pAMP are compared where the pure-miss term pMR*pAMP/C_M is at least this share of the
+# level's C-AMAT: elsewhere the term is small and its factors fragile (a pure miss is a miss
+# with one pure-miss cycle or more, so the count behind pAMP moves with single cycles)
+PURE_SIGNIFICANT = {"C_M": 0.10, "pAMP": 0.25}
+# the tolerances the data support (docs/camat.md, "Sampled timing")
+TOLERANCE = {"camat": 0.05, "C_M": 0.05, "pAMP": 0.10}
 
 
 def unit_interval(units: np.ndarray, levels: int) -> list[dict]:
@@ -64,8 +66,8 @@ def compare(exact: SimCounts, sampled: SimCounts) -> list[dict]:
     """Per level: are the accesses and misses equal, and the relative error of each compared
     term of the sampled run against the exact one, where the sample supports it (at least
     MIN_SUPPORT measured accesses at the level; for C_M and pAMP as many pure misses, and a
-    pure-miss term of at least PURE_SIGNIFICANT of the exact C-AMAT); None where it does not,
-    or where either run leaves the term undefined."""
+    pure-miss term of at least PURE_SIGNIFICANT[term] of the exact C-AMAT); None where it does
+    not, or where either run leaves the term undefined."""
     measured = sampled.units[:, :, 0].sum(axis=0) if sampled.units is not None and len(
         sampled.units) else np.zeros(len(LEVELS))
     out = []
@@ -83,13 +85,20 @@ def compare(exact: SimCounts, sampled: SimCounts) -> list[dict]:
                "pure_term_share": share}
         for key in COMPARED:
             supported = measured[lv] >= MIN_SUPPORT and (
-                key == "camat" or (pure >= MIN_SUPPORT and share >= PURE_SIGNIFICANT))
+                key == "camat" or (pure >= MIN_SUPPORT and share >= PURE_SIGNIFICANT[key]))
             row[key] = _rel(e[key], s[key]) if supported else None
         out.append(row)
     return out
 
 
-def max_error(rows: list[dict]) -> float | None:
-    """The largest relative error of any compared term over the levels (None: none compared)."""
-    errs = [r[k] for r in rows for k in COMPARED if r[k] is not None]
+def max_error(rows: list[dict], key: str | None = None) -> float | None:
+    """The largest relative error of the compared terms (or of one) over the levels (None: none
+    compared)."""
+    errs = [r[k] for r in rows for k in ([key] if key else COMPARED) if r[k] is not None]
     return max(errs) if errs else None
+
+
+def within_tolerance(rows: list[dict]) -> bool:
+    """Is every compared term within TOLERANCE, and are accesses and misses equal?"""
+    return all(r["accesses_equal"] and r["misses_equal"] for r in rows) and all(
+        r[k] is None or r[k] <= TOLERANCE[k] for r in rows for k in COMPARED)
