@@ -546,13 +546,18 @@ static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
         }
     uint64_t floor = 0;
     for (size_t i = 0; i < n; i++) {
+        if (m->smp) { /* between units: caches only */
+            size_t run = cm_functional_run(m, &a[i], n - i);
+            if (run == SIZE_MAX)
+                return -1;
+            if (run) {
+                i += run - 1;
+                continue;
+            }
+            cm_sample_step(m);
+        }
         if (i + AHEAD < n)
             prefetch(m, &a[i + AHEAD]);
-        if (m->smp && cm_sample_step(m) == 0) { /* between units: caches only */
-            if (cm_functional_one(m, &a[i]) != 0)
-                return -1;
-            continue;
-        }
         uint64_t lowest = m->cores[0].cycle > floor ? m->cores[0].cycle : floor;
         if (feed_one(m, &a[i], floor) != 0)
             return -1;
@@ -647,13 +652,18 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
         return feed_by_clock(m, a, n);
     for (size_t i = 0; i < n; i++) {
         uint64_t floor = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
+        if (m->smp) { /* between units: caches only */
+            size_t run = cm_functional_run(m, &a[i], n - i);
+            if (run == SIZE_MAX)
+                return -1;
+            if (run) {
+                i += run - 1;
+                continue;
+            }
+            cm_sample_step(m);
+        }
         if (i + AHEAD < n)
             prefetch(m, &a[i + AHEAD]);
-        if (m->smp && cm_sample_step(m) == 0) { /* between units: caches only */
-            if (cm_functional_one(m, &a[i]) != 0)
-                return -1;
-            continue;
-        }
         if (feed_one(m, &a[i], floor) != 0)
             return -1;
         advance_all(m, m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0);

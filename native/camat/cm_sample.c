@@ -146,14 +146,14 @@ void cm_sample_next(camat_model *m)
 #define REG(l, r) m->by_region[(size_t)(l)*m->cfg.regions + (r)]
 
 /* The private-cache fill of a miss: the line's new state in L1 and L2 (as the timed path). */
-static void fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
-                         int upgrade, int snooped, int64_t s1, uint64_t v1, int64_t s2_slot,
-                         uint64_t v2)
+static inline void fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
+                                int upgrade, int snooped, int64_t s1, uint64_t v1, int64_t s2_slot,
+                                uint64_t v2, const int multi)
 {
     uint8_t st = write ? ST_M : ST_E;
-    if (m->cfg.cores > 1 && !write && snooped >= 0) {
+    if (multi && !write && snooped >= 0) {
         st = snooped ? ST_S : ST_E;
-    } else if (m->cfg.cores > 1 && !write) {
+    } else if (multi && !write) {
         for (uint32_t c = 0; c < m->cfg.cores && st == ST_E; c++)
             if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
                             cm_cache_find(&m->cores[c].l2, line) >= 0))
@@ -170,7 +170,10 @@ static void fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, in
         cm_cache_put(&k->l2, v2, line, st);
 }
 
-int cm_functional_one(camat_model *m, const camat_access *a)
+/* The functional path of one access; multi (more than one core) is a constant where it is
+ * inlined, so the one-core path carries no coherence code. */
+static inline __attribute__((always_inline)) int functional(camat_model *m, const camat_access *a,
+                                                            const int multi)
 {
     const camat_config *cfg = &m->cfg;
     if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
@@ -181,7 +184,7 @@ int cm_functional_one(camat_model *m, const camat_access *a)
     }
     core *k = &m->cores[a->core];
     uint32_t obj = a->object, reg = a->region, me = a->core;
-    int write = a->flags & CAMAT_WRITE, multi = cfg->cores > 1;
+    int write = a->flags & CAMAT_WRITE;
     uint64_t line = a->addr >> m->line_shift;
     uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
     uint64_t v1 = 0, v2 = 0, v3 = 0;
@@ -254,11 +257,54 @@ int cm_functional_one(camat_model *m, const camat_access *a)
                 deepest = local ? 3 : 4;
             }
         }
-        fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2);
+        fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2, multi);
     }
     m->smp->served_obj[(size_t)deepest * cfg->objects + obj]++;
     m->smp->served_reg[(size_t)deepest * cfg->regions + reg]++;
     return 0;
+}
+
+int cm_functional_one(camat_model *m, const camat_access *a)
+{
+    return m->cfg.cores > 1 ? functional(m, a, 1) : functional(m, a, 0);
+}
+
+#define RUN_AHEAD 8 /* accesses between a prefetch of the sets and the access */
+
+static inline void run_prefetch(const camat_model *m, const camat_access *a)
+{
+    uint64_t line = a->addr >> m->line_shift;
+    if (a->core < m->cfg.cores)
+        cm_cache_prefetch(&m->cores[a->core].l2, line);
+    cm_cache_prefetch(&m->llc, line);
+}
+
+size_t cm_functional_run(camat_model *m, const camat_access *a, size_t n)
+{
+    cm_sampling *s = m->smp;
+    if (!s->left)
+        cm_sample_next(m);
+    if (s->phase != CM_PRE && s->phase != CM_POST)
+        return 0;
+    size_t run = s->left < n ? (size_t)s->left : n;
+    size_t i = 0;
+    if (m->cfg.cores > 1) {
+        for (; i < run; i++) {
+            if (i + RUN_AHEAD < n)
+                run_prefetch(m, &a[i + RUN_AHEAD]);
+            if (functional(m, &a[i], 1) != 0)
+                return SIZE_MAX;
+        }
+    } else {
+        for (; i < run; i++) {
+            if (i + RUN_AHEAD < n)
+                run_prefetch(m, &a[i + RUN_AHEAD]);
+            if (functional(m, &a[i], 0) != 0)
+                return SIZE_MAX;
+        }
+    }
+    s->left -= run;
+    return run;
 }
 
 static inline uint64_t rnd(double x) /* x >= 0 */

@@ -51,6 +51,10 @@ static inline int cm_sample_step(camat_model *m)
  * exact counts; no timing. 0, or -1 with m->error set. */
 int cm_functional_one(camat_model *m, const camat_access *a);
 
+/* The functional accesses at the head of a[0..n) (none when the next access is timed), in
+ * stream order: how many were taken, or SIZE_MAX with m->error set. */
+size_t cm_functional_run(camat_model *m, const camat_access *a, size_t n);
+
 /* Exact counts of a timed access that visited levels 0..deepest (missed[l]: a miss there). */
 static inline void cm_sample_count(camat_model *m, uint32_t obj, uint32_t reg, int deepest,
                                    const int *missed)

@@ -99,6 +99,5 @@ def max_error(rows: list[dict], key: str | None = None) -> float | None:
 
 
 def within_tolerance(rows: list[dict]) -> bool:
-    """Is every compared term within TOLERANCE, and are accesses and misses equal?"""
-    return all(r["accesses_equal"] and r["misses_equal"] for r in rows) and all(
-        r[k] is None or r[k] <= TOLERANCE[k] for r in rows for k in COMPARED)
+    """Is every compared term within TOLERANCE?"""
+    return all(r[k] is None or r[k] <= TOLERANCE[k] for r in rows for k in COMPARED)
