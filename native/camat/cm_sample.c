@@ -130,7 +130,8 @@ void cm_sample_next(camat_model *m)
 {
     cm_sampling *s = m->smp;
     do {
-        s->done[s->phase] += s->len[s->phase] - s->left;
+        s->done[s->phase] += s->started ? s->len[s->phase] - s->left : 0;
+        s->started = 1;
         s->phase = (s->phase + 1) % CM_PHASES;
         s->left = s->len[s->phase];
         if (s->phase == CM_WARM && s->done[CM_WARM] + s->done[CM_MEASURE]) {

@@ -21,6 +21,7 @@ typedef struct cm_sampling {
                                 the functional accesses, so units sit mid-period), warm-up,
                                 measured, cool-down, after */
     uint32_t phase;            /* the current phase */
+    uint32_t started;          /* an access was taken (the first phase is entered) */
     uint64_t left;             /* its accesses still to come */
     uint64_t done[CM_PHASES];  /* accesses taken in each phase */
     cm_exact *ex_obj, *ex_reg; /* exact counts of timed accesses, [level * objects + o] */

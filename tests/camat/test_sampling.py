@@ -80,6 +80,8 @@ def test_one_core_streams_match_the_exact_model(kind):
     _assert_close(rows)
     assert sampled.sample["units"] == N // SAMPLE.period
     assert sampled.sample["measured"] == sampled.sample["units"] * SAMPLE.unit
+    assert sampled.sample["accesses"] == N
+    assert sampled.sample["detailed"] == sampled.sample["units"] * (SAMPLE.unit + 2 * SAMPLE.warm)
     # terms that must be compared somewhere: C-AMAT at every level the stream reaches
     assert sum(r["camat"] is not None for r in rows) >= 3
 
@@ -287,6 +289,7 @@ def test_traced_program_labels(program):
     _, _, doc, run = program
     t = doc["timing"]
     assert (t["period"], t["unit"], t["warm"]) == (20_000, 2_000, 500)
+    assert t["accesses"] == doc["counts"][0]["accesses"]  # every access of the stream, once
     assert t["timed_fraction"] == pytest.approx(
         t["timed_accesses"] / t["accesses"]) and 0.1 < t["timed_fraction"] < 0.2
     assert "MR" in t["exact_terms"] and "camat" in t["estimated_terms"]
@@ -295,3 +298,13 @@ def test_traced_program_labels(program):
     assert conf["L1"]["camat_ci95"] > 0 and conf["L1"]["units"] == t["units"]
     assert all(c["camat_ci95"] is not None for c in doc["counts"])
     assert "sampled" in run.stdout and "estimated" in run.stdout and "95 % CI" in run.stdout
+
+
+@needs_clang
+def test_traced_program_html_says_sampled(program, tmp_path):
+    from objtier.camat.html import page_html
+
+    _, exact, sampled, _ = program
+    page = page_html(sampled)
+    assert "Sampled timing" in page and "every other term is an estimate" in page
+    assert "Sampled timing" not in page_html(exact)
