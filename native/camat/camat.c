@@ -262,8 +262,6 @@ int cm_snoop_read(camat_model *m, uint32_t me, uint64_t line)
     return found;
 }
 
-#define OBJ(l, o) m->by_object[(size_t)(l)*m->cfg.objects + (o)]
-#define REG(l, r) m->by_region[(size_t)(l)*m->cfg.regions + (r)]
 
 /* Issue cycle of the next access of core k. */
 static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floor)
@@ -306,12 +304,8 @@ static void wait_for(uint64_t *start, uint64_t *hit_end, uint64_t release)
 static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
 {
     const camat_config *cfg = &m->cfg;
-    if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
-        m->error = a->core >= cfg->cores       ? "access core out of range"
-                   : a->object >= cfg->objects ? "access object out of range"
-                                               : "access region out of range";
+    if (cm_check_access(m, a) != 0)
         return -1;
-    }
     core *k = &m->cores[a->core];
     uint32_t obj = a->object, reg = a->region, me = a->core;
     int write = a->flags & CAMAT_WRITE;
@@ -336,12 +330,8 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
         cm_cache_touch(&k->l1, line, s1);
         if (write) {
             cm_set_state(&k->l1, s1, ST_M);
-            if (multi) /* the owner's later stores count for the cores it took the line from */
-                for (uint32_t c = 0; c < cfg->cores; c++) {
-                    inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
-                    if (c != me && e->line == line + 1)
-                        e->written |= bytes;
-                }
+            if (multi)
+                cm_owner_store(m, me, line, bytes);
         }
         deepest = 0;
         done = hit_end[0];
@@ -373,20 +363,8 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
             done = k->m1.release[merged];
         } else {
             /* coherence: a private miss on a line another core took away */
-            if (multi && !upgrade) {
-                inv_entry *e = &k->inv[line % INV_SLOTS];
-                if (e->line == line + 1) {
-                    OBJ(0, obj).coherence_misses++;
-                    REG(0, reg).coherence_misses++;
-                    m->totals[0].coherence_misses++;
-                    if (!(e->written & bytes)) {
-                        OBJ(0, obj).false_sharing++;
-                        REG(0, reg).false_sharing++;
-                        m->totals[0].false_sharing++;
-                    }
-                    e->line = 0;
-                }
-            }
+            if (multi && !upgrade)
+                cm_coherence_miss(m, k, obj, reg, line, bytes);
             wait_for(&start[0], &hit_end[0], k->m1.release[r1]);
             /* L2 */
             start[1] = hit_end[0];
@@ -405,21 +383,8 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 missed[1] = 1;
                 wait_for(&start[1], &hit_end[1], k->m2.release[0]);
                 /* LLC (shared); coherence actions happen here */
-                uint32_t extra = 0;
-                if (multi) {
-                    if (write) {
-                        uint64_t n = cm_invalidate_others(m, me, line, bytes);
-                        OBJ(2, obj).invalidations += n;
-                        REG(2, reg).invalidations += n;
-                        m->totals[2].invalidations += n;
-                        if (n)
-                            extra = cfg->coherence_cycles;
-                    } else {
-                        snooped = cm_snoop_read(m, me, line);
-                        if (snooped == 2)
-                            extra = cfg->coherence_cycles;
-                    }
-                }
+                uint32_t extra =
+                    multi ? cm_coherence_at_llc(m, me, obj, reg, line, bytes, write, &snooped) : 0;
                 start[2] = hit_end[1];
                 hit_end[2] = start[2] + m->hit[2] + extra;
                 int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
@@ -460,26 +425,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 k->fetching[(k->m1.line[r1] - 1) % M1_BUCKETS]--;
             k->m1.line[r1] = line + 1;
             k->fetching[line % M1_BUCKETS]++;
-            /* fill the private caches with the line's new state */
-            uint8_t st = write ? ST_M : ST_E;
-            if (multi && !write && snooped >= 0) {
-                st = snooped ? ST_S : ST_E; /* the copies it found are still there, Shared */
-            } else if (multi && !write) {
-                /* shared if another core holds a copy */
-                for (uint32_t c = 0; c < cfg->cores && st == ST_E; c++)
-                    if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
-                                    cm_cache_find(&m->cores[c].l2, line) >= 0))
-                        st = ST_S;
-            }
-            if (upgrade)
-                cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
-            else
-                cm_cache_put(&k->l1, v1, line, st); /* the L1 set is as the look-up saw it */
-            int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
-            if (s2b >= 0)
-                cm_set_state(&k->l2, s2b, st);
-            else
-                cm_cache_put(&k->l2, v2, line, st);
+            cm_fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2, multi);
         }
     }
     /* the levels it visited: hit phase, and the miss phase down to the data (above the

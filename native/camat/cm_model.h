@@ -68,4 +68,94 @@ uint64_t cm_chunk_mask(const camat_model *m, uint64_t addr, uint32_t size);
 uint64_t cm_invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask);
 int cm_snoop_read(camat_model *m, uint32_t me, uint64_t line);
 
+/* The pieces of an access's path that the timed path (camat.c) and the functional one
+ * (cm_sample.c) share; inlined into both. */
+
+/* 0, or -1 with m->error naming the field of a that is out of range. */
+static inline int cm_check_access(camat_model *m, const camat_access *a)
+{
+    const camat_config *cfg = &m->cfg;
+    if (a->core < cfg->cores && a->object < cfg->objects && a->region < cfg->regions)
+        return 0;
+    m->error = a->core >= cfg->cores       ? "access core out of range"
+               : a->object >= cfg->objects ? "access object out of range"
+                                           : "access region out of range";
+    return -1;
+}
+
+/* A store hitting a line core me owns: its bytes count for the cores it took the line from. */
+static inline void cm_owner_store(camat_model *m, uint32_t me, uint64_t line, uint64_t bytes)
+{
+    for (uint32_t c = 0; c < m->cfg.cores; c++) {
+        inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
+        if (c != me && e->line == line + 1)
+            e->written |= bytes;
+    }
+}
+
+/* A private miss of core k: counts it as a coherence miss (and false sharing) when another
+ * core took the line away. */
+static inline void cm_coherence_miss(camat_model *m, core *k, uint32_t obj, uint32_t reg,
+                                     uint64_t line, uint64_t bytes)
+{
+    inv_entry *e = &k->inv[line % INV_SLOTS];
+    if (e->line != line + 1)
+        return;
+    camat_counts *o = &m->by_object[obj], *r = &m->by_region[reg];
+    o->coherence_misses++;
+    r->coherence_misses++;
+    m->totals[0].coherence_misses++;
+    if (!(e->written & bytes)) {
+        o->false_sharing++;
+        r->false_sharing++;
+        m->totals[0].false_sharing++;
+    }
+    e->line = 0;
+}
+
+/* Coherence at the LLC for a private miss of core me (more than one core): a store
+ * invalidates the other copies, a load snoops them (*snooped: cm_snoop_read's answer).
+ * Returns the extra cycles of a transfer from another core, or 0. */
+static inline uint32_t cm_coherence_at_llc(camat_model *m, uint32_t me, uint32_t obj, uint32_t reg,
+                                           uint64_t line, uint64_t bytes, int write, int *snooped)
+{
+    if (write) {
+        uint64_t n = cm_invalidate_others(m, me, line, bytes);
+        m->by_object[(size_t)CAMAT_LLC * m->cfg.objects + obj].invalidations += n;
+        m->by_region[(size_t)CAMAT_LLC * m->cfg.regions + reg].invalidations += n;
+        m->totals[CAMAT_LLC].invalidations += n;
+        return n ? m->cfg.coherence_cycles : 0;
+    }
+    *snooped = cm_snoop_read(m, me, line);
+    return *snooped == 2 ? m->cfg.coherence_cycles : 0;
+}
+
+/* Fills core k's private caches with a missed line in its new state: s1/v1 the L1 look-up
+ * (an upgrade keeps the line in place), s2_slot the L2 slot (-2: not looked up), v2 its
+ * victim; snooped as from cm_coherence_at_llc (-1: not asked). */
+static inline void cm_fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
+                                   int upgrade, int snooped, int64_t s1, uint64_t v1,
+                                   int64_t s2_slot, uint64_t v2, const int multi)
+{
+    uint8_t st = write ? ST_M : ST_E;
+    if (multi && !write && snooped >= 0) {
+        st = snooped ? ST_S : ST_E; /* the copies it found are still there, Shared */
+    } else if (multi && !write) {
+        /* shared if another core holds a copy */
+        for (uint32_t c = 0; c < m->cfg.cores && st == ST_E; c++)
+            if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
+                            cm_cache_find(&m->cores[c].l2, line) >= 0))
+                st = ST_S;
+    }
+    if (upgrade)
+        cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
+    else
+        cm_cache_put(&k->l1, v1, line, st); /* the L1 set is as the look-up saw it */
+    int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
+    if (s2b >= 0)
+        cm_set_state(&k->l2, s2b, st);
+    else
+        cm_cache_put(&k->l2, v2, line, st);
+}
+
 #endif

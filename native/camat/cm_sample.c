@@ -146,43 +146,14 @@ void cm_sample_next(camat_model *m)
 #define OBJ(l, o) m->by_object[(size_t)(l)*m->cfg.objects + (o)]
 #define REG(l, r) m->by_region[(size_t)(l)*m->cfg.regions + (r)]
 
-/* The private-cache fill of a miss: the line's new state in L1 and L2 (as the timed path). */
-static inline void fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
-                                int upgrade, int snooped, int64_t s1, uint64_t v1, int64_t s2_slot,
-                                uint64_t v2, const int multi)
-{
-    uint8_t st = write ? ST_M : ST_E;
-    if (multi && !write && snooped >= 0) {
-        st = snooped ? ST_S : ST_E;
-    } else if (multi && !write) {
-        for (uint32_t c = 0; c < m->cfg.cores && st == ST_E; c++)
-            if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
-                            cm_cache_find(&m->cores[c].l2, line) >= 0))
-                st = ST_S;
-    }
-    if (upgrade)
-        cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
-    else
-        cm_cache_put(&k->l1, v1, line, st);
-    int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
-    if (s2b >= 0)
-        cm_set_state(&k->l2, s2b, st);
-    else
-        cm_cache_put(&k->l2, v2, line, st);
-}
-
 /* The functional path of one access; multi (more than one core) is a constant where it is
  * inlined, so the one-core path carries no coherence code. */
 static inline __attribute__((always_inline)) int functional(camat_model *m, const camat_access *a,
                                                             const int multi)
 {
     const camat_config *cfg = &m->cfg;
-    if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
-        m->error = a->core >= cfg->cores       ? "access core out of range"
-                   : a->object >= cfg->objects ? "access object out of range"
-                                               : "access region out of range";
+    if (cm_check_access(m, a) != 0)
         return -1;
-    }
     core *k = &m->cores[a->core];
     uint32_t obj = a->object, reg = a->region, me = a->core;
     int write = a->flags & CAMAT_WRITE;
@@ -197,28 +168,12 @@ static inline __attribute__((always_inline)) int functional(camat_model *m, cons
         if (write) {
             cm_set_state(&k->l1, s1, ST_M);
             if (multi)
-                for (uint32_t c = 0; c < cfg->cores; c++) {
-                    inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
-                    if (c != me && e->line == line + 1)
-                        e->written |= bytes;
-                }
+                cm_owner_store(m, me, line, bytes);
         }
         deepest = 0;
     } else {
-        if (multi && !upgrade) {
-            inv_entry *e = &k->inv[line % INV_SLOTS];
-            if (e->line == line + 1) {
-                OBJ(0, obj).coherence_misses++;
-                REG(0, reg).coherence_misses++;
-                m->totals[0].coherence_misses++;
-                if (!(e->written & bytes)) {
-                    OBJ(0, obj).false_sharing++;
-                    REG(0, reg).false_sharing++;
-                    m->totals[0].false_sharing++;
-                }
-                e->line = 0;
-            }
-        }
+        if (multi && !upgrade)
+            cm_coherence_miss(m, k, obj, reg, line, bytes);
         int64_t s2 = upgrade ? -1 : cm_cache_lookup(&k->l2, line, &v2);
         int64_t s2_slot = upgrade ? -2 : s2;
         int snooped = -1;
@@ -228,21 +183,8 @@ static inline __attribute__((always_inline)) int functional(camat_model *m, cons
             cm_cache_touch(&k->l2, line, s2);
             deepest = 1;
         } else {
-            uint32_t extra = 0;
-            if (multi) {
-                if (write) {
-                    uint64_t n = cm_invalidate_others(m, me, line, bytes);
-                    OBJ(2, obj).invalidations += n;
-                    REG(2, reg).invalidations += n;
-                    m->totals[2].invalidations += n;
-                    if (n)
-                        extra = cfg->coherence_cycles;
-                } else {
-                    snooped = cm_snoop_read(m, me, line);
-                    if (snooped == 2)
-                        extra = cfg->coherence_cycles;
-                }
-            }
+            uint32_t extra =
+                multi ? cm_coherence_at_llc(m, me, obj, reg, line, bytes, write, &snooped) : 0;
             int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
             if (s3 >= 0 || upgrade || extra) {
                 if (s3 >= 0)
@@ -258,7 +200,7 @@ static inline __attribute__((always_inline)) int functional(camat_model *m, cons
                 deepest = local ? 3 : 4;
             }
         }
-        fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2, multi);
+        cm_fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2, multi);
     }
     m->smp->served_obj[(size_t)deepest * cfg->objects + obj]++;
     m->smp->served_reg[(size_t)deepest * cfg->regions + reg]++;
@@ -333,19 +275,6 @@ static void scale(camat_counts *out, const camat_counts *meas, const cm_exact *e
     out->pure_share = q->pure_share * g;
 }
 
-static void add_measured(camat_counts *to, const camat_counts *c)
-{
-    to->accesses += c->accesses;
-    to->misses += c->misses;
-    to->pure_misses += c->pure_misses;
-    to->hit_phase += c->hit_phase;
-    to->miss_phase += c->miss_phase;
-    to->pure_phase += c->pure_phase;
-    to->hit_share += c->hit_share;
-    to->miss_share += c->miss_share;
-    to->pure_share += c->pure_share;
-}
-
 static void fold(cm_exact *ex, const uint64_t *served, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -379,7 +308,7 @@ void cm_sample_finish(camat_model *m)
         for (uint32_t o = 0; o <= objects; o++) {
             shared += so[o].hit_share + so[o].pure_share;
             if (o < objects)
-                add_measured(&pool, &so[o]);
+                cm_counts_add(&pool, &so[o]);
         }
         camat_counts *t = &m->totals[l];
         s->info.counted_active[l] = (double)t->active_cycles;
@@ -393,7 +322,7 @@ void cm_sample_finish(camat_model *m)
         }
         for (uint32_t r = 0; r < regions; r++) {
             scale(&REG(l, r), &sr[r], &s->ex_reg[(size_t)l * regions + r], &pool);
-            add_measured(&sum, &REG(l, r));
+            cm_counts_add(&sum, &REG(l, r));
         }
         /* the level's terms are the sums over regions (code regions separate a program's phases
          * better than objects do), its cycle counts the sums of the estimated shares */
