@@ -3,7 +3,8 @@
 on synthetic streams of known shape and on a recorded stream.
 
     .venv/bin/python bench/camat_throughput.py [--accesses N] [--repeat R] [--recording DIR]
-                                               [--baseline NATIVE_DIR]
+                                               [--baseline NATIVE_DIR | --sample PERIOD
+                                                [--sample-unit U] [--sample-warm W]]
 
 Prints one line per stream: median CPU seconds of R runs (process time, so that other load on
 a shared machine does not count) and M accesses/s per core (the model is single-threaded), with
@@ -11,7 +12,13 @@ the spread of the R rates as min..max. With --baseline (a directory holding
 lib/libobjtier_camat.so, e.g. an install of an older commit), every repeat runs the baseline
 library and the built one back to back on the same stream (interleaved A/B) and the line adds
 the baseline's rate, the median of the per-repeat speedups, and whether both libraries give the
-same counts on the stream (integers equal, shares of cycles within 1e-9)."""
+same counts on the stream (integers equal, shares of cycles within 1e-9). With --sample, every
+repeat runs the exact model and the sampled one (one unit of U measured accesses per PERIOD)
+back to back on the same stream, and the line adds the sampled rate, the median of the
+per-repeat speedups, whether accesses and misses are equal at every level, and the largest
+relative error of the sampled C-AMAT (and of any of C-AMAT, C_M, pAMP) against the exact ones
+over the levels the sample supports (objtier.camat.sampling.compare), whether all are within
+objtier.camat.sampling.TOLERANCE, and the units' 95 % confidence half-width of the L1 C-AMAT."""
 
 from __future__ import annotations
 
@@ -21,7 +28,9 @@ import time
 
 import numpy as np
 
-from objtier.camat.model import ACCESS_DTYPE, SimConfig, hierarchy, simulate
+from objtier.camat.model import (ACCESS_DTYPE, DEFAULT_UNIT, Sampling, SimConfig, default_warm,
+                                 hierarchy, simulate)
+from objtier.camat.sampling import compare, max_error, unit_interval, within_tolerance
 
 
 def synthetic(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -54,9 +63,25 @@ def _use_library(native_dir) -> None:
     model._library.cache_clear()
 
 
+def timed_sampled(stream: np.ndarray, cores: int, repeat: int, sample) -> tuple:
+    """CPU seconds per run, exact and sampled alternating within each repeat; the last runs'
+    counts."""
+    cfg = SimConfig(hierarchy("skylake"), cores, 1, int(stream["region"].max()) + 1)
+    exact_s, sampled_s, last = [], [], (None, None)
+    for _ in range(repeat):
+        t = time.process_time()
+        ex = simulate(stream, cfg)
+        exact_s.append(time.process_time() - t)
+        t = time.process_time()
+        sm = simulate(stream, cfg, sample=sample)
+        sampled_s.append(time.process_time() - t)
+        last = (ex, sm)
+    return exact_s, sampled_s, last
+
+
 def timed(stream: np.ndarray, cores: int, repeat: int, libraries: list) -> list[list[float]]:
     """CPU seconds per run, one list per library; the libraries alternate within each repeat."""
-    cfg = SimConfig(hierarchy("skylake"), cores, 1, 1)
+    cfg = SimConfig(hierarchy("skylake"), cores, 1, int(stream["region"].max()) + 1)
     out: list[list[float]] = [[] for _ in libraries]
     for _ in range(repeat):
         for i, native_dir in enumerate(libraries):
@@ -70,7 +95,7 @@ def timed(stream: np.ndarray, cores: int, repeat: int, libraries: list) -> list[
 def same_counts(stream: np.ndarray, cores: int, libraries: list) -> bool:
     """Do the two libraries give the same counts on stream (integers equal, shares of cycles
     within 1e-9)?"""
-    cfg = SimConfig(hierarchy("skylake"), cores, 1, 1)
+    cfg = SimConfig(hierarchy("skylake"), cores, 1, int(stream["region"].max()) + 1)
     runs = []
     for native_dir in libraries:
         _use_library(native_dir)
@@ -98,7 +123,15 @@ def main() -> None:
     p.add_argument("--library", help="NATIVE_DIR of the library to measure (default: the "
                                      "built one, src/objtier/_native)")
     p.add_argument("--only", help="comma-separated stream names to run (default: all)")
+    p.add_argument("--sample", type=int, metavar="PERIOD",
+                   help="also time the sampled model: one unit per PERIOD accesses")
+    p.add_argument("--sample-unit", type=int, default=DEFAULT_UNIT, metavar="U")
+    p.add_argument("--verbose", action="store_true", help="--sample: the errors per level")
+    p.add_argument("--sample-warm", type=int, metavar="W",
+                   help="default: objtier.camat.model.default_warm of the skylake preset")
     args = p.parse_args()
+    if args.sample and args.baseline:
+        p.error("--sample and --baseline are separate experiments")
     from pathlib import Path
 
     from objtier.camat import model
@@ -107,30 +140,47 @@ def main() -> None:
     libraries = [current]
     if args.baseline:
         libraries = [Path(args.baseline), current]
-    rng = np.random.default_rng(1)
-    streams = [(k, synthetic(k, args.accesses, rng)) for k in
-               ("l1-resident loop", "sequential 8-byte", "random 64 MiB", "pointer chase 64 MiB",
-                "mix 80/15/5, 2 threads")]
+    names = ["l1-resident loop", "sequential 8-byte", "random 64 MiB", "pointer chase 64 MiB",
+             "mix 80/15/5, 2 threads"]
     if args.recording:
+        names.append(f"recorded {args.recording}")
+    if args.only:
+        wanted = {w.strip() for w in args.only.split(",")}
+        names = [k for k in names if k in wanted]
+
+    def make(name: str) -> np.ndarray:  # one stream in memory at a time
+        if not name.startswith("recorded "):
+            return synthetic(name, args.accesses, np.random.default_rng(1))
         from objtier.camat.stream import load_stream
         from objtier.trace import open_trace
 
-        s = load_stream(open_trace(args.recording))
-        a = s.accesses.copy()
-        a["object"] = 0
-        a["region"] = 0
-        streams.append((f"recorded {args.recording}", a))
-    if args.only:
-        wanted = {w.strip() for w in args.only.split(",")}
-        streams = [(k, v) for k, v in streams if k in wanted]
+        a = load_stream(open_trace(args.recording)).accesses.copy()
+        a["object"] = 0  # the code regions stay: the sampled model's strata
+        return a
+
+    sample = None
+    if args.sample:
+        warm = args.sample_warm if args.sample_warm is not None else default_warm(
+            hierarchy("skylake"))
+        sample = Sampling(args.sample, args.sample_unit, warm)
+        sample.check()
+        print(f"sampled: period {sample.period}, unit {sample.unit}, warm-up {sample.warm} "
+              f"({100 * (sample.unit + 2 * sample.warm) / sample.period:.2f} % timed)")
     head = f"{'stream':32s} {'accesses':>10s} {'median s':>9s} {'M acc/s':>8s}  range"
     if args.baseline:
         head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}  counts"
+    if sample:
+        head += (f"  {'sampled M acc/s':>15s} {'range':>11s} {'speedup':>8s}  counts  "
+                 f"{'C-AMAT err':>10s} {'any err':>7s}  tolerance  L1 C-AMAT ci95")
     print(head)
-    for name, stream in streams:
+    for name in names:
+        stream = make(name)
         cores = int(stream["core"].max()) + 1
-        runs = timed(stream, cores, args.repeat, libraries)
-        times = runs[-1]
+        if sample:
+            times, stimes, (ex, sm) = timed_sampled(stream, cores, args.repeat, sample)
+        else:
+            runs = timed(stream, cores, args.repeat, libraries)
+            times = runs[-1]
         med = statistics.median(times)
         rates = sorted(len(stream) / t / 1e6 for t in times)
         line = (f"{name:32s} {len(stream):10d} {med:9.3f} {len(stream) / med / 1e6:8.1f}  "
@@ -140,7 +190,26 @@ def main() -> None:
             speedup = statistics.median(b / t for b, t in zip(runs[0], times))
             line += f"  {len(stream) / base / 1e6:16.2f} {speedup:15.2f}x"
             line += "  equal" if same_counts(stream, cores, libraries) else "  DIFFER"
+        if sample:
+            srates = sorted(len(stream) / t / 1e6 for t in stimes)
+            speedup = statistics.median(e / t for e, t in zip(times, stimes))
+            rows = compare(ex, sm)
+            equal = all(r["accesses_equal"] and r["misses_equal"] for r in rows)
+            err, err_camat = max_error(rows), max_error(rows, "camat")
+            ci = unit_interval(sm.units, sm.levels)[0]["camat_ci95_relative"]
+            line += (f"  {len(stream) / statistics.median(stimes) / 1e6:15.1f} "
+                     f"{srates[0]:5.1f}..{srates[-1]:<5.1f} {speedup:7.2f}x  "
+                     f"{'equal ' if equal else 'DIFFER'}  "
+                     f"{'-' if err_camat is None else f'{100 * err_camat:9.2f}%'} "
+                     f"{'-' if err is None else f'{100 * err:6.2f}%'}  "
+                     f"{'within   ' if within_tolerance(rows) else 'OUTSIDE  '}  "
+                     f"{'-' if ci is None else f'±{100 * ci:.2f}%'}")
         print(line, flush=True)
+        if sample and args.verbose:
+            for r in rows:
+                print("    " + "  ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+                                         for k, v in r.items()))
+        del stream
 
 
 if __name__ == "__main__":

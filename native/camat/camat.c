@@ -1,61 +1,11 @@
 /* The C-AMAT timing model (camat.h): cores, the path of one access down the hierarchy,
  * miss-status registers, coherence, and the hand-off to the per-level timelines. */
 #include "camat.h"
-#include "cm_cache.h"
-#include "cm_local.h"
-#include "cm_pending.h"
-#include "cm_timeline.h"
+#include "cm_model.h"
+#include "cm_sample.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define HIST       4096 /* per-core ring of done/retire cycles; >= the largest window */
-#define INV_SLOTS  4096 /* per-core direct-mapped table of lines lost to invalidation */
-#define M1_BUCKETS 256  /* per-core counts of the L1 miss registers' lines, by line */
-
-typedef struct mshr_set {
-    uint64_t *release; /* cycle each register frees */
-    uint64_t *line;    /* line it fetches (L1 only: for merging) */
-    uint32_t n;
-} mshr_set;
-
-typedef struct inv_entry {
-    uint64_t line;    /* line + 1; 0 = empty */
-    uint64_t written; /* byte-chunk mask written by the invalidating stores */
-} inv_entry;
-
-typedef struct core {
-    cm_cache l1, l2;
-    mshr_set m1, m2, mmem;
-    uint64_t done[HIST], retire[HIST];
-    uint64_t n;        /* accesses issued */
-    uint64_t cycle;    /* cycle of the last issue */
-    uint32_t in_cycle; /* accesses issued in that cycle */
-    uint32_t reserved;
-    inv_entry *inv;
-    uint16_t fetching[M1_BUCKETS]; /* L1 registers holding a line, by line % M1_BUCKETS */
-} core;
-
-struct camat_model {
-    camat_config cfg;
-    uint32_t line_shift, chunk_shift; /* chunk = line / 64: one bit of a byte mask */
-    uint32_t hit[CAMAT_LEVELS];
-    uint32_t levels; /* 4, or 5 with FAR */
-    core *cores;
-    cm_cache llc;
-    mshr_set mllc;
-    cm_local local;
-    uint8_t *pinned;
-    uint64_t gmax;  /* most advanced issue cycle */
-    uint64_t swept; /* frontier of the last advance of all timelines */
-    uint64_t batch; /* cycles the frontier moves between advances */
-    uint64_t last_done;
-    cm_timeline tl[CAMAT_LEVELS];
-    cm_queue pending; /* accesses not yet final, over the levels' timelines */
-    camat_counts totals[CAMAT_LEVELS];
-    camat_counts *by_object, *by_region;
-    const char *error;
-};
 
 static int mshr_init(mshr_set *s, uint32_t n, int lines)
 {
@@ -245,11 +195,12 @@ void camat_destroy(camat_model *m)
         cm_timeline_free(&m->tl[l]);
     free(m->by_object);
     free(m->by_region);
+    cm_sample_free(m->smp);
     free(m);
 }
 
 /* Byte-chunk mask of [addr, addr + size) within its line (64 chunks per line). */
-static uint64_t chunk_mask(const camat_model *m, uint64_t addr, uint32_t size)
+uint64_t cm_chunk_mask(const camat_model *m, uint64_t addr, uint32_t size)
 {
     uint64_t off = (addr & (m->cfg.line_bytes - 1)) >> m->chunk_shift;
     uint64_t last = ((addr & (m->cfg.line_bytes - 1)) + (size ? size : 1) - 1) >> m->chunk_shift;
@@ -261,7 +212,7 @@ static uint64_t chunk_mask(const camat_model *m, uint64_t addr, uint32_t size)
 
 /* Coherence on a store that needs ownership: drop every other core's copy and remember, in
  * that core's table, which bytes the store wrote. Returns the copies invalidated. */
-static uint64_t invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask)
+uint64_t cm_invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask)
 {
     uint64_t n = 0;
     for (uint32_t c = 0; c < m->cfg.cores; c++) {
@@ -291,7 +242,7 @@ static uint64_t invalidate_others(camat_model *m, uint32_t me, uint64_t line, ui
 
 /* On a read miss in the private caches: is the line held by another core, Modified there?
  * Downgrades every other copy to Shared. Returns 2 (modified elsewhere), 1 (shared), 0. */
-static int snoop_read(camat_model *m, uint32_t me, uint64_t line)
+int cm_snoop_read(camat_model *m, uint32_t me, uint64_t line)
 {
     int found = 0;
     for (uint32_t c = 0; c < m->cfg.cores; c++) {
@@ -311,8 +262,6 @@ static int snoop_read(camat_model *m, uint32_t me, uint64_t line)
     return found;
 }
 
-#define OBJ(l, o) m->by_object[(size_t)(l)*m->cfg.objects + (o)]
-#define REG(l, r) m->by_region[(size_t)(l)*m->cfg.regions + (r)]
 
 /* Issue cycle of the next access of core k. */
 static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floor)
@@ -355,12 +304,8 @@ static void wait_for(uint64_t *start, uint64_t *hit_end, uint64_t release)
 static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
 {
     const camat_config *cfg = &m->cfg;
-    if (a->core >= cfg->cores || a->object >= cfg->objects || a->region >= cfg->regions) {
-        m->error = a->core >= cfg->cores       ? "access core out of range"
-                   : a->object >= cfg->objects ? "access object out of range"
-                                               : "access region out of range";
+    if (cm_check_access(m, a) != 0)
         return -1;
-    }
     core *k = &m->cores[a->core];
     uint32_t obj = a->object, reg = a->region, me = a->core;
     int write = a->flags & CAMAT_WRITE;
@@ -369,7 +314,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     if (t > m->gmax)
         m->gmax = t;
     int multi = cfg->cores > 1;
-    uint64_t bytes = multi ? chunk_mask(m, a->addr, a->flags >> 8) : 0;
+    uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
 
     /* Which level serves it. */
     uint64_t start[CAMAT_LEVELS] = {0}, hit_end[CAMAT_LEVELS] = {0};
@@ -385,12 +330,8 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
         cm_cache_touch(&k->l1, line, s1);
         if (write) {
             cm_set_state(&k->l1, s1, ST_M);
-            if (multi) /* the owner's later stores count for the cores it took the line from */
-                for (uint32_t c = 0; c < cfg->cores; c++) {
-                    inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
-                    if (c != me && e->line == line + 1)
-                        e->written |= bytes;
-                }
+            if (multi)
+                cm_owner_store(m, me, line, bytes);
         }
         deepest = 0;
         done = hit_end[0];
@@ -422,20 +363,8 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
             done = k->m1.release[merged];
         } else {
             /* coherence: a private miss on a line another core took away */
-            if (multi && !upgrade) {
-                inv_entry *e = &k->inv[line % INV_SLOTS];
-                if (e->line == line + 1) {
-                    OBJ(0, obj).coherence_misses++;
-                    REG(0, reg).coherence_misses++;
-                    m->totals[0].coherence_misses++;
-                    if (!(e->written & bytes)) {
-                        OBJ(0, obj).false_sharing++;
-                        REG(0, reg).false_sharing++;
-                        m->totals[0].false_sharing++;
-                    }
-                    e->line = 0;
-                }
-            }
+            if (multi && !upgrade)
+                cm_coherence_miss(m, k, obj, reg, line, bytes);
             wait_for(&start[0], &hit_end[0], k->m1.release[r1]);
             /* L2 */
             start[1] = hit_end[0];
@@ -454,21 +383,8 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 missed[1] = 1;
                 wait_for(&start[1], &hit_end[1], k->m2.release[0]);
                 /* LLC (shared); coherence actions happen here */
-                uint32_t extra = 0;
-                if (multi) {
-                    if (write) {
-                        uint64_t n = invalidate_others(m, me, line, bytes);
-                        OBJ(2, obj).invalidations += n;
-                        REG(2, reg).invalidations += n;
-                        m->totals[2].invalidations += n;
-                        if (n)
-                            extra = cfg->coherence_cycles;
-                    } else {
-                        snooped = snoop_read(m, me, line);
-                        if (snooped == 2)
-                            extra = cfg->coherence_cycles;
-                    }
-                }
+                uint32_t extra =
+                    multi ? cm_coherence_at_llc(m, me, obj, reg, line, bytes, write, &snooped) : 0;
                 start[2] = hit_end[1];
                 hit_end[2] = start[2] + m->hit[2] + extra;
                 int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
@@ -509,26 +425,7 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
                 k->fetching[(k->m1.line[r1] - 1) % M1_BUCKETS]--;
             k->m1.line[r1] = line + 1;
             k->fetching[line % M1_BUCKETS]++;
-            /* fill the private caches with the line's new state */
-            uint8_t st = write ? ST_M : ST_E;
-            if (multi && !write && snooped >= 0) {
-                st = snooped ? ST_S : ST_E; /* the copies it found are still there, Shared */
-            } else if (multi && !write) {
-                /* shared if another core holds a copy */
-                for (uint32_t c = 0; c < cfg->cores && st == ST_E; c++)
-                    if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
-                                    cm_cache_find(&m->cores[c].l2, line) >= 0))
-                        st = ST_S;
-            }
-            if (upgrade)
-                cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
-            else
-                cm_cache_put(&k->l1, v1, line, st); /* the L1 set is as the look-up saw it */
-            int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
-            if (s2b >= 0)
-                cm_set_state(&k->l2, s2b, st);
-            else
-                cm_cache_put(&k->l2, v2, line, st);
+            cm_fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2, multi);
         }
     }
     /* the levels it visited: hit phase, and the miss phase down to the data (above the
@@ -537,13 +434,16 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
         hit_end[deepest] = done;
     missed[deepest] = missed[deepest] && done > hit_end[deepest];
     uint32_t n = (uint32_t)deepest + 1;
-    int rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
+    if (m->smp) /* sampled: exact counts here; a timed access not counted goes to the extra */
+        cm_sample_count(m, obj, reg, deepest, missed);
+    uint32_t qo = m->discard ? cfg->objects : obj, qr = m->discard ? cfg->regions : reg;
+    int rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, qo, qr);
     if (rc == 1) { /* the timelines lag: sweep them up to this issue's floor, then again */
         cm_queue_advance(&m->pending, floor);
-        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
+        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, qo, qr);
     }
     while (rc == 1 && cm_queue_widen(&m->pending) == 0) /* a longer life than the ring */
-        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, obj, reg);
+        rc = cm_queue_add(&m->pending, n, start, hit_end, done, missed, qo, qr);
     if (rc != 0) {
         m->error = rc == 1 ? "timeline overrun: a miss outlasts the model's cycle window "
                              "(lower far_cycles or the lag)"
@@ -592,9 +492,19 @@ static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
         }
     uint64_t floor = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t lowest = m->cores[0].cycle > floor ? m->cores[0].cycle : floor;
+        if (m->smp) { /* between units: caches only */
+            size_t run = cm_functional_run(m, &a[i], n - i);
+            if (run == SIZE_MAX)
+                return -1;
+            if (run) {
+                i += run - 1;
+                continue;
+            }
+            cm_sample_step(m);
+        }
         if (i + AHEAD < n)
             prefetch(m, &a[i + AHEAD]);
+        uint64_t lowest = m->cores[0].cycle > floor ? m->cores[0].cycle : floor;
         if (feed_one(m, &a[i], floor) != 0)
             return -1;
         floor = lowest;
@@ -642,6 +552,15 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
                 cursor = order[pos[c]];
         if (cursor == SIZE_MAX)
             break;
+        if (m->smp && cm_sample_step(m) == 0) { /* between units: in stream order */
+            uint32_t c = a[cursor].core;
+            pos[c]++;
+            if (cm_functional_one(m, &a[cursor]) != 0) {
+                rc = -1;
+                goto out;
+            }
+            continue;
+        }
         int64_t pick = -1;
         uint64_t best = UINT64_MAX, lowest = UINT64_MAX;
         for (uint32_t c = 0; c < cores; c++) {
@@ -679,6 +598,16 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
         return feed_by_clock(m, a, n);
     for (size_t i = 0; i < n; i++) {
         uint64_t floor = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
+        if (m->smp) { /* between units: caches only */
+            size_t run = cm_functional_run(m, &a[i], n - i);
+            if (run == SIZE_MAX)
+                return -1;
+            if (run) {
+                i += run - 1;
+                continue;
+            }
+            cm_sample_step(m);
+        }
         if (i + AHEAD < n)
             prefetch(m, &a[i + AHEAD]);
         if (feed_one(m, &a[i], floor) != 0)
@@ -692,6 +621,10 @@ void camat_finish(camat_model *m)
 {
     if (m->error) /* the levels' rings may differ after a failed widening */
         return;
+    if (m->smp) {
+        cm_sample_finish(m);
+        return;
+    }
     cm_queue_advance(&m->pending, m->last_done + 1);
     for (uint32_t l = 0; l < m->levels; l++)
         cm_timeline_totals(&m->tl[l]);

@@ -127,4 +127,40 @@ const camat_counts *camat_by_region(const camat_model *m);
 uint64_t camat_cycles(const camat_model *m); /* last completion cycle */
 const char *camat_error(const camat_model *m);
 
+/* Sampled timing (SMARTS-like). Every access goes through the caches, the coherence states and
+ * the local buffer (functional warming), so accesses, misses, coherence misses, false sharing
+ * and invalidations stay exact; every `period` accesses (in the order the model takes them) a
+ * unit is timed in detail: `warm` accesses timed but not counted, `unit` accesses timed and
+ * counted (measured), `warm` accesses timed but not counted (so the last measured ones overlap
+ * later accesses as they would). Each unit starts from drained timing state (empty window and
+ * miss registers, every core at the latest completion cycle). The cycle terms (hit/miss/pure
+ * phases and shares, pure misses) of each level, object and region are those of its measured
+ * accesses scaled to its exact counts: hit terms by accesses, miss terms by misses (from the
+ * level's pooled measured accesses where an object or region has none measured). The level
+ * totals are the sums over regions (so over objects they sum only approximately); their cycle
+ * counts are the sums of the estimated shares. With several cores and clock-ordered
+ * interleaving (reorder > 0), accesses between units are taken in stream order.
+ * Call once, after camat_create and before the first camat_feed. NULL, or the name of the bad
+ * argument (period >= unit + 2 * warm, 1 <= unit <= CAMAT_SAMPLE_MAX, warm <= CAMAT_SAMPLE_MAX,
+ * period <= CAMAT_PERIOD_MAX) or "out of memory"; the model stays exact on an error. */
+#define CAMAT_SAMPLE_MAX 100000000ULL
+#define CAMAT_PERIOD_MAX (1ULL << 40)
+const char *camat_sample(camat_model *m, uint64_t period, uint32_t unit, uint32_t warm);
+
+typedef struct camat_sample_info {
+    uint64_t period, accesses; /* accesses: all that were fed */
+    uint64_t detailed;         /* timed (warm-up, measured, cool-down) */
+    uint64_t measured;         /* timed and counted */
+    uint64_t units;
+    uint32_t unit, warm;
+    double counted_active[CAMAT_LEVELS]; /* active cycles the timelines counted (timed accesses) */
+    double shared_active[CAMAT_LEVELS];  /* Σ of the timed accesses' shares of them */
+} camat_sample_info;
+
+/* After camat_finish of a sampled model: the totals above, and per unit and level the measured
+ * accesses and their active-cycle shares (hit + pure-miss): units[(u * CAMAT_LEVELS + l) * 2 +
+ * {0, 1}], *n = units. NULL for an exact model. */
+const camat_sample_info *camat_sample_info_of(const camat_model *m);
+const double *camat_sample_units(const camat_model *m, size_t *n);
+
 #endif

@@ -164,10 +164,13 @@ static inline void cm_cache_drop(cm_cache *c, int64_t slot, uint64_t line)
 static inline void cm_cache_put(cm_cache *c, uint64_t slot, uint64_t line, uint8_t state)
 {
     uint64_t set = cm_set_of(c, line);
-    c->fp[set * c->fp_stride + (slot - set * c->ways)] = cm_fingerprint(line);
-    c->tag[slot] = line + 1;
-    c->state[slot] = state;
-    cm_cache_mru(c, set, (uint32_t)(slot - set * c->ways));
+    uint32_t way = (uint32_t)(slot - set * c->ways);
+    uint8_t *fp = c->fp + set * c->fp_stride, *st = c->state;
+    uint64_t *tag = c->tag;
+    cm_cache_mru(c, set, way); /* first: the byte stores below would make c's fields reload */
+    fp[way] = cm_fingerprint(line);
+    tag[slot] = line + 1;
+    st[slot] = state;
 }
 
 /* Puts line (missing) in the set's first empty way, else in its LRU way; returns the slot. */

@@ -146,7 +146,7 @@ void cm_timeline_sweep(cm_timeline *tl, uint64_t limit, int none_pending)
     tl->total->active_cycles += z.hc + (z.pure - pure0); /* hit, or miss and not hit */
 }
 
-static void add_counts(camat_counts *to, const camat_counts *c)
+void cm_counts_add(camat_counts *to, const camat_counts *c)
 {
     to->accesses += c->accesses;
     to->misses += c->misses;
@@ -163,16 +163,16 @@ void cm_timeline_totals(cm_timeline *tl)
 {
     camat_counts sum = {0};
     for (uint32_t o = 0; o < tl->objects; o++)
-        add_counts(&sum, &tl->by_object[o]);
+        cm_counts_add(&sum, &tl->by_object[o]);
     camat_counts *t = tl->total;
     t->accesses = t->misses = t->pure_misses = t->hit_phase = t->miss_phase = t->pure_phase = 0;
     t->hit_share = t->miss_share = t->pure_share = 0;
-    add_counts(t, &sum);
+    cm_counts_add(t, &sum);
     if (tl->regions == 1) {
         camat_counts *r = tl->by_region;
         r->accesses = r->misses = r->pure_misses = r->hit_phase = r->miss_phase = 0;
         r->pure_phase = 0;
         r->hit_share = r->miss_share = r->pure_share = 0;
-        add_counts(r, &sum);
+        cm_counts_add(r, &sum);
     }
 }

@@ -83,6 +83,10 @@ int cm_timeline_widen(cm_timeline *tl, uint64_t lo);
  * access added later may start before limit. */
 void cm_timeline_sweep(cm_timeline *tl, uint64_t limit, int none_pending);
 
+/* Adds c's per-access counts (accesses, misses, phases, shares; not the level's cycle counts
+ * nor the coherence counts) to to. */
+void cm_counts_add(camat_counts *to, const camat_counts *c);
+
 /* After the last advance: the per-access counts of total (sums over the objects), and of the
  * one region when regions == 1. */
 void cm_timeline_totals(cm_timeline *tl);

@@ -3,9 +3,10 @@
  * profile): one core, the skylake preset of src/objtier/camat/model.py, one synthetic stream
  * of the shapes bench/camat_throughput.py times, fed in one call.
  *
- *     camat_profile l1|seq|random|chase [ACCESSES]
+ *     camat_profile l1|seq|random|chase [ACCESSES [PERIOD]]
  *     valgrind --tool=callgrind --toggle-collect=camat_feed camat_profile random 300000
  *
+ * PERIOD > 0: sampled timing, one unit of 10 000 measured accesses per PERIOD (warm-up 500).
  * Prints the level totals, so that two builds can be checked for the same counts.
  */
 #include "camat.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv)
 {
     const char *kind = argc > 1 ? argv[1] : "random";
     long long n_arg = argc > 2 ? atoll(argv[2]) : 300000;
+    long long period = argc > 3 ? atoll(argv[3]) : 0;
     int known = !strcmp(kind, "l1") || !strcmp(kind, "seq") || !strcmp(kind, "random") ||
                 !strcmp(kind, "chase");
     if (!known || n_arg < 1 || n_arg > 100000000) {
@@ -65,6 +67,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "camat_profile: %s\n", err);
         free(a);
         return 1;
+    }
+    const char *bad = period > 0 ? camat_sample(m, (uint64_t)period, 10000, 500) : NULL;
+    if (bad) {
+        fprintf(stderr, "camat_profile: bad sampling parameter %s\n", bad);
+        camat_destroy(m);
+        free(a);
+        return 2;
     }
     int rc = camat_feed(m, a, n);
     if (rc == 0) {

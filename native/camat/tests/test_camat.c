@@ -4,7 +4,7 @@
  * as miss-status registers), two cores writing neighbouring bytes of one line (false sharing)
  * and of separate lines, an L1 miss merging with the fetch in flight, the page-LRU local
  * buffer, true LRU in a cache set (recency order in nibbles up to 16 ways, in bytes above),
- * and bad configurations.
+ * sampled timing (exact counts, units, accounting) and bad configurations.
  * Each failed check prints its line; the program exits non-zero on any failure.
  */
 #include "camat.h"
@@ -360,6 +360,65 @@ static void test_local_buffer(void)
     free(a);
 }
 
+/* Sampled timing: accesses and misses equal to the exact model's at every level, object and
+ * region (two cores in recorded order, stores, a far level), units counted, shares summed. */
+static void test_sampled(void)
+{
+    printf("sampled timing: exact counts, units\n");
+    camat_config cfg = base_config(2);
+    cfg.local_pages = 512;
+    enum { N = 120000 };
+    camat_access *a = calloc(N, sizeof *a);
+    uint64_t s = 777;
+    for (int i = 0; i < N; i++) {
+        uint64_t r = rng(&s);
+        uint64_t addr = r % 4 == 0 ? 0x1000 + (r >> 8) % 64 * 8 : (r >> 8) % (8 << 20);
+        a[i] = (camat_access){.addr = addr & ~7ULL,
+                              .core = (uint32_t)(i / 7) % 2,
+                              .object = (uint32_t)(r >> 40) % 3,
+                              .region = (uint32_t)(i / 5000) % 2,
+                              .flags = (uint16_t)((8 << 8) | ((r >> 20) % 4 == 0))};
+    }
+    camat_model *ex = camat_create(&cfg, NULL), *sm = camat_create(&cfg, NULL);
+    CHECK(camat_sample(sm, 10000, 1000, 200) == NULL);
+    CHECK(camat_sample(sm, 10000, 1000, 200) != NULL); /* once only */
+    CHECK(camat_feed(ex, a, N) == 0 && camat_feed(sm, a, N) == 0);
+    camat_finish(ex);
+    camat_finish(sm);
+    CHECK(camat_sample_info_of(ex) == NULL);
+    const camat_sample_info *info = camat_sample_info_of(sm);
+    CHECK(info->units == N / 10000 && info->measured == info->units * 1000);
+    CHECK(info->detailed == info->units * 1400 && info->accesses == N);
+    size_t units = 0;
+    const double *u = camat_sample_units(sm, &units);
+    CHECK(units == info->units && u[0] == 1000);
+    for (int l = 0; l < CAMAT_LEVELS; l++) {
+        const camat_counts *e = &camat_totals(ex)[l], *t = &camat_totals(sm)[l];
+        CHECK(e->accesses == t->accesses && e->misses == t->misses);
+        CHECK(e->coherence_misses == t->coherence_misses && e->false_sharing == t->false_sharing);
+        CHECK(e->invalidations == t->invalidations);
+        for (uint32_t o = 0; o < cfg.objects; o++)
+            CHECK(camat_by_object(ex)[l * cfg.objects + o].misses ==
+                  camat_by_object(sm)[l * cfg.objects + o].misses);
+        for (uint32_t r = 0; r < cfg.regions; r++)
+            CHECK(camat_by_region(ex)[l * cfg.regions + r].accesses ==
+                  camat_by_region(sm)[l * cfg.regions + r].accesses);
+        if (t->accesses) {
+            check_apc(t);
+            CHECK(fabs(info->shared_active[l] - info->counted_active[l]) <=
+                  1e-9 * info->counted_active[l] + 1e-6);
+        }
+    }
+    CHECK(camat_totals(sm)[CAMAT_FAR].accesses > 1000 &&
+          camat_totals(sm)[0].coherence_misses > 100);
+    double ce = camat_terms(&camat_totals(ex)[0]), cs = camat_terms(&camat_totals(sm)[0]);
+    printf("  L1 C-AMAT exact %.3f sampled %.3f\n", ce, cs);
+    CHECK(fabs(cs - ce) < 0.1 * ce);
+    camat_destroy(ex);
+    camat_destroy(sm);
+    free(a);
+}
+
 static void test_bad_input(void)
 {
     printf("bad configurations and accesses are refused\n");
@@ -442,6 +501,7 @@ int main(void)
     test_false_sharing();
     test_clock_interleaving();
     test_local_buffer();
+    test_sampled();
     test_bad_input();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);

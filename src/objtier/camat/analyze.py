@@ -12,7 +12,8 @@ import platform
 import numpy as np
 
 import objtier
-from objtier.camat.model import LEVELS, Hierarchy, SimConfig, SimCounts, simulate
+from objtier.camat.model import LEVELS, Hierarchy, Sampling, SimConfig, SimCounts, simulate
+from objtier.camat.sampling import unit_interval
 from objtier.camat.stream import Stream
 from objtier.camat.terms import apc_identity_error, level_terms, recursive_camat, schema_level
 from objtier.errors import UsageError
@@ -48,8 +49,9 @@ def pinned_objects(counts: SimCounts, stream: Stream, pages: int, page_bytes: in
 
 
 def run_model(stream: Stream, hier: Hierarchy, local_percent: float | None = None,
-              fill: str = "lru") -> tuple[SimCounts, dict]:
-    """Counts of one model run, and its parameters as recorded in camat.json."""
+              fill: str = "lru", sample: Sampling | None = None) -> tuple[SimCounts, dict]:
+    """Counts of one model run (every access timed, or sampled units), and its parameters as
+    recorded in camat.json."""
     if fill not in FILLS:
         raise UsageError(f"--fill must be one of {', '.join(FILLS)}, not {fill!r}")
     cores = int(stream.accesses["core"].max()) + 1 if len(stream.accesses) else 1
@@ -58,17 +60,18 @@ def run_model(stream: Stream, hier: Hierarchy, local_percent: float | None = Non
               "footprint_pages": stream.footprint_pages, "local_percent": local_percent,
               "local_pages": 0, "fill": None}
     if local_percent is None:
-        return simulate(stream.accesses, base), params
+        return simulate(stream.accesses, base, sample=sample), params
     pages = local_pages(stream, local_percent)
     params.update(local_pages=pages, fill=fill)
     cfg = SimConfig(hier, cores, base.objects, base.regions, local_pages=pages)
     if fill == "objects":
-        pinned = pinned_objects(simulate(stream.accesses, base), stream, pages, hier.page_bytes)
+        pinned = pinned_objects(simulate(stream.accesses, base, sample=sample), stream, pages,
+                                hier.page_bytes)  # memory accesses per object: exact either way
         pinned_pages = int(object_pages(stream, hier.page_bytes)[pinned == 1].sum())
         cfg = SimConfig(hier, cores, base.objects, base.regions, local_pages=pages,
                         pinned=pinned, pinned_pages=pinned_pages)
         params["pinned_objects"] = [stream.object_labels[i] for i in np.flatnonzero(pinned)]
-    return simulate(stream.accesses, cfg), params
+    return simulate(stream.accesses, cfg, sample=sample), params
 
 
 def _entry(key: str, label: str, rows: np.ndarray, levels: int) -> dict:
@@ -115,11 +118,16 @@ def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
                      invalidations=int(counts.by_region[2][i]["invalidations"]))
             regions.append(e)
     errors = [apc_identity_error(t) for t in totals]
+    timing = timing_mode(counts)
+    if counts.sample:
+        for row, ci in zip(totals, timing["confidence"]):
+            row["ci"] = ci
     return {
         "tool": "objtier camat",
         "tool_version": objtier.__version__,
         "machine": machine_info(),
         "source": "sim",
+        "timing": timing,
         "parameters": params,
         "levels": [schema_level(LEVELS[l], totals[l]) for l in range(n)],
         "objects": objects,
@@ -128,12 +136,39 @@ def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
                     "active_cycles": t["active_cycles"], "camat_recursive": rec[l],
                     "coherence_misses": int(counts.totals[l]["coherence_misses"]),
                     "false_sharing_misses": int(counts.totals[l]["false_sharing"]),
-                    "invalidations": int(counts.totals[l]["invalidations"])}
+                    "invalidations": int(counts.totals[l]["invalidations"]),
+                    **({"camat_ci95": t["ci"]["camat_ci95"],
+                        "measured_accesses": t["ci"]["measured_accesses"]} if "ci" in t else {})}
                    for l, t in enumerate(totals)],
-        "cycles": counts.cycles,
+        "cycles": None if counts.sample else counts.cycles,
         "checks": {"apc_identity_max_error": max((e for e in errors if e is not None),
                                                  default=None)},
     }
+
+
+EXACT_TERMS = ["MR", "accesses", "misses", "coherence_misses", "false_sharing_misses",
+               "invalidations"]
+ESTIMATED_TERMS = ["H", "C_H", "pMR", "pAMP", "C_M", "kappa", "camat", "amat", "apc",
+                   "active_cycles", "camat_recursive"]
+
+
+def timing_mode(counts: SimCounts) -> dict:
+    """camat.json's "timing": exact (every access timed), or sampled with the units' figures:
+    which terms are exact and which estimated, the share of accesses timed, the confidence of
+    each level's C-AMAT from the spread of the units, and the accounting check of the timed
+    accesses (their shares of the active cycles sum to the cycles the model counted)."""
+    if not counts.sample:
+        return {"mode": "exact"}
+    s = counts.sample
+    acc = max(s["accesses"], 1)
+    accounting = [abs(c - a) / c for c, a in zip(s["counted_active"], s["shared_active"]) if c]
+    return {"mode": "sampled", "period": s["period"], "unit": s["unit"], "warm": s["warm"],
+            "units": s["units"], "accesses": s["accesses"], "timed_accesses": s["detailed"],
+            "measured_accesses": s["measured"], "timed_fraction": s["detailed"] / acc,
+            "measured_fraction": s["measured"] / acc, "exact_terms": EXACT_TERMS,
+            "estimated_terms": ESTIMATED_TERMS,
+            "confidence": unit_interval(counts.units, counts.levels),
+            "accounting_max_error": max(accounting, default=None)}
 
 
 def _cpu_model() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import jinja2
@@ -38,8 +39,24 @@ def section_html(doc: dict, top: int = 20) -> str:
         b["miss_px"] = round(b["miss"] * scale, 1)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html", "j2"]))
-    return env.get_template("camat.html.j2").render(doc=doc, bars=bars, keys=TERM_KEYS,
+    page = env.get_template("camat.html.j2").render(doc=doc, bars=bars, keys=TERM_KEYS,
                                                     fmt=_fmt, l1=_l1, top=top)
+    note = _sampled_note(doc)
+    return page.replace("</h2>", "</h2>" + note, 1) if note else page
+
+
+def _sampled_note(doc: dict) -> str:
+    """Under the heading, for sampled timing: what is exact, what estimated, how sure."""
+    t = doc.get("timing", {})
+    if t.get("mode") != "sampled":
+        return ""
+    ci = ", ".join(f"{c['level']} ±{c['camat_ci95']:.3g}" for c in t.get("confidence", [])
+                   if c.get("camat_ci95") is not None)
+    text = (f"Sampled timing: a unit of {t['unit']:,} measured accesses (warm-up {t['warm']:,}) "
+            f"per {t['period']:,}, {100 * t['timed_fraction']:.2g} % of the accesses timed. "
+            "Accesses, misses and MR are exact; every other term is an estimate"
+            + (f" (C-AMAT 95 % CI from the units: {ci} cycles)." if ci else "."))
+    return f"<p class=\"note\">{html.escape(text)}</p>"
 
 
 def page_html(doc: dict) -> str:

@@ -107,6 +107,43 @@ class SimConfig:
     pinned_pages: int = 0
 
 
+SAMPLE_MAX = 100_000_000      # CAMAT_SAMPLE_MAX: largest unit and warm-up
+PERIOD_MAX = 1 << 40          # CAMAT_PERIOD_MAX
+DEFAULT_UNIT = 10_000
+
+
+def default_warm(hier: Hierarchy) -> int:
+    """Timed accesses before (and after) a unit: twice the out-of-order window, at least 500."""
+    return max(500, 2 * hier.window)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampled timing: one unit of `unit` measured accesses every `period` accesses, with `warm`
+    timed, uncounted accesses before and after it (native/camat/camat.h, camat_sample)."""
+
+    period: int
+    unit: int = DEFAULT_UNIT
+    warm: int = 500
+
+    def check(self) -> None:
+        if not 1 <= self.unit <= SAMPLE_MAX:
+            raise UsageError(f"--sample-unit must be in 1..{SAMPLE_MAX}, got {self.unit}")
+        if not 0 <= self.warm <= SAMPLE_MAX:
+            raise UsageError(f"--sample-warm must be in 0..{SAMPLE_MAX}, got {self.warm}")
+        low = self.unit + 2 * self.warm
+        if not low <= self.period <= PERIOD_MAX:
+            raise UsageError(f"--sample PERIOD must be in {low}..{PERIOD_MAX} (at least the unit "
+                             f"plus twice the warm-up), got {self.period}")
+
+
+class _SampleInfo(ctypes.Structure):
+    _fields_ = [("period", ctypes.c_uint64), ("accesses", ctypes.c_uint64),
+                ("detailed", ctypes.c_uint64), ("measured", ctypes.c_uint64),
+                ("units", ctypes.c_uint64), ("unit", ctypes.c_uint32), ("warm", ctypes.c_uint32),
+                ("counted_active", ctypes.c_double * 5), ("shared_active", ctypes.c_double * 5)]
+
+
 @dataclass
 class SimCounts:
     totals: np.ndarray      # COUNTS_DTYPE[5]
@@ -114,6 +151,9 @@ class SimCounts:
     by_region: np.ndarray   # COUNTS_DTYPE[5, regions]
     cycles: int
     levels: int             # 4, or 5 with the far level
+    sample: dict | None = None        # sampled timing: period, unit, warm, accesses, detailed,
+                                      # measured, units, counted_active, shared_active
+    units: np.ndarray | None = None   # float64[units, 5, 2]: measured accesses, active share
 
 
 @lru_cache(maxsize=1)
@@ -133,6 +173,13 @@ def _library() -> ctypes.CDLL:
     lib.camat_cycles.argtypes = [ctypes.c_void_p]
     lib.camat_error.restype = ctypes.c_char_p
     lib.camat_error.argtypes = [ctypes.c_void_p]
+    lib.camat_sample.restype = ctypes.c_char_p
+    lib.camat_sample.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                 ctypes.c_uint32]
+    lib.camat_sample_info_of.restype = ctypes.POINTER(_SampleInfo)
+    lib.camat_sample_info_of.argtypes = [ctypes.c_void_p]
+    lib.camat_sample_units.restype = ctypes.POINTER(ctypes.c_double)
+    lib.camat_sample_units.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
     return lib
 
 
@@ -157,10 +204,14 @@ def _c_config(cfg: SimConfig) -> tuple[_Config, object]:
     return c, keep
 
 
-def simulate(accesses: np.ndarray, cfg: SimConfig, chunk: int = 1 << 20) -> SimCounts:
-    """Run the model over `accesses` (ACCESS_DTYPE, in stream order)."""
+def simulate(accesses: np.ndarray, cfg: SimConfig, chunk: int = 1 << 20,
+             sample: Sampling | None = None) -> SimCounts:
+    """Run the model over `accesses` (ACCESS_DTYPE, in stream order); every access timed, or
+    with `sample` only the sampled units (the counts of accesses and misses stay exact)."""
     if accesses.dtype != ACCESS_DTYPE:
         raise ValueError("accesses must be an ACCESS_DTYPE array")
+    if sample is not None:
+        sample.check()
     lib = _library()
     c, keep = _c_config(cfg)
     err = ctypes.c_char_p()
@@ -169,6 +220,10 @@ def simulate(accesses: np.ndarray, cfg: SimConfig, chunk: int = 1 << 20) -> SimC
         what = err.value.decode() if err.value else "unknown"
         raise UsageError(f"C-AMAT model: bad parameter {what}")
     try:
+        if sample is not None:
+            bad = lib.camat_sample(model, sample.period, sample.unit, sample.warm)
+            if bad:
+                raise UsageError(f"C-AMAT model: bad sampling parameter {bad.decode()}")
         data = np.ascontiguousarray(accesses)
         if c.reorder:  # clock-ordered interleaving takes the whole stream at once
             chunk = max(len(data), 1)
@@ -189,10 +244,27 @@ def simulate(accesses: np.ndarray, cfg: SimConfig, chunk: int = 1 << 20) -> SimC
         by_region = view(lib.camat_by_region(model), n_levels * cfg.regions).reshape(
             n_levels, cfg.regions)
         cycles = int(lib.camat_cycles(model))
+        info, units = None, None
+        if sample is not None:
+            info, units = _sample_result(lib, model)
     finally:
         lib.camat_destroy(model)
         del keep
-    return SimCounts(totals, by_object, by_region, cycles, 5 if cfg.local_pages else 4)
+    return SimCounts(totals, by_object, by_region, cycles, 5 if cfg.local_pages else 4,
+                     info, units)
+
+
+def _sample_result(lib, model) -> tuple[dict, np.ndarray]:
+    p = lib.camat_sample_info_of(model).contents
+    info = {k: int(getattr(p, k)) for k in ("period", "unit", "warm", "accesses", "detailed",
+                                             "measured", "units")}
+    info["counted_active"] = list(p.counted_active)
+    info["shared_active"] = list(p.shared_active)
+    n = ctypes.c_size_t()
+    ptr = lib.camat_sample_units(model, ctypes.byref(n))
+    units = (np.ctypeslib.as_array(ptr, shape=(n.value * 10,)).copy().reshape(n.value, 5, 2)
+             if n.value else np.zeros((0, 5, 2)))
+    return info, units
 
 
 def hierarchy(name: str, **overrides) -> Hierarchy:

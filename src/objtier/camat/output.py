@@ -91,6 +91,14 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _ci(counts: dict) -> str:
+    """A level's C-AMAT confidence half-width from the units (sampled timing)."""
+    ci, n = counts.get("camat_ci95"), counts.get("measured_accesses")
+    if ci is None:
+        return "no units" if not n else "-"
+    return f"±{ci:.3g}"
+
+
 def print_tables(doc: dict, console, regions: bool = False, top: int = 10) -> None:
     from rich.table import Table
 
@@ -99,16 +107,25 @@ def print_tables(doc: dict, console, regions: bool = False, top: int = 10) -> No
     title = f"C-AMAT per level ({src}"
     if params.get("local_percent") is not None:
         title += f", Xmem({params['local_percent']:g} %), {params.get('fill')} fill"
+    timing = doc.get("timing", {})
+    if timing.get("mode") == "sampled":
+        title += (f", sampled: a unit of {timing['unit']:,} accesses per {timing['period']:,}, "
+                  f"{100 * timing['timed_fraction']:.2g} % timed; MR exact, other terms "
+                  "estimated")
     title += ")"
     t = Table(title=title)
     t.add_column("level")
     for k in TERM_KEYS:
         t.add_column(k, justify="right")
     t.add_column("APC", justify="right")
+    sampled = timing.get("mode") == "sampled"
+    if sampled:
+        t.add_column("C-AMAT 95 % CI", justify="right")
     counts = {c["level"]: c for c in doc.get("counts", [])}
     for lv in doc["levels"]:
         c = counts.get(lv["level"], {})
-        t.add_row(lv["level"], *[_fmt(lv[k]) for k in TERM_KEYS], _fmt(c.get("apc")))
+        t.add_row(lv["level"], *[_fmt(lv[k]) for k in TERM_KEYS], _fmt(c.get("apc")),
+                  *([_ci(c)] if sampled else []))
     console.print(t)
     objs = doc.get("objects", [])
     if objs:

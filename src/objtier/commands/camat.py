@@ -20,7 +20,7 @@ _PARSER: list[argparse.ArgumentParser] = []  # for options given after RECORDING
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from objtier.camat.model import DEFAULT_PRESET, PRESETS
+    from objtier.camat.model import DEFAULT_PRESET, DEFAULT_UNIT, PRESETS
 
     _PARSER[:] = [parser]
 
@@ -39,6 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"sim: cache hierarchy (default {DEFAULT_PRESET})")
     parser.add_argument("--far-cycles", type=int, metavar="N",
                         help="sim, --local: far-level latency in cycles (default 9000)")
+    parser.add_argument("--sample", type=int, default=0, metavar="PERIOD",
+                        help="sim: sampled timing, one timed unit per PERIOD accesses (every "
+                             "access still goes through the caches: accesses and misses stay "
+                             "exact, cycle terms are estimated); 0 = every access timed "
+                             "(default)")
+    parser.add_argument("--sample-unit", type=int, metavar="U",
+                        help=f"--sample: measured accesses per unit (default {DEFAULT_UNIT})")
+    parser.add_argument("--sample-warm", type=int, metavar="W",
+                        help="--sample: timed, uncounted accesses before and after each unit "
+                             "(default: twice the preset's out-of-order window, at least 500)")
     parser.add_argument("--stream", type=int, default=DEFAULT_STREAM, metavar="N",
                         help=f"-- CMD, sim: accesses recorded in order (default {DEFAULT_STREAM})")
     parser.add_argument("--min-size", default="64", metavar="SIZE",
@@ -85,6 +95,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--stream must be at least 1, got {args.stream}")
     if args.far_cycles is not None and not 1 <= args.far_cycles <= 10_000_000:
         raise UsageError(f"--far-cycles must be in 1..10000000, got {args.far_cycles}")
+    if args.sample < 0:
+        raise UsageError(f"--sample must be 0 (every access timed) or a period of accesses, "
+                         f"got {args.sample}")
+    if not args.sample and (args.sample_unit is not None or args.sample_warm is not None):
+        raise UsageError("--sample-unit and --sample-warm need --sample PERIOD")
+    if args.sample and args.source == "pmu":
+        raise UsageError("--sample applies to the timing model (--source sim)")
     out = Path(args.output) if args.output else None
     console = Console() if sys.stdout.isatty() else Console(width=170)
     if args.source == "pmu":
@@ -141,8 +158,9 @@ def _report(recording: Path, args, out: Path | None, console, local: float | Non
     hier = hierarchy(args.preset)
     if args.far_cycles is not None:
         hier = replace(hier, far_cycles=args.far_cycles)
+    sample = _sampling(args, hier)
     stream = load_stream(open_trace(recording))
-    counts, params = run_model(stream, hier, local, args.fill)
+    counts, params = run_model(stream, hier, local, args.fill, sample)
     doc = report(stream, counts, params)
     doc["recording"] = str(recording)
     doc["findings"] = findings(doc)
@@ -151,6 +169,19 @@ def _report(recording: Path, args, out: Path | None, console, local: float | Non
         for path in write_outputs(doc, out):
             print(f"objtier camat: wrote {path}", file=sys.stderr)
     return 0
+
+
+def _sampling(args, hier):
+    """The Sampling of --sample (checked: one-line errors), or None for exact timing."""
+    if not args.sample:
+        return None
+    from objtier.camat.model import DEFAULT_UNIT, Sampling, default_warm
+
+    unit = DEFAULT_UNIT if args.sample_unit is None else args.sample_unit
+    warm = default_warm(hier) if args.sample_warm is None else args.sample_warm
+    sample = Sampling(args.sample, unit, warm)
+    sample.check()
+    return sample
 
 
 def _run_pmu(args, recording, command, out, console, local) -> int:

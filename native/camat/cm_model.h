@@ -1,0 +1,161 @@
+/* The C-AMAT model's state (camat.h), shared by its exact path (camat.c) and its sampled
+ * path (cm_sample.c). Internal: not part of the library's interface. */
+#ifndef OBJTIER_CM_MODEL_H
+#define OBJTIER_CM_MODEL_H
+
+#include "camat.h"
+#include "cm_cache.h"
+#include "cm_local.h"
+#include "cm_pending.h"
+#include "cm_timeline.h"
+
+#include <stdint.h>
+
+struct cm_sampling;
+
+#define HIST       4096 /* per-core ring of done/retire cycles; >= the largest window */
+#define INV_SLOTS  4096 /* per-core direct-mapped table of lines lost to invalidation */
+#define M1_BUCKETS 256  /* per-core counts of the L1 miss registers' lines, by line */
+
+typedef struct mshr_set {
+    uint64_t *release; /* cycle each register frees */
+    uint64_t *line;    /* line it fetches (L1 only: for merging) */
+    uint32_t n;
+} mshr_set;
+
+typedef struct inv_entry {
+    uint64_t line;    /* line + 1; 0 = empty */
+    uint64_t written; /* byte-chunk mask written by the invalidating stores */
+} inv_entry;
+
+typedef struct core {
+    cm_cache l1, l2;
+    mshr_set m1, m2, mmem;
+    uint64_t done[HIST], retire[HIST];
+    uint64_t n;        /* accesses issued */
+    uint64_t cycle;    /* cycle of the last issue */
+    uint32_t in_cycle; /* accesses issued in that cycle */
+    uint32_t reserved;
+    inv_entry *inv;
+    uint16_t fetching[M1_BUCKETS]; /* L1 registers holding a line, by line % M1_BUCKETS */
+} core;
+
+struct camat_model {
+    camat_config cfg;
+    uint32_t line_shift, chunk_shift; /* chunk = line / 64: one bit of a byte mask */
+    uint32_t hit[CAMAT_LEVELS];
+    uint32_t levels; /* 4, or 5 with FAR */
+    core *cores;
+    cm_cache llc;
+    mshr_set mllc;
+    cm_local local;
+    uint8_t *pinned;
+    uint64_t gmax;  /* most advanced issue cycle */
+    uint64_t swept; /* frontier of the last advance of all timelines */
+    uint64_t batch; /* cycles the frontier moves between advances */
+    uint64_t last_done;
+    cm_timeline tl[CAMAT_LEVELS];
+    cm_queue pending; /* accesses not yet final, over the levels' timelines */
+    camat_counts totals[CAMAT_LEVELS];
+    camat_counts *by_object, *by_region;
+    const char *error;
+    struct cm_sampling *smp; /* NULL: exact (every access timed) */
+    uint32_t discard;        /* sampled: the access being fed is timed but not counted */
+};
+
+/* Coherence, shared by both paths (camat.c). */
+uint64_t cm_chunk_mask(const camat_model *m, uint64_t addr, uint32_t size);
+uint64_t cm_invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask);
+int cm_snoop_read(camat_model *m, uint32_t me, uint64_t line);
+
+/* The pieces of an access's path that the timed path (camat.c) and the functional one
+ * (cm_sample.c) share; inlined into both. */
+
+/* 0, or -1 with m->error naming the field of a that is out of range. */
+static inline int cm_check_access(camat_model *m, const camat_access *a)
+{
+    const camat_config *cfg = &m->cfg;
+    if (a->core < cfg->cores && a->object < cfg->objects && a->region < cfg->regions)
+        return 0;
+    m->error = a->core >= cfg->cores       ? "access core out of range"
+               : a->object >= cfg->objects ? "access object out of range"
+                                           : "access region out of range";
+    return -1;
+}
+
+/* A store hitting a line core me owns: its bytes count for the cores it took the line from. */
+static inline void cm_owner_store(camat_model *m, uint32_t me, uint64_t line, uint64_t bytes)
+{
+    for (uint32_t c = 0; c < m->cfg.cores; c++) {
+        inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
+        if (c != me && e->line == line + 1)
+            e->written |= bytes;
+    }
+}
+
+/* A private miss of core k: counts it as a coherence miss (and false sharing) when another
+ * core took the line away. */
+static inline void cm_coherence_miss(camat_model *m, core *k, uint32_t obj, uint32_t reg,
+                                     uint64_t line, uint64_t bytes)
+{
+    inv_entry *e = &k->inv[line % INV_SLOTS];
+    if (e->line != line + 1)
+        return;
+    camat_counts *o = &m->by_object[obj], *r = &m->by_region[reg];
+    o->coherence_misses++;
+    r->coherence_misses++;
+    m->totals[0].coherence_misses++;
+    if (!(e->written & bytes)) {
+        o->false_sharing++;
+        r->false_sharing++;
+        m->totals[0].false_sharing++;
+    }
+    e->line = 0;
+}
+
+/* Coherence at the LLC for a private miss of core me (more than one core): a store
+ * invalidates the other copies, a load snoops them (*snooped: cm_snoop_read's answer).
+ * Returns the extra cycles of a transfer from another core, or 0. */
+static inline uint32_t cm_coherence_at_llc(camat_model *m, uint32_t me, uint32_t obj, uint32_t reg,
+                                           uint64_t line, uint64_t bytes, int write, int *snooped)
+{
+    if (write) {
+        uint64_t n = cm_invalidate_others(m, me, line, bytes);
+        m->by_object[(size_t)CAMAT_LLC * m->cfg.objects + obj].invalidations += n;
+        m->by_region[(size_t)CAMAT_LLC * m->cfg.regions + reg].invalidations += n;
+        m->totals[CAMAT_LLC].invalidations += n;
+        return n ? m->cfg.coherence_cycles : 0;
+    }
+    *snooped = cm_snoop_read(m, me, line);
+    return *snooped == 2 ? m->cfg.coherence_cycles : 0;
+}
+
+/* Fills core k's private caches with a missed line in its new state: s1/v1 the L1 look-up
+ * (an upgrade keeps the line in place), s2_slot the L2 slot (-2: not looked up), v2 its
+ * victim; snooped as from cm_coherence_at_llc (-1: not asked). */
+static inline void cm_fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
+                                   int upgrade, int snooped, int64_t s1, uint64_t v1,
+                                   int64_t s2_slot, uint64_t v2, const int multi)
+{
+    uint8_t st = write ? ST_M : ST_E;
+    if (multi && !write && snooped >= 0) {
+        st = snooped ? ST_S : ST_E; /* the copies it found are still there, Shared */
+    } else if (multi && !write) {
+        /* shared if another core holds a copy */
+        for (uint32_t c = 0; c < m->cfg.cores && st == ST_E; c++)
+            if (c != me && (cm_cache_find(&m->cores[c].l1, line) >= 0 ||
+                            cm_cache_find(&m->cores[c].l2, line) >= 0))
+                st = ST_S;
+    }
+    if (upgrade)
+        cm_set_state(&k->l1, s1, ST_M), cm_cache_touch(&k->l1, line, s1);
+    else
+        cm_cache_put(&k->l1, v1, line, st); /* the L1 set is as the look-up saw it */
+    int64_t s2b = s2_slot != -2 ? s2_slot : cm_cache_lookup(&k->l2, line, &v2);
+    if (s2b >= 0)
+        cm_set_state(&k->l2, s2b, st);
+    else
+        cm_cache_put(&k->l2, v2, line, st);
+}
+
+#endif
