@@ -5,7 +5,7 @@ import pytest
 
 from objtier.sim import load_preset, simulate
 from objtier.sim.events import from_trace
-from objtier.sim.run import run_policy
+from objtier.sim.replay import run_policy
 from objtier.trace import open_trace
 
 from .conftest import MIB, MS, write_trace

@@ -8,7 +8,8 @@ object-level plans (C core in native/sim, loaded with ctypes). Guide: docs/simul
 """
 
 from objtier.sim.cost import PRESETS, CostModel, load_preset
-from objtier.sim.run import POLICIES, PolicyResult, Simulation, run_policy, simulate
+from objtier.sim.replay import run_policy
+from objtier.sim.run import POLICIES, PolicyResult, Simulation, simulate
 
 __all__ = ["simulate", "run_policy", "load_preset", "CostModel", "PRESETS", "POLICIES",
            "Simulation", "PolicyResult"]

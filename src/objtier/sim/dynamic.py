@@ -131,7 +131,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
 def _evaluator(source, fast: int, page_shift: int, params: dict[str, float]):
     """Swap-ins of a schedule simulated on `source` (the dynamic policy, swap tier, `fast`
     bytes of fast memory)."""
-    from objtier.sim.run import run_policy
+    from objtier.sim.replay import run_policy
 
     native = {k: v for k, v in params.items() if k not in LEARN_PARAMS}
 

@@ -9,12 +9,12 @@ import numpy as np
 from objtier.errors import UsageError
 from objtier.sim import placement as P
 from objtier.sim.cost import CostModel, stall_ns
-from objtier.sim.engine import Simulator, policy_params
+from objtier.sim.engine import policy_params
 from objtier.sim.events import CHUNK_SAMPLES, EventSource
+from objtier.sim.replay import STATIC, native_policy, run_policy
 
 POLICIES = ("first-touch", "numab2", "tpp", "memtis", "hemem", "object", "spill", "phases",
             "oracle", "belady", "dynamic")
-STATIC = {"object", "spill", "oracle"}  # run on the core's "static" policy
 DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk", "swap", "swap_reserve", "scale", "expand",
                  "seed"}
 # Swap mode: share of the fast tier that plans made here leave unpinned, so that the pages
@@ -78,11 +78,6 @@ class Simulation:
 
     def rows(self) -> list[dict]:
         return [r.row(self.page_bytes) for r in self.results]
-
-
-def native_policy(policy: str) -> str:
-    """The core policy that runs `policy`."""
-    return "static" if policy in STATIC else policy
 
 
 def split_params(params: dict[str, str], policies: list[str]) -> tuple[dict, dict[str, dict]]:
@@ -220,33 +215,6 @@ def footprint_bytes(source: EventSource) -> int:
     from objtier.plan import peak_live_bytes
 
     return peak_live_bytes(source.size, source.alloc_ns, source.free_ns)
-
-
-def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: int, bin_ns: int,
-               params: dict[str, float] | None = None, placement: tuple | None = None,
-               chunk: int = CHUNK_SAMPLES, swap: bool = False,
-               object_swap_ins: np.ndarray | None = None) -> tuple[dict[str, int], np.ndarray]:
-    """One policy over the event source: (counters, bins). swap: the slow tier is swap.
-    placement: set_placement's arrays, or for phases a PhasePlan (its events must be in
-    source.phase_ev). object_swap_ins, if given (source.objects entries), receives the
-    swap-ins per object."""
-    from objtier.plan.dynamic import Schedule
-    from objtier.sim.phases import PhasePlan
-
-    with Simulator(native_policy(policy), fast_bytes, source.start_ns, bin_ns, page_shift,
-                   max(source.objects, 1), params, swap) as s:
-        if isinstance(placement, Schedule):
-            s.set_schedule(*placement.csr())
-        elif isinstance(placement, PhasePlan):
-            s.set_phase_placement(placement.offsets, placement.objs, placement.fast_bytes)
-        elif placement is not None:
-            s.set_placement(*placement)
-        for events in source.chunks(chunk):
-            s.feed(events)
-        s.finish(source.end_ns + 1)
-        if object_swap_ins is not None:
-            object_swap_ins[:] = s.object_swap_ins(source.objects)
-        return s.counters(), s.bins()
 
 
 def _schedule_score(source: EventSource, fast_bytes: int, page_shift: int, bin_ns: int,
