@@ -119,7 +119,8 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
     from objtier.record.launch import runtime_env as launch_env
     from objtier.runtime_settings import runtime_env
     from objtier.sweep.output import write_private
-    from objtier.sweep.perobject import _write_runs, judge_run, keep_run, live_peak, prepare_arms
+    from objtier.sweep.perobject_arms import (judge_run, keep_run, live_peak, prepare_arms,
+                                              write_runs)
 
     plans, runs_dir = prepare_arms(command, objects, page, arms, settings)
     footprint = live_peak(objects, np.flatnonzero(objects.plannable))
@@ -147,7 +148,7 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
         timeout = keep_run(records, arm, repeat, m, judged,
                            f"{len(arm.slow_rows)} object(s) on node(s) {tiers.slow_list}",
                            {**shares, "matched": found.matched if found else None}, timeout)
-        _write_runs(settings.output, records)
+        write_runs(settings.output, records)
         after_run(footprint)
         on_run(i, len(order), arm.label)
     return footprint
