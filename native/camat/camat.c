@@ -513,6 +513,19 @@ static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
     return 0;
 }
 
+/* The first p in [lo, hi) with order[p] >= at (order is increasing there), else hi. */
+static size_t first_at(const size_t *order, size_t lo, size_t hi, size_t at)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (order[mid] < at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. */
 static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
 {
@@ -544,6 +557,7 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
     for (uint32_t c = 0; c < cores; c++)
         pos[c] = first[c];
     uint64_t floor = 0;
+    size_t fresh = 0; /* every access from here on in the stream is still to come */
     for (;;) {
         /* the earliest pending stream position, then the eligible core with the earliest clock */
         size_t cursor = SIZE_MAX;
@@ -552,6 +566,19 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
                 cursor = order[pos[c]];
         if (cursor == SIZE_MAX)
             break;
+        if (m->smp && cursor >= fresh) { /* between units, none taken ahead: one tight run */
+            size_t run = cm_functional_run(m, &a[cursor], n - cursor);
+            if (run == SIZE_MAX) {
+                rc = -1;
+                goto out;
+            }
+            if (run) {
+                fresh = cursor + run;
+                for (uint32_t c = 0; c < cores; c++)
+                    pos[c] = first_at(order, pos[c], first[c + 1], fresh);
+                continue;
+            }
+        }
         if (m->smp && cm_sample_step(m) == 0) { /* between units: in stream order */
             uint32_t c = a[cursor].core;
             pos[c]++;
@@ -574,10 +601,13 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
         }
         if (pos[pick] + AHEAD < first[pick + 1])
             prefetch(m, &a[order[pos[pick] + AHEAD]]);
-        if (feed_one(m, &a[order[pos[pick]++]], floor) != 0) {
+        size_t at = order[pos[pick]++];
+        if (feed_one(m, &a[at], floor) != 0) {
             rc = -1;
             goto out;
         }
+        if (at >= fresh)
+            fresh = at + 1;
         /* every later issue is at or after the eligible cores' earliest clock */
         if (lowest > floor)
             floor = lowest;
