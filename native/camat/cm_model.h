@@ -17,6 +17,8 @@ struct cm_sampling;
 #define INV_SLOTS  4096 /* per-core direct-mapped table of lines lost to invalidation */
 #define M1_BUCKETS 256  /* per-core counts of the L1 miss registers' lines, by line */
 
+#define CM_INLINE static inline __attribute__((always_inline)) /* the per-access steps */
+
 typedef struct mshr_set {
     uint64_t *release; /* cycle each register frees */
     uint64_t *line;    /* line it fetches (L1 only: for merging) */
@@ -63,16 +65,77 @@ struct camat_model {
     uint32_t discard;        /* sampled: the access being fed is timed but not counted */
 };
 
-/* Coherence, shared by both paths (camat.c). */
-uint64_t cm_chunk_mask(const camat_model *m, uint64_t addr, uint32_t size);
-uint64_t cm_invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask);
-int cm_snoop_read(camat_model *m, uint32_t me, uint64_t line);
+/* Coherence, shared by both paths (inlined into both). */
+
+/* Byte-chunk mask of [addr, addr + size) within its line (64 chunks per line). */
+CM_INLINE uint64_t cm_chunk_mask(const camat_model *m, uint64_t addr, uint32_t size)
+{
+    uint64_t off = (addr & (m->cfg.line_bytes - 1)) >> m->chunk_shift;
+    uint64_t last = ((addr & (m->cfg.line_bytes - 1)) + (size ? size : 1) - 1) >> m->chunk_shift;
+    if (last > 63)
+        last = 63;
+    uint64_t hi = last == 63 ? ~0ULL : ((1ULL << (last + 1)) - 1);
+    return hi & ~((1ULL << off) - 1);
+}
+
+/* Coherence on a store that needs ownership: drop every other core's copy and remember, in
+ * that core's table, which bytes the store wrote. Returns the copies invalidated. */
+CM_INLINE uint64_t cm_invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask)
+{
+    uint64_t n = 0;
+    for (uint32_t c = 0; c < m->cfg.cores; c++) {
+        if (c == me)
+            continue;
+        core *k = &m->cores[c];
+        int64_t s1 = cm_cache_find(&k->l1, line), s2 = cm_cache_find(&k->l2, line);
+        if (s1 < 0 && s2 < 0)
+            continue;
+        if (k->fetching[line % M1_BUCKETS]) /* its fetch in flight no longer counts */
+            for (uint32_t i = 0; i < k->m1.n; i++)
+                if (k->m1.line[i] == line + 1) {
+                    k->m1.line[i] = 0;
+                    k->fetching[line % M1_BUCKETS]--;
+                }
+        if (s1 >= 0)
+            cm_cache_drop(&k->l1, s1, line);
+        if (s2 >= 0)
+            cm_cache_drop(&k->l2, s2, line);
+        inv_entry *e = &k->inv[line % INV_SLOTS];
+        if (e->line != line + 1)
+            *e = (inv_entry){line + 1, 0};
+        e->written |= mask;
+        n++;
+    }
+    return n;
+}
+
+/* On a read miss in the private caches: is the line held by another core, Modified there?
+ * Downgrades every other copy to Shared. Returns 2 (modified elsewhere), 1 (shared), 0. */
+CM_INLINE int cm_snoop_read(camat_model *m, uint32_t me, uint64_t line)
+{
+    int found = 0;
+    for (uint32_t c = 0; c < m->cfg.cores; c++) {
+        if (c == me)
+            continue;
+        core *k = &m->cores[c];
+        int64_t s1 = cm_cache_find(&k->l1, line), s2 = cm_cache_find(&k->l2, line);
+        if (s1 >= 0) {
+            found = found > 1 || cm_state(&k->l1, s1) == ST_M ? 2 : 1;
+            cm_set_state(&k->l1, s1, ST_S);
+        }
+        if (s2 >= 0) {
+            found = found > 1 || cm_state(&k->l2, s2) == ST_M ? 2 : (found ? found : 1);
+            cm_set_state(&k->l2, s2, ST_S);
+        }
+    }
+    return found;
+}
 
 /* The pieces of an access's path that the timed path (camat.c) and the functional one
  * (cm_sample.c) share; inlined into both. */
 
 /* 0, or -1 with m->error naming the field of a that is out of range. */
-static inline int cm_check_access(camat_model *m, const camat_access *a)
+CM_INLINE int cm_check_access(camat_model *m, const camat_access *a)
 {
     const camat_config *cfg = &m->cfg;
     if (a->core < cfg->cores && a->object < cfg->objects && a->region < cfg->regions)
@@ -84,7 +147,7 @@ static inline int cm_check_access(camat_model *m, const camat_access *a)
 }
 
 /* A store hitting a line core me owns: its bytes count for the cores it took the line from. */
-static inline void cm_owner_store(camat_model *m, uint32_t me, uint64_t line, uint64_t bytes)
+CM_INLINE void cm_owner_store(camat_model *m, uint32_t me, uint64_t line, uint64_t bytes)
 {
     for (uint32_t c = 0; c < m->cfg.cores; c++) {
         inv_entry *e = &m->cores[c].inv[line % INV_SLOTS];
@@ -95,8 +158,8 @@ static inline void cm_owner_store(camat_model *m, uint32_t me, uint64_t line, ui
 
 /* A private miss of core k: counts it as a coherence miss (and false sharing) when another
  * core took the line away. */
-static inline void cm_coherence_miss(camat_model *m, core *k, uint32_t obj, uint32_t reg,
-                                     uint64_t line, uint64_t bytes)
+CM_INLINE void cm_coherence_miss(camat_model *m, core *k, uint32_t obj, uint32_t reg, uint64_t line,
+                                 uint64_t bytes)
 {
     inv_entry *e = &k->inv[line % INV_SLOTS];
     if (e->line != line + 1)
@@ -116,8 +179,8 @@ static inline void cm_coherence_miss(camat_model *m, core *k, uint32_t obj, uint
 /* Coherence at the LLC for a private miss of core me (more than one core): a store
  * invalidates the other copies, a load snoops them (*snooped: cm_snoop_read's answer).
  * Returns the extra cycles of a transfer from another core, or 0. */
-static inline uint32_t cm_coherence_at_llc(camat_model *m, uint32_t me, uint32_t obj, uint32_t reg,
-                                           uint64_t line, uint64_t bytes, int write, int *snooped)
+CM_INLINE uint32_t cm_coherence_at_llc(camat_model *m, uint32_t me, uint32_t obj, uint32_t reg,
+                                       uint64_t line, uint64_t bytes, int write, int *snooped)
 {
     if (write) {
         uint64_t n = cm_invalidate_others(m, me, line, bytes);
@@ -133,9 +196,9 @@ static inline uint32_t cm_coherence_at_llc(camat_model *m, uint32_t me, uint32_t
 /* Fills core k's private caches with a missed line in its new state: s1/v1 the L1 look-up
  * (an upgrade keeps the line in place), s2_slot the L2 slot (-2: not looked up), v2 its
  * victim; snooped as from cm_coherence_at_llc (-1: not asked). */
-static inline void cm_fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
-                                   int upgrade, int snooped, int64_t s1, uint64_t v1,
-                                   int64_t s2_slot, uint64_t v2, const int multi)
+CM_INLINE void cm_fill_private(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
+                               int upgrade, int snooped, int64_t s1, uint64_t v1, int64_t s2_slot,
+                               uint64_t v2, const int multi)
 {
     uint8_t st = write ? ST_M : ST_E;
     if (multi && !write && snooped >= 0) {

@@ -9,13 +9,15 @@
  *     valgrind --tool=callgrind --toggle-collect=camat_feed camat_profile random 300000
  *
  * PERIOD > 0: sampled timing, one unit of 10 000 measured accesses per PERIOD (warm-up 500).
- * Prints the level totals, so that two builds can be checked for the same counts.
+ * Prints the level totals, so that two builds can be checked for the same counts, and the CPU
+ * time of feeding and finishing on stderr.
  */
 #include "camat.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int main(int argc, char **argv)
 {
@@ -84,9 +86,13 @@ int main(int argc, char **argv)
         free(a);
         return 2;
     }
+    clock_t t0 = clock();
     int rc = camat_feed(m, a, n);
     if (rc == 0) {
         camat_finish(m);
+        double sec = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        fprintf(stderr, "cpu %.3f s, %.2f M accesses/s\n", sec,
+                sec > 0 ? (double)n / sec / 1e6 : 0.0);
         const camat_counts *t = camat_totals(m);
         for (int l = 0; l < CAMAT_FAR; l++)
             printf("level %d: accesses %llu misses %llu pure misses %llu active cycles %llu "
