@@ -132,6 +132,16 @@ camat_model *camat_create(const camat_config *cfg, const char **err)
              mshr_init(&k->m2, cfg->cache[1].mshrs, 0) == 0 &&
              mshr_init(&k->mmem, cfg->mem_mshrs, 0) == 0 &&
              (cfg->cores == 1 || (k->inv = calloc(INV_SLOTS, sizeof *k->inv)) != NULL);
+        if (ok && cfg->cores > 1) {
+            /* buckets: four per line the two caches hold, 2^12 .. 2^22 */
+            uint64_t lines =
+                (cfg->cache[0].size_bytes + cfg->cache[1].size_bytes) / cfg->line_bytes;
+            uint32_t bits = 12;
+            while (bits < 22 && (1ULL << bits) < 4 * lines)
+                bits++;
+            m->held_shift = 64 - bits;
+            ok = (k->held = calloc((size_t)1 << bits, 1)) != NULL;
+        }
     }
     ok = ok &&
          cm_cache_init(&m->llc, cfg->cache[2].size_bytes, cfg->cache[2].ways, cfg->line_bytes) == 0;
@@ -184,6 +194,7 @@ void camat_destroy(camat_model *m)
         mshr_free(&k->m2);
         mshr_free(&k->mmem);
         free(k->inv);
+        free(k->held);
     }
     free(m->cores);
     cm_cache_free(&m->llc);

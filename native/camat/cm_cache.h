@@ -68,9 +68,8 @@ static inline void cm_cache_mru(cm_cache *c, uint64_t set, uint32_t way)
         return;
     }
     uint64_t o = c->order[set], x = o ^ (way * CM_NIBS);
-    if ((o & 15) == way) /* already the most recent (a loop over one line) */
-        return;
-    /* the lowest zero nibble of x is way's rank (exact: a borrow only reaches higher ones) */
+    /* the lowest zero nibble of x is way's rank (exact: a borrow only reaches higher ones);
+     * at rank 0 the order stays as it is (no branch on that) */
     uint32_t r = (uint32_t)__builtin_ctzll((x - CM_NIBS) & ~x & (CM_NIBS << 3)) & ~3U;
     uint64_t below = (1ULL << r) - 1, above = ~(below | (15ULL << r));
     c->order[set] = (o & above) | ((o & below) << 4) | way;
@@ -101,9 +100,9 @@ static inline int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *
             if (c->tag[s] == key)
                 return (int64_t)s;
         }
-        uint64_t e = cm_zero_bytes(word);
-        if (e && empty_at == UINT64_MAX)
-            empty_at = base + w0 + (uint64_t)__builtin_ctzll(e) / 8;
+        uint64_t e = cm_zero_bytes(word); /* the first empty way, without a branch */
+        uint64_t at = base + w0 + (uint64_t)__builtin_ctzll(e | CM_HIGHS << 56) / 8;
+        empty_at = e && at < empty_at ? at : empty_at;
     }
     if (victim)
         *victim = empty_at != UINT64_MAX ? empty_at : cm_cache_lru_of(c, set);
