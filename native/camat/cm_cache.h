@@ -100,9 +100,9 @@ static inline int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *
             if (c->tag[s] == key)
                 return (int64_t)s;
         }
-        uint64_t e = cm_zero_bytes(word); /* the first empty way, without a branch */
-        uint64_t at = base + w0 + (uint64_t)__builtin_ctzll(e | CM_HIGHS << 56) / 8;
-        empty_at = e && at < empty_at ? at : empty_at;
+        uint64_t e = cm_zero_bytes(word);
+        if (e && empty_at == UINT64_MAX)
+            empty_at = base + w0 + (uint64_t)__builtin_ctzll(e) / 8;
     }
     if (victim)
         *victim = empty_at != UINT64_MAX ? empty_at : cm_cache_lru_of(c, set);
