@@ -248,7 +248,8 @@ static void wait_for(uint64_t *start, uint64_t *hit_end, uint64_t release)
 }
 
 /* One access, issued no earlier than floor; timelines are not advanced here. */
-static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
+static inline __attribute__((always_inline)) int feed_one_in(camat_model *m, const camat_access *a,
+                                                             uint64_t floor, const int multi)
 {
     const camat_config *cfg = &m->cfg;
     if (cm_check_access(m, a) != 0)
@@ -260,7 +261,6 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     uint64_t t = issue_cycle(m, k, a->dep, floor);
     if (t > m->gmax)
         m->gmax = t;
-    int multi = cfg->cores > 1;
     uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
 
     /* Which level serves it. */
@@ -404,6 +404,12 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     if (done > m->last_done)
         m->last_done = done;
     return 0;
+}
+
+/* multi (more than one core) a constant in each copy: the one-core path has no coherence code */
+static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
+{
+    return m->cfg.cores > 1 ? feed_one_in(m, a, floor, 1) : feed_one_in(m, a, floor, 0);
 }
 
 /* Sweeps the timelines once the frontier has moved `batch` cycles since the last sweep (no
