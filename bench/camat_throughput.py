@@ -122,7 +122,8 @@ def main() -> None:
     p.add_argument("--baseline", help="NATIVE_DIR with lib/libobjtier_camat.so to compare with")
     p.add_argument("--library", help="NATIVE_DIR of the library to measure (default: the "
                                      "built one, src/objtier/_native)")
-    p.add_argument("--only", help="comma-separated stream names to run (default: all)")
+    p.add_argument("--only", help="comma-separated starts of the stream names to run, e.g. "
+                                  "'random,mix' (default: all)")
     p.add_argument("--sample", type=int, metavar="PERIOD",
                    help="also time the sampled model: one unit per PERIOD accesses")
     p.add_argument("--sample-unit", type=int, default=DEFAULT_UNIT, metavar="U")
@@ -146,7 +147,7 @@ def main() -> None:
         names.append(f"recorded {args.recording}")
     if args.only:
         wanted = {w.strip() for w in args.only.split(",")}
-        names = [k for k in names if k in wanted]
+        names = [k for k in names if any(k.startswith(w) for w in wanted if w)]
 
     def make(name: str) -> np.ndarray:  # one stream in memory at a time
         if not name.startswith("recorded "):

@@ -132,6 +132,16 @@ camat_model *camat_create(const camat_config *cfg, const char **err)
              mshr_init(&k->m2, cfg->cache[1].mshrs, 0) == 0 &&
              mshr_init(&k->mmem, cfg->mem_mshrs, 0) == 0 &&
              (cfg->cores == 1 || (k->inv = calloc(INV_SLOTS, sizeof *k->inv)) != NULL);
+        if (ok && cfg->cores > 1) {
+            /* buckets: four per line the two caches hold, 2^12 .. 2^22 */
+            uint64_t lines =
+                (cfg->cache[0].size_bytes + cfg->cache[1].size_bytes) / cfg->line_bytes;
+            uint32_t bits = 12;
+            while (bits < 22 && (1ULL << bits) < 4 * lines)
+                bits++;
+            m->held_shift = 64 - bits;
+            ok = (k->held = calloc((size_t)1 << bits, 1)) != NULL;
+        }
     }
     ok = ok &&
          cm_cache_init(&m->llc, cfg->cache[2].size_bytes, cfg->cache[2].ways, cfg->line_bytes) == 0;
@@ -184,6 +194,7 @@ void camat_destroy(camat_model *m)
         mshr_free(&k->m2);
         mshr_free(&k->mmem);
         free(k->inv);
+        free(k->held);
     }
     free(m->cores);
     cm_cache_free(&m->llc);
@@ -198,70 +209,6 @@ void camat_destroy(camat_model *m)
     cm_sample_free(m->smp);
     free(m);
 }
-
-/* Byte-chunk mask of [addr, addr + size) within its line (64 chunks per line). */
-uint64_t cm_chunk_mask(const camat_model *m, uint64_t addr, uint32_t size)
-{
-    uint64_t off = (addr & (m->cfg.line_bytes - 1)) >> m->chunk_shift;
-    uint64_t last = ((addr & (m->cfg.line_bytes - 1)) + (size ? size : 1) - 1) >> m->chunk_shift;
-    if (last > 63)
-        last = 63;
-    uint64_t hi = last == 63 ? ~0ULL : ((1ULL << (last + 1)) - 1);
-    return hi & ~((1ULL << off) - 1);
-}
-
-/* Coherence on a store that needs ownership: drop every other core's copy and remember, in
- * that core's table, which bytes the store wrote. Returns the copies invalidated. */
-uint64_t cm_invalidate_others(camat_model *m, uint32_t me, uint64_t line, uint64_t mask)
-{
-    uint64_t n = 0;
-    for (uint32_t c = 0; c < m->cfg.cores; c++) {
-        if (c == me)
-            continue;
-        core *k = &m->cores[c];
-        int64_t s1 = cm_cache_find(&k->l1, line), s2 = cm_cache_find(&k->l2, line);
-        if (s1 < 0 && s2 < 0)
-            continue;
-        for (uint32_t i = 0; i < k->m1.n; i++) /* its fetch in flight no longer counts */
-            if (k->m1.line[i] == line + 1) {
-                k->m1.line[i] = 0;
-                k->fetching[line % M1_BUCKETS]--;
-            }
-        if (s1 >= 0)
-            cm_cache_drop(&k->l1, s1, line);
-        if (s2 >= 0)
-            cm_cache_drop(&k->l2, s2, line);
-        inv_entry *e = &k->inv[line % INV_SLOTS];
-        if (e->line != line + 1)
-            *e = (inv_entry){line + 1, 0};
-        e->written |= mask;
-        n++;
-    }
-    return n;
-}
-
-/* On a read miss in the private caches: is the line held by another core, Modified there?
- * Downgrades every other copy to Shared. Returns 2 (modified elsewhere), 1 (shared), 0. */
-int cm_snoop_read(camat_model *m, uint32_t me, uint64_t line)
-{
-    int found = 0;
-    for (uint32_t c = 0; c < m->cfg.cores; c++) {
-        if (c == me)
-            continue;
-        core *k = &m->cores[c];
-        int64_t s1 = cm_cache_find(&k->l1, line), s2 = cm_cache_find(&k->l2, line);
-        if (s1 >= 0) {
-            found = found > 1 || cm_state(&k->l1, s1) == ST_M ? 2 : 1;
-            cm_set_state(&k->l1, s1, ST_S);
-        }
-        if (s2 >= 0) {
-            found = found > 1 || cm_state(&k->l2, s2) == ST_M ? 2 : (found ? found : 1);
-            cm_set_state(&k->l2, s2, ST_S);
-        }
-    }
-    return found;
-}
-
 
 /* Issue cycle of the next access of core k. */
 static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floor)
@@ -301,7 +248,8 @@ static void wait_for(uint64_t *start, uint64_t *hit_end, uint64_t release)
 }
 
 /* One access, issued no earlier than floor; timelines are not advanced here. */
-static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
+static inline __attribute__((always_inline)) int feed_one_in(camat_model *m, const camat_access *a,
+                                                             uint64_t floor, const int multi)
 {
     const camat_config *cfg = &m->cfg;
     if (cm_check_access(m, a) != 0)
@@ -313,7 +261,6 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     uint64_t t = issue_cycle(m, k, a->dep, floor);
     if (t > m->gmax)
         m->gmax = t;
-    int multi = cfg->cores > 1;
     uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
 
     /* Which level serves it. */
@@ -459,6 +406,12 @@ static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
     return 0;
 }
 
+/* multi (more than one core) a constant in each copy: the one-core path has no coherence code */
+static int feed_one(camat_model *m, const camat_access *a, uint64_t floor)
+{
+    return m->cfg.cores > 1 ? feed_one_in(m, a, floor, 1) : feed_one_in(m, a, floor, 0);
+}
+
 /* Sweeps the timelines once the frontier has moved `batch` cycles since the last sweep (no
  * later access starts before frontier). Sweeping in batches changes no count: an access's
  * shares depend only on the phases around it, all added before the sweep passes them. */
@@ -513,6 +466,19 @@ static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
     return 0;
 }
 
+/* The first p in [lo, hi) with order[p] >= at (order is increasing there), else hi. */
+static size_t first_at(const size_t *order, size_t lo, size_t hi, size_t at)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (order[mid] < at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. */
 static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
 {
@@ -544,6 +510,7 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
     for (uint32_t c = 0; c < cores; c++)
         pos[c] = first[c];
     uint64_t floor = 0;
+    size_t fresh = 0; /* every access from here on in the stream is still to come */
     for (;;) {
         /* the earliest pending stream position, then the eligible core with the earliest clock */
         size_t cursor = SIZE_MAX;
@@ -552,6 +519,19 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
                 cursor = order[pos[c]];
         if (cursor == SIZE_MAX)
             break;
+        if (m->smp && cursor >= fresh) { /* between units, none taken ahead: one tight run */
+            size_t run = cm_functional_run(m, &a[cursor], n - cursor);
+            if (run == SIZE_MAX) {
+                rc = -1;
+                goto out;
+            }
+            if (run) {
+                fresh = cursor + run;
+                for (uint32_t c = 0; c < cores; c++)
+                    pos[c] = first_at(order, pos[c], first[c + 1], fresh);
+                continue;
+            }
+        }
         if (m->smp && cm_sample_step(m) == 0) { /* between units: in stream order */
             uint32_t c = a[cursor].core;
             pos[c]++;
@@ -574,10 +554,13 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
         }
         if (pos[pick] + AHEAD < first[pick + 1])
             prefetch(m, &a[order[pos[pick] + AHEAD]]);
-        if (feed_one(m, &a[order[pos[pick]++]], floor) != 0) {
+        size_t at = order[pos[pick]++];
+        if (feed_one(m, &a[at], floor) != 0) {
             rc = -1;
             goto out;
         }
+        if (at >= fresh)
+            fresh = at + 1;
         /* every later issue is at or after the eligible cores' earliest clock */
         if (lowest > floor)
             floor = lowest;

@@ -22,6 +22,8 @@
 /* MESI states of a line in a private cache. */
 enum { ST_I = 0, ST_S = 1, ST_E = 2, ST_M = 3 };
 
+#define CM_HOT static inline __attribute__((always_inline)) /* on every access's path */
+
 #define FP_PAD 0x01 /* neither a fingerprint (>= 0x80) nor empty (0) */
 
 typedef struct cm_cache {
@@ -61,7 +63,7 @@ static inline uint64_t cm_cache_lru_of(const cm_cache *c, uint64_t set)
 void cm_cache_rank_touch(cm_cache *c, uint64_t set, uint32_t way);
 
 /* Moves way to rank 0 of the set's recency order. */
-static inline void cm_cache_mru(cm_cache *c, uint64_t set, uint32_t way)
+CM_HOT void cm_cache_mru(cm_cache *c, uint64_t set, uint32_t way)
 {
     if (!c->order) {
         cm_cache_rank_touch(c, set, way);
@@ -88,7 +90,7 @@ static inline uint64_t cm_zero_bytes(uint64_t x)
 
 /* Slot index of line, or -1 (a line is in at most one way); with a miss, *victim (when not
  * NULL) is the slot a fill of line takes: the set's first empty way, else its LRU way. */
-static inline int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *victim)
+CM_HOT int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *victim)
 {
     uint64_t set = cm_set_of(c, line), base = set * c->ways, key = line + 1;
     const uint8_t *f = c->fp + set * c->fp_stride;
@@ -110,12 +112,12 @@ static inline int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *
     return -1;
 }
 
-static inline int64_t cm_cache_lookup(const cm_cache *c, uint64_t line, uint64_t *victim)
+CM_HOT int64_t cm_cache_lookup(const cm_cache *c, uint64_t line, uint64_t *victim)
 {
     return cm_cache_scan(c, line, victim);
 }
 
-static inline int64_t cm_cache_find(const cm_cache *c, uint64_t line)
+CM_HOT int64_t cm_cache_find(const cm_cache *c, uint64_t line)
 {
     return cm_cache_scan(c, line, NULL);
 }
@@ -140,7 +142,7 @@ static inline void cm_set_state(cm_cache *c, int64_t slot, uint8_t state)
 }
 
 /* Makes slot, which holds line, the set's most recently used way. */
-static inline void cm_cache_touch(cm_cache *c, uint64_t line, int64_t slot)
+CM_HOT void cm_cache_touch(cm_cache *c, uint64_t line, int64_t slot)
 {
     uint64_t set = cm_set_of(c, line);
     cm_cache_mru(c, set, (uint32_t)((uint64_t)slot - set * c->ways));
@@ -161,7 +163,7 @@ static inline void cm_cache_drop(cm_cache *c, int64_t slot, uint64_t line)
 }
 
 /* Puts line in slot: a victim from cm_cache_lookup, the set unchanged since. */
-static inline void cm_cache_put(cm_cache *c, uint64_t slot, uint64_t line, uint8_t state)
+CM_HOT void cm_cache_put(cm_cache *c, uint64_t slot, uint64_t line, uint8_t state)
 {
     uint64_t set = cm_set_of(c, line);
     uint32_t way = (uint32_t)(slot - set * c->ways);

@@ -4,12 +4,15 @@
  * as miss-status registers), two cores writing neighbouring bytes of one line (false sharing)
  * and of separate lines, an L1 miss merging with the fetch in flight, the page-LRU local
  * buffer, true LRU in a cache set (recency order in nibbles up to 16 ways, in bytes above),
- * sampled timing (exact counts, units, accounting) and bad configurations.
+ * sampled timing (exact counts, units, accounting), the per-core counts of held lines that
+ * let coherence skip look-ups (kept true, and the same counts as asking every core) and bad
+ * configurations.
  * Each failed check prints its line; the program exits non-zero on any failure.
  */
 #include "camat.h"
 #include "cm_cache.h"
 #include "cm_local.h"
+#include "cm_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -312,6 +315,77 @@ static void test_clock_interleaving(void)
     free(a);
 }
 
+/* Core c's count of copies in bucket at, recounted from its caches' tags. */
+static uint64_t copies_in(const camat_model *m, const core *k, uint64_t at)
+{
+    uint64_t n = 0;
+    const cm_cache *cs[2] = {&k->l1, &k->l2};
+    for (int i = 0; i < 2; i++)
+        for (uint64_t s = 0; s < cs[i]->sets * cs[i]->ways; s++)
+            n += cs[i]->tag[s] && cm_held_at(m, cs[i]->tag[s] - 1) == at;
+    return n;
+}
+
+static int same_counts(const camat_model *a, const camat_model *b, const camat_config *cfg)
+{
+    size_t no = (size_t)CAMAT_LEVELS * cfg->objects, nr = (size_t)CAMAT_LEVELS * cfg->regions;
+    return !memcmp(camat_totals(a), camat_totals(b), CAMAT_LEVELS * sizeof(camat_counts)) &&
+           !memcmp(camat_by_object(a), camat_by_object(b), no * sizeof(camat_counts)) &&
+           !memcmp(camat_by_region(a), camat_by_region(b), nr * sizeof(camat_counts)) &&
+           camat_cycles(a) == camat_cycles(b);
+}
+
+static void test_held_counts(void)
+{
+    printf("held-line counts match the caches and change no count\n");
+    enum { N = 60000 };
+    camat_access *a = calloc(N, sizeof *a);
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < N; i++) { /* shared hot lines with stores, a stream, random lines */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t pick = x % 100, y = x * 0x9E3779B97F4A7C15ULL;
+        uint64_t addr = pick < 70   ? 0x100000 + (y >> 49) * 8
+                        : pick < 90 ? 0x10000000 + (uint64_t)i * 8
+                                    : 0x40000000 + (y >> 40) / 8 * 8;
+        a[i] = (camat_access){.addr = addr,
+                              .core = (uint32_t)(y >> 20) % 3,
+                              .object = (uint32_t)(i % 3),
+                              .region = (uint32_t)(i / 7000) % 2,
+                              .flags = (uint16_t)((8 << 8) | ((y & 3) == 0 ? CAMAT_WRITE : 0))};
+    }
+    for (int pass = 0; pass < 3; pass++) { /* recorded order, clock order, sampled */
+        camat_config cfg = base_config(3);
+        cfg.cache[0] = (camat_cache){4 << 10, 4, 4, 10, 0};
+        cfg.cache[1] = (camat_cache){16 << 10, 8, 12, 16, 0};
+        cfg.reorder = pass ? 4096 : 0;
+        camat_model *m = camat_create(&cfg, NULL), *all = camat_create(&cfg, NULL);
+        /* every bucket stuck: no look-up is skipped, as before the counts were kept */
+        for (uint32_t c = 0; c < cfg.cores; c++)
+            memset(all->cores[c].held, HELD_STUCK, (size_t)1 << (64 - all->held_shift));
+        if (pass == 2) {
+            CHECK(camat_sample(m, 5000, 1000, 200) == NULL);
+            CHECK(camat_sample(all, 5000, 1000, 200) == NULL);
+        }
+        CHECK(camat_feed(m, a, N) == 0 && camat_feed(all, a, N) == 0);
+        camat_finish(m);
+        camat_finish(all);
+        CHECK(same_counts(m, all, &cfg));
+        CHECK(camat_totals(m)[CAMAT_L1].coherence_misses > 100);
+        CHECK(camat_totals(m)[CAMAT_LLC].invalidations > 100);
+        int bad = 0;
+        for (uint32_t c = 0; c < cfg.cores; c++)
+            for (uint64_t at = 0; at < (1ULL << (64 - m->held_shift)); at++) {
+                uint8_t h = m->cores[c].held[at];
+                uint64_t n = copies_in(m, &m->cores[c], at);
+                bad += h != HELD_STUCK && h != n; /* a stuck count claims nothing */
+            }
+        CHECK(bad == 0);
+        camat_destroy(m);
+        camat_destroy(all);
+    }
+    free(a);
+}
+
 static void test_local_buffer(void)
 {
     printf("local buffer: page LRU\n");
@@ -500,6 +574,7 @@ int main(void)
     test_merge_in_flight();
     test_false_sharing();
     test_clock_interleaving();
+    test_held_counts();
     test_local_buffer();
     test_sampled();
     test_bad_input();
