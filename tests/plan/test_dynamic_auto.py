@@ -151,3 +151,42 @@ def test_auto_keeps_the_static_schedule_unless_another_wins_by_the_margin(phased
     with pytest.raises(Exception, match="min_gain"):
         schedule_for(phased, source, LOCK_PAGES * PAGE, 12, None, {"min_gain": 1},
                      evaluate=tight)
+
+
+def test_a_given_plan_runs_as_a_schedule_and_is_the_fallback(phased):
+    """A per-phase plan (x keeps P, y keeps R) as a schedule: at each switch into x, P's 80
+    pages locked and R's unlocked, into y the reverse, R capped at the 90 lockable pages.
+    With it, auto's fallback is that plan, not the spill plan."""
+    from objtier.sim.dynamic import plan_candidate
+    from objtier.sim.placement import context_keys
+
+    source = from_trace(phased)
+    keys = context_keys(phased, source)
+    addr = source.addr.tolist()
+
+    def entry(base, phase, fast):
+        o = addr.index(base)
+        return {"phase": phase, "context_key": str(keys[o]), "occurrence": 0,
+                "size_min": SIZES[base] * PAGE, "size_max": SIZES[base] * PAGE,
+                "fast_bytes": fast}
+
+    doc = {"entries": [entry(P, "x", 80 * PAGE), entry(R, "y", 130 * PAGE)],
+           "phases": [{"name": "*", "target": "*"}, {"name": "x", "target": "x"},
+                      {"name": "y", "target": "y"}]}
+    tight = PhaseEvaluator(source, 100 * PAGE, 12, {"advice_rate": 0})
+    sched = schedule_for(phased, source, LOCK_PAGES * PAGE, 12, None,
+                         {"advice_rate": 0, "min_gain": 0.99}, evaluate=tight,
+                         static_plan=doc)
+    assert sched.mode == "plan" and "plan" in sched.evaluated
+    p, r = addr.index(P), addr.index(R)
+    by_phase = {}
+    for step in sched.steps:
+        by_phase.setdefault(step.phase, []).append(sorted(step.actions))
+    assert by_phase["x"][0] == [(D.LOCK, p, 0, 80)]
+    assert by_phase["y"][0] == sorted([(D.UNLOCK, p, 0, 80), (D.LOCK, r, 0, LOCK_PAGES)])
+    assert by_phase["x"][1] == sorted([(D.UNLOCK, r, 0, LOCK_PAGES), (D.LOCK, p, 0, 80)])
+    again = plan_candidate(phased, source, doc, [(s.time_ns, s.switch, s.phase, s.offset_ns)
+                                                 for s in sched.steps], LOCK_PAGES, 12)
+    assert [s.actions for s in again.steps] == [s.actions for s in sched.steps]
+    # the plan keeps y's fixed set and locks P in x: fewer swap-ins than the spill plan
+    assert sched.evaluated["plan"] < sched.evaluated["static"]

@@ -65,7 +65,7 @@ class Schedule:
     lock_pages: int
     page_shift: int
     window_ms: float
-    mode: str = "hot"        # how it was made: hot, nextuse, static (MODES) or per-phase
+    mode: str = "hot"        # how it was made: MODES, plan (a given plan) or per-phase
     evaluated: dict[str, int] = field(default_factory=dict)  # candidate -> simulated swap-ins
     phases: list[str] = field(default_factory=list)  # per-phase: candidate per segments() row
 
@@ -458,3 +458,29 @@ def stitch(cands: list[Schedule], choice: list[int], base: np.ndarray) -> Schedu
     ref = cands[choice[0]]
     return Schedule(steps, ref.lock_pages, ref.page_shift,
                     max(cands[c].window_ms for c in set(choice)), mode="per-phase")
+
+
+def plan_schedule(fast_pages: list[np.ndarray], bounds: list[tuple[int, int, str, int]],
+                  npages: np.ndarray, base: np.ndarray, lock_pages: int,
+                  page_shift: int) -> Schedule:
+    """A fixed (per-phase) plan as a schedule: fast_pages[k][o] is how many of object o's
+    first pages the plan keeps fast in window k (a window per phase execution: bounds at the
+    phase switches only). Step k locks those pages and unlocks the ones the previous step
+    locked that the plan no longer keeps (munlock only: reclaim decides), objects in index
+    order up to lock_pages in all. A lock on an object not allocated yet waits for it."""
+    steps: list[Step] = []
+    prev = np.zeros(0, np.int64)
+    for k, (t0, ordinal, name, off) in enumerate(bounds):
+        want = np.minimum(np.asarray(fast_pages[k], np.int64), npages)
+        parts, left = [], max(int(lock_pages), 0)
+        for o in np.flatnonzero(want > 0).tolist():
+            n = min(int(want[o]), left)
+            if n <= 0:
+                break
+            parts.append(base[o] + np.arange(n, dtype=np.int64))
+            left -= n
+        lock = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        steps.append(Step(t0, ordinal, name, off,
+                          _transition(prev, lock, lock, base, pageout=False)))
+        prev = lock
+    return Schedule(steps, int(lock_pages), page_shift, 0.0, mode="plan")

@@ -26,7 +26,7 @@ DEFAULT_MIN_GAIN = 0.05
 
 def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict | None,
                  params: dict[str, float], default_weight: int = 1,
-                 evaluate=None) -> D.Schedule:
+                 evaluate=None, static_plan: dict | None = None) -> D.Schedule:
     """The schedule, with its step events put into source.phase_ev. Learned from the trace
     (no plan_doc): dynamic.mode picks hot, nextuse or static (objtier.plan.dynamic); auto (the
     default) simulates each candidate on this trace with `evaluate` (default: the dynamic
@@ -38,8 +38,12 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     different candidates win different phase executions, they are also stitched per phase
     (objtier.plan.dynamic.stitch) and the stitched schedule replayed, kept if that replay
     has the fewest swap-ins. dynamic.max_calls > 0 leaves out the candidates that
-    need more advice calls than that (the static one never does in practice). `evaluate(schedule)` returns swap-ins or
-    (swap-ins, major faults)."""
+    need more advice calls than that (the static one never does in practice).
+    `evaluate(schedule)` returns swap-ins or (swap-ins, major faults). With `static_plan` (a
+    plan document: entries, phases), auto also tries that plan as a schedule ("plan": at
+    each phase switch the phase's fast objects locked, the rest unlocked) and measures the
+    min_gain against it instead of the spill plan: the schedule falls back to the plan the
+    static arm of a comparison runs."""
     from objtier.sim.phases import timeline
 
     tl = timeline(trace, source.end_ns)
@@ -92,6 +96,9 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         return D.static_schedule(source.addr, source.size, source.alloc_ns, fast, bounds(0),
                                  lock_pages, page_shift)
 
+    def planned() -> D.Schedule:
+        return plan_candidate(trace, source, static_plan, bounds(0), lock_pages, page_shift)
+
     if mode == "hot":
         sched = hot(window_ms)
     elif mode == "nextuse":
@@ -105,12 +112,15 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         windows = [window_ms] if window_ms > 0 else [
             0.0 if n == 0 else duration_ms / n for n in AUTO_WINDOWS]
         candidates = [(f"hot w={window_ms:g}", lambda: hot(window_ms)), ("static", static)]
+        if static_plan is not None:
+            candidates.append(("plan", planned))
+        reference = "plan" if static_plan is not None else "static"
         candidates += [(f"nextuse w={w:.4g}", lambda w=w: nextuse(w)) for w in windows]
         max_calls = int(params.get("max_calls", 0))
         best, scores, tried = None, {}, []
         for name, make in candidates:
             cand = make()
-            if max_calls and cand.calls() > max_calls and name != "static":
+            if max_calls and cand.calls() > max_calls and name != reference:
                 continue    # the runtime could not run it within the call budget
             _put_steps(source, cand)
             score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
@@ -146,15 +156,43 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         min_gain = float(params.get("min_gain", DEFAULT_MIN_GAIN))
         if not 0 <= min_gain < 1:
             raise UsageError("dynamic.min_gain must be in [0, 1)")
-        kept = next((c for n, c in tried if n == "static"), None)
-        if kept is not None and best[2] != "static" \
-                and not best[0][0] < scores["static"] * (1 - min_gain):
-            best = ((scores["static"],), kept, "static")
+        kept = next((c for n, c in tried if n == reference), None)
+        if kept is not None and best[2] != reference \
+                and not best[0][0] < scores[reference] * (1 - min_gain):
+            best = ((scores[reference],), kept, reference)
         sched = best[1]
         sched.evaluated = scores
         sched.mode = best[2]
     _put_steps(source, sched)
     return sched
+
+
+def plan_candidate(trace, source, plan_doc: dict, bounds, lock_pages: int,
+                   page_shift: int) -> D.Schedule:
+    """A plan document's per-phase placement as a schedule (objtier.plan.dynamic.
+    plan_schedule): in each phase execution, the fast bytes its phase's entries give (a phase
+    without a placement of its own takes its target's, "*" by default; objects matched by
+    context key, occurrence and size as the runtime matches them), as pages from the one
+    holding the object's first byte."""
+    from objtier.sim.placement import plan_file_fast_bytes
+
+    listed = plan_doc.get("phases") or [{"name": "*", "target": "*"}]
+    target = {str(p.get("name")): str(p.get("target", p.get("name"))) for p in listed}
+    sh = np.uint64(page_shift)
+    first = source.addr >> sh
+    cache: dict[str, np.ndarray] = {}
+    fast_pages = []
+    for _, _, name, _ in bounds:
+        phase = target.get(name, "*")
+        if phase not in cache:
+            fb = plan_file_fast_bytes(trace, source, plan_doc, phase).astype(np.uint64)
+            last = (source.addr + np.maximum(fb, np.uint64(1)) - np.uint64(1)) >> sh
+            cache[phase] = np.where(fb > 0, (last - first).astype(np.int64) + 1, 0)
+        fast_pages.append(cache[phase])
+    npages = np.diff(D.page_base(source.addr, source.size, page_shift))
+    return D.plan_schedule(fast_pages, bounds, npages,
+                           D.page_base(source.addr, source.size, page_shift), lock_pages,
+                           page_shift)
 
 
 def _per_phase(tried: list[tuple[str, D.Schedule]], per_phase: dict[int, np.ndarray],
@@ -234,7 +272,7 @@ def _put_steps(source, sched: D.Schedule) -> None:
 def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float,
                        min_accesses: float, fast_bytes: int | None = None,
                        mode: int = 0, max_calls: int = 0, advice_rate: int = 0,
-                       clock_scale: float = 1.0) -> dict:
+                       clock_scale: float = 1.0, static_plan: dict | None = None) -> dict:
     """A plan's `dynamic` section learned from a recording (objtier plan --dynamic); mode
     auto simulates the candidates with `fast_bytes` of fast memory (default lock_bytes plus
     a DEFAULT_RESERVE share) under the advice-call budget the plan will run under
@@ -260,7 +298,8 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
         raise UsageError(f"the clock scale must be in (0, 1e6], not {clock_scale:g}")
     sched = schedule_for(trace, source, lock_bytes, shift, None, params,
                          evaluate=_evaluator(source, fast, shift, {"advice_rate": rate,
-                                                               "time_scale": clock_scale}))
+                                                               "time_scale": clock_scale}),
+                         static_plan=static_plan)
     keys = context_keys(trace, source)
     section = build_section(sched, keys, occurrences(keys, source.pid), source.size,
                             object_labels(trace))
