@@ -44,7 +44,9 @@ def test_dynamic_comes_close_to_belady_where_a_static_plan_cannot(alternating_tr
     assert c["dynamic"]["pglock_step"] >= (2 * ROUNDS - 1) * pages // 2
     # within 1.5x of the optimum, and the program waits for few of them (prefetched)
     assert belady <= c["dynamic"]["pswpin"] <= 1.5 * belady
-    assert c["dynamic"]["pgmajfault"] < c["dynamic"]["pswpin"] / 10
+    # (most of them brought in by lock steps ahead of use: the schedule kept is stitched
+    # per phase, 5 % fewer swap-ins than the hot one and more of them waited for)
+    assert c["dynamic"]["pgmajfault"] < c["dynamic"]["pswpin"] / 4
     assert c["dynamic"]["pgprefetch"] + c["dynamic"]["pgmajfault"] == c["dynamic"]["pswpin"]
     assert c["dynamic"]["swap_fault_pinned"] == 0
     assert rows["dynamic"]["swap_ins"] == c["dynamic"]["pswpin"]  # simulate.csv's column
@@ -282,7 +284,8 @@ def test_a_schedule_that_wins_only_for_free_loses_within_the_budget(alternating_
     source = from_trace(alternating_trace)
     lock = 230 * 4096   # under one array (256 pages): a moving set must move at each switch
     free = schedule_for(alternating_trace, source, lock, 12, None, {"advice_rate": 0})
-    winner = free.mode
+    # the best single candidate (the schedule kept may be several stitched per phase)
+    winner = min((k for k in free.evaluated if k != "per-phase"), key=free.evaluated.get)
     assert winner != "static" and free.calls() > 10
     assert free.evaluated[winner] < free.evaluated["static"]
     # 5 calls/s, the whole recording taken as 1 ms of run (however long the recording took
