@@ -3,6 +3,7 @@ dynamic schedule, interleaved, under one memory cgroup with zram.
 
     .venv/bin/python bench/swap_dynamic.py [--workload alternating|bfs_urand|cc_urand|...]
         [--local 50%] [--repeat 3] [--scale 17] [--trials bfs=4,cc=1] [--advice-rate 2000]
+        [--schedule auto|hot|nextuse|static] [--min-gain 0.05]
         [-o bench-out/swap-dynamic]
 
 The program is built with `objtier cc` (so that the exact recording and the measured runs have
@@ -55,6 +56,9 @@ def main() -> int:
                         help="cgroup limit = budget + this (what the trace does not see; 8)")
     parser.add_argument("--max-calls", type=int, default=0,
                         help="plan --dynamic --max-calls (auto: schedules over it left out)")
+    parser.add_argument("--min-gain", type=float, default=None,
+                        help="plan --dynamic --min-gain (auto: the share of the static "
+                        "schedule's simulated swap-ins another must save; 0.05)")
     parser.add_argument("--window-ms", type=float, default=0.0,
                         help="plan --dynamic --window-ms (0: the schedule auto picks)")
     parser.add_argument("--no-calibrate", dest="calibrate", action="store_false",
@@ -101,10 +105,13 @@ def main() -> int:
     for name, extra in (("static", ["--algo", "spill", "--no-backfill"]),
                         ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms),
                                      "--schedule", args.schedule,
-                                     "--max-calls", str(args.max_calls)])):
+                                     "--max-calls", str(args.max_calls),
+                                     *(["--min-gain", str(args.min_gain)]
+                                       if args.min_gain is not None else [])])):
         path = out / (f"plan-{name}.json" if name == "static" else
                       f"plan-dynamic-{args.schedule}-{args.window_ms:g}"
-                      f"{f'-c{args.max_calls}' if args.max_calls else ''}.json")
+                      f"{f'-c{args.max_calls}' if args.max_calls else ''}"
+                      f"{f'-g{args.min_gain:g}' if args.min_gain is not None else ''}.json")
         if not path.exists():   # made once per recording (auto simulates its candidates)
             subprocess.run([PY, "-m", "objtier", "plan", str(trace_dir), "--fast", str(budget),
                             *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)

@@ -190,3 +190,36 @@ def test_a_given_plan_runs_as_a_schedule_and_is_the_fallback(phased):
     assert [s.actions for s in again.steps] == [s.actions for s in sched.steps]
     # the plan keeps y's fixed set and locks P in x: fewer swap-ins than the spill plan
     assert sched.evaluated["plan"] < sched.evaluated["static"]
+
+
+def test_min_gain_is_checked_on_the_command_line(phased, tmp_path):
+    import subprocess
+    import sys
+
+    def plan(*args):
+        return subprocess.run([sys.executable, "-m", "objtier", "plan", str(phased.path),
+                               "--fast", "50%", "-o", str(tmp_path / "p.json"), *args],
+                              capture_output=True, text=True)
+
+    for args, message in ((("--min-gain", "0.5"), "apply to --dynamic only"),
+                          (("--dynamic", "--min-gain", "1.5"), "--min-gain"),
+                          (("--dynamic", "--min-gain", "x"), "--min-gain")):
+        run = plan(*args)
+        assert run.returncode == 2 and message in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
+
+
+def test_the_plan_section_records_the_margin_and_the_stitched_phases(phased):
+    from objtier.plan.dynamic_file import validate_section
+    from objtier.sim.dynamic import section_from_trace
+
+    section = section_from_trace(phased, LOCK_PAGES * PAGE, PAGE, 0.0, 2.0,
+                                 fast_bytes=100 * PAGE, advice_rate=1_000_000)
+    validate_section(section)
+    assert section["mode"] == "per-phase" and section["min_gain"] == 0.05
+    assert len(section["phase_modes"]) == len({s["switch"] for s in section["steps"]})
+    strict = section_from_trace(phased, LOCK_PAGES * PAGE, PAGE, 0.0, 2.0,
+                                fast_bytes=100 * PAGE, advice_rate=1_000_000, min_gain=0.9)
+    assert strict["mode"] == "static" and strict["min_gain"] == 0.9
+    assert "phase_modes" not in strict
+    assert strict["simulated_swap_ins"] == section["simulated_swap_ins"]

@@ -96,6 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dynamic: seconds of run per recorded second (an exact trace "
                         "runs tens of times slower than the program): the runtime scales "
                         "the steps' offsets by it and the budget refills on that clock (1)")
+    parser.add_argument("--min-gain", type=B.float_option(0, 0.99), default=None,
+                        help="dynamic, schedule auto: share of the static schedule's "
+                        "simulated swap-ins another must save to be kept (0.05)")
     parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
                         help="dynamic: share of the budget never locked, left to the "
                         "kernel's reclaim (0.1)")
@@ -193,14 +196,16 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
                                          mode=MODES.index(args.schedule),
                                          max_calls=args.max_calls,
                                          advice_rate=args.advice_rate or 0,
-                                         clock_scale=args.clock_scale or 1.0)
+                                         clock_scale=args.clock_scale or 1.0,
+                                         min_gain=args.min_gain)
     plan["version"] = SECTION_VERSION
     plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
     plan["algorithm"] = {"name": "dynamic", "params": {
         "window_ms": args.window_ms, "min_accesses": args.min_accesses,
         "reserve": args.reserve, "schedule": args.schedule, "max_calls": args.max_calls,
         "advice_rate": plan["dynamic"]["advice_rate"],
-        "clock_scale": plan["dynamic"]["clock_scale"]}}
+        "clock_scale": plan["dynamic"]["clock_scale"],
+        "min_gain": plan["dynamic"]["min_gain"]}}
     if not plan["dynamic"]["steps"] or not plan["dynamic"]["objects"]:
         plan["warnings"].append("the dynamic schedule is empty (no accesses to objects with a "
                                 "known allocation context)")
@@ -263,9 +268,11 @@ def run(args: argparse.Namespace) -> int:
         args.schedule = args.schedule or "auto"
         _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
     elif (args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1
-          or args.schedule is not None or args.max_calls or args.advice_rate is not None or args.clock_scale is not None):
+          or args.schedule is not None or args.max_calls or args.advice_rate is not None
+          or args.clock_scale is not None or args.min_gain is not None):
         raise UsageError("--window-ms, --min-accesses, --reserve, --schedule, --max-calls, "
-                         "--advice-rate and --clock-scale apply to --dynamic only")
+                         "--advice-rate, --clock-scale and --min-gain apply to --dynamic "
+                         "only")
     write_plan_files(plan, args.output, args.text)
 
     if args.dynamic:

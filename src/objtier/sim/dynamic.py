@@ -272,7 +272,8 @@ def _put_steps(source, sched: D.Schedule) -> None:
 def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float,
                        min_accesses: float, fast_bytes: int | None = None,
                        mode: int = 0, max_calls: int = 0, advice_rate: int = 0,
-                       clock_scale: float = 1.0, static_plan: dict | None = None) -> dict:
+                       clock_scale: float = 1.0, static_plan: dict | None = None,
+                       min_gain: float | None = None) -> dict:
     """A plan's `dynamic` section learned from a recording (objtier plan --dynamic); mode
     auto simulates the candidates with `fast_bytes` of fast memory (default lock_bytes plus
     a DEFAULT_RESERVE share) under the advice-call budget the plan will run under
@@ -289,7 +290,8 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
     shift = page_bytes.bit_length() - 1
     source = from_trace(trace)
     params = {"window_ms": window_ms, "min_accesses": min_accesses, "mode": mode,
-              "max_calls": max_calls}
+              "max_calls": max_calls,
+              "min_gain": DEFAULT_MIN_GAIN if min_gain is None else float(min_gain)}
     fast = fast_bytes if fast_bytes is not None else int(lock_bytes / (1.0 - DEFAULT_RESERVE))
     rate = int(advice_rate) or DEFAULT_ADVICE_RATE
     if not 1 <= rate <= ADVICE_RATE_MAX:
@@ -305,6 +307,7 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
                             object_labels(trace))
     section["advice_rate"] = rate
     section["clock_scale"] = float(clock_scale)
+    section["min_gain"] = params["min_gain"]
     return section
 
 
