@@ -103,7 +103,8 @@ def main() -> int:
     local = budget + int(args.slack_mib * MIB)
     plans = {}
     for name, extra in (("static", ["--algo", "spill", "--no-backfill"]),
-                        ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms),
+                        ("dynamic", ["--algo", "spill", "--no-backfill",
+                                     "--dynamic", "--window-ms", str(args.window_ms),
                                      "--schedule", args.schedule,
                                      "--max-calls", str(args.max_calls),
                                      *(["--min-gain", str(args.min_gain)]
@@ -117,7 +118,12 @@ def main() -> int:
                             *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
         plans[name] = load_plan(path)
     (out / "plan-static.txt").write_text(to_text(plans["static"]))
-    section = plans["dynamic"]["dynamic"]
+    # schedule auto may keep the static plan itself (no dynamic section, the same spill
+    # plan as the static arm's): the dynamic arm then runs it as the static arm does
+    fallback = "dynamic" not in plans["dynamic"]
+    section = plans["dynamic"].get("dynamic") or {
+        "mode": "static plan", "steps": [], "window_ms": 0,
+        "simulated_swap_ins": plans["dynamic"]["dynamic_choice"]["simulated_swap_ins"]}
     min_size = str(enforce.plan_min_size(plans["dynamic"]))
     base = {"OBJTIER_SAMPLER": "none", "OBJTIER_MIN_SIZE": min_size,
             "OBJTIER_MLOCK_LIMIT": str(budget)}
@@ -130,6 +136,10 @@ def main() -> int:
     section["clock_scale"] = min(max(float(plain.stderr.split()[-1]) / traced_s, 1e-6), 1e6)
 
     def dynamic_env() -> tuple[dict, Path]:
+        if fallback:
+            (out / "plan-dynamic.txt").write_text(to_text(plans["dynamic"]))
+            return runtime_env({**base, "OBJTIER_PLAN": str((out / "plan-dynamic.txt")
+                                                             .resolve())}), out / "none"
         schedule, stats = schedule_env(plans["dynamic"], out, args.advice_rate)
         return runtime_env({**base, **schedule}), stats
 

@@ -325,8 +325,22 @@ def test_plan_records_the_budget_it_chose_under(alternating_trace, tmp_path):
         made, out = plan("--advice-rate", rate)
         assert made.returncode == 0, made.stderr
         doc = load_plan(out)
-        assert doc["dynamic"]["advice_rate"] == int(rate)
-        scores[rate] = doc["dynamic"]["simulated_swap_ins"]
+        # where auto keeps the static candidate, the plan is the static plan itself
+        # (version 1, fixed entries) and what auto simulated is in dynamic_choice
+        section = doc.get("dynamic") or doc["dynamic_choice"]
+        assert section["advice_rate"] == int(rate)
+        scores[rate] = section["simulated_swap_ins"]
+        if "dynamic_choice" in doc:
+            assert section["mode"] == "static" and doc["version"] == 1
+            assert any(e["fast_bytes"] > 0 for e in doc["entries"])
+            assert "kept the static plan" in made.stdout
+    # a margin no candidate clears: the static plan, as `plan` without --dynamic makes it
+    made, out = plan("--min-gain", "0.99")
+    assert made.returncode == 0 and "kept the static plan" in made.stdout, made.stderr
+    doc = load_plan(out)
+    assert doc["version"] == 1 and "dynamic" not in doc
+    assert doc["dynamic_choice"]["mode"] == "static" and doc["dynamic_choice"]["min_gain"] == 0.99
+    assert any(e["fast_bytes"] > 0 for e in doc["entries"])
     # the candidates were simulated within the budget: the static plan (2 calls) is not
     # touched by it, the moving ones are
     assert scores["5"]["static"] == scores["1000000"]["static"]
@@ -336,8 +350,9 @@ def test_plan_records_the_budget_it_chose_under(alternating_trace, tmp_path):
     made, out = plan("--advice-rate", "5", "--clock-scale", "1000")
     assert made.returncode == 0, made.stderr
     doc = load_plan(out)
-    assert doc["dynamic"]["clock_scale"] == 1000.0
-    assert doc["dynamic"]["simulated_swap_ins"] != scores["5"]
+    section = doc.get("dynamic") or doc["dynamic_choice"]
+    assert section["clock_scale"] == 1000.0
+    assert section["simulated_swap_ins"] != scores["5"]
     for bad in (("--advice-rate", "0"), ("--advice-rate", "2000000"), ("--advice-rate", "x"),
                 ("--clock-scale", "0"), ("--clock-scale", "-1"), ("--clock-scale", "nan")):
         made, _ = plan(*bad)

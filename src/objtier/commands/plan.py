@@ -180,7 +180,12 @@ def _processes(profile) -> list[Any]:
 
 def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: int,
                   page: int) -> None:
-    """Replace the plan's fixed entries by a dynamic schedule learned from the recording."""
+    """Replace the plan's fixed entries by a dynamic schedule learned from the recording.
+    Where schedule auto keeps the static candidate (no schedule that moves pages simulated
+    --min-gain fewer swap-ins), the plan keeps its fixed entries instead (version 1, made by
+    --algo): the runtime enforces them at each allocation, where a schedule's thread locks
+    the same pages just after it (measured slower: docs/benchmarks.md); what auto simulated
+    is kept in the plan's `dynamic_choice`."""
     path = Path(args.input[0])
     if not path.is_dir() or len(args.input) > 1 or args.phases or args.sensitivity:
         raise UsageError("--dynamic takes one recording (run.otr/), without --phases or "
@@ -198,6 +203,11 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
                                          advice_rate=args.advice_rate or 0,
                                          clock_scale=args.clock_scale or 1.0,
                                          min_gain=args.min_gain)
+    if args.schedule == "auto" and plan["dynamic"]["mode"] == "static":
+        section = plan.pop("dynamic")
+        plan["dynamic_choice"] = {k: section[k] for k in (
+            "mode", "simulated_swap_ins", "advice_rate", "clock_scale", "min_gain")}
+        return
     plan["version"] = SECTION_VERSION
     plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
     plan["algorithm"] = {"name": "dynamic", "params": {
@@ -275,7 +285,13 @@ def run(args: argparse.Namespace) -> int:
                          "only")
     write_plan_files(plan, args.output, args.text)
 
-    if args.dynamic:
+    if args.dynamic and "dynamic_choice" in plan:
+        choice = plan["dynamic_choice"]
+        print(f"kept the static plan (--algo {args.algo}): no schedule simulated "
+              f"{choice['min_gain']:.0%} fewer swap-ins than the static one within "
+              f"{choice['advice_rate']:,} advice calls/s: " + ", ".join(
+                  f"{k} {v:,}" for k, v in choice["simulated_swap_ins"].items()))
+    elif args.dynamic:
         section = plan["dynamic"]
         actions = sum(len(st["actions"]) for st in section["steps"])
         print(f"dynamic schedule: {len(section['steps'])} steps, {actions} actions on "
