@@ -145,6 +145,12 @@ def test_auto_keeps_the_static_schedule_unless_another_wins_by_the_margin(phased
     strict = schedule_for(phased, source, LOCK_PAGES * PAGE, 12, None,
                           {"advice_rate": 0, "min_gain": 0.9}, evaluate=tight)
     assert strict.mode == "static" and strict.evaluated == kept.evaluated
+    # a margin of 1 % clears the gain, but needs the static count to be 1 / 0.01^2 = 10,000
+    # or more to show it (its 5,840 do not): static again
+    fine = schedule_for(phased, source, LOCK_PAGES * PAGE, 12, None,
+                        {"advice_rate": 0, "min_gain": 0.01}, evaluate=tight)
+    assert 1 / 0.01 ** 2 > fine.evaluated["static"] > 1 / 0.05 ** 2
+    assert fine.mode == "static"
     assert [s.actions for s in strict.steps] == [
         s.actions for s in schedule_for(phased, source, LOCK_PAGES * PAGE, 12, None,
                                         {"mode": 3}).steps]

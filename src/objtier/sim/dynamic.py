@@ -34,7 +34,8 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     dynamic.advice_rate as the runtime applies it) and keeps the one with the fewest
     swap-ins (then major faults), the static plan among them, so the schedule is never worse
     than the static plan in simulation; a candidate that is not dynamic.min_gain (5 %) below
-    the static one loses to it (within the simulator's error on the real tier). Where
+    the static one loses to it (within the simulator's error on the real tier), and so does
+    every one where the static one simulates fewer than 1 / min_gain^2 swap-ins. Where
     different candidates win different phase executions, they are also stitched per phase
     (objtier.plan.dynamic.stitch) and the stitched schedule replayed, kept if that replay
     has the fewest swap-ins. dynamic.max_calls > 0 leaves out the candidates that
@@ -156,10 +157,15 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         min_gain = float(params.get("min_gain", DEFAULT_MIN_GAIN))
         if not 0 <= min_gain < 1:
             raise UsageError("dynamic.min_gain must be in [0, 1)")
+        # ... and a reference count under 1 / min_gain^2 (400 at 5 %) cannot show that gain:
+        # its own sampling error, 1 / sqrt(count), is larger (a sampled profile's few
+        # simulated swap-ins chose a schedule that was OOM-killed on BC)
         kept = next((c for n, c in tried if n == reference), None)
-        if kept is not None and best[2] != reference \
-                and not best[0][0] < scores[reference] * (1 - min_gain):
-            best = ((scores[reference],), kept, reference)
+        ref = scores.get(reference, 0)
+        if kept is not None and best[2] != reference and (
+                not best[0][0] < ref * (1 - min_gain)
+                or (min_gain > 0 and ref < 1 / min_gain ** 2)):
+            best = ((ref,), kept, reference)
         sched = best[1]
         sched.evaluated = scores
         sched.mode = best[2]
