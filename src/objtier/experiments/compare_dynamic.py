@@ -84,7 +84,8 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
     peak (the plan's margin was left for the pages it does not lock: a schedule locking 7.9
     of BC's 10.75 MiB was OOM-killed in every run where the plan, locking 2.5 MiB, lived),
     and it is auto's fallback: a candidate that does not simulate 5 % fewer swap-ins than
-    that plan run as a schedule loses to it."""
+    that plan run as a schedule (from a count of 400 or more) loses to it, and the arm then
+    runs the plan itself, with no schedule (and no advice counts)."""
     from objtier.outputs import write_private
     from objtier.plan.dynamic_file import SECTION_VERSION
     from objtier.record import enforce
@@ -109,6 +110,15 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
         f"{lock >> 20} MiB locked")
     dyn_dir = directory / "dynamic"
     dyn_dir.mkdir(mode=0o700, exist_ok=True)
+    if section.get("mode") == "plan":
+        # the fallback runs the static plan itself (its locks at each allocation, as the
+        # static arm, without its PLACEMENT trace): a schedule locking the same pages from
+        # its thread was slower with the same faults (docs/benchmarks.md)
+        say("dynamic arm: no schedule simulated the margin below the static plan: the arm "
+            "runs that plan")
+        run = enforce.PlanRun(directory / "plan.txt", limit, enforce.plan_min_size(static_plan),
+                              large_folios=bool(static_plan.get("large_folios")))
+        return DynamicArm(plan, runtime_env(run.settings()), dyn_dir / "dynamic-stats.txt")
     schedule, stats = schedule_env(plan, dyn_dir, advice_rate)
     env = runtime_env({"OBJTIER_SAMPLER": "none",
                        "OBJTIER_MIN_SIZE": str(enforce.plan_min_size(plan)),
