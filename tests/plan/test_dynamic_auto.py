@@ -229,3 +229,46 @@ def test_the_plan_section_records_the_margin_and_the_stitched_phases(phased):
     assert strict["mode"] == "static" and strict["min_gain"] == 0.9
     assert "phase_modes" not in strict
     assert strict["simulated_swap_ins"] == section["simulated_swap_ins"]
+
+
+def test_compare_arm_runs_the_static_plan_unless_a_schedule_clears_the_margin(phased,
+                                                                                tmp_path):
+    """compare --dynamic's arm (objtier.experiments.compare_dynamic.prepare) on this trace as
+    its profile: with room for every page the plan simulates no swap-in (under 400, no gain
+    can show against it) and the arm runs the static arm's plan itself (OBJTIER_PLAN, no schedule); on the tight tier the
+    per-phase schedule clears the margin and the arm runs it (OBJTIER_DYNAMIC), locking no
+    more than the plan keeps fast at once."""
+    import json
+
+    from objtier.experiments.compare_dynamic import planned_peak, prepare
+    from objtier.sim.placement import context_keys
+
+    source = from_trace(phased)
+    keys = context_keys(phased, source)
+    addr = source.addr.tolist()
+
+    def entry(base, phase, pages):
+        return {"phase": phase, "context_key": str(keys[addr.index(base)]), "occurrence": 0,
+                "size_min": SIZES[base] * PAGE, "size_max": SIZES[base] * PAGE,
+                "fast_bytes": pages * PAGE}
+
+    doc = {"entries": [entry(P, "x", 80), entry(R, "y", 130)],
+           "phases": [{"name": "*", "target": "*"}, {"name": "x", "target": "x"},
+                      {"name": "y", "target": "y"}]}
+    assert planned_peak(doc) == 130 * PAGE
+    for limit, runs_plan in ((400 * PAGE, True), (100 * PAGE, False)):
+        out = tmp_path / str(limit)
+        out.mkdir()
+        (out / "plan.json").write_text(json.dumps(doc))
+        (out / "plan.txt").write_text("objtier-plan 1\n")
+        arm = prepare(phased.path, limit, PAGE, out, 2000, lambda text: None)
+        section = arm.plan["dynamic"]
+        assert section["lock_bytes"] <= min(planned_peak(doc), limit)
+        if runs_plan:
+            assert section["mode"] == "plan" and section["simulated_swap_ins"]["plan"] == 0
+            assert arm.env["OBJTIER_PLAN"] == str((out / "plan.txt").resolve())
+            assert "OBJTIER_DYNAMIC" not in arm.env
+        else:
+            assert section["mode"] == "per-phase"
+            assert section["simulated_swap_ins"]["plan"] >= 400
+            assert "OBJTIER_DYNAMIC" in arm.env and "OBJTIER_PLAN" not in arm.env
