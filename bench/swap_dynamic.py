@@ -9,7 +9,9 @@ dynamic schedule, interleaved, under one memory cgroup with zram.
 The program is built with `objtier cc` (so that the exact recording and the measured runs have
 the same allocation contexts) and recorded once with the trace sampler; `objtier plan` makes a
 static plan (spill, the best static plan of the simulator's graph runs) and a dynamic one
-(`--dynamic`, schedule auto: the best of hot, next-use and static, simulated on the recording)
+(`--dynamic`, schedule auto: the best of hot, next-use, static and their per-phase stitching,
+simulated on the recording; where it keeps the static candidate, the spill plan itself, which
+the dynamic arm then runs as the static arm does)
 for the budget; the schedule's time offsets are scaled to the measured run's clock (the plain
 run's wall time over the recording's, then a calibration run of the dynamic arm under the
 cgroup, not counted). Local memory = the given share of the traced peak live footprint
