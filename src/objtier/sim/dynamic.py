@@ -65,6 +65,9 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     horizon = int(params.get("horizon", D.DEFAULT_HORIZON))
     if window_ms < 0 or min_acc < 1:
         raise UsageError("dynamic.window_ms must be >= 0 and dynamic.min_accesses >= 1")
+    min_gain = float(params.get("min_gain", DEFAULT_MIN_GAIN))
+    if not 0 <= min_gain < 1:
+        raise UsageError("dynamic.min_gain must be in [0, 1)")
     if not mode or params.get("mode", 0) != int(params.get("mode", 0)):
         raise UsageError("dynamic.mode: 0 auto, 1 hot, 2 nextuse, 3 static")
     if not 1 <= chunk <= 1 << 20 or not 0 <= ahead <= 1 << 20 or willneed_pages < 0:
@@ -154,11 +157,9 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
                 scores["per-phase"] = score[0]
                 if score < best[0]:
                     best = (score, stitched, "per-phase")
-        min_gain = float(params.get("min_gain", DEFAULT_MIN_GAIN))
-        if not 0 <= min_gain < 1:
-            raise UsageError("dynamic.min_gain must be in [0, 1)")
-        # ... and a reference count under 1 / min_gain^2 (400 at 5 %) cannot show that gain:
-        # its own sampling error, 1 / sqrt(count), is larger (a sampled profile's few
+        # the static reference stays unless the best simulates min_gain fewer swap-ins, from
+        # a reference count of 1 / min_gain^2 (400 at 5 %) or more: under it, its own
+        # sampling error, 1 / sqrt(count), is larger than the gain (a sampled profile's few
         # simulated swap-ins chose a schedule that was OOM-killed on BC)
         kept = next((c for n, c in tried if n == reference), None)
         ref = scores.get(reference, 0)
