@@ -3,12 +3,15 @@ dynamic schedule, interleaved, under one memory cgroup with zram.
 
     .venv/bin/python bench/swap_dynamic.py [--workload alternating|bfs_urand|cc_urand|...]
         [--local 50%] [--repeat 3] [--scale 17] [--trials bfs=4,cc=1] [--advice-rate 2000]
+        [--schedule auto|hot|nextuse|static] [--min-gain 0.05]
         [-o bench-out/swap-dynamic]
 
 The program is built with `objtier cc` (so that the exact recording and the measured runs have
 the same allocation contexts) and recorded once with the trace sampler; `objtier plan` makes a
 static plan (spill, the best static plan of the simulator's graph runs) and a dynamic one
-(`--dynamic`, schedule auto: the best of hot, next-use and static, simulated on the recording)
+(`--dynamic`, schedule auto: the best of hot, next-use, static and their per-phase stitching,
+simulated on the recording; where it keeps the static candidate, the spill plan itself, which
+the dynamic arm then runs as the static arm does)
 for the budget; the schedule's time offsets are scaled to the measured run's clock (the plain
 run's wall time over the recording's, then a calibration run of the dynamic arm under the
 cgroup, not counted). Local memory = the given share of the traced peak live footprint
@@ -55,6 +58,9 @@ def main() -> int:
                         help="cgroup limit = budget + this (what the trace does not see; 8)")
     parser.add_argument("--max-calls", type=int, default=0,
                         help="plan --dynamic --max-calls (auto: schedules over it left out)")
+    parser.add_argument("--min-gain", type=float, default=None,
+                        help="plan --dynamic --min-gain (auto: the share of the static "
+                        "schedule's simulated swap-ins another must save; 0.05)")
     parser.add_argument("--window-ms", type=float, default=0.0,
                         help="plan --dynamic --window-ms (0: the schedule auto picks)")
     parser.add_argument("--no-calibrate", dest="calibrate", action="store_false",
@@ -99,18 +105,27 @@ def main() -> int:
     local = budget + int(args.slack_mib * MIB)
     plans = {}
     for name, extra in (("static", ["--algo", "spill", "--no-backfill"]),
-                        ("dynamic", ["--dynamic", "--window-ms", str(args.window_ms),
+                        ("dynamic", ["--algo", "spill", "--no-backfill",
+                                     "--dynamic", "--window-ms", str(args.window_ms),
                                      "--schedule", args.schedule,
-                                     "--max-calls", str(args.max_calls)])):
+                                     "--max-calls", str(args.max_calls),
+                                     *(["--min-gain", str(args.min_gain)]
+                                       if args.min_gain is not None else [])])):
         path = out / (f"plan-{name}.json" if name == "static" else
                       f"plan-dynamic-{args.schedule}-{args.window_ms:g}"
-                      f"{f'-c{args.max_calls}' if args.max_calls else ''}.json")
+                      f"{f'-c{args.max_calls}' if args.max_calls else ''}"
+                      f"{f'-g{args.min_gain:g}' if args.min_gain is not None else ''}.json")
         if not path.exists():   # made once per recording (auto simulates its candidates)
             subprocess.run([PY, "-m", "objtier", "plan", str(trace_dir), "--fast", str(budget),
                             *extra, "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
         plans[name] = load_plan(path)
     (out / "plan-static.txt").write_text(to_text(plans["static"]))
-    section = plans["dynamic"]["dynamic"]
+    # schedule auto may keep the static plan itself (no dynamic section, the same spill
+    # plan as the static arm's): the dynamic arm then runs it as the static arm does
+    fallback = "dynamic" not in plans["dynamic"]
+    section = plans["dynamic"].get("dynamic") or {
+        "mode": "static plan", "steps": [], "window_ms": 0,
+        "simulated_swap_ins": plans["dynamic"]["dynamic_choice"]["simulated_swap_ins"]}
     min_size = str(enforce.plan_min_size(plans["dynamic"]))
     base = {"OBJTIER_SAMPLER": "none", "OBJTIER_MIN_SIZE": min_size,
             "OBJTIER_MLOCK_LIMIT": str(budget)}
@@ -123,6 +138,10 @@ def main() -> int:
     section["clock_scale"] = min(max(float(plain.stderr.split()[-1]) / traced_s, 1e-6), 1e6)
 
     def dynamic_env() -> tuple[dict, Path]:
+        if fallback:
+            (out / "plan-dynamic.txt").write_text(to_text(plans["dynamic"]))
+            return runtime_env({**base, "OBJTIER_PLAN": str((out / "plan-dynamic.txt")
+                                                             .resolve())}), out / "none"
         schedule, stats = schedule_env(plans["dynamic"], out, args.advice_rate)
         return runtime_env({**base, **schedule}), stats
 

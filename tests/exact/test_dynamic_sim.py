@@ -44,7 +44,9 @@ def test_dynamic_comes_close_to_belady_where_a_static_plan_cannot(alternating_tr
     assert c["dynamic"]["pglock_step"] >= (2 * ROUNDS - 1) * pages // 2
     # within 1.5x of the optimum, and the program waits for few of them (prefetched)
     assert belady <= c["dynamic"]["pswpin"] <= 1.5 * belady
-    assert c["dynamic"]["pgmajfault"] < c["dynamic"]["pswpin"] / 10
+    # (most of them brought in by lock steps ahead of use: the schedule kept is stitched
+    # per phase, 5 % fewer swap-ins than the hot one and more of them waited for)
+    assert c["dynamic"]["pgmajfault"] < c["dynamic"]["pswpin"] / 4
     assert c["dynamic"]["pgprefetch"] + c["dynamic"]["pgmajfault"] == c["dynamic"]["pswpin"]
     assert c["dynamic"]["swap_fault_pinned"] == 0
     assert rows["dynamic"]["swap_ins"] == c["dynamic"]["pswpin"]  # simulate.csv's column
@@ -282,7 +284,8 @@ def test_a_schedule_that_wins_only_for_free_loses_within_the_budget(alternating_
     source = from_trace(alternating_trace)
     lock = 230 * 4096   # under one array (256 pages): a moving set must move at each switch
     free = schedule_for(alternating_trace, source, lock, 12, None, {"advice_rate": 0})
-    winner = free.mode
+    # the best single candidate (the schedule kept may be several stitched per phase)
+    winner = min((k for k in free.evaluated if k != "per-phase"), key=free.evaluated.get)
     assert winner != "static" and free.calls() > 10
     assert free.evaluated[winner] < free.evaluated["static"]
     # 5 calls/s, the whole recording taken as 1 ms of run (however long the recording took
@@ -322,8 +325,22 @@ def test_plan_records_the_budget_it_chose_under(alternating_trace, tmp_path):
         made, out = plan("--advice-rate", rate)
         assert made.returncode == 0, made.stderr
         doc = load_plan(out)
-        assert doc["dynamic"]["advice_rate"] == int(rate)
-        scores[rate] = doc["dynamic"]["simulated_swap_ins"]
+        # where auto keeps the static candidate, the plan is the static plan itself
+        # (version 1, fixed entries) and what auto simulated is in dynamic_choice
+        section = doc.get("dynamic") or doc["dynamic_choice"]
+        assert section["advice_rate"] == int(rate)
+        scores[rate] = section["simulated_swap_ins"]
+        if "dynamic_choice" in doc:
+            assert section["mode"] == "static" and doc["version"] == 1
+            assert any(e["fast_bytes"] > 0 for e in doc["entries"])
+            assert "kept the static plan" in made.stdout
+    # a margin no candidate clears: the static plan, as `plan` without --dynamic makes it
+    made, out = plan("--min-gain", "0.99")
+    assert made.returncode == 0 and "kept the static plan" in made.stdout, made.stderr
+    doc = load_plan(out)
+    assert doc["version"] == 1 and "dynamic" not in doc
+    assert doc["dynamic_choice"]["mode"] == "static" and doc["dynamic_choice"]["min_gain"] == 0.99
+    assert any(e["fast_bytes"] > 0 for e in doc["entries"])
     # the candidates were simulated within the budget: the static plan (2 calls) is not
     # touched by it, the moving ones are
     assert scores["5"]["static"] == scores["1000000"]["static"]
@@ -333,8 +350,9 @@ def test_plan_records_the_budget_it_chose_under(alternating_trace, tmp_path):
     made, out = plan("--advice-rate", "5", "--clock-scale", "1000")
     assert made.returncode == 0, made.stderr
     doc = load_plan(out)
-    assert doc["dynamic"]["clock_scale"] == 1000.0
-    assert doc["dynamic"]["simulated_swap_ins"] != scores["5"]
+    section = doc.get("dynamic") or doc["dynamic_choice"]
+    assert section["clock_scale"] == 1000.0
+    assert section["simulated_swap_ins"] != scores["5"]
     for bad in (("--advice-rate", "0"), ("--advice-rate", "2000000"), ("--advice-rate", "x"),
                 ("--clock-scale", "0"), ("--clock-scale", "-1"), ("--clock-scale", "nan")):
         made, _ = plan(*bad)

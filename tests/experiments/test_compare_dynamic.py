@@ -42,6 +42,12 @@ def test_dynamic_arm_runs_the_schedule_next_to_the_static_plan(compile_c, tmp_pa
     assert plan["version"] == 2 and plan["dynamic"]["steps"]
     limit = result.summary["local"]["mlock_limit_bytes"]
     assert 0 < plan["dynamic"]["lock_bytes"] <= limit
+    # bounded by what the static arm's plan keeps fast at once, and that plan is a candidate
+    from objtier.experiments.compare_dynamic import planned_peak
+
+    static_plan = json.loads((out / "plan.json").read_text())
+    assert plan["dynamic"]["lock_bytes"] <= max(planned_peak(static_plan), 4096)
+    assert "plan" in plan["dynamic"]["simulated_swap_ins"]
     summary = json.loads((out / "summary.json").read_text())["dynamic"]
     assert summary["runs_with_counts"] == 1 and summary["steps"] == len(plan["dynamic"]["steps"])
     assert summary["schedule"] in summary["simulated_swap_ins"]

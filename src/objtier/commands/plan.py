@@ -96,6 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dynamic: seconds of run per recorded second (an exact trace "
                         "runs tens of times slower than the program): the runtime scales "
                         "the steps' offsets by it and the budget refills on that clock (1)")
+    parser.add_argument("--min-gain", type=B.float_option(0, 0.99), default=None,
+                        help="dynamic, schedule auto: share of the static schedule's "
+                        "simulated swap-ins another must save to be kept (0.05)")
     parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
                         help="dynamic: share of the budget never locked, left to the "
                         "kernel's reclaim (0.1)")
@@ -177,7 +180,12 @@ def _processes(profile) -> list[Any]:
 
 def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: int,
                   page: int) -> None:
-    """Replace the plan's fixed entries by a dynamic schedule learned from the recording."""
+    """Replace the plan's fixed entries by a dynamic schedule learned from the recording.
+    Where schedule auto keeps the static candidate (no schedule that moves pages simulated
+    --min-gain fewer swap-ins), the plan keeps its fixed entries instead (version 1, made by
+    --algo): the runtime enforces them at each allocation, where a schedule's thread locks
+    the same pages just after it (measured slower: docs/benchmarks.md); what auto simulated
+    is kept in the plan's `dynamic_choice`."""
     path = Path(args.input[0])
     if not path.is_dir() or len(args.input) > 1 or args.phases or args.sensitivity:
         raise UsageError("--dynamic takes one recording (run.otr/), without --phases or "
@@ -193,14 +201,21 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
                                          mode=MODES.index(args.schedule),
                                          max_calls=args.max_calls,
                                          advice_rate=args.advice_rate or 0,
-                                         clock_scale=args.clock_scale or 1.0)
+                                         clock_scale=args.clock_scale or 1.0,
+                                         min_gain=args.min_gain)
+    if args.schedule == "auto" and plan["dynamic"]["mode"] == "static":
+        section = plan.pop("dynamic")
+        plan["dynamic_choice"] = {k: section[k] for k in (
+            "mode", "simulated_swap_ins", "advice_rate", "clock_scale", "min_gain")}
+        return
     plan["version"] = SECTION_VERSION
     plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
     plan["algorithm"] = {"name": "dynamic", "params": {
         "window_ms": args.window_ms, "min_accesses": args.min_accesses,
         "reserve": args.reserve, "schedule": args.schedule, "max_calls": args.max_calls,
         "advice_rate": plan["dynamic"]["advice_rate"],
-        "clock_scale": plan["dynamic"]["clock_scale"]}}
+        "clock_scale": plan["dynamic"]["clock_scale"],
+        "min_gain": plan["dynamic"]["min_gain"]}}
     if not plan["dynamic"]["steps"] or not plan["dynamic"]["objects"]:
         plan["warnings"].append("the dynamic schedule is empty (no accesses to objects with a "
                                 "known allocation context)")
@@ -263,12 +278,20 @@ def run(args: argparse.Namespace) -> int:
         args.schedule = args.schedule or "auto"
         _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
     elif (args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1
-          or args.schedule is not None or args.max_calls or args.advice_rate is not None or args.clock_scale is not None):
+          or args.schedule is not None or args.max_calls or args.advice_rate is not None
+          or args.clock_scale is not None or args.min_gain is not None):
         raise UsageError("--window-ms, --min-accesses, --reserve, --schedule, --max-calls, "
-                         "--advice-rate and --clock-scale apply to --dynamic only")
+                         "--advice-rate, --clock-scale and --min-gain apply to --dynamic "
+                         "only")
     write_plan_files(plan, args.output, args.text)
 
-    if args.dynamic:
+    if args.dynamic and "dynamic_choice" in plan:
+        choice = plan["dynamic_choice"]
+        print(f"kept the static plan (--algo {args.algo}): no schedule simulated "
+              f"{choice['min_gain']:.0%} fewer swap-ins than the static one within "
+              f"{choice['advice_rate']:,} advice calls/s: " + ", ".join(
+                  f"{k} {v:,}" for k, v in choice["simulated_swap_ins"].items()))
+    elif args.dynamic:
         section = plan["dynamic"]
         actions = sum(len(st["actions"]) for st in section["steps"])
         print(f"dynamic schedule: {len(section['steps'])} steps, {actions} actions on "

@@ -4,9 +4,9 @@ from compare's first profile for the same mlock limit as the static plan, next t
 kernel baseline and the static plan, under the same cgroup and the same stat-flush reader.
 
 The schedule is chosen as `objtier plan --dynamic` chooses it (schedule auto: hot, next-use and
-the static spill plan simulated on the profile, the fewest swap-ins kept) with steps at the
-program's phase switches (a sampled profile has too few samples for windows inside a phase:
-`objtier plan --dynamic` on an exact recording makes finer schedules). Per run the runtime's
+the static spill plan simulated on the profile, the fewest swap-ins kept), with the static
+arm's own plan as one more candidate and as the fallback (prepare), locking no more than that
+plan does at its peak. Per run the runtime's
 counts (advice calls per kind, steps applied, bytes prefetched, time in advice calls, the schedule
 thread's CPU) go to runs/NN-objtier-dynamic-I.dynamic.txt; summary.json's "dynamic" holds
 the schedule's make-up and the medians of those counts.
@@ -65,10 +65,27 @@ class DynamicArm:
                 "median": med, "median_advice_calls": statistics.median(calls) if calls else 0}
 
 
+def planned_peak(plan: dict[str, Any]) -> int:
+    """The most bytes the static plan keeps fast at once: its largest phase's fast bytes (the
+    whole program's entries count in every phase that has no entry for the same object)."""
+    per: dict[str, dict[tuple, int]] = {}
+    for e in plan.get("entries", []):
+        key = (e.get("context_key"), e.get("occurrence"), e.get("size_min"), e.get("size_max"))
+        per.setdefault(str(e.get("phase", "*")), {})[key] = int(e.get("fast_bytes") or 0)
+    root = per.get("*", {})
+    return max([sum({**root, **own}.values()) for own in per.values()] or [0])
+
+
 def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_rate: int,
             say: Callable[[str], None]) -> DynamicArm:
     """Learn the schedule from `profile` for an mlock limit of `limit` bytes; write
-    DIR/plan-dynamic.json and the runtime's text form."""
+    DIR/plan-dynamic.json and the runtime's text form. The static arm's plan (DIR/plan.json,
+    written before) bounds it: the schedule locks no more than that plan keeps fast at its
+    peak (the plan's margin was left for the pages it does not lock: a schedule locking 7.9
+    of BC's 10.75 MiB was OOM-killed in every run where the plan, locking 2.5 MiB, lived),
+    and it is auto's fallback: a candidate that does not simulate 5 % fewer swap-ins than
+    that plan run as a schedule (from a count of 400 or more) loses to it, and the arm then
+    runs the plan itself, with no schedule (and no advice counts)."""
     from objtier.outputs import write_private
     from objtier.plan.dynamic_file import SECTION_VERSION
     from objtier.record import enforce
@@ -78,9 +95,12 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
     from objtier.trace import open_trace
 
     trace = open_trace(profile)
-    lock = int(limit * (1.0 - RESERVE)) // page_bytes * page_bytes
+    static_plan = json.loads((directory / "plan.json").read_text())
+    lock = min(int(limit * (1.0 - RESERVE)), planned_peak(static_plan))
+    lock = max(lock // page_bytes * page_bytes, page_bytes)
     section = section_from_trace(trace, lock, page_bytes, WINDOW_MS, MIN_ACCESSES,
-                                 fast_bytes=limit)
+                                 fast_bytes=limit, advice_rate=advice_rate,
+                                 static_plan=static_plan)
     plan = {"version": SECTION_VERSION, "entries": [], "dynamic": section}
     write_private(directory / "plan-dynamic.json", json.dumps(plan, indent=1) + "\n",
                   "dynamic plan")
@@ -90,6 +110,15 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
         f"{lock >> 20} MiB locked")
     dyn_dir = directory / "dynamic"
     dyn_dir.mkdir(mode=0o700, exist_ok=True)
+    if section.get("mode") == "plan":
+        # the fallback runs the static plan itself (its locks at each allocation, as the
+        # static arm, without its PLACEMENT trace): a schedule locking the same pages from
+        # its thread was slower with the same faults (docs/benchmarks.md)
+        say("dynamic arm: no schedule simulated the margin below the static plan: the arm "
+            "runs that plan")
+        run = enforce.PlanRun(directory / "plan.txt", limit, enforce.plan_min_size(static_plan),
+                              large_folios=bool(static_plan.get("large_folios")))
+        return DynamicArm(plan, runtime_env(run.settings()), dyn_dir / "dynamic-stats.txt")
     schedule, stats = schedule_env(plan, dyn_dir, advice_rate)
     env = runtime_env({"OBJTIER_SAMPLER": "none",
                        "OBJTIER_MIN_SIZE": str(enforce.plan_min_size(plan)),

@@ -65,8 +65,9 @@ class Schedule:
     lock_pages: int
     page_shift: int
     window_ms: float
-    mode: str = "hot"        # how it was made: hot, nextuse or static (MODES)
+    mode: str = "hot"        # how it was made: MODES, plan (a given plan) or per-phase
     evaluated: dict[str, int] = field(default_factory=dict)  # candidate -> simulated swap-ins
+    phases: list[str] = field(default_factory=list)  # per-phase: candidate per segments() row
 
     def csr(self) -> tuple[np.ndarray, ...]:
         """(offsets, objs, first, pages, action) for sim_set_schedule."""
@@ -385,3 +386,101 @@ def static_schedule(obj_addr: np.ndarray, obj_size: np.ndarray, alloc_ns: np.nda
         steps[k].actions.append((LOCK, int(o), 0, n))
         left -= n
     return Schedule(steps, int(lock_pages), page_shift, 0.0, mode="static")
+
+
+def page_base(obj_addr: np.ndarray, obj_size: np.ndarray, page_shift: int) -> np.ndarray:
+    """Object o's page p is global page base[o] + p (base[-1]: pages of all objects)."""
+    return _layout(obj_addr, obj_size, page_shift)[2]
+
+
+def segments(sched: Schedule) -> list[tuple[int, int, int]]:
+    """(switch ordinal, first step, end step) of every phase execution the schedule has steps
+    in, in step order: the steps from one switch of the phase in force to the next."""
+    out: list[tuple[int, int, int]] = []
+    for i, s in enumerate(sched.steps):
+        if out and out[-1][0] == s.switch:
+            out[-1] = (s.switch, out[-1][1], i + 1)
+        else:
+            out.append((s.switch, i, i + 1))
+    return out
+
+
+def _gids(actions, codes: tuple[int, ...], base: np.ndarray) -> np.ndarray:
+    parts = [base[o] + np.arange(f, f + n, dtype=np.int64) for a, o, f, n in actions
+             if a in codes]
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def locked_after(sched: Schedule, base: np.ndarray) -> list[np.ndarray]:
+    """The locked set (sorted global page ids) each step leaves, replaying its actions from
+    an empty set: UNLOCK and PAGEOUT take pages out, LOCK puts them in (whether the object is
+    live yet or not: a lock waits for its object)."""
+    cur = np.zeros(0, np.int64)
+    out = []
+    for s in sched.steps:
+        cur = np.setdiff1d(cur, _gids(s.actions, (UNLOCK, PAGEOUT), base), assume_unique=True)
+        cur = np.union1d(cur, _gids(s.actions, (LOCK,), base))
+        out.append(cur)
+    return out
+
+
+def stitch(cands: list[Schedule], choice: list[int], base: np.ndarray) -> Schedule:
+    """One schedule from several learned on the same phase switches (their segments() have the
+    same switch ordinals): phase execution j runs the steps of cands[choice[j]]. Where the
+    candidate changes, its first step in the phase moves the locked set from where the
+    previous phase's candidate left it to where this candidate's step puts it (pages it pages
+    out are paged out, other dropped pages unlocked, missing ones locked), then does that
+    step's other actions (WILLNEED, SWEEP); its later steps run as they are, their locked set
+    being the candidate's own from there on."""
+    segs = [segments(c) for c in cands]
+    if len({tuple(s[0] for s in sg) for sg in segs}) != 1:
+        raise ValueError("schedules to stitch must have steps at the same phase switches")
+    if len(choice) != len(segs[0]):
+        raise ValueError(f"{len(choice)} choices for {len(segs[0])} phase executions")
+    after = [locked_after(c, base) for c in cands]
+    steps: list[Step] = []
+    cur = np.zeros(0, np.int64)
+    for j, c in enumerate(choice):
+        _, lo, hi = segs[c][j]
+        first = cands[c].steps[lo]
+        target = after[c][lo]
+        dropped = np.setdiff1d(cur, target, assume_unique=True)
+        out = np.isin(dropped, _gids(first.actions, (PAGEOUT,), base))
+        actions = []
+        for code, gids in ((UNLOCK, dropped[~out]), (PAGEOUT, dropped[out]),
+                           (LOCK, np.setdiff1d(target, cur, assume_unique=True))):
+            actions += _ranges(code, gids, base)
+        actions += [a for a in first.actions if a[0] not in (UNLOCK, PAGEOUT, LOCK)]
+        steps.append(Step(first.time_ns, first.switch, first.phase, first.offset_ns, actions))
+        steps.extend(Step(s.time_ns, s.switch, s.phase, s.offset_ns, list(s.actions))
+                     for s in cands[c].steps[lo + 1:hi])
+        cur = after[c][hi - 1]
+    ref = cands[choice[0]]
+    return Schedule(steps, ref.lock_pages, ref.page_shift,
+                    max(cands[c].window_ms for c in set(choice)), mode="per-phase")
+
+
+def plan_schedule(fast_pages: list[np.ndarray], bounds: list[tuple[int, int, str, int]],
+                  npages: np.ndarray, base: np.ndarray, lock_pages: int,
+                  page_shift: int) -> Schedule:
+    """A fixed (per-phase) plan as a schedule: fast_pages[k][o] is how many of object o's
+    first pages the plan keeps fast in window k (a window per phase execution: bounds at the
+    phase switches only). Step k locks those pages and unlocks the ones the previous step
+    locked that the plan no longer keeps (munlock only: reclaim decides), objects in index
+    order up to lock_pages in all. A lock on an object not allocated yet waits for it."""
+    steps: list[Step] = []
+    prev = np.zeros(0, np.int64)
+    for k, (t0, ordinal, name, off) in enumerate(bounds):
+        want = np.minimum(np.asarray(fast_pages[k], np.int64), npages)
+        parts, left = [], max(int(lock_pages), 0)
+        for o in np.flatnonzero(want > 0).tolist():
+            n = min(int(want[o]), left)
+            if n <= 0:
+                break
+            parts.append(base[o] + np.arange(n, dtype=np.int64))
+            left -= n
+        lock = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        steps.append(Step(t0, ordinal, name, off,
+                          _transition(prev, lock, lock, base, pageout=False)))
+        prev = lock
+    return Schedule(steps, int(lock_pages), page_shift, 0.0, mode="plan")

@@ -63,10 +63,14 @@ def build_section(schedule: D.Schedule, keys: np.ndarray, occ: np.ndarray, size:
                    if o in ids]
         steps.append({"switch": int(s.switch), "phase": s.phase,
                       "offset_ms": round(s.offset_ns / 1e6, 6), "actions": actions})
-    return {"page_bytes": 1 << schedule.page_shift, "lock_bytes":
-            schedule.lock_pages << schedule.page_shift, "window_ms": schedule.window_ms,
-            "clock_scale": 1.0, "mode": schedule.mode,
-            "simulated_swap_ins": dict(schedule.evaluated), "objects": objects, "steps": steps}
+    section = {"page_bytes": 1 << schedule.page_shift, "lock_bytes":
+               schedule.lock_pages << schedule.page_shift, "window_ms": schedule.window_ms,
+               "clock_scale": 1.0, "mode": schedule.mode,
+               "simulated_swap_ins": dict(schedule.evaluated), "objects": objects,
+               "steps": steps}
+    if schedule.phases:   # per-phase: the candidate each phase execution runs
+        section["phase_modes"] = list(schedule.phases)
+    return section
 
 
 def _fail(where: str, message: str) -> None:

@@ -219,12 +219,11 @@ def footprint_bytes(source: EventSource) -> int:
 
 def _schedule_score(source: EventSource, fast_bytes: int, page_shift: int, bin_ns: int,
                     params: dict[str, float], chunk: int):
-    """(swap-ins, major faults) of a dynamic schedule replayed on the swap tier."""
-    def score(schedule) -> tuple[int, int]:
-        c = run_policy(source, "dynamic", fast_bytes, page_shift, bin_ns, params, schedule,
-                       chunk, True)[0]
-        return int(c.get("pswpin", 0)), int(c.get("pgmajfault", 0))
-    return score
+    """(swap-ins, major faults) of a dynamic schedule replayed on the swap tier, and per phase
+    execution in its per_phase (objtier.sim.dynamic.PhaseEvaluator)."""
+    from objtier.sim.dynamic import PhaseEvaluator
+
+    return PhaseEvaluator(source, fast_bytes, page_shift, params, bin_ns, chunk)
 
 
 def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
