@@ -94,7 +94,7 @@ CM_HOT int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *victim)
 {
     uint64_t set = cm_set_of(c, line), base = set * c->ways, key = line + 1;
     const uint8_t *f = c->fp + set * c->fp_stride;
-    uint64_t pattern = cm_fingerprint(line) * CM_ONES, empty_at = UINT64_MAX;
+    uint64_t pattern = cm_fingerprint(line) * CM_ONES;
     for (uint32_t w0 = 0; w0 < c->ways; w0 += 8) {
         uint64_t word;
         memcpy(&word, f + w0, 8);
@@ -103,12 +103,21 @@ CM_HOT int64_t cm_cache_scan(const cm_cache *c, uint64_t line, uint64_t *victim)
             if (c->tag[s] == key)
                 return (int64_t)s;
         }
-        uint64_t e = cm_zero_bytes(word);
-        if (e && empty_at == UINT64_MAX)
-            empty_at = base + w0 + (uint64_t)__builtin_ctzll(e) / 8;
     }
-    if (victim)
-        *victim = empty_at != UINT64_MAX ? empty_at : cm_cache_lru_of(c, set);
+    if (!victim)
+        return -1;
+    /* a miss: the first empty way, else the LRU one (a full set, the usual case, reads the
+     * fingerprints again rather than every look-up searching for an empty way) */
+    for (uint32_t w0 = 0; w0 < c->ways; w0 += 8) {
+        uint64_t word;
+        memcpy(&word, f + w0, 8);
+        uint64_t e = cm_zero_bytes(word);
+        if (e) {
+            *victim = base + w0 + (uint64_t)__builtin_ctzll(e) / 8;
+            return -1;
+        }
+    }
+    *victim = cm_cache_lru_of(c, set);
     return -1;
 }
 

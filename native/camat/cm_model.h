@@ -94,9 +94,9 @@ CM_INLINE void cm_held_sub(core *k, uint64_t at)
 CM_INLINE void cm_private_put(const camat_model *m, core *k, cm_cache *c, uint64_t v, uint64_t line,
                               uint8_t st, const int multi)
 {
-    if (multi) {
-        if (c->tag[v])
-            cm_held_sub(k, cm_held_at(m, c->tag[v] - 1));
+    if (multi) { /* no branch on whether the way was empty (old 0: a bucket left as it is) */
+        uint64_t old = c->tag[v], was = cm_held_at(m, old - 1);
+        k->held[was] -= (old != 0) & (k->held[was] != HELD_STUCK);
         cm_held_add(k, cm_held_at(m, line));
     }
     cm_cache_put(c, v, line, st);
@@ -239,11 +239,14 @@ CM_INLINE void cm_fill_private(camat_model *m, core *k, uint32_t me, uint64_t li
                                int upgrade, int snooped, int64_t s1, uint64_t v1, int64_t s2_slot,
                                uint64_t v2, const int multi)
 {
-    uint8_t st = write ? ST_M : ST_E;
-    if (multi && !write && snooped >= 0) {
-        st = snooped ? ST_S : ST_E; /* the copies it found are still there, Shared */
-    } else if (multi && !write) {
-        /* shared if another core holds a copy */
+    /* a load that snooped: Shared when it found copies (they are still there, Shared) */
+    int w = write != 0; /* M for a store, else S or E: arithmetic, no branch */
+    uint8_t st = (uint8_t)(ST_E + w - (!w & (snooped > 0)));
+    /* a load that hit in L2 (s2_slot >= 0, not snooped): Shared if another core holds a copy.
+     * No core holds a copy of a line another holds Exclusive or Modified (a store invalidates
+     * the other copies, a load that finds one makes every copy Shared), so a line this core's
+     * L2 holds so needs no look-up: the scan would find none. */
+    if (multi && !write && snooped < 0 && cm_state(&k->l2, s2_slot) < ST_E) {
         uint64_t at = cm_held_at(m, line);
         for (uint32_t j = 1; j < m->cfg.cores && st == ST_E; j++) {
             const core *o = &m->cores[cm_other(m, me, j)];
