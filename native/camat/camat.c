@@ -577,8 +577,14 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
 {
     if (m->error)
         return -1;
-    if (m->cfg.reorder)
+    if (m->cfg.reorder) {
+        if (m->fed_by_clock) { /* the interleaving needs every core's accesses at once */
+            m->error = "reorder > 0: the whole stream must be fed in one camat_feed call";
+            return -1;
+        }
+        m->fed_by_clock = 1;
         return feed_by_clock(m, a, n);
+    }
     for (size_t i = 0; i < n; i++) {
         uint64_t floor = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
         if (m->smp) { /* between units: caches only */

@@ -112,7 +112,8 @@ camat_model *camat_create(const camat_config *cfg, const char **err);
 void camat_destroy(camat_model *m);
 
 /* Feeds n accesses in stream order. 0, or -1 with camat_error(m) set (a bad access field,
- * or a timeline overrun: latencies too long for the model's cycle window). */
+ * a timeline overrun: latencies too long for the model's cycle window, or with reorder > 0
+ * a second call: clock order takes the whole stream in one). */
 int camat_feed(camat_model *m, const camat_access *a, size_t n);
 
 /* Drains every access in flight; call once after the last feed (nothing to drain after a

@@ -65,6 +65,7 @@ struct camat_model {
     const char *error;
     struct cm_sampling *smp; /* NULL: exact (every access timed) */
     uint32_t discard;        /* sampled: the access being fed is timed but not counted */
+    uint32_t fed_by_clock;   /* reorder > 0: the one camat_feed call was made */
 };
 
 /* Which cores may hold a line in their private caches. With more than one core, each core

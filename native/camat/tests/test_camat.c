@@ -575,6 +575,13 @@ static void test_bad_input(void)
     camat_access a = {.addr = 64, .object = 7};
     CHECK(camat_feed(m, &a, 1) == -1 && strstr(camat_error(m), "object"));
     camat_destroy(m);
+    cfg = base_config(2);
+    cfg.reorder = 64; /* clock order: one call with the whole stream, a second one refused */
+    m = camat_create(&cfg, &err);
+    a = (camat_access){.addr = 64, .core = 1};
+    CHECK(camat_feed(m, &a, 1) == 0);
+    CHECK(camat_feed(m, &a, 1) == -1 && strstr(camat_error(m), "one camat_feed call"));
+    camat_destroy(m);
 }
 
 /* One set of `ways` ways (and one of 2 sets): after filling it, touching every other line and
