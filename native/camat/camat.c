@@ -434,6 +434,26 @@ static inline void prefetch(const camat_model *m, const camat_access *a)
 
 #define AHEAD 8 /* accesses between a prefetch and the access */
 
+/* Sampled timing (m->smp): takes the functional accesses from a[*i] on (moving *i past
+ * them) until the next timed one, whose phase step it takes. 0: a[*i] is to be timed; 1: the
+ * stream ended in functional accesses; -1: an error (m->error). Exact timing: 0. */
+static inline int between_units(camat_model *m, const camat_access *a, size_t n, size_t *i)
+{
+    while (m->smp) {
+        size_t run = cm_functional_run(m, &a[*i], n - *i);
+        if (run == SIZE_MAX)
+            return -1;
+        if (!run) {
+            cm_sample_step(m);
+            return 0;
+        }
+        *i += run;
+        if (*i == n)
+            return 1;
+    }
+    return 0;
+}
+
 /* feed_by_clock with one core: the stream in its order, floor at the core's clock before each
  * issue (what the general loop does with one core, without its per-access scans). */
 static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
@@ -444,17 +464,10 @@ static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
             return -1;
         }
     uint64_t floor = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m->smp) { /* between units: caches only */
-            size_t run = cm_functional_run(m, &a[i], n - i);
-            if (run == SIZE_MAX)
-                return -1;
-            if (run) {
-                i += run - 1;
-                continue;
-            }
-            cm_sample_step(m);
-        }
+    for (size_t i = 0; i < n;) {
+        int skip = between_units(m, a, n, &i);
+        if (skip)
+            return skip < 0 ? -1 : 0;
         if (i + AHEAD < n)
             prefetch(m, &a[i + AHEAD]);
         uint64_t lowest = m->cores[0].cycle > floor ? m->cores[0].cycle : floor;
@@ -462,6 +475,7 @@ static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
             return -1;
         floor = lowest;
         advance_all(m, floor);
+        i++;
     }
     return 0;
 }
@@ -585,23 +599,17 @@ int camat_feed(camat_model *m, const camat_access *a, size_t n)
         m->fed_by_clock = 1;
         return feed_by_clock(m, a, n);
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
+        int skip = between_units(m, a, n, &i);
+        if (skip)
+            return skip < 0 ? -1 : 0;
         uint64_t floor = m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0;
-        if (m->smp) { /* between units: caches only */
-            size_t run = cm_functional_run(m, &a[i], n - i);
-            if (run == SIZE_MAX)
-                return -1;
-            if (run) {
-                i += run - 1;
-                continue;
-            }
-            cm_sample_step(m);
-        }
         if (i + AHEAD < n)
             prefetch(m, &a[i + AHEAD]);
         if (feed_one(m, &a[i], floor) != 0)
             return -1;
         advance_all(m, m->gmax > m->cfg.lag ? m->gmax - m->cfg.lag : 0);
+        i++;
     }
     return 0;
 }
