@@ -268,18 +268,12 @@ static inline __attribute__((always_inline)) int feed_one_in(camat_model *m, con
     int missed[CAMAT_LEVELS] = {0};
     int deepest; /* level that served the data */
     uint64_t done;
-    uint64_t v1 = 0, v2 = 0, v3 = 0; /* the ways a fill takes, found by the look-ups */
-    int64_t s1 = cm_cache_lookup(&k->l1, line, &v1);
-    int upgrade = s1 >= 0 && write && cm_state(&k->l1, s1) == ST_S; /* needs ownership: RFO */
+    uint64_t v1 = 0, v2 = 0; /* the ways a fill takes, found by the look-ups */
+    int64_t s1;
+    int upgrade;
     start[0] = t;
     hit_end[0] = t + m->hit[0];
-    if (s1 >= 0 && !upgrade) {
-        cm_cache_touch(&k->l1, line, s1);
-        if (write) {
-            cm_set_state(&k->l1, s1, ST_M);
-            if (multi)
-                cm_owner_store(m, me, line, bytes);
-        }
+    if (cm_l1_serves(m, k, me, line, write, bytes, &s1, &v1, &upgrade, multi)) {
         deepest = 0;
         done = hit_end[0];
     } else {
@@ -334,12 +328,7 @@ static inline __attribute__((always_inline)) int feed_one_in(camat_model *m, con
                     multi ? cm_coherence_at_llc(m, me, obj, reg, line, bytes, write, &snooped) : 0;
                 start[2] = hit_end[1];
                 hit_end[2] = start[2] + m->hit[2] + extra;
-                int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
-                if (s3 >= 0 || upgrade || extra) {
-                    if (s3 >= 0)
-                        cm_cache_touch(&m->llc, line, s3);
-                    else
-                        cm_cache_put(&m->llc, v3, line, ST_S);
+                if (cm_llc_serves(m, line, upgrade, extra)) {
                     deepest = 2;
                     done = hit_end[2];
                 } else {
@@ -347,11 +336,7 @@ static inline __attribute__((always_inline)) int feed_one_in(camat_model *m, con
                     wait_for(&start[2], &hit_end[2], m->mllc.release[0]);
                     start[3] = hit_end[2];
                     hit_end[3] = start[3] + m->hit[3];
-                    cm_cache_put(&m->llc, v3, line, ST_S);
-                    int local = 1;
-                    if (cfg->local_pages && !(m->pinned && m->pinned[obj]))
-                        local = cm_local_access(&m->local, a->addr >> cfg->page_shift);
-                    if (local) {
+                    if (cm_local_serves(m, obj, a->addr)) {
                         deepest = 3;
                         done = hit_end[3];
                     } else {

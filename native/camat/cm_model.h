@@ -233,6 +233,48 @@ CM_INLINE uint32_t cm_coherence_at_llc(camat_model *m, uint32_t me, uint32_t obj
     return *snooped == 2 ? m->cfg.coherence_cycles : 0;
 }
 
+/* Core k's L1 look-up of line: 1 when the L1 serves the access (the line is there and the
+ * access needs no ownership; a store makes it Modified), else 0. *s1 and *v1 are the look-up's
+ * slot and victim; *upgrade is set when a store found the line Shared (it needs ownership). */
+CM_INLINE int cm_l1_serves(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
+                           uint64_t bytes, int64_t *s1, uint64_t *v1, int *upgrade, const int multi)
+{
+    *s1 = cm_cache_lookup(&k->l1, line, v1);
+    *upgrade = *s1 >= 0 && write && cm_state(&k->l1, *s1) == ST_S; /* needs ownership: RFO */
+    if (*s1 < 0 || *upgrade)
+        return 0;
+    cm_cache_touch(&k->l1, line, *s1);
+    if (write) {
+        cm_set_state(&k->l1, *s1, ST_M);
+        if (multi)
+            cm_owner_store(m, me, line, bytes);
+    }
+    return 1;
+}
+
+/* The LLC's look-up of a private miss: 1 when the LLC serves it (a hit, an upgrade, or a
+ * transfer from another core: extra > 0), else 0. Either way the line ends in the LLC (put
+ * Shared when missing: it passes through on its way from memory). */
+CM_INLINE int cm_llc_serves(camat_model *m, uint64_t line, int upgrade, uint32_t extra)
+{
+    uint64_t v3 = 0;
+    int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
+    if (s3 >= 0)
+        cm_cache_touch(&m->llc, line, s3);
+    else
+        cm_cache_put(&m->llc, v3, line, ST_S);
+    return s3 >= 0 || upgrade || extra;
+}
+
+/* Memory's answer to an LLC miss of object obj at addr: 1 when the local buffer (MEM) holds
+ * the page (always without a far level, or for a pinned object), 0 when it comes from FAR. */
+CM_INLINE int cm_local_serves(camat_model *m, uint32_t obj, uint64_t addr)
+{
+    if (!m->cfg.local_pages || (m->pinned && m->pinned[obj]))
+        return 1;
+    return cm_local_access(&m->local, addr >> m->cfg.page_shift);
+}
+
 /* Fills core k's private caches with a missed line in its new state: s1/v1 the L1 look-up
  * (an upgrade keeps the line in place), s2_slot the L2 slot (-2: not looked up), v2 its
  * victim; snooped as from cm_coherence_at_llc (-1: not asked). */

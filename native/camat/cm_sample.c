@@ -159,17 +159,10 @@ static inline __attribute__((always_inline)) int functional(camat_model *m, cons
     int write = a->flags & CAMAT_WRITE;
     uint64_t line = a->addr >> m->line_shift;
     uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
-    uint64_t v1 = 0, v2 = 0, v3 = 0;
-    int deepest;
-    int64_t s1 = cm_cache_lookup(&k->l1, line, &v1);
-    int upgrade = s1 >= 0 && write && cm_state(&k->l1, s1) == ST_S;
-    if (s1 >= 0 && !upgrade) {
-        cm_cache_touch(&k->l1, line, s1);
-        if (write) {
-            cm_set_state(&k->l1, s1, ST_M);
-            if (multi)
-                cm_owner_store(m, me, line, bytes);
-        }
+    uint64_t v1 = 0, v2 = 0;
+    int64_t s1;
+    int deepest, upgrade;
+    if (cm_l1_serves(m, k, me, line, write, bytes, &s1, &v1, &upgrade, multi)) {
         deepest = 0;
     } else {
         if (multi && !upgrade)
@@ -185,20 +178,10 @@ static inline __attribute__((always_inline)) int functional(camat_model *m, cons
         } else {
             uint32_t extra =
                 multi ? cm_coherence_at_llc(m, me, obj, reg, line, bytes, write, &snooped) : 0;
-            int64_t s3 = cm_cache_lookup(&m->llc, line, &v3);
-            if (s3 >= 0 || upgrade || extra) {
-                if (s3 >= 0)
-                    cm_cache_touch(&m->llc, line, s3);
-                else
-                    cm_cache_put(&m->llc, v3, line, ST_S);
+            if (cm_llc_serves(m, line, upgrade, extra))
                 deepest = 2;
-            } else {
-                cm_cache_put(&m->llc, v3, line, ST_S);
-                int local = 1;
-                if (cfg->local_pages && !(m->pinned && m->pinned[obj]))
-                    local = cm_local_access(&m->local, a->addr >> cfg->page_shift);
-                deepest = local ? 3 : 4;
-            }
+            else
+                deepest = cm_local_serves(m, obj, a->addr) ? 3 : 4;
         }
         cm_fill_private(m, k, me, line, write, upgrade, snooped, s1, v1, s2_slot, v2, multi);
     }
