@@ -111,7 +111,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         sched = static()
     else:
         if evaluate is None:
-            evaluate = _evaluator(source, int(lock_bytes / (1.0 - DEFAULT_RESERVE)),
+            evaluate = PhaseEvaluator(source, int(lock_bytes / (1.0 - DEFAULT_RESERVE)),
                                   page_shift, params)
         windows = [window_ms] if window_ms > 0 else [
             0.0 if n == 0 else duration_ms / n for n in AUTO_WINDOWS]
@@ -122,13 +122,19 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         candidates += [(f"nextuse w={w:.4g}", lambda w=w: nextuse(w)) for w in windows]
         max_calls = int(params.get("max_calls", 0))
         best, scores, tried = None, {}, []
+
+        def score_of(name: str, cand: D.Schedule) -> tuple[int, ...]:
+            """(swap-ins[, major faults]) of cand simulated; recorded in scores[name]."""
+            _put_steps(source, cand)
+            score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
+            scores[name] = score[0]
+            return score
+
         for name, make in candidates:
             cand = make()
             if max_calls and cand.calls() > max_calls and name != reference:
                 continue    # the runtime could not run it within the call budget
-            _put_steps(source, cand)
-            score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
-            scores[name] = score[0]
+            score = score_of(name, cand)
             tried.append((name, cand))
             if best is None or score < best[0]:
                 best = (score, cand, name)
@@ -140,9 +146,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
             cand = nextuse(w, max(int(lock_pages * DEFAULT_RESERVE / (1 - DEFAULT_RESERVE))
                                   // 2, 1))
             if not max_calls or cand.calls() <= max_calls:
-                _put_steps(source, cand)
-                score = tuple(int(v) for v in np.atleast_1d(evaluate(cand)))
-                scores[name] = score[0]
+                score = score_of(name, cand)
                 tried.append((name, cand))
                 if score < best[0]:
                     best = (score, cand, name)
@@ -152,9 +156,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
                                   for _, c in tried):
             stitched = _per_phase(tried, evaluate.per_phase, best[2], source, page_shift)
             if stitched is not None and (not max_calls or stitched.calls() <= max_calls):
-                _put_steps(source, stitched)
-                score = tuple(int(v) for v in np.atleast_1d(evaluate(stitched)))
-                scores["per-phase"] = score[0]
+                score = score_of("per-phase", stitched)
                 if score < best[0]:
                     best = (score, stitched, "per-phase")
         # the static reference stays unless the best simulates min_gain fewer swap-ins, from
@@ -196,10 +198,8 @@ def plan_candidate(trace, source, plan_doc: dict, bounds, lock_pages: int,
             last = (source.addr + np.maximum(fb, np.uint64(1)) - np.uint64(1)) >> sh
             cache[phase] = np.where(fb > 0, (last - first).astype(np.int64) + 1, 0)
         fast_pages.append(cache[phase])
-    npages = np.diff(D.page_base(source.addr, source.size, page_shift))
-    return D.plan_schedule(fast_pages, bounds, npages,
-                           D.page_base(source.addr, source.size, page_shift), lock_pages,
-                           page_shift)
+    base = D.page_base(source.addr, source.size, page_shift)
+    return D.plan_schedule(fast_pages, bounds, np.diff(base), base, lock_pages, page_shift)
 
 
 def _per_phase(tried: list[tuple[str, D.Schedule]], per_phase: dict[int, np.ndarray],
@@ -262,12 +262,6 @@ class PhaseEvaluator:
         return int(c.get("pswpin", 0)), int(c.get("pgmajfault", 0))
 
 
-def _evaluator(source, fast: int, page_shift: int, params: dict[str, float]):
-    """Swap-ins of a schedule simulated on `source` (the dynamic policy, swap tier, `fast`
-    bytes of fast memory), per phase execution too (PhaseEvaluator)."""
-    return PhaseEvaluator(source, fast, page_shift, params)
-
-
 def _put_steps(source, sched: D.Schedule) -> None:
     steps = np.zeros(len(sched.steps), dtype=EVENT)
     steps["time_ns"] = [s.time_ns for s in sched.steps]
@@ -306,7 +300,7 @@ def section_from_trace(trace, lock_bytes: int, page_bytes: int, window_ms: float
     if not 0 < clock_scale <= 1e6:
         raise UsageError(f"the clock scale must be in (0, 1e6], not {clock_scale:g}")
     sched = schedule_for(trace, source, lock_bytes, shift, None, params,
-                         evaluate=_evaluator(source, fast, shift, {"advice_rate": rate,
+                         evaluate=PhaseEvaluator(source, fast, shift, {"advice_rate": rate,
                                                                "time_scale": clock_scale}),
                          static_plan=static_plan)
     keys = context_keys(trace, source)
