@@ -26,15 +26,21 @@ ROUNDS = 3
 ARGS = ["16", str(ROUNDS), "8", "4096"]
 
 
+def _alternating_traced(objtier_cc, run_exact):
+    """The alternating program built with `objtier cc` and its exact trace of ARGS."""
+    exe = objtier_cc(SOURCE, "alternating",
+                     flags=("-O1", "-fno-vectorize", "-fno-unroll-loops",
+                            f"-I{native.include_dir()}"))
+    _, trace = run_exact(exe, *ARGS, trace_limit=50_000_000)
+    return exe, trace
+
+
 @needs_clang
 def test_schedule_on_the_swap_tier_keeps_output_and_counts_swap_ins(objtier_cc, run_exact,
                                                                       tmp_path):
     from objtier.tiers.swap import SwapTier
 
-    exe = objtier_cc(SOURCE, "alternating",
-                     flags=("-O1", "-fno-vectorize", "-fno-unroll-loops",
-                            f"-I{native.include_dir()}"))
-    _, trace = run_exact(exe, *ARGS, trace_limit=50_000_000)
+    exe, trace = _alternating_traced(objtier_cc, run_exact)
     plan_path = tmp_path / "plan.json"
     made = subprocess.run([sys.executable, "-m", "objtier", "plan", str(trace.path),
                            "--fast", "16M", "--dynamic", "-o", str(plan_path)],
@@ -103,10 +109,7 @@ def test_willneed_steps_bring_the_next_phase_in_before_it_runs(objtier_cc, run_e
     the prefetch, the same output, and no page locked."""
     from objtier.tiers.swap import SwapTier
 
-    exe = objtier_cc(SOURCE, "alternating",
-                     flags=("-O1", "-fno-vectorize", "-fno-unroll-loops",
-                            f"-I{native.include_dir()}"))
-    _, trace = run_exact(exe, *ARGS, trace_limit=50_000_000)
+    exe, trace = _alternating_traced(objtier_cc, run_exact)
     plan_path = tmp_path / "plan.json"
     made = subprocess.run([sys.executable, "-m", "objtier", "plan", str(trace.path),
                            "--fast", "16M", "--dynamic", "--schedule", "hot", "-o",
