@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from objtier.trace import open_trace
+
 from ..experiments.helpers import machine_state, objtier, one_line_error
 
 
@@ -74,11 +76,13 @@ def test_missing_plan_and_wrong_options_are_one_line_errors(plan_for_hotcold, tm
 
 
 @pytest.mark.root
-def test_run_with_local_limit_restores_the_machine(plan_for_hotcold, hotcold):
+def test_run_with_local_limit_restores_the_machine(plan_for_hotcold, hotcold, tmp_path):
     before = machine_state()
+    spools = set(Path("/dev/shm").glob("objtier-spool-*"))
+    trace = tmp_path / "run.otr"
     process = subprocess.Popen(
         [sys.executable, "-m", "objtier", "run", "--plan", str(plan_for_hotcold), "--local",
-         "70%", "--mlock-margin", "4M", "--", str(hotcold), "8", "24", "1"],
+         "70%", "--mlock-margin", "4M", "-o", str(trace), "--", str(hotcold), "8", "24", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, stderr = process.communicate(timeout=300)
     after = machine_state()
@@ -89,6 +93,11 @@ def test_run_with_local_limit_restores_the_machine(plan_for_hotcold, hotcold):
     assert reads and int(reads.group(1)) > 0, stderr
     assert not Path(f"/sys/fs/cgroup/memory/objtier-{process.pid}").exists()
     assert set(after[0]) <= set(before[0])          # no swap device left on
+    # the trace was written on tmpfs (tiers.spool) and landed whole in -o's directory
+    assert set(Path("/dev/shm").glob("objtier-spool-*")) == spools
+    (landed,) = trace.glob("proc-*.otr")
+    assert "OBJTIER_OUTPUT=/dev/shm/objtier-spool-" in landed.read_bytes().decode("latin-1")
+    assert open_trace(trace).placements.num_rows > 0
 
 
 @pytest.mark.root

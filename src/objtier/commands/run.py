@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
     from objtier.outputs import write_private
     from objtier.record.session import prepare_output
+    from objtier.tiers.spool import Spool
     from objtier.tiers.statflush import StatFlushReader, stats_line
     from objtier.tiers.swap import SwapTier
 
@@ -129,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     for text in enforce.plan_warnings(plan, command[0], args.follow_forks):
         warn(text)
     supported = enforce.runtime_supports_plans()
-    with tempfile.TemporaryDirectory(prefix="objtier-run-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="objtier-run-") as scratch, \
+            contextlib.ExitStack() as landing:
         scratch_dir = Path(scratch)
         plan_text = scratch_dir / "plan.txt"
         write_private(plan_text, to_text(plan), "text plan")
@@ -140,8 +142,13 @@ def run(args: argparse.Namespace) -> int:
             output = scratch_dir / "run.otr"
             output.mkdir(mode=0o700)
         folio = folio_size if plan.get("large_folios") else None
+        # under a memory limit, what the runtime writes waits on tmpfs (tiers.spool)
+        spools = ([landing.enter_context(Spool(d)) for d in (output, scratch_dir)]
+                  if local is not None else [])
+        trace_to, side_dir = (spools[0].path, spools[1].path) if spools else (output,
+                                                                             scratch_dir)
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
-                                   args.stack_depth, output, args.tier, fast_nodes, slow_nodes,
+                                   args.stack_depth, trace_to, args.tier, fast_nodes, slow_nodes,
                                    pressure_guard=args.guard,
                                    large_folios=folio_size is not None,
                                    follow_forks=args.follow_forks)
@@ -149,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
         stats_path = None
         if dynamic_run.has_schedule(plan):
             rate = dynamic_run.advice_rate(plan, args.advice_rate)
-            extra, stats_path = dynamic_run.schedule_env(plan, scratch_dir, rate, args.tier)
+            extra, stats_path = dynamic_run.schedule_env(plan, side_dir, rate, args.tier)
+            stats_path = scratch_dir / stats_path.name  # where it is once landed
             env.update(extra)
             if not plan.get("entries"):  # the schedule alone: no fixed placement to apply
                 env.pop("OBJTIER_PLAN", None)
@@ -173,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
             with reader if reader is not None else contextlib.nullcontext():
                 returncode = run_program(command, env, preexec=tier.preexec if tier else None,
                                          name="objtier run")
+        for spool in spools:
+            spool.land()
         if reader is not None:
             say(stats_line(reader.stats))
         if args.follow_forks:

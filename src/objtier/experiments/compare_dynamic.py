@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from objtier.tiers.spool import Spool
+
 ARM = "objtier-dynamic"
 RESERVE = 0.1            # share of the mlock limit never locked (plan --reserve)
 WINDOW_MS = 0.0          # steps at the phase switches only: a sampled profile has too few
@@ -37,6 +39,12 @@ class DynamicArm:
     env: dict[str, str]               # the runtime's settings for the arm's runs
     stats_path: Path                  # where the runtime writes its counts at exit
     runs: list[dict[str, float]] = field(default_factory=list)
+    spool: Spool | None = None        # the tmpfs directory stats_path is in, if any
+
+    def close(self) -> None:
+        """After the last run: the spool's leftovers go to their place, the spool away."""
+        if self.spool is not None:
+            self.spool.land()
 
     def collect(self, order: int, repeat: int, runs_dir: Path) -> dict[str, float]:
         """After one run of the arm: its counts (kept next to its output)."""
@@ -119,11 +127,15 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
         run = enforce.PlanRun(directory / "plan.txt", limit, enforce.plan_min_size(static_plan),
                               large_folios=bool(static_plan.get("large_folios")))
         return DynamicArm(plan, runtime_env(run.settings()), dyn_dir / "dynamic-stats.txt")
-    schedule, stats = schedule_env(plan, dyn_dir, advice_rate)
+    schedule, _ = schedule_env(plan, dyn_dir, advice_rate)
+    # the counts are written at exit inside the cgroup: on tmpfs, as a trace (tiers.spool)
+    spool = Spool(dyn_dir)
+    stats = spool.path / "dynamic-stats.txt"
+    schedule["OBJTIER_DYNAMIC_STATS"] = str(stats.resolve())
     env = runtime_env({"OBJTIER_SAMPLER": "none",
                        "OBJTIER_MIN_SIZE": str(enforce.plan_min_size(plan)),
                        "OBJTIER_MLOCK_LIMIT": str(limit), **schedule})
-    return DynamicArm(plan, env, stats)
+    return DynamicArm(plan, env, stats, spool=spool)
 
 
 def summary_line(summary: dict[str, Any]) -> str:

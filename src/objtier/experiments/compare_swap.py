@@ -39,6 +39,7 @@ from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
 from objtier.record import enforce
 from objtier.experiments.results import (RunRow, prepare_output, run_warnings, summarize,
                                          survival_text, write_csv, write_summary)
+from objtier.tiers.spool import Spool
 from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader, check_period
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
@@ -284,10 +285,10 @@ def _delta(before: dict[str, int], after: dict[str, int], key: str) -> int | Non
 def one_run(tier, config: str, repeat: int, order: int, command: list[str],
             env: dict[str, str] | None, timeout_s: float, runs_dir: Path,
             plan: dict[str, Any], trace_dir: Path | None,
-            stat_flush_ms: float = 0.0) -> RunRow:
+            stat_flush_ms: float = 0.0, spool: Spool | None = None) -> RunRow:
     """One measured run inside the tier's cgroup, with the stat-flush reader reading the
     cgroup's memory.stat every stat_flush_ms meanwhile (0: none); its output goes to
-    runs_dir."""
+    runs_dir. spool: where the runtime wrote its trace, landed in trace_dir after the run."""
     from objtier.experiments.measure import run_measured
 
     tier.cgroup.reset_peak()
@@ -295,6 +296,8 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
     with StatFlushReader(tier.cgroup.path, stat_flush_ms) as reader:
         m = run_measured(config, command, env=env, preexec=tier.preexec, timeout_s=timeout_s)
     after = _memcg_stats(tier)
+    if spool is not None:
+        spool.land()
     stem = runs_dir / f"{order:02d}-{config}-{repeat}"
     stem.with_suffix(".out").write_text(m.stdout)
     stem.with_suffix(".err").write_text(m.stderr)
@@ -375,27 +378,30 @@ def run_compare(command: list[str], settings: CompareSettings,
     say(f"stat-flush reader: memory.stat every {settings.stat_flush_ms:g} ms in "
         f"{', '.join(a for a in arms if a != 'kernel-raw')}" if settings.stat_flush_ms
         else "stat-flush reader off")
-    with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier:
+    with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier, \
+            contextlib.closing(dyn) if dyn else contextlib.nullcontext():
         for i in range(1, settings.repeat + 1):
             for config in arms:
                 order = len(rows) + 1
                 say(f"run {order}/{len(arms) * settings.repeat}: {config} #{i}")
-                env = trace_dir = None
+                env = trace_dir = spool = None
                 if dyn and config == "objtier-dynamic":
                     env = dyn.env
                 elif config.startswith("objtier"):
                     trace_dir = runs_dir / f"{order:02d}-{config}-{i}.otr"
-                    trace_dir.mkdir()
+                    trace_dir.mkdir(mode=0o700)
+                    spool = Spool(trace_dir)
                     guard = settings.guard and config == "objtier"
                     run = enforce.PlanRun(settings.output / "plan.txt", limit,
                                           enforce.plan_min_size(plan), settings.stack_depth,
-                                          trace_dir, pressure_guard=guard,
+                                          spool.path, pressure_guard=guard,
                                           large_folios=folio is not None,
                                           follow_forks=settings.follow_forks)
                     env = runtime_env(run.settings())
                 flush = 0.0 if config == "kernel-raw" else settings.stat_flush_ms
-                row = one_run(tier, config, i, order, command, env, timeout, runs_dir, plan,
-                              trace_dir, flush)
+                with spool or contextlib.nullcontext():
+                    row = one_run(tier, config, i, order, command, env, timeout, runs_dir,
+                                  plan, trace_dir, flush, spool)
                 if dyn and config == "objtier-dynamic":
                     dyn.collect(order, i, runs_dir)
                 if row.returncode == -signal.SIGINT:

@@ -287,6 +287,7 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
     arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
     from objtier.record import enforce
     from objtier.experiments.measure import run_measured
+    from objtier.tiers.spool import Spool
     from objtier.record.launch import runtime_env
     from objtier.sweep.knobs import KnobOptions, LocalKnob
 
@@ -310,13 +311,14 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
             mlock = max(live_peak(objects, fast_rows), 1)
             limit = mlock + outside_objects + RUNTIME_UNLOCKED_BYTES + arm.room_bytes
             trace_dir = runs_dir / f"{len(records) + 1:03d}-{arm.index:02d}.otr"
-            trace_dir.mkdir()
-            run = enforce.PlanRun(plan_text, mlock, enforce.plan_min_size(plan),
-                                  settings.stack_depth, trace_dir)
-            env = runtime_env(run.settings())
-            with knob.at_bytes(limit, command, env) as setup:
-                m = run_measured(arm.label, command, env=env, preexec=setup.preexec,
-                                 timeout_s=timeout)
+            trace_dir.mkdir(mode=0o700)
+            with Spool(trace_dir) as spool:   # the trace waits on tmpfs (tiers.spool)
+                run = enforce.PlanRun(plan_text, mlock, enforce.plan_min_size(plan),
+                                      settings.stack_depth, spool.path)
+                env = runtime_env(run.settings())
+                with knob.at_bytes(limit, command, env) as setup:
+                    m = run_measured(arm.label, command, env=env, preexec=setup.preexec,
+                                     timeout_s=timeout)
             judged = judge_run(m, fom, timeout, setup.oom_kills, first=not records)
             found = enforce.read_enforcement(plan, trace_dir)
             timeout = keep_run(records, arm, repeat, m, judged,
