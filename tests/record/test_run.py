@@ -182,6 +182,27 @@ def test_cold_advice_follows_cgroup_pressure(hot_fast_plan, hotcold, tmp_path):
 
 
 @pytest.mark.root
+def test_a_plan_that_locks_nothing_runs_without_the_guard(hot_fast_plan, hotcold, tmp_path):
+    """With every object slow there is nothing locked for the guard to make room around: under
+    the same cgroup pressure that makes the guard advise the cold array (the test above), the
+    all-slow plan advises nothing and says so; the program's output is that of a plain run."""
+    plan = json.loads(hot_fast_plan.read_text())
+    for entry in plan["entries"]:
+        entry["tier"], entry["fast_bytes"] = "slow", 0
+    all_slow = tmp_path / "all-slow.json"
+    all_slow.write_text(json.dumps(plan))
+    env = {**os.environ, "OBJTIER_PRESSURE_MS": "5", "OBJTIER_INACTIVE_PCT": "100"}
+    trace = tmp_path / "slow.otr"
+    run = objtier("run", "--plan", str(all_slow), "--local", "24M", "--mlock-margin", "4M",
+                  "-o", str(trace), "--", str(hotcold), "8", "24", "4", env=env)
+    assert run.returncode == 0, run.stderr
+    assert "the plan locks nothing: no pressure guard" in run.stderr
+    assert _cold_advice(trace) == [] and _locked(trace) == []
+    plain = subprocess.run([str(hotcold), "8", "24", "4"], capture_output=True, text=True)
+    assert re.sub(r"\d+\.\d+", "T", run.stdout) == re.sub(r"\d+\.\d+", "T", plain.stdout)
+
+
+@pytest.mark.root
 def test_pressure_advice_on_a_pages_object_goes_between_its_ranges(hot_fast_plan, hotcold,
                                                                   tmp_path):
     """The cold array as a `pages` entry with 64 locked ranges: under pressure the guard

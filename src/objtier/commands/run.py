@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                                                                              scratch_dir)
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, trace_to, args.tier, fast_nodes, slow_nodes,
-                                   pressure_guard=args.guard,
+                                   pressure_guard=args.guard and enforce.locks_something(plan),
                                    large_folios=folio_size is not None,
                                    follow_forks=args.follow_forks)
         env = runtime_env(settings.settings())
@@ -164,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
                 f"at most {limit >> 20} MiB locked ({margin >> 20} MiB margin)")
+            if args.guard and not enforce.locks_something(plan):
+                say("the plan locks nothing: no pressure guard")
             if folio:
                 say(f"{len(plan['large_folios'])} swept object(s) swapped in "
                     f"{folio >> 10} KiB folios")

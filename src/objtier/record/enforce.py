@@ -206,6 +206,15 @@ class PlanRun:
             follow_forks=1 if self.follow_forks else None)
 
 
+def locks_something(plan: dict[str, Any]) -> bool:
+    """True when some entry keeps an object, or part of one, in fast memory. A plan that locks
+    nothing runs without the pressure guard: the guard stocks the inactive list for reclaim
+    when locked pages shrink what reclaim may take, and with nothing locked its MADV_COLD only
+    ages the pages the kernel would age anyway, sooner (ptrchase at 50 %: 4.52 s with it, 2.55
+    s without, 2.45 s the kernel; docs/benchmarks.md)."""
+    return any(e.get("tier") in ("fast", "split") for e in plan.get("entries", []))
+
+
 def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike,
                   follow_forks: bool = False) -> list[str]:
     """Warnings before the run: another or rebuilt binary; a plan with nothing fast. With
