@@ -273,7 +273,7 @@ static inline __attribute__((always_inline)) int feed_one_in(camat_model *m, con
     int upgrade;
     start[0] = t;
     hit_end[0] = t + m->hit[0];
-    if (cm_l1_serves(m, k, me, line, write, a, &s1, &v1, &upgrade, multi)) {
+    if (cm_l1_serves(m, k, me, line, write, bytes, &s1, &v1, &upgrade, multi)) {
         deepest = 0;
         done = hit_end[0];
     } else {

@@ -233,13 +233,11 @@ CM_INLINE uint32_t cm_coherence_at_llc(camat_model *m, uint32_t me, uint32_t obj
     return *snooped == 2 ? m->cfg.coherence_cycles : 0;
 }
 
-/* Core k's L1 look-up of line (access a): 1 when the L1 serves the access (the line is there
- * and the access needs no ownership; a store makes it Modified), else 0. *s1 and *v1 are the
- * look-up's slot and victim; *upgrade is set when a store found the line Shared (it needs
- * ownership). The byte mask is computed only for a store that hits (most hits are loads). */
+/* Core k's L1 look-up of line: 1 when the L1 serves the access (the line is there and the
+ * access needs no ownership; a store makes it Modified), else 0. *s1 and *v1 are the look-up's
+ * slot and victim; *upgrade is set when a store found the line Shared (it needs ownership). */
 CM_INLINE int cm_l1_serves(camat_model *m, core *k, uint32_t me, uint64_t line, int write,
-                           const camat_access *a, int64_t *s1, uint64_t *v1, int *upgrade,
-                           const int multi)
+                           uint64_t bytes, int64_t *s1, uint64_t *v1, int *upgrade, const int multi)
 {
     *s1 = cm_cache_lookup(&k->l1, line, v1);
     *upgrade = *s1 >= 0 && write && cm_state(&k->l1, *s1) == ST_S; /* needs ownership: RFO */
@@ -249,7 +247,7 @@ CM_INLINE int cm_l1_serves(camat_model *m, core *k, uint32_t me, uint64_t line, 
     if (write) {
         cm_set_state(&k->l1, *s1, ST_M);
         if (multi)
-            cm_owner_store(m, me, line, cm_chunk_mask(m, a->addr, a->flags >> 8));
+            cm_owner_store(m, me, line, bytes);
     }
     return 1;
 }

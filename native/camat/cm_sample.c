@@ -158,13 +158,13 @@ static inline __attribute__((always_inline)) int functional(camat_model *m, cons
     uint32_t obj = a->object, reg = a->region, me = a->core;
     int write = a->flags & CAMAT_WRITE;
     uint64_t line = a->addr >> m->line_shift;
+    uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
     uint64_t v1 = 0, v2 = 0;
     int64_t s1;
     int deepest, upgrade;
-    if (cm_l1_serves(m, k, me, line, write, a, &s1, &v1, &upgrade, multi)) {
+    if (cm_l1_serves(m, k, me, line, write, bytes, &s1, &v1, &upgrade, multi)) {
         deepest = 0;
     } else {
-        uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
         if (multi && !upgrade)
             cm_coherence_miss(m, k, obj, reg, line, bytes);
         int64_t s2 = upgrade ? -1 : cm_cache_lookup(&k->l2, line, &v2);
