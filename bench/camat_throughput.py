@@ -20,9 +20,10 @@ relative error of the sampled C-AMAT (and of any of C-AMAT, C_M, pAMP) against t
 over the levels the sample supports (objtier.camat.sampling.compare), whether all are within
 objtier.camat.sampling.TOLERANCE, and the units' 95 % confidence half-width of the L1 C-AMAT.
 With --sample and --baseline, every repeat also runs the baseline library's sampled model on the
-same stream, right after the built one's (interleaved A/B, same load), and the line adds the
-baseline's sampled rate, the median of the per-repeat sampled speedups, and whether the two
-libraries' sampled results are identical (every count, share and unit bit for bit)."""
+same stream, beside the built one's (after it in even repeats, before it in odd ones: A B, B A),
+and the line adds the baseline's sampled rate, the median of the per-repeat sampled speedups,
+and whether the two libraries' sampled results are identical (every count, share and unit bit
+for bit)."""
 
 from __future__ import annotations
 
@@ -70,25 +71,29 @@ def _use_library(native_dir) -> None:
 def timed_sampled(stream: np.ndarray, cores: int, repeat: int, sample, current,
                   baseline=None) -> tuple:
     """CPU seconds per run, exact and sampled alternating within each repeat (and the
-    baseline's sampled run after them); the last runs' counts, and whether every repeat's
-    sampled results of the two libraries were identical (None without a baseline)."""
+    baseline's sampled run beside the sampled one: after it in even repeats, before it in odd
+    ones); the last runs' counts, and whether every repeat's sampled results of the two
+    libraries were identical (None without a baseline)."""
     cfg = SimConfig(hierarchy("skylake"), cores, 1, int(stream["region"].max()) + 1)
     exact_s, sampled_s, base_s, last, same = [], [], [], (None, None), None
-    for _ in range(repeat):
+    for r in range(repeat):
         _use_library(current)
         t = time.process_time()
         ex = simulate(stream, cfg)
         exact_s.append(time.process_time() - t)
-        t = time.process_time()
-        sm = simulate(stream, cfg, sample=sample)
-        sampled_s.append(time.process_time() - t)
+        runs = [(current, sampled_s), (baseline, base_s)] if baseline is not None else [
+            (current, sampled_s)]
+        results = {}
+        for native_dir, times in runs if r % 2 == 0 else runs[::-1]:  # A B, then B A
+            _use_library(native_dir)
+            t = time.process_time()
+            results[native_dir] = simulate(stream, cfg, sample=sample)
+            times.append(time.process_time() - t)
+        sm = results[current]
         last = (ex, sm)
         if baseline is not None:
-            _use_library(baseline)
-            t = time.process_time()
-            bs = simulate(stream, cfg, sample=sample)
-            base_s.append(time.process_time() - t)
-            same = identical(sm, bs) and same is not False
+            same = identical(sm, results[baseline]) and same is not False
+    _use_library(current)
     return exact_s, sampled_s, base_s, last, same
 
 
