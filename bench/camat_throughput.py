@@ -3,7 +3,7 @@
 on synthetic streams of known shape and on a recorded stream.
 
     .venv/bin/python bench/camat_throughput.py [--accesses N] [--repeat R] [--recording DIR]
-                                               [--baseline NATIVE_DIR | --sample PERIOD
+                                               [--baseline NATIVE_DIR] [--sample PERIOD
                                                 [--sample-unit U] [--sample-warm W]]
 
 Prints one line per stream: median CPU seconds of R runs (process time, so that other load on
@@ -18,7 +18,12 @@ back to back on the same stream, and the line adds the sampled rate, the median 
 per-repeat speedups, whether accesses and misses are equal at every level, and the largest
 relative error of the sampled C-AMAT (and of any of C-AMAT, C_M, pAMP) against the exact ones
 over the levels the sample supports (objtier.camat.sampling.compare), whether all are within
-objtier.camat.sampling.TOLERANCE, and the units' 95 % confidence half-width of the L1 C-AMAT."""
+objtier.camat.sampling.TOLERANCE, and the units' 95 % confidence half-width of the L1 C-AMAT.
+With --sample and --baseline, every repeat also runs the baseline library's sampled model on the
+same stream, beside the built one's (after it in even repeats, before it in odd ones: A B, B A),
+and the line adds the baseline's sampled rate, the median of the per-repeat sampled speedups,
+and whether the two libraries' sampled results are identical (every count, share and unit bit
+for bit)."""
 
 from __future__ import annotations
 
@@ -63,20 +68,43 @@ def _use_library(native_dir) -> None:
     model._library.cache_clear()
 
 
-def timed_sampled(stream: np.ndarray, cores: int, repeat: int, sample) -> tuple:
-    """CPU seconds per run, exact and sampled alternating within each repeat; the last runs'
-    counts."""
+def timed_sampled(stream: np.ndarray, cores: int, repeat: int, sample, current,
+                  baseline=None) -> tuple:
+    """CPU seconds per run, exact and sampled alternating within each repeat (and the
+    baseline's sampled run beside the sampled one: after it in even repeats, before it in odd
+    ones); the last runs' counts, and whether every repeat's sampled results of the two
+    libraries were identical (None without a baseline)."""
     cfg = SimConfig(hierarchy("skylake"), cores, 1, int(stream["region"].max()) + 1)
-    exact_s, sampled_s, last = [], [], (None, None)
-    for _ in range(repeat):
+    exact_s, sampled_s, base_s, last, same = [], [], [], (None, None), None
+    for r in range(repeat):
+        _use_library(current)
         t = time.process_time()
         ex = simulate(stream, cfg)
         exact_s.append(time.process_time() - t)
-        t = time.process_time()
-        sm = simulate(stream, cfg, sample=sample)
-        sampled_s.append(time.process_time() - t)
+        runs = [(current, sampled_s), (baseline, base_s)] if baseline is not None else [
+            (current, sampled_s)]
+        results = {}
+        for native_dir, times in runs if r % 2 == 0 else runs[::-1]:  # A B, then B A
+            _use_library(native_dir)
+            t = time.process_time()
+            results[native_dir] = simulate(stream, cfg, sample=sample)
+            times.append(time.process_time() - t)
+        sm = results[current]
         last = (ex, sm)
-    return exact_s, sampled_s, last
+        if baseline is not None:
+            same = identical(sm, results[baseline]) and same is not False
+    _use_library(current)
+    return exact_s, sampled_s, base_s, last, same
+
+
+def identical(a, b) -> bool:
+    """Are two results the same bit for bit (counts, shares, cycles, sample info, units)?"""
+    parts = [(a.totals, b.totals), (a.by_object, b.by_object), (a.by_region, b.by_region)]
+    if a.units is not None or b.units is not None:
+        parts.append((a.units, b.units))
+    return (a.cycles == b.cycles and a.sample == b.sample
+            and all(x is not None and y is not None and x.tobytes() == y.tobytes()
+                    for x, y in parts))
 
 
 def timed(stream: np.ndarray, cores: int, repeat: int, libraries: list) -> list[list[float]]:
@@ -131,8 +159,6 @@ def main() -> None:
     p.add_argument("--sample-warm", type=int, metavar="W",
                    help="default: objtier.camat.model.default_warm of the skylake preset")
     args = p.parse_args()
-    if args.sample and args.baseline:
-        p.error("--sample and --baseline are separate experiments")
     from pathlib import Path
 
     from objtier.camat import model
@@ -168,17 +194,21 @@ def main() -> None:
         print(f"sampled: period {sample.period}, unit {sample.unit}, warm-up {sample.warm} "
               f"({100 * (sample.unit + 2 * sample.warm) / sample.period:.2f} % timed)")
     head = f"{'stream':32s} {'accesses':>10s} {'median s':>9s} {'M acc/s':>8s}  range"
-    if args.baseline:
-        head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}  counts"
     if sample:
         head += (f"  {'sampled M acc/s':>15s} {'range':>11s} {'speedup':>8s}  counts  "
                  f"{'C-AMAT err':>10s} {'any err':>7s}  tolerance  L1 C-AMAT ci95")
+        if args.baseline:
+            head += f"  {'baseline sampled':>16s} {'range':>11s} {'vs baseline':>11s}  results"
+    elif args.baseline:
+        head += f"  {'baseline M acc/s':>16s} {'speedup (median)':>16s}  counts"
     print(head)
     for name in names:
         stream = make(name)
         cores = int(stream["core"].max()) + 1
         if sample:
-            times, stimes, (ex, sm) = timed_sampled(stream, cores, args.repeat, sample)
+            times, stimes, btimes, (ex, sm), same = timed_sampled(
+                stream, cores, args.repeat, sample, current,
+                Path(args.baseline) if args.baseline else None)
         else:
             runs = timed(stream, cores, args.repeat, libraries)
             times = runs[-1]
@@ -186,7 +216,7 @@ def main() -> None:
         rates = sorted(len(stream) / t / 1e6 for t in times)
         line = (f"{name:32s} {len(stream):10d} {med:9.3f} {len(stream) / med / 1e6:8.1f}  "
                 f"{rates[0]:.1f}..{rates[-1]:.1f}")
-        if args.baseline:
+        if args.baseline and not sample:
             base = statistics.median(runs[0])
             speedup = statistics.median(b / t for b, t in zip(runs[0], times))
             line += f"  {len(stream) / base / 1e6:16.2f} {speedup:15.2f}x"
@@ -205,6 +235,12 @@ def main() -> None:
                      f"{'-' if err is None else f'{100 * err:6.2f}%'}  "
                      f"{'within   ' if within_tolerance(rows) else 'OUTSIDE  '}  "
                      f"{'-' if ci is None else f'±{100 * ci:.2f}%'}")
+            if btimes:
+                brates = sorted(len(stream) / t / 1e6 for t in btimes)
+                vs = statistics.median(b / t for b, t in zip(btimes, stimes))
+                line += (f"  {len(stream) / statistics.median(btimes) / 1e6:16.1f} "
+                         f"{brates[0]:5.1f}..{brates[-1]:<5.1f} {vs:10.2f}x  "
+                         f"{'identical' if same else 'DIFFER'}")
         print(line, flush=True)
         if sample and args.verbose:
             for r in rows:

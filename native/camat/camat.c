@@ -465,57 +465,91 @@ static int feed_one_core(camat_model *m, const camat_access *a, size_t n)
     return 0;
 }
 
-/* The first p in [lo, hi) with order[p] >= at (order is increasing there), else hi. */
-static size_t first_at(const size_t *order, size_t lo, size_t hi, size_t at)
+/* One core's accesses dealt from the stream and not yet taken, in stream order: a ring of
+ * stream positions that doubles when full (it holds about the reorder window at most). */
+typedef struct lane {
+    size_t *at;
+    size_t head, tail, mask; /* at[head & mask] .. at[(tail - 1) & mask]; counts, not indices */
+} lane;
+
+static size_t lane_size(const lane *l)
 {
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (order[mid] < at)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return l->tail - l->head;
 }
 
-/* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. */
+static size_t lane_first(const lane *l)
+{
+    return l->at[l->head & l->mask];
+}
+
+static int lane_push(lane *l, size_t i)
+{
+    if (lane_size(l) > l->mask) {
+        size_t cap = 2 * (l->mask + 1);
+        size_t *at = malloc(cap * sizeof *at);
+        if (!at)
+            return -1;
+        for (size_t j = l->head; j < l->tail; j++)
+            at[j & (cap - 1)] = l->at[j & l->mask];
+        free(l->at);
+        l->at = at;
+        l->mask = cap - 1;
+    }
+    l->at[l->tail++ & l->mask] = i;
+    return 0;
+}
+
+#define LANE_FIRST 1024 /* a lane's first ring */
+
+/* Deals the stream from *dealt on to the cores' lanes until every lane holds more than AHEAD
+ * accesses (the prefetch's distance) or *dealt reaches limit. 0, or -1 (m->error). */
+static int deal(camat_model *m, lane *lanes, const camat_access *a, size_t *dealt, size_t limit)
+{
+    uint32_t cores = m->cfg.cores;
+    for (uint32_t c = 0; c < cores; c++)
+        while (lane_size(&lanes[c]) <= AHEAD && *dealt < limit) {
+            uint32_t k = a[*dealt].core;
+            if (k >= cores) {
+                m->error = "access core out of range";
+                return -1;
+            }
+            if (lane_push(&lanes[k], *dealt) != 0) {
+                m->error = "out of memory";
+                return -1;
+            }
+            ++*dealt;
+        }
+    return 0;
+}
+
+/* Clock-ordered interleaving (cfg.reorder > 0) of the whole stream. Each core's accesses are
+ * dealt to its lane as the window reaches them (no per-access index of the whole stream). */
 static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
 {
     uint32_t cores = m->cfg.cores;
     if (cores == 1)
         return feed_one_core(m, a, n);
-    size_t *first = calloc(cores + 1, sizeof *first), *pos = calloc(cores, sizeof *pos);
-    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    lane *lanes = calloc(cores, sizeof *lanes);
     int rc = 0;
-    if (!first || !pos || !order) {
+    for (uint32_t c = 0; lanes && c < cores; c++) {
+        lanes[c].mask = LANE_FIRST - 1;
+        if (!(lanes[c].at = malloc(LANE_FIRST * sizeof *lanes[c].at)))
+            rc = -1;
+    }
+    if (!lanes || rc) {
         m->error = "out of memory";
         rc = -1;
         goto out;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (a[i].core >= cores) {
-            m->error = "access core out of range";
-            rc = -1;
-            goto out;
-        }
-        first[a[i].core + 1]++;
-    }
-    for (uint32_t c = 0; c < cores; c++)
-        first[c + 1] += first[c];
-    for (uint32_t c = 0; c < cores; c++)
-        pos[c] = first[c];
-    for (size_t i = 0; i < n; i++)
-        order[pos[a[i].core]++] = i;
-    for (uint32_t c = 0; c < cores; c++)
-        pos[c] = first[c];
     uint64_t floor = 0;
     size_t fresh = 0; /* every access from here on in the stream is still to come */
+    size_t dealt = 0; /* every access before here is in its core's lane, or taken */
     for (;;) {
-        /* the earliest pending stream position, then the eligible core with the earliest clock */
-        size_t cursor = SIZE_MAX;
+        /* the earliest pending stream position: a lane's first, or the first not dealt */
+        size_t cursor = dealt < n ? dealt : SIZE_MAX;
         for (uint32_t c = 0; c < cores; c++)
-            if (pos[c] < first[c + 1] && order[pos[c]] < cursor)
-                cursor = order[pos[c]];
+            if (lane_size(&lanes[c]) && lane_first(&lanes[c]) < cursor)
+                cursor = lane_first(&lanes[c]);
         if (cursor == SIZE_MAX)
             break;
         if (m->smp && cursor >= fresh) { /* between units, none taken ahead: one tight run */
@@ -527,13 +561,21 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
             if (run) {
                 fresh = cursor + run;
                 for (uint32_t c = 0; c < cores; c++)
-                    pos[c] = first_at(order, pos[c], first[c + 1], fresh);
+                    while (lane_size(&lanes[c]) && lane_first(&lanes[c]) < fresh)
+                        lanes[c].head++;
+                if (dealt < fresh)
+                    dealt = fresh;
                 continue;
             }
         }
+        /* a core's next access within the window is the first of its lane */
+        size_t limit = n - cursor > m->cfg.reorder ? cursor + m->cfg.reorder : n;
+        if (deal(m, lanes, a, &dealt, limit) != 0) {
+            rc = -1;
+            goto out;
+        }
         if (m->smp && cm_sample_step(m) == 0) { /* between units: in stream order */
-            uint32_t c = a[cursor].core;
-            pos[c]++;
+            lanes[a[cursor].core].head++;       /* cursor is the first of its core's lane */
             if (cm_functional_one(m, &a[cursor]) != 0) {
                 rc = -1;
                 goto out;
@@ -543,7 +585,7 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
         int64_t pick = -1;
         uint64_t best = UINT64_MAX, lowest = UINT64_MAX;
         for (uint32_t c = 0; c < cores; c++) {
-            if (pos[c] >= first[c + 1] || order[pos[c]] - cursor >= m->cfg.reorder)
+            if (!lane_size(&lanes[c]) || lane_first(&lanes[c]) - cursor >= m->cfg.reorder)
                 continue;
             uint64_t clock = m->cores[c].cycle > floor ? m->cores[c].cycle : floor;
             if (clock < best)
@@ -551,9 +593,10 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
             if (clock < lowest)
                 lowest = clock;
         }
-        if (pos[pick] + AHEAD < first[pick + 1])
-            prefetch(m, &a[order[pos[pick] + AHEAD]]);
-        size_t at = order[pos[pick]++];
+        lane *l = &lanes[pick];
+        if (lane_size(l) > AHEAD)
+            prefetch(m, &a[l->at[(l->head + AHEAD) & l->mask]]);
+        size_t at = l->at[l->head++ & l->mask];
         if (feed_one(m, &a[at], floor) != 0) {
             rc = -1;
             goto out;
@@ -566,9 +609,9 @@ static int feed_by_clock(camat_model *m, const camat_access *a, size_t n)
         advance_all(m, floor);
     }
 out:
-    free(first);
-    free(pos);
-    free(order);
+    for (uint32_t c = 0; lanes && c < cores; c++)
+        free(lanes[c].at);
+    free(lanes);
     return rc;
 }
 

@@ -4,7 +4,8 @@
  * as miss-status registers), two cores writing neighbouring bytes of one line (false sharing)
  * and of separate lines, an L1 miss merging with the fetch in flight, the page-LRU local
  * buffer, true LRU in a cache set (recency order in nibbles up to 16 ways, in bytes above),
- * sampled timing (exact counts, units, accounting), the per-core counts of held lines that
+ * clock-ordered interleaving (turns longer than a core's first lane ring included), sampled
+ * timing (exact counts, units, accounting), the per-core counts of held lines that
  * let coherence skip look-ups (kept true, and the same counts as asking every core) and bad
  * configurations.
  * Each failed check prints its line; the program exits non-zero on any failure.
@@ -312,6 +313,55 @@ static void test_clock_interleaving(void)
     CHECK(by_stream.accesses == N && by_clock.accesses == N);
     CHECK(by_stream.coherence_misses < 20);
     CHECK(by_clock.coherence_misses > 1000);
+    free(a);
+}
+
+/* Threads in turns of 5000 accesses, longer than a lane's first ring: in clock order with a
+ * window of 16384 the turns overlap (each core's lane holds thousands of accesses), exact and
+ * sampled; a core out of range, dealt late in the stream, is an error. */
+static void test_clock_long_turns(void)
+{
+    printf("clock order over turns longer than a lane's first ring\n");
+    enum { N = 40000, TURN = 5000 };
+    camat_access *a = calloc(N, sizeof *a);
+    for (int i = 0; i < N; i++) {
+        uint32_t c = (uint32_t)((i / TURN) & 1);
+        a[i] = (camat_access){.addr = 0x2000 + c * 4,
+                              .core = c,
+                              .object = 1,
+                              .region = 1,
+                              .flags = (uint16_t)((4 << 8) | (i & 1 ? CAMAT_WRITE : 0))};
+    }
+    uint64_t coherence[3];
+    for (int pass = 0; pass < 3; pass++) { /* stream order, clock order, clock order sampled */
+        camat_config cfg = base_config(2);
+        cfg.reorder = pass ? 16384 : 0;
+        camat_model *m = camat_create(&cfg, NULL);
+        if (pass == 2)
+            CHECK(camat_sample(m, 8000, 2000, 200) == NULL);
+        CHECK(camat_feed(m, a, N) == 0);
+        camat_finish(m);
+        CHECK(camat_totals(m)[CAMAT_L1].accesses == N);
+        coherence[pass] = camat_totals(m)[CAMAT_L1].coherence_misses;
+        camat_destroy(m);
+    }
+    printf("  coherence misses: stream order %llu, clock order %llu, sampled %llu\n",
+           (unsigned long long)coherence[0], (unsigned long long)coherence[1],
+           (unsigned long long)coherence[2]);
+    CHECK(coherence[0] < 20);
+    CHECK(coherence[1] > 5000);
+    CHECK(coherence[2] > 1000);
+    a[N - 1].core = 2;
+    for (int pass = 0; pass < 2; pass++) {
+        camat_config cfg = base_config(2);
+        cfg.reorder = 16384;
+        camat_model *m = camat_create(&cfg, NULL);
+        if (pass)
+            CHECK(camat_sample(m, 8000, 2000, 200) == NULL);
+        CHECK(camat_feed(m, a, N) == -1);
+        CHECK(camat_error(m) && !strcmp(camat_error(m), "access core out of range"));
+        camat_destroy(m);
+    }
     free(a);
 }
 
@@ -646,6 +696,7 @@ int main(void)
     test_merge_in_flight();
     test_false_sharing();
     test_clock_interleaving();
+    test_clock_long_turns();
     test_held_counts();
     test_exclusive_invariant();
     test_local_buffer();
