@@ -67,6 +67,24 @@ def simulate(trace: Path, local: str, policies: str, params: list[str], target: 
     return rows
 
 
+def run_per_trace_second(exe: Path, run_args: list[str], trace: Path) -> float:
+    """Seconds of a plain run (no runtime) per second of the exact trace's clock: the traced
+    run is tens of times slower, and the online placement ticks on the run's clock."""
+    import time
+
+    from objtier.trace import open_trace
+    from objtier.trace.columns import trace_end_ns
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
+    env.pop("LD_PRELOAD", None)
+    t0 = time.perf_counter()
+    subprocess.run([str(exe), *run_args], env=env, check=True, stdout=subprocess.DEVNULL)
+    plain = time.perf_counter() - t0
+    t = open_trace(trace)
+    span = (trace_end_ns(t) - int(t.start_ns)) / 1e9
+    return min(max(plain / span, 1e-6), 1.0) if span > 0 else 1.0
+
+
 def position(kernel: float, belady: float, value: float) -> str:
     """Share of the kernel's excess over Belady that a policy removes (0 % = kernel)."""
     if kernel <= belady:
@@ -82,6 +100,10 @@ def main() -> int:
     parser.add_argument("--trials", default="bfs=4,cc=1")
     parser.add_argument("--windows", default="0", help="dynamic.window_ms values (0: auto "
                         "tries its own windows)")
+    parser.add_argument("--online", default="", metavar="MS[,MS...]",
+                        help="also the runtime's online placement (dynamic.mode=4) with a tick "
+                        "every MS ms of run time; the trace's clock is mapped to the plain "
+                        "program's by the ratio of their wall times (dynamic.time_scale)")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "dynamic"))
     args = parser.parse_args()
 
@@ -111,6 +133,13 @@ def main() -> int:
                 sim[f"dynamic w={w}"] = dyn["dynamic"]
                 sim.update({f"{k} [w={w}]" if w != "0" else k: v for k, v in dyn.items()
                             if k.startswith("candidate ")})
+            for ms in [m for m in args.online.split(",") if m]:
+                scale = run_per_trace_second(build_exact(kernel, out / "bin"), run_args, trace)
+                dyn = simulate(trace, local, "dynamic",
+                               ["dynamic.mode=4", f"dynamic.online_ms={ms}",
+                                f"dynamic.time_scale={scale:.6g}"],
+                               out / "simulate" / f"{label}-online{ms}")
+                sim[f"online {ms} ms (time_scale {scale:.3g})"] = dyn["dynamic"]
             kern = float(sim["first-touch"]["swap_ins"])
             bel = float(sim["belady"]["swap_ins"])
             for policy, r in sim.items():
