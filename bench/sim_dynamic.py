@@ -3,7 +3,8 @@ between the kernel (0 %) and Belady's MIN (100 %) in swap-ins avoided.
 
     .venv/bin/python bench/sim_dynamic.py [--scale 17] [--local 50%]
         [--workloads alternating,bfs_urand,cc_urand,bfs_kron,cc_kron]
-        [--trials bfs=4,cc=1] [--windows 0] [-o bench-out/dynamic]
+        [--trials bfs=4,cc=1] [--windows 0] [--online MS[,MS]]
+        [--alternating-args MIB,ROUNDS,SWEEPS,STRIDE] [-o bench-out/dynamic]
 
 Per workload: build it with `objtier cc`, record it once with the trace sampler (every load
 and store to a tracked object), then `objtier simulate --preset zram --fast LOCAL` with the
@@ -104,6 +105,8 @@ def main() -> int:
                         help="also the runtime's online placement (dynamic.mode=4) with a tick "
                         "every MS ms of run time; the trace's clock is mapped to the plain "
                         "program's by the ratio of their wall times (dynamic.time_scale)")
+    parser.add_argument("--alternating-args", default=None, metavar="MIB,ROUNDS,SWEEPS,STRIDE",
+                        help="the alternating program's arguments (default 16,4,20,4096)")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "dynamic"))
     args = parser.parse_args()
 
@@ -116,6 +119,9 @@ def main() -> int:
     for name in args.workloads.split(","):
         if name == "alternating":
             kernel, run_args, tag = "alternating", ALTERNATING_ARGS, "alternating"
+            if args.alternating_args:
+                run_args = args.alternating_args.split(",")
+                tag = "alternating-" + "-".join(run_args)
         else:
             kernel, run_args = graph_args(name, args.scale, trials, out / "graphs")
             tag = f"{name}-{trials[kernel]}"
