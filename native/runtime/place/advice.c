@@ -1,7 +1,14 @@
 /* The advice-call token bucket shared by dynamic.c and online.c; see advice.h. */
+#define _GNU_SOURCE
 #include "advice.h"
+#include "rt.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int set;
@@ -56,6 +63,34 @@ double rt_advice_rate(void)
     double r = rate;
     pthread_mutex_unlock(&mu);
     return r;
+}
+
+int rt_advice_call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counter, uint64_t *ns,
+                   uint64_t *failed)
+{
+    uint64_t t0 = rt_now_ns();
+    long r = arg >= 0 ? syscall(nr, (void *)(uintptr_t)a, len, arg)
+                      : syscall(nr, (void *)(uintptr_t)a, len);
+    int err = errno;
+    *ns += rt_now_ns() - t0;
+    (*counter)++;
+    rt_advice_spend();
+    if (r != 0)
+        (*failed)++;
+    errno = err;
+    return r == 0;
+}
+
+void rt_advice_write_counts(const char *path, const char *text, size_t n)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rt_log(1, "cannot write %s: %s", path, strerror(errno));
+        return;
+    }
+    rt_sys_write_all(fd, text, n);
+    close(fd);
 }
 
 void rt_advice_fork_child(void)

@@ -39,7 +39,6 @@
 #include "rt.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -300,15 +299,7 @@ static void choose(void)
 
 static int call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counter)
 {
-    uint64_t t0 = rt_now_ns();
-    long r = arg >= 0 ? syscall(nr, (void *)(uintptr_t)a, len, arg)
-                      : syscall(nr, (void *)(uintptr_t)a, len);
-    st.advice_ns += rt_now_ns() - t0;
-    (*counter)++;
-    rt_advice_spend();
-    if (r != 0)
-        st.calls_failed++;
-    return r == 0;
+    return rt_advice_call(nr, a, len, arg, counter, &st.advice_ns, &st.calls_failed);
 }
 
 /* The end of the run of adjacent ranges from i that `match` selects: [i, *j). */
@@ -582,15 +573,9 @@ static void write_stats(void)
         n += snprintf(buf + n, sizeof buf - (size_t)n, "lead %llu %llu %llu\n",
                       (unsigned long long)leads[i].seq, (unsigned long long)leads[i].at_ms,
                       (unsigned long long)leads[i].switches);
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, stats_path,
-                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rt_log(1, "cannot write %s: %s", stats_path, strerror(errno));
-        return;
-    }
     if (n > 0)
-        rt_sys_write_all(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-    close(fd);
+        rt_advice_write_counts(stats_path, buf,
+                               (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 void rt_online_finish(void)

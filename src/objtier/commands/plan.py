@@ -320,10 +320,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"online placement: every {section['period_ms']} ms the runtime locks what its "
               f"fault sampler saw most accessed, at most {section['lock_bytes'] / 2**20:.1f} "
               f"MiB, within {section['advice_rate']:,} advice calls/s")
-        print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
-        for warning in plan["warnings"]:
-            sys.stderr.write(f"objtier plan: warning: {warning}\n")
-        return 0
     elif args.dynamic:
         section = plan["dynamic"]
         actions = sum(len(st["actions"]) for st in section["steps"])
@@ -334,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"kept {section['mode']}; simulated swap-ins on the recording within "
                   f"{section['advice_rate']:,} advice calls/s: " + ", ".join(
                 f"{k} {v:,}" for k, v in section["simulated_swap_ins"].items()))
+    if args.dynamic and "dynamic" in plan:
         print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
         for warning in plan["warnings"]:
             sys.stderr.write(f"objtier plan: warning: {warning}\n")

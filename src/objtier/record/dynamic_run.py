@@ -74,17 +74,20 @@ def read_stats(path: Path) -> dict[str, float] | None:
     return out
 
 
+def _calls_text(stats: dict[str, float], kinds: tuple[str, ...]) -> str:
+    """"N advice calls (mlock a, munlock b, …; f failed)" over the calls_* counts `kinds`."""
+    calls = int(sum(stats.get(c, 0) for c in kinds))
+    each = ", ".join(f"{c.removeprefix('calls_')} {int(stats.get(c, 0))}" for c in kinds)
+    return f"{calls} advice calls ({each}; {int(stats.get('calls_failed', 0))} failed)"
+
+
 def stats_line(stats: dict[str, float]) -> str:
     if "ticks" in stats:
         return online_stats_line(stats)
-    calls = int(sum(stats.get(c, 0) for c in CALLS))
     return (f"dynamic schedule: {int(stats.get('steps_applied', 0))} of "
             f"{int(stats.get('steps', 0))} steps applied at {int(stats.get('switches', 0))} "
-            f"phase switches, {calls} advice calls (mlock {int(stats.get('calls_mlock', 0))}, "
-            f"munlock {int(stats.get('calls_munlock', 0))}, pageout "
-            f"{int(stats.get('calls_pageout', 0))}, cold {int(stats.get('calls_cold', 0))}, willneed "
-            f"{int(stats.get('calls_willneed', 0))}; {int(stats.get('calls_failed', 0))} "
-            f"failed), {int(stats.get('actions_dropped', 0))} actions dropped for the "
+            f"phase switches, {_calls_text(stats, CALLS)}, "
+            f"{int(stats.get('actions_dropped', 0))} actions dropped for the "
             f"{int(stats.get('advice_rate', 0))}/s budget, "
             f"{int(stats.get('actions_deferred', 0))} deferred until their object's allocation, "
             f"{int(stats.get('objects_matched', 0))} of {int(stats.get('objects', 0))} objects "
@@ -109,14 +112,10 @@ def online_leads(stats_text: str) -> list[tuple[int, int, int]]:
 
 
 def online_stats_line(stats: dict[str, float]) -> str:
-    calls = int(sum(stats.get(c, 0) for c in ONLINE_CALLS))
     return (f"online placement: {int(stats.get('ticks', 0))} ticks of "
             f"{int(stats.get('period_ms', 0))} ms over {int(stats.get('windows', 0))} sampler "
-            f"windows, {calls} advice calls (mlock {int(stats.get('calls_mlock', 0))}, munlock "
-            f"{int(stats.get('calls_munlock', 0))}, cold {int(stats.get('calls_cold', 0))}, "
-            f"pageout {int(stats.get('calls_pageout', 0))}, willneed "
-            f"{int(stats.get('calls_willneed', 0))}; {int(stats.get('calls_failed', 0))} "
-            f"failed), {stats.get('bytes_locked', 0) / 2**20:.1f} MiB locked and "
+            f"windows, {_calls_text(stats, ONLINE_CALLS)}, "
+            f"{stats.get('bytes_locked', 0) / 2**20:.1f} MiB locked and "
             f"{stats.get('bytes_unlocked', 0) / 2**20:.1f} MiB unlocked in all, peak "
             f"{stats.get('locked_peak_bytes', 0) / 2**20:.1f} MiB of "
             f"{stats.get('lock_budget_bytes', 0) / 2**20:.1f} MiB, "
