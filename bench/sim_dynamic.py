@@ -3,7 +3,8 @@ between the kernel (0 %) and Belady's MIN (100 %) in swap-ins avoided.
 
     .venv/bin/python bench/sim_dynamic.py [--scale 17] [--local 50%]
         [--workloads alternating,bfs_urand,cc_urand,bfs_kron,cc_kron]
-        [--trials bfs=4,cc=1] [--windows 0] [-o bench-out/dynamic]
+        [--trials bfs=4,cc=1] [--windows 0] [--online MS[,MS]]
+        [--alternating-args MIB,ROUNDS,SWEEPS,STRIDE] [-o bench-out/dynamic]
 
 Per workload: build it with `objtier cc`, record it once with the trace sampler (every load
 and store to a tracked object), then `objtier simulate --preset zram --fast LOCAL` with the
@@ -67,6 +68,24 @@ def simulate(trace: Path, local: str, policies: str, params: list[str], target: 
     return rows
 
 
+def run_per_trace_second(exe: Path, run_args: list[str], trace: Path) -> float:
+    """Seconds of a plain run (no runtime) per second of the exact trace's clock: the traced
+    run is tens of times slower, and the online placement ticks on the run's clock."""
+    import time
+
+    from objtier.trace import open_trace
+    from objtier.trace.columns import trace_end_ns
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
+    env.pop("LD_PRELOAD", None)
+    t0 = time.perf_counter()
+    subprocess.run([str(exe), *run_args], env=env, check=True, stdout=subprocess.DEVNULL)
+    plain = time.perf_counter() - t0
+    t = open_trace(trace)
+    span = (trace_end_ns(t) - int(t.start_ns)) / 1e9
+    return min(max(plain / span, 1e-6), 1.0) if span > 0 else 1.0
+
+
 def position(kernel: float, belady: float, value: float) -> str:
     """Share of the kernel's excess over Belady that a policy removes (0 % = kernel)."""
     if kernel <= belady:
@@ -82,6 +101,12 @@ def main() -> int:
     parser.add_argument("--trials", default="bfs=4,cc=1")
     parser.add_argument("--windows", default="0", help="dynamic.window_ms values (0: auto "
                         "tries its own windows)")
+    parser.add_argument("--online", default="", metavar="MS[,MS...]",
+                        help="also the runtime's online placement (dynamic.mode=4) with a tick "
+                        "every MS ms of run time; the trace's clock is mapped to the plain "
+                        "program's by the ratio of their wall times (dynamic.time_scale)")
+    parser.add_argument("--alternating-args", default=None, metavar="MIB,ROUNDS,SWEEPS,STRIDE",
+                        help="the alternating program's arguments (default 16,4,20,4096)")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "dynamic"))
     args = parser.parse_args()
 
@@ -94,6 +119,9 @@ def main() -> int:
     for name in args.workloads.split(","):
         if name == "alternating":
             kernel, run_args, tag = "alternating", ALTERNATING_ARGS, "alternating"
+            if args.alternating_args:
+                run_args = args.alternating_args.split(",")
+                tag = "alternating-" + "-".join(run_args)
         else:
             kernel, run_args = graph_args(name, args.scale, trials, out / "graphs")
             tag = f"{name}-{trials[kernel]}"
@@ -111,6 +139,13 @@ def main() -> int:
                 sim[f"dynamic w={w}"] = dyn["dynamic"]
                 sim.update({f"{k} [w={w}]" if w != "0" else k: v for k, v in dyn.items()
                             if k.startswith("candidate ")})
+            for ms in [m for m in args.online.split(",") if m]:
+                scale = run_per_trace_second(build_exact(kernel, out / "bin"), run_args, trace)
+                dyn = simulate(trace, local, "dynamic",
+                               ["dynamic.mode=4", f"dynamic.online_ms={ms}",
+                                f"dynamic.time_scale={scale:.6g}"],
+                               out / "simulate" / f"{label}-online{ms}")
+                sim[f"online {ms} ms (time_scale {scale:.3g})"] = dyn["dynamic"]
             kern = float(sim["first-touch"]["swap_ins"])
             bel = float(sim["belady"]["swap_ins"])
             for policy, r in sim.items():

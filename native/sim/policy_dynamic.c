@@ -66,7 +66,7 @@ static const sim_param_def dynamic_params[] = {
     {"min_accesses", 2},   /* accesses in a window for a page to be locked */
     {"pageout", 1},        /* 1: page out what leaves the locked set unused soon; 0: unlock */
     {"mode", 0},           /* 0 auto (the best of the others, simulated), 1 hot, 2 nextuse,
-                          * 3 static */
+                          * 3 static, 4 online */
     {"chunk_pages", 16},   /* nextuse: pages of an object ranked as one */
     {"lookahead", 2},      /* nextuse: windows looked ahead */
     {"willneed_pages", 0}, /* nextuse: pages prefetched per step (0: auto tries a share) */
@@ -74,6 +74,9 @@ static const sim_param_def dynamic_params[] = {
     {"max_calls", 0},      /* auto: leave out schedules needing more advice calls (0: any) */
     {"advice_rate", 2000}, /* advice calls per second, as run --advice-rate (0: no budget) */
     {"time_scale", 1},     /* seconds of run per second of trace (refill of the budget) */
+    /* mode 4 (online, objtier.plan.dynamic.learn_online), read by the driver: */
+    {"online_ms", 100},    /* the online placement's period, ms of run */
+    {"sample_rate", 2000}, /* pages the fault sampler arms per second of run */
     {NULL, 0},
 };
 

@@ -51,6 +51,8 @@ static const rt_setting settings[] = {
     {"OBJTIER_DYNAMIC", T_PATH, "", 0, 0, F(dynamic)},
     {"OBJTIER_DYNAMIC_STATS", T_PATH, "", 0, 0, F(dynamic_stats)},
     {"OBJTIER_ADVICE_RATE", T_U64, "2000", 1, 1000000, F(advice_rate)},
+    {"OBJTIER_ONLINE_MS", T_U64, "0", 0, 60000, F(online_ms)},
+    {"OBJTIER_ONLINE_STATS", T_PATH, "", 0, 0, F(online_stats)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

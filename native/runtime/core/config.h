@@ -57,8 +57,12 @@ typedef struct rt_config {
     /* dynamic placement (dynamic.c) */
     char dynamic[1024];       /* OBJTIER_DYNAMIC: text-form schedule; empty = none */
     char dynamic_stats[1024]; /* OBJTIER_DYNAMIC_STATS: counts written here at exit; may be empty */
-    uint32_t advice_rate;     /* OBJTIER_ADVICE_RATE: dynamic steps' system calls per second */
-    int statics;              /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
+    uint32_t advice_rate;     /* OBJTIER_ADVICE_RATE: dynamic steps' and the online placement's
+                                 system calls per second (one budget) */
+    /* online placement (online.c) */
+    uint32_t online_ms;      /* OBJTIER_ONLINE_MS: period of the online placement, ms; 0 = off */
+    char online_stats[1024]; /* OBJTIER_ONLINE_STATS: its counts written here at exit */
+    int statics;             /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
                                 OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
 } rt_config;
 

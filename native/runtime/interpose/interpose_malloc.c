@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "placement.h"
 #include "dynamic.h"
+#include "online.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
@@ -112,6 +113,7 @@ static void *realloc_common(void *p, size_t n, int array, size_t k)
             rt_fault_disarm(old.addr, old.size);
             rt_place_release(old.addr); /* munlock before the real realloc moves it */
             rt_dyn_release(old.addr);
+            rt_online_release(old.addr);
         }
         rt_guard--;
     }

@@ -9,6 +9,7 @@
 #include "track.h"
 #include "context.h"
 #include "dynamic.h"
+#include "online.h"
 #include "maps.h"
 #include "placement.h"
 #include "registry.h"
@@ -89,6 +90,7 @@ int rt_on_free(void *addr, uint16_t kind)
         rt_fault_disarm(o.addr, o.size);
         rt_place_release(o.addr);
         rt_dyn_release(o.addr);
+        rt_online_release(o.addr);
         if (rt_active())
             put_free(o.addr, 0, kind);
     }
@@ -121,6 +123,7 @@ static void on_piece(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, 
         c->prot = prot;
     rt_place_unmap(start, len);
     rt_dyn_unmap(start, len);
+    rt_online_unmap(start, len);
     if (rt_active())
         put_free(start, len, c->kind);
     c->first = 0;

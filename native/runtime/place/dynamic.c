@@ -18,7 +18,7 @@
  *     due together (a late wake-up) run in order while calls are left.
  *   - step i is due when steps[i].sw < sw_now (stale: skipped) or steps[i].sw == sw_now and
  *     now >= t_switch + off_ns * scale.
- *   - tokens <= rate (one second of calls), refilled at rate per second.
+ *   - advice calls take tokens of the shared bucket (advice.h): OBJTIER_ADVICE_RATE per second.
  *   - objs[i].defer_act != 0: a lock/willneed of a step found object i not live; it is applied
  *     (by the thread, within the budget) once the object is allocated; deferred_ready is set
  *     while such an object is live.
@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "dynamic.h"
+#include "advice.h"
 #include "plankey.h"
 #include "rt.h"
 
@@ -97,8 +98,8 @@ static uint32_t cursor;
 static int pending;
 static uint32_t pend_step;
 static uint64_t pend_act;
-static double tokens, rate;
-static uint64_t last_refill;
+static double rate;      /* OBJTIER_ADVICE_RATE: the shared bucket's (advice.h) */
+static uint64_t t_check; /* the time run_due checks the bucket at */
 static uint64_t lock_limit, locked_bytes;
 
 static struct {
@@ -280,27 +281,9 @@ static int load(const char *path, char *err, size_t err_len)
 
 /* ---- applying ------------------------------------------------------------------------ */
 
-static void refill(uint64_t now)
-{
-    if (now > last_refill) {
-        tokens += rate * (double)(now - last_refill) / 1e9;
-        if (tokens > rate)
-            tokens = rate;
-        last_refill = now;
-    }
-}
-
 static int call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counter)
 {
-    uint64_t t0 = rt_now_ns();
-    long r = arg >= 0 ? syscall(nr, (void *)(uintptr_t)a, len, arg)
-                      : syscall(nr, (void *)(uintptr_t)a, len);
-    st.advice_ns += rt_now_ns() - t0;
-    (*counter)++;
-    tokens -= 1;
-    if (r != 0)
-        st.calls_failed++;
-    return r == 0;
+    return rt_advice_call(nr, a, len, arg, counter, &st.advice_ns, &st.calls_failed);
 }
 
 static void apply(const dact *x)
@@ -379,7 +362,7 @@ static void run_deferred(void)
         dobj *o = &objs[i];
         if (!o->defer_act || !o->addr)
             continue;
-        if (tokens < action_calls[o->defer_act]) {
+        if (!rt_advice_has(t_check, action_calls[o->defer_act])) {
             deferred_ready = 1; /* the rest when calls are back */
             return;
         }
@@ -401,13 +384,14 @@ static int due(uint32_t i, uint64_t now)
  * (UINT64_MAX: at the next switch only). Called with `lock` held. */
 static uint64_t run_due(uint64_t now)
 {
-    refill(now);
+    t_check = now;
     if (deferred_ready)
         run_deferred();
     for (;;) {
         if (pending) {
             const dstep *s = &steps[pend_step];
-            while (pend_act < s->first + s->n && tokens >= action_calls[acts[pend_act].act])
+            while (pend_act < s->first + s->n &&
+                   rt_advice_has(now, action_calls[acts[pend_act].act]))
                 apply(&acts[pend_act++]);
             if (pend_act < s->first + s->n) {               /* out of calls */
                 if (cursor < n_steps && due(cursor, now)) { /* a newer step: the rest is stale */
@@ -416,8 +400,7 @@ static uint64_t run_due(uint64_t now)
                     continue;
                 }
                 st.budget_waits++;
-                return now + (uint64_t)(1e9 * (action_calls[acts[pend_act].act] - tokens) / rate) +
-                       1;
+                return now + rt_advice_wait_ns(action_calls[acts[pend_act].act]);
             }
             pending = 0;
         }
@@ -480,14 +463,14 @@ void rt_dyn_init(const rt_config *cfg)
                (unsigned long long)page_bytes, rt_page_bytes);
     memcpy(stats_path, cfg->dynamic_stats, sizeof stats_path);
     rate = (double)cfg->advice_rate;
-    tokens = rate;
     lock_limit = cfg->mlock_limit ? cfg->mlock_limit : UINT64_MAX;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&cond, &ca);
     pthread_mutex_lock(&lock);
-    last_refill = t_switch = rt_now_ns();
+    t_switch = rt_now_ns();
+    rt_advice_init(rate, t_switch);
     on = 1;
     run_due(t_switch);
     pthread_mutex_unlock(&lock);
@@ -598,15 +581,9 @@ static void write_stats(void)
         (unsigned long long)st.locked_peak, (unsigned long long)st.objects_matched, rate,
         (unsigned long long)st.willneed_bytes, (unsigned long long)st.advice_ns,
         (unsigned long long)st.thread_cpu_ns, (unsigned long long)st.actions_deferred);
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, stats_path,
-                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rt_log(1, "cannot write %s: %s", stats_path, strerror(errno));
-        return;
-    }
     if (n > 0)
-        rt_sys_write_all(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-    close(fd);
+        rt_advice_write_counts(stats_path, buf,
+                               (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 void rt_dyn_finish(void)
@@ -630,6 +607,7 @@ void rt_dyn_finish(void)
 void rt_dyn_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);
+    rt_advice_fork_child();
     on = 0;
     thread_started = 0;
 }

@@ -4,7 +4,7 @@
  * force (objtier_phase markers), plus an offset in ms. A step munlocks, pages out
  * (MADV_PAGEOUT), prefetches (MADV_WILLNEED) and mlocks page ranges of objects identified by
  * context key, occurrence and size. System calls are limited to OBJTIER_ADVICE_RATE per
- * second (a token bucket; what does not fit waits for the background thread, and is dropped
+ * second (the token bucket of advice.h; what does not fit waits for the background thread, and is dropped
  * when a newer step is due). Counts go to OBJTIER_DYNAMIC_STATS at exit.
  *
  * Every hook is a no-op unless a schedule was loaded; hooks never fail the program: a failed

@@ -121,3 +121,18 @@ uint64_t rt_memcg_inactive_anon(const rt_memcg *m)
 {
     return rt_memcg_stat(m, "inactive_anon");
 }
+
+#define MIN_MARGIN   (32ull << 20) /* without OBJTIER_MLOCK_LIMIT: max(10 %, 32 MiB) unlocked */
+#define MIN_UNLOCKED (4ull << 20)  /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
+
+uint64_t rt_memcg_lock_room(uint64_t cg, uint64_t mlock_limit)
+{
+    uint64_t limit = mlock_limit ? mlock_limit : UINT64_MAX;
+    if (cg != UINT64_MAX) {
+        uint64_t margin =
+            mlock_limit ? MIN_UNLOCKED : (cg / 10 > MIN_MARGIN ? cg / 10 : MIN_MARGIN);
+        uint64_t room = cg > margin ? cg - margin : 0;
+        limit = room < limit ? room : limit;
+    }
+    return limit;
+}

@@ -31,4 +31,10 @@ uint64_t rt_memcg_inactive_anon(const rt_memcg *m);
  * memory, bytes), UINT64_MAX when it cannot be read. */
 uint64_t rt_memcg_stat(const rt_memcg *m, const char *key);
 
+/* The bytes the swap tier may mlock in all, under cgroup limit cg (UINT64_MAX: none) and
+ * OBJTIER_MLOCK_LIMIT mlock_limit (0: none of its own): mlock_limit, and cg less a margin —
+ * max(10 %, 32 MiB) without mlock_limit, 4 MiB with it (chosen with its own margin: objtier
+ * run/compare --mlock-margin). UINT64_MAX without either. */
+uint64_t rt_memcg_lock_room(uint64_t cg, uint64_t mlock_limit);
+
 #endif

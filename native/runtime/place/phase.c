@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "phase.h"
 #include "dynamic.h"
+#include "online.h"
 #include "placement.h"
 #include "region_pmu.h"
 #include "rt.h"
@@ -121,8 +122,10 @@ __attribute__((visibility("default"))) void objtier_phase_end(void)
     if (!rt_active() || rt_guard)
         return;
     rt_guard++;
-    if (tls_phase)
+    if (tls_phase) {
         rt_dyn_switch();
+        rt_online_switch();
+    }
     write_events(0);
     rt_region_pmu_boundary(0);
     rt_place_phase(NULL, 0);
@@ -145,6 +148,7 @@ __attribute__((visibility("default"))) void objtier_phase(const char *name)
         rt_region_pmu_boundary(id);
         rt_fault_phase_changed();
         rt_dyn_switch();
+        rt_online_switch();
     }
     rt_place_phase(name, n);
     rt_guard--;

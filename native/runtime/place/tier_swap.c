@@ -23,8 +23,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define MIN_MARGIN      (32ull << 20) /* mlock margin without OBJTIER_MLOCK_LIMIT: max(10%, 32 MiB) */
-#define MIN_UNLOCKED    (4ull << 20) /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
 #define MIN_HEADROOM    (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
 #define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
 #define MIN_ROOM        (8ull << 20)  /* evictable room the guard keeps in the cgroup, at least */
@@ -53,17 +51,7 @@ static int swap_init(const rt_config *cfg)
     large_folios = cfg->large_folios;
     inactive_pct = cfg->inactive_pct;
     rt_memcg_open(&memcg);
-    uint64_t cg = memcg.limit;
-    if (cfg->mlock_limit)
-        lock_limit = cfg->mlock_limit;
-    if (cg != UINT64_MAX) {
-        /* an explicit limit was chosen with its own margin (objtier run/compare
-         * --mlock-margin); without one, keep max(10%, 32 MiB) of the cgroup unlocked */
-        uint64_t margin =
-            cfg->mlock_limit ? MIN_UNLOCKED : (cg / 10 > MIN_MARGIN ? cg / 10 : MIN_MARGIN);
-        uint64_t room = cg > margin ? cg - margin : 0;
-        lock_limit = room < lock_limit ? room : lock_limit;
-    }
+    lock_limit = rt_memcg_lock_room(memcg.limit, cfg->mlock_limit);
     return 0;
 }
 

@@ -58,6 +58,7 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "fault_internal.h"
+#include "recent.h"
 #include "sampler_scan.h"
 #include "window_log.h"
 #include "maps.h"
@@ -193,13 +194,14 @@ static void on_segv(int sig, siginfo_t *info, void *uctx)
     signal_ops->chain(sig, info, uctx);
 }
 
-/* Caller holds arm_lock, the window was restored and no handler is inside it. */
-static void record_window_locked(uint64_t start, uint64_t now)
+/* Caller holds arm_lock, the window [start, end) was restored and no handler is inside it. */
+static void record_window_locked(uint64_t start, uint64_t end, uint64_t now)
 {
     uint64_t faults = atomic_load(&win_faults);
+    uint32_t touched = (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now);
     rt_window_log_end(&wlog, win_seq, start, atomic_load(&win_arm_ns), now,
-                      (uint32_t)armed_pages_now,
-                      (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now));
+                      (uint32_t)armed_pages_now, touched);
+    rt_recent_note(start, end, (uint32_t)armed_pages_now, touched, now); /* online.c */
 }
 
 /* Caller holds arm_lock. */
@@ -220,7 +222,7 @@ static void disarm_locked(void)
     uint64_t now = rt_now_ns();
     while (atomic_load(&handlers_active) != 0)
         sched_yield();
-    record_window_locked(s, now);
+    record_window_locked(s, e, now);
     uint64_t faults = atomic_load(&win_faults);
     if (faults < armed_pages_now)
         budget.tokens += (double)(armed_pages_now - faults);

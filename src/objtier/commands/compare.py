@@ -54,14 +54,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "guard's period; 0: off — the kernel arm may be OOM-killed and the "
                         "ratios are not fair)")
     parser.add_argument("--arm", dest="arms", action="append", default=[],
-                        choices=["objtier-noguard", "kernel-raw"],
+                        choices=["objtier-noguard", "kernel-raw", "objtier-online"],
                         help="swap: add an arm to each repetition: objtier-noguard (the plan "
                         "without the pressure guard, with the reader), kernel-raw (kernel "
-                        "reclaim without the reader: survival only, no ratio); repeatable")
-    parser.add_argument("--dynamic", action="store_true",
+                        "reclaim without the reader: survival only, no ratio), objtier-online "
+                        "(as --dynamic online, beside --dynamic's arm); repeatable")
+    parser.add_argument("--dynamic", nargs="?", const="auto", default=None,
+                        choices=("auto", "online"),
                         help="swap: add the arm objtier-dynamic: a dynamic schedule (plan "
                         "--dynamic) learned from the profile for the same limit, next to the "
-                        "static plan and the baseline (same as --arm objtier-dynamic)")
+                        "static plan and the baseline; `--dynamic online`: the arm "
+                        "objtier-online instead, the runtime's online placement (plan "
+                        "--dynamic --schedule online) locking at most what the static plan "
+                        "does")
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept, enabled "
                         "for madvised memory during both arms (default 16K; off: base pages)")
@@ -216,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--arm objtier-noguard with --no-guard: the objtier arm already runs "
                          "without the guard")
     if args.dynamic:
-        args.arms.append("objtier-dynamic")
+        args.arms.append("objtier-online" if args.dynamic == "online" else "objtier-dynamic")
     large_folio = args.large_folio or DEFAULT_LARGE_FOLIO
     parse_large_folio(large_folio)  # a bad size fails now, not after the profiles
     args.algo = args.algo or "auto"
@@ -246,10 +251,11 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"objtier compare: warning: {warning}\n")
     print_table(result)
     out = settings.output
-    if "dynamic" in result.summary:
-        from objtier.experiments.compare_dynamic import summary_line
+    for key in ("dynamic", "online"):
+        if key in result.summary:
+            from objtier.experiments.compare_dynamic import summary_line
 
-        print(summary_line(result.summary["dynamic"]))
+            print(summary_line(result.summary[key]))
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
     from objtier.experiments.results import run_warnings
 

@@ -76,12 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "a phase (0 = at phase switches only)")
     parser.add_argument("--min-accesses", type=B.float_option(1, 1e18), default=2.0,
                         help="dynamic: accesses in a window for a page to be locked (2)")
-    parser.add_argument("--schedule", choices=("auto", "hot", "nextuse", "static"),
+    parser.add_argument("--schedule", choices=("auto", "hot", "nextuse", "static", "online"),
                         default=None,
                         help="dynamic: how the locked set moves: hot (most accessed pages "
                         "of each window), nextuse (pages used soonest), static (the spill "
-                        "plan, never moved) or auto (default: each simulated on the "
-                        "recording, the fewest swap-ins kept)")
+                        "plan, never moved), auto (default: each simulated on the "
+                        "recording, the fewest swap-ins kept) or online (nothing learned "
+                        "ahead: the runtime locks what its fault sampler saw most accessed "
+                        "recently, every --online-ms)")
+    parser.add_argument("--online-ms", type=B.int_option(1, 60_000, "ms"), default=None,
+                        help="dynamic, schedule online: the period of the runtime's online "
+                        "placement (100)")
     parser.add_argument("--max-calls", type=B.int_option(0, B.COUNT_MAX, "calls"),
                         default=0,
                         help="dynamic, schedule auto: leave out schedules that need more "
@@ -196,6 +201,23 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
     from objtier.trace import open_trace
 
     lock = int(budget_bytes * (1.0 - args.reserve)) // page * page
+    if args.schedule == "online":
+        from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS, online_section
+        from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
+
+        if args.window_ms or args.min_accesses != 2.0 or args.max_calls or args.min_gain \
+                is not None or args.clock_scale is not None:
+            raise UsageError("--window-ms, --min-accesses, --max-calls, --min-gain and "
+                             "--clock-scale shape schedules learned ahead: not with "
+                             "--schedule online")
+        plan["dynamic"] = online_section(lock, page, args.online_ms or DEFAULT_ONLINE_MS,
+                                         args.advice_rate or DEFAULT_ADVICE_RATE)
+        plan["version"] = SECTION_VERSION
+        plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
+        plan["algorithm"] = {"name": "dynamic", "params": {
+            "schedule": "online", "period_ms": plan["dynamic"]["period_ms"],
+            "reserve": args.reserve, "advice_rate": plan["dynamic"]["advice_rate"]}}
+        return
     plan["dynamic"] = section_from_trace(open_trace(path), lock, page, args.window_ms,
                                          args.min_accesses, fast_bytes=budget_bytes,
                                          mode=MODES.index(args.schedule),
@@ -274,6 +296,8 @@ def run(args: argparse.Namespace) -> int:
     if not exe:
         plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
                                 "cannot be checked against the binary it is used with")
+    if args.online_ms is not None and not (args.dynamic and args.schedule == "online"):
+        raise UsageError("--online-ms applies to --dynamic --schedule online only")
     if args.dynamic:
         args.schedule = args.schedule or "auto"
         _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
@@ -291,6 +315,11 @@ def run(args: argparse.Namespace) -> int:
               f"{choice['min_gain']:.0%} fewer swap-ins than the static one within "
               f"{choice['advice_rate']:,} advice calls/s: " + ", ".join(
                   f"{k} {v:,}" for k, v in choice["simulated_swap_ins"].items()))
+    elif args.dynamic and plan["dynamic"]["mode"] == "online":
+        section = plan["dynamic"]
+        print(f"online placement: every {section['period_ms']} ms the runtime locks what its "
+              f"fault sampler saw most accessed, at most {section['lock_bytes'] / 2**20:.1f} "
+              f"MiB, within {section['advice_rate']:,} advice calls/s")
     elif args.dynamic:
         section = plan["dynamic"]
         actions = sum(len(st["actions"]) for st in section["steps"])
@@ -301,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"kept {section['mode']}; simulated swap-ins on the recording within "
                   f"{section['advice_rate']:,} advice calls/s: " + ", ".join(
                 f"{k} {v:,}" for k, v in section["simulated_swap_ins"].items()))
+    if args.dynamic and "dynamic" in plan:
         print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
         for warning in plan["warnings"]:
             sys.stderr.write(f"objtier plan: warning: {warning}\n")

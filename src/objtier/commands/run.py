@@ -156,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
         stats_path = None
         if dynamic_run.has_schedule(plan):
             rate = dynamic_run.advice_rate(plan, args.advice_rate)
-            extra, stats_path = dynamic_run.schedule_env(plan, side_dir, rate, args.tier)
+            extra, stats_path = dynamic_run.schedule_env(plan, side_dir, rate, args.tier,
+                                                         mlock_limit=limit)
             stats_path = scratch_dir / stats_path.name  # where it is once landed
             env.update(extra)
             if not plan.get("entries"):  # the schedule alone: no fixed placement to apply
@@ -203,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
         if stats_path is not None:
             stats = dynamic_run.read_stats(stats_path)
             if stats is None:
-                warn("the runtime wrote no dynamic-schedule counts (the schedule did not run)")
+                warn("the runtime wrote no dynamic-schedule counts (the schedule did not run)"
+                     if "OBJTIER_DYNAMIC" in env else "the runtime wrote no online-placement "
+                     "counts (the online placement did not run)")
             else:
                 say(dynamic_run.stats_line(stats))
         if args.output:

@@ -1,4 +1,5 @@
-"""`objtier compare --dynamic`: one more arm, `objtier-dynamic`, in compare's rotation on the
+"""`objtier compare --dynamic [online]`: one more arm, `objtier-dynamic` (or `objtier-online`:
+the runtime's online placement, prepare_online), in compare's rotation on the
 swap tier: the runtime running a dynamic schedule (objtier.plan.dynamic, plan version 2) learned
 from compare's first profile for the same mlock limit as the static plan, next to the fair
 kernel baseline and the static plan, under the same cgroup and the same stat-flush reader.
@@ -33,12 +34,20 @@ COUNTS = ("steps_applied", "steps_skipped", "actions_dropped", "calls_mlock", "c
           "advice_ns", "thread_cpu_ns", "locked_peak_bytes", "objects_matched")
 
 
+ONLINE_ARM = "objtier-online"
+ONLINE_COUNTS = ("ticks", "windows", "calls_mlock", "calls_munlock", "calls_cold",
+                 "calls_pageout", "calls_willneed", "calls_failed", "bytes_locked",
+                 "bytes_unlocked", "locked_peak_bytes", "actions_dropped", "lead_changes",
+                 "advice_ns", "thread_cpu_ns")
+
+
 @dataclass
 class DynamicArm:
     plan: dict[str, Any]              # {"version": 2, "dynamic": section}
     env: dict[str, str]               # the runtime's settings for the arm's runs
     stats_path: Path                  # where the runtime writes its counts at exit
     runs: list[dict[str, float]] = field(default_factory=list)
+    arm: str = ARM                    # objtier-dynamic, or objtier-online (prepare_online)
     spool: Spool | None = None        # the tmpfs directory stats_path is in, if any
 
     def close(self) -> None:
@@ -52,7 +61,7 @@ class DynamicArm:
 
         stats = read_stats(self.stats_path) or {}
         if self.stats_path.exists():
-            target = runs_dir / f"{order:02d}-{ARM}-{repeat}.dynamic.txt"
+            target = runs_dir / f"{order:02d}-{self.arm}-{repeat}.dynamic.txt"
             target.write_text(self.stats_path.read_text())
             target.chmod(0o600)
             self.stats_path.unlink()
@@ -61,6 +70,15 @@ class DynamicArm:
 
     def summary(self) -> dict[str, Any]:
         section = self.plan["dynamic"]
+        if self.arm == ONLINE_ARM:
+            med = {k: statistics.median(r.get(k, 0.0) for r in self.runs)
+                   for k in ONLINE_COUNTS if self.runs}
+            calls = [sum(r.get(k, 0.0) for k in ONLINE_COUNTS if k.startswith("calls_")
+                         and k != "calls_failed") for r in self.runs]
+            return {"schedule": "online", "period_ms": section["period_ms"],
+                    "lock_bytes": section["lock_bytes"], "runs_with_counts": len(self.runs),
+                    "median": med,
+                    "median_advice_calls": statistics.median(calls) if calls else 0}
         med = {k: statistics.median(r.get(k, 0.0) for r in self.runs) for k in COUNTS
                if self.runs}
         calls = [sum(r.get(k, 0.0) for k in COUNTS if k.startswith("calls_")
@@ -138,9 +156,46 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
     return DynamicArm(plan, env, stats, spool=spool)
 
 
+def prepare_online(limit: int, page_bytes: int, directory: Path, advice_rate: int,
+                   period_ms: int, say: Callable[[str], None]) -> DynamicArm:
+    """The arm objtier-online: the runtime's online placement (schedule online) locking at
+    most what the static arm's plan (DIR/plan.json, written before) keeps fast at its peak,
+    as a schedule learned ahead would (prepare); DIR/plan-online.json holds its plan."""
+    from objtier.outputs import write_private
+    from objtier.plan.dynamic_file import SECTION_VERSION, online_section
+    from objtier.record import enforce
+    from objtier.record.dynamic_run import schedule_env
+    from objtier.record.launch import runtime_env
+
+    static_plan = json.loads((directory / "plan.json").read_text())
+    lock = min(int(limit * (1.0 - RESERVE)), planned_peak(static_plan))
+    lock = max(lock // page_bytes * page_bytes, page_bytes)
+    section = online_section(lock, page_bytes, period_ms, advice_rate)
+    plan = {"version": SECTION_VERSION, "entries": [], "dynamic": section}
+    write_private(directory / "plan-online.json", json.dumps(plan, indent=1) + "\n",
+                  "online plan")
+    say(f"online placement: every {period_ms} ms, at most {lock >> 20} MiB locked")
+    online_dir = directory / "online"
+    online_dir.mkdir(mode=0o700, exist_ok=True)
+    spool = Spool(online_dir)   # the counts are written at exit inside the cgroup (tiers.spool)
+    settings, stats = schedule_env(plan, spool.path, advice_rate)
+    env = runtime_env({"OBJTIER_MIN_SIZE": str(enforce.plan_min_size(static_plan)),
+                       **settings})
+    return DynamicArm(plan, env, stats, arm=ONLINE_ARM, spool=spool)
+
+
 def summary_line(summary: dict[str, Any]) -> str:
     """One line of what the dynamic arm did, from summary()."""
     med = summary.get("median", {})
+    if summary.get("schedule") == "online":
+        return (f"{ONLINE_ARM}: every {summary['period_ms']} ms; per run (median) "
+                f"{summary['median_advice_calls']:,.0f} advice calls, "
+                f"{med.get('bytes_locked', 0) / 2**20:.1f} MiB locked and "
+                f"{med.get('bytes_unlocked', 0) / 2**20:.1f} MiB unlocked in all, "
+                f"{med.get('lead_changes', 0):,.0f} changes of the most-locked object, "
+                f"{med.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
+                f"{med.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the placement's thread, "
+                f"{med.get('actions_dropped', 0):,.0f} actions dropped for the call budget")
     return (f"objtier-dynamic: schedule {summary['schedule']}, {summary['steps']} steps, "
             f"{summary['actions']} actions; per run (median) "
             f"{summary['median_advice_calls']:,.0f} advice calls, "

@@ -47,7 +47,8 @@ from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader, check_pe
 PAGE_PROFILES = 4
 MIN_FOOTPRINT_BYTES = 16 << 20   # below this a cgroup limit is mostly page cache and stacks
 MEMCG_KEYS = ("pgmajfault", "workingset_refault_anon", "pswpout")
-EXTRA_ARMS = ("objtier-noguard", "kernel-raw", "objtier-dynamic")  # compare_dynamic
+EXTRA_ARMS = ("objtier-noguard", "kernel-raw", "objtier-dynamic",   # compare_dynamic
+              "objtier-online")
 NO_FLUSH_WARNING = ("--stat-flush 0: no arm gets the stat-flush reader; on memory cgroup v1 "
                     "the kernel arm may be OOM-killed and the ratios are not fair")
 
@@ -349,13 +350,18 @@ def run_compare(command: list[str], settings: CompareSettings,
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
     if settings.guard and not enforce.locks_something(plan):
         say("the plan locks nothing: the objtier arm runs without the pressure guard")
-    dyn = None
-    if "objtier-dynamic" in arms:   # a schedule for the same limit (compare_dynamic)
+    moving: dict[str, Any] = {}     # arm -> compare_dynamic.DynamicArm
+    if "objtier-dynamic" in arms or "objtier-online" in arms:
         from objtier.experiments import compare_dynamic
+        from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS
         from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
 
-        dyn = compare_dynamic.prepare(profiles[0], limit, 4096, settings.output,
-                                      DEFAULT_ADVICE_RATE, say)
+        if "objtier-dynamic" in arms:   # a schedule for the same limit
+            moving["objtier-dynamic"] = compare_dynamic.prepare(
+                profiles[0], limit, 4096, settings.output, DEFAULT_ADVICE_RATE, say)
+        if "objtier-online" in arms:    # the runtime's online placement, same lock budget
+            moving["objtier-online"] = compare_dynamic.prepare_online(
+                limit, 4096, settings.output, DEFAULT_ADVICE_RATE, DEFAULT_ONLINE_MS, say)
     phases = plan.get("phases", [])      # the whole program "*" and the marked phases
     own = [p["name"] for p in phases if p["name"] == p["target"]]
     if len(own) > 1:
@@ -381,14 +387,16 @@ def run_compare(command: list[str], settings: CompareSettings,
         f"{', '.join(a for a in arms if a != 'kernel-raw')}" if settings.stat_flush_ms
         else "stat-flush reader off")
     with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier, \
-            contextlib.closing(dyn) if dyn else contextlib.nullcontext():
+            contextlib.ExitStack() as landing:
+        for moving_arm in moving.values():    # their counts' spools, after the last run
+            landing.callback(moving_arm.close)
         for i in range(1, settings.repeat + 1):
             for config in arms:
                 order = len(rows) + 1
                 say(f"run {order}/{len(arms) * settings.repeat}: {config} #{i}")
                 env = trace_dir = spool = None
-                if dyn and config == "objtier-dynamic":
-                    env = dyn.env
+                if config in moving:
+                    env = moving[config].env
                 elif config.startswith("objtier"):
                     trace_dir = runs_dir / f"{order:02d}-{config}-{i}.otr"
                     trace_dir.mkdir(mode=0o700)
@@ -405,8 +413,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                 with spool or contextlib.nullcontext():
                     row = one_run(tier, config, i, order, command, env, timeout, runs_dir,
                                   plan, trace_dir, flush, spool)
-                if dyn and config == "objtier-dynamic":
-                    dyn.collect(order, i, runs_dir)
+                if config in moving:
+                    moving[config].collect(order, i, runs_dir)
                 if row.returncode == -signal.SIGINT:
                     raise KeyboardInterrupt
                 rows.append(row)
@@ -438,8 +446,10 @@ def run_compare(command: list[str], settings: CompareSettings,
         "stat_flush": stat_flush_summary(rows, settings.stat_flush_ms),
         "warnings": warnings + run_warnings(rows),   # every warning compare prints
     })
-    if dyn:
-        summary["dynamic"] = dyn.summary()
+    if "objtier-dynamic" in moving:
+        summary["dynamic"] = moving["objtier-dynamic"].summary()
+    if "objtier-online" in moving:
+        summary["online"] = moving["objtier-online"].summary()
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)
 

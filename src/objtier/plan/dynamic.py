@@ -21,6 +21,8 @@ pages window k uses most:
 That is the `hot` rule (learn). learn_nextuse locks by next use instead (Belady's rule at
 window granularity) and static_schedule replays a static plan as a schedule; the simulator's
 driver (objtier.sim.dynamic) tries them all and keeps the one with the fewest swap-ins.
+learn_online knows nothing ahead: it replays the runtime's online placement, which decides at
+each tick from the accesses a sampler saw before it.
 
 Pages are counted from the page holding the object's first byte (page k of object o covers
 [first page of o + k]); ranges are runs of consecutive pages. Pure: numpy in, dataclasses out.
@@ -44,7 +46,15 @@ DEFAULT_CHUNK_PAGES = 16     # next-use order ranks 64 KiB chunks of an object a
 DEFAULT_LOOKAHEAD = 2        # next-use order looks this many windows ahead
 DEFAULT_HORIZON = 1          # next-use order pages out what no window this far ahead uses
 BURST_BINS = 8               # time bins per window that count a chunk's bursts
-MODES = ("auto", "hot", "nextuse", "static")
+MODES = ("auto", "hot", "nextuse", "static", "online")
+
+# the runtime's online placement (native/runtime/place/online.c), replayed by learn_online
+ONLINE_RANGE_PAGES = 512     # 2 MiB of 4 KiB pages: the shortest range of a larger object
+ONLINE_PER_OBJECT = 256      # ranges per object at most
+ONLINE_ALPHA = 0.7           # weight of a tick's observation
+ONLINE_AGE = 0.7             # a tick without observation
+ONLINE_MIN_SCORE = 0.02
+ONLINE_HOLD = 1.2            # a locked range's advantage
 
 
 @dataclass
@@ -484,3 +494,98 @@ def plan_schedule(fast_pages: list[np.ndarray], bounds: list[tuple[int, int, str
                           _transition(prev, lock, lock, base, pageout=False)))
         prev = lock
     return Schedule(steps, int(lock_pages), page_shift, 0.0, mode="plan")
+
+
+def online_ticks(start_ns: int, end_ns: int, switch_ns: np.ndarray, switch_name: list[str],
+                 period_ns: int) -> list[tuple[int, int, str, int]]:
+    """The online placement's ticks, every period_ns from the start (whatever the phases), as
+    (time_ns, switch ordinal, phase in force, offset since that switch): how a schedule step
+    names the time the runtime's thread acts at."""
+    marks = switch_marks(start_ns, switch_ns, switch_name)
+    times = [m[0] for m in marks]
+    out = []
+    for t in range(int(start_ns) + period_ns, int(end_ns) + 1, max(period_ns, 1)):
+        j = int(np.searchsorted(times, t, side="right")) - 1
+        out.append((t, marks[j][1], marks[j][2], t - marks[j][0]))
+    return out
+
+
+def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.ndarray,
+                 obj_addr: np.ndarray, obj_size: np.ndarray, alloc_ns: np.ndarray,
+                 free_ns: np.ndarray, ticks: list[tuple[int, int, str, int]],
+                 lock_pages: int, page_shift: int, armed_per_tick: float,
+                 seed: int = 1) -> Schedule:
+    """The runtime's online placement (place/online.c) as a schedule: at tick k it knows only
+    the accesses before it. Objects are cut into ranges of max(ONLINE_RANGE_PAGES, pages /
+    ONLINE_PER_OBJECT) pages. Between two ticks the sampler arms about armed_per_tick pages
+    spread evenly over the live objects' pages (each page armed with probability f =
+    armed_per_tick / live pages, drawn by a hash of the page and the tick), and sees an armed
+    page touched when the interval accesses it. A range's score moves to the share of its
+    armed pages touched (ONLINE_ALPHA), or ages (ONLINE_AGE) when none was armed; the ranges
+    of highest score (>= ONLINE_MIN_SCORE, locked ones count ONLINE_HOLD times theirs) are
+    locked up to lock_pages; what leaves the set is unlocked (MADV_COLD, not paged out)."""
+    first_vpn, npages, base = _layout(obj_addr, obj_size, page_shift)
+    nobj = len(obj_addr)
+    total = int(base[-1]) + 1
+    rlen = np.maximum(ONLINE_RANGE_PAGES, -(-npages // ONLINE_PER_OBJECT)).astype(np.int64)
+    nr = -(-npages // np.maximum(rlen, 1))
+    rbase = np.concatenate([[0], np.cumsum(nr)])
+    robj = np.repeat(np.arange(nobj), nr)
+    rfirst = np.arange(int(rbase[-1])) - rbase[robj]            # range index in its object
+    rlo = base[robj] + rfirst * rlen[robj]                      # first global page
+    rhi = np.minimum(rlo + rlen[robj], base[robj] + npages[robj])
+    rpages = (rhi - rlo).astype(np.float64)
+    ones = np.ones(len(sample_ns))
+    obj, page, t, _ = _in_objects(sample_ns, sample_obj, sample_addr, ones, first_vpn,
+                                  npages, page_shift)
+    tick_t = np.asarray([k[0] for k in ticks], np.int64)
+    interval = np.searchsorted(tick_t, t, side="left")         # accesses before tick k
+    gid = base[obj] + page
+    key = np.unique(interval * total + gid)                     # distinct (interval, page)
+    k_of, g_of = key // total, key % total
+    # a deterministic draw per (page, tick): splitmix64 of both
+    z = (g_of.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ \
+        (k_of.astype(np.uint64) + np.uint64(seed)) * np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(31)
+    draw = (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+    r_of = np.searchsorted(rlo, g_of, side="right") - 1
+    alloc = np.asarray(alloc_ns, np.int64)
+    free = np.asarray(free_ns, np.int64)
+    score = np.zeros(len(rlo))
+    locked = np.zeros(len(rlo), dtype=bool)
+    prev_lock = np.zeros(0, np.int64)
+    lo_k = np.searchsorted(k_of, np.arange(len(ticks)), side="left")
+    hi_k = np.searchsorted(k_of, np.arange(len(ticks)), side="right")
+    steps: list[Step] = []
+    for k, (t0, ordinal, name, off) in enumerate(ticks):
+        prev_t = tick_t[k - 1] if k else -1
+        live_obj = (alloc <= t0) & ((free < 0) | (free > prev_t))
+        live = live_obj[robj]
+        live_pages = float(rpages[live].sum())
+        f = min(1.0, armed_per_tick / live_pages) if live_pages else 0.0
+        sel = slice(lo_k[k], hi_k[k])
+        hit = draw[sel] < f
+        touched = np.bincount(r_of[sel][hit], minlength=len(rlo)).astype(np.float64)
+        armed = f * rpages * live
+        seen = armed >= 1.0
+        share = np.where(seen, np.minimum(touched / np.maximum(armed, 1e-9), 1.0), 0.0)
+        score = np.where(seen, ONLINE_ALPHA * share + (1 - ONLINE_ALPHA) * score,
+                         score * ONLINE_AGE)
+        score[~live] = 0.0
+        keyv = score * np.where(locked, ONLINE_HOLD, 1.0)
+        cand = np.flatnonzero(live & (score >= ONLINE_MIN_SCORE))
+        cand = cand[np.argsort(-keyv[cand], kind="stable")]
+        want = np.zeros(len(rlo), dtype=bool)
+        room = int(lock_pages)
+        for r in cand:
+            n = int(rpages[r])
+            if n <= room:
+                want[r] = True
+                room -= n
+        lock = np.concatenate([np.arange(rlo[r], rhi[r]) for r in np.flatnonzero(want)]
+                              ) if want.any() else np.zeros(0, np.int64)
+        actions = _transition(prev_lock, lock, lock, base, False)
+        steps.append(Step(int(t0), int(ordinal), name, int(off), actions))
+        prev_lock, locked = lock, want
+    period_ms = (ticks[1][0] - ticks[0][0]) / 1e6 if len(ticks) > 1 else 0.0
+    return Schedule(steps, int(lock_pages), page_shift, float(period_ms), mode="online")

@@ -9,6 +9,9 @@ JSON (docs/planning.md, "Dynamic schedules"):
                 "steps": [{"switch": 1, "phase": "x", "offset_ms": 0.0,
                            "actions": [["lock", 0, 0, 3686]]}]}
 
+Schedule `online` ("mode": "online", "period_ms": 100, no objects, no steps) learns nothing
+ahead: the runtime moves its locks every period_ms after the fault sampler's recent accesses.
+
 A step runs at the `switch`-th change of the phase in force in the process (0 = the start),
 `offset_ms` × clock_scale after it. An action is [name, object id, first page, pages]; pages
 count from the page holding the object's first byte, in page_bytes. Names: unlock, pageout,
@@ -73,6 +76,24 @@ def build_section(schedule: D.Schedule, keys: np.ndarray, occ: np.ndarray, size:
     return section
 
 
+ONLINE_PERIOD_MAX_MS = 60_000   # OBJTIER_ONLINE_MS's bound (config.c)
+DEFAULT_ONLINE_MS = 100
+
+
+def online_section(lock_bytes: int, page_bytes: int, period_ms: int,
+                   advice_rate: int) -> dict[str, Any]:
+    """The section of schedule `online`: no steps learned ahead; the runtime's online
+    placement (native/runtime/place/online.c) locks, every period_ms, the ranges the fault
+    sampler saw most accessed, at most lock_bytes at once."""
+    return {"mode": "online", "page_bytes": page_bytes, "lock_bytes": lock_bytes,
+            "period_ms": period_ms, "advice_rate": advice_rate, "clock_scale": 1.0,
+            "window_ms": 0, "objects": [], "steps": []}
+
+
+def is_online(section: dict[str, Any] | None) -> bool:
+    return bool(section) and section.get("mode") == "online"
+
+
 def _fail(where: str, message: str) -> None:
     raise UsageError(f"{where}: dynamic section: {message}")
 
@@ -95,6 +116,12 @@ def validate_section(section: Any, where: str = "plan") -> None:
         _fail(where, "clock_scale must be a number in (0, 1e6]")
     if "advice_rate" in section and not _int(section["advice_rate"], 1, ADVICE_RATE_MAX):
         _fail(where, f"advice_rate must be an integer in [1, {ADVICE_RATE_MAX}] (calls/s)")
+    if section.get("mode") == "online":
+        if not _int(section.get("period_ms"), 1, ONLINE_PERIOD_MAX_MS):
+            _fail(where, f"an online section needs period_ms, an integer in "
+                         f"[1, {ONLINE_PERIOD_MAX_MS}]")
+        if section.get("objects") or section.get("steps"):
+            _fail(where, "an online section has no objects and no steps")
     objects = section.get("objects")
     if not isinstance(objects, list):
         _fail(where, "no object list")

@@ -26,14 +26,29 @@ def advice_rate(plan: dict[str, Any], given: int | None) -> int:
 
 
 def schedule_env(plan: dict[str, Any], directory: Path, advice_rate: int,
-                 tier: str = "swap") -> tuple[dict[str, str], Path]:
-    """Write the schedule's text form into directory; (runtime settings, the counts' path)."""
+                 tier: str = "swap", mlock_limit: int | None = None
+                 ) -> tuple[dict[str, str], Path]:
+    """Write the schedule's text form into directory; (runtime settings, the counts' path).
+    Schedule `online`: the settings of the runtime's online placement instead (the fault
+    sampler, OBJTIER_ONLINE_MS, at most the section's lock_bytes locked, or mlock_limit when
+    that is smaller)."""
     from objtier.outputs import write_private
-    from objtier.plan.dynamic_file import to_text
+    from objtier.plan.dynamic_file import is_online, to_text
     from objtier.runtime_settings import runtime_env
 
     if tier != "swap":
         raise UsageError("a dynamic schedule runs on the swap tier only (mlock/madvise)")
+    if is_online(plan["dynamic"]):
+        section = plan["dynamic"]
+        stats = directory / "online-stats.txt"
+        stats.unlink(missing_ok=True)
+        lock = int(section["lock_bytes"])
+        if mlock_limit is not None:
+            lock = min(lock, int(mlock_limit))
+        env = runtime_env(sampler="fault", online_ms=int(section["period_ms"]),
+                          online_stats=stats.resolve(), advice_rate=advice_rate,
+                          mlock_limit=max(lock, 1))
+        return env, stats
     text = directory / "schedule.txt"
     stats = directory / "dynamic-stats.txt"
     write_private(text, to_text(plan["dynamic"]), "dynamic schedule")
@@ -59,15 +74,20 @@ def read_stats(path: Path) -> dict[str, float] | None:
     return out
 
 
+def _calls_text(stats: dict[str, float], kinds: tuple[str, ...]) -> str:
+    """"N advice calls (mlock a, munlock b, …; f failed)" over the calls_* counts `kinds`."""
+    calls = int(sum(stats.get(c, 0) for c in kinds))
+    each = ", ".join(f"{c.removeprefix('calls_')} {int(stats.get(c, 0))}" for c in kinds)
+    return f"{calls} advice calls ({each}; {int(stats.get('calls_failed', 0))} failed)"
+
+
 def stats_line(stats: dict[str, float]) -> str:
-    calls = int(sum(stats.get(c, 0) for c in CALLS))
+    if "ticks" in stats:
+        return online_stats_line(stats)
     return (f"dynamic schedule: {int(stats.get('steps_applied', 0))} of "
             f"{int(stats.get('steps', 0))} steps applied at {int(stats.get('switches', 0))} "
-            f"phase switches, {calls} advice calls (mlock {int(stats.get('calls_mlock', 0))}, "
-            f"munlock {int(stats.get('calls_munlock', 0))}, pageout "
-            f"{int(stats.get('calls_pageout', 0))}, cold {int(stats.get('calls_cold', 0))}, willneed "
-            f"{int(stats.get('calls_willneed', 0))}; {int(stats.get('calls_failed', 0))} "
-            f"failed), {int(stats.get('actions_dropped', 0))} actions dropped for the "
+            f"phase switches, {_calls_text(stats, CALLS)}, "
+            f"{int(stats.get('actions_dropped', 0))} actions dropped for the "
             f"{int(stats.get('advice_rate', 0))}/s budget, "
             f"{int(stats.get('actions_deferred', 0))} deferred until their object's allocation, "
             f"{int(stats.get('objects_matched', 0))} of {int(stats.get('objects', 0))} objects "
@@ -75,3 +95,32 @@ def stats_line(stats: dict[str, float]) -> str:
             f"{stats.get('willneed_bytes', 0) / 2**20:.1f} MiB prefetched, "
             f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
             f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the schedule's thread")
+
+
+ONLINE_CALLS = ("calls_mlock", "calls_munlock", "calls_cold", "calls_pageout", "calls_willneed")
+
+
+def online_leads(stats_text: str) -> list[tuple[int, int, int]]:
+    """The online placement's lead changes: (object seq, ms since start, phase switches so
+    far) of each "lead" line of its counts."""
+    out = []
+    for line in stats_text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "lead" and all(p.isdigit() for p in parts[1:]):
+            out.append((int(parts[1]), int(parts[2]), int(parts[3])))
+    return out
+
+
+def online_stats_line(stats: dict[str, float]) -> str:
+    return (f"online placement: {int(stats.get('ticks', 0))} ticks of "
+            f"{int(stats.get('period_ms', 0))} ms over {int(stats.get('windows', 0))} sampler "
+            f"windows, {_calls_text(stats, ONLINE_CALLS)}, "
+            f"{stats.get('bytes_locked', 0) / 2**20:.1f} MiB locked and "
+            f"{stats.get('bytes_unlocked', 0) / 2**20:.1f} MiB unlocked in all, peak "
+            f"{stats.get('locked_peak_bytes', 0) / 2**20:.1f} MiB of "
+            f"{stats.get('lock_budget_bytes', 0) / 2**20:.1f} MiB, "
+            f"{int(stats.get('lead_changes', 0))} changes of the most-locked object, "
+            f"{int(stats.get('actions_dropped', 0))} actions dropped for the "
+            f"{int(stats.get('advice_rate', 0))}/s budget, "
+            f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
+            f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the placement's thread")

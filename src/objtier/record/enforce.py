@@ -227,8 +227,9 @@ def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike,
     else:
         warnings = list(check_plan_binary(plan, exe))
     entries = plan.get("entries", [])
-    if not entries and (plan.get("dynamic") or {}).get("objects"):
-        pass  # a dynamic schedule (record.dynamic_run) does the placement
+    section = plan.get("dynamic") or {}
+    if not entries and (section.get("objects") or section.get("mode") == "online"):
+        pass  # a dynamic schedule or the online placement (record.dynamic_run) places
     elif not entries:
         warnings.append("the plan has no entries: it matches no object, the program runs as "
                         "without objtier")

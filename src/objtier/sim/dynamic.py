@@ -13,8 +13,9 @@ from objtier.sim.engine import EV_PHASE, EVENT, NO_OBJ
 from objtier.sim.placement import context_keys, occurrences
 
 LEARN_PARAMS = ("window_ms", "min_accesses", "pageout", "mode", "chunk_pages", "lookahead",
-                "willneed_pages", "horizon", "max_calls", "min_gain")
-MODE_CODES = {0: "auto", 1: "hot", 2: "nextuse", 3: "static"}   # dynamic.mode=N
+                "willneed_pages", "horizon", "max_calls", "min_gain", "online_ms", "sample_rate")
+MODE_CODES = {0: "auto", 1: "hot", 2: "nextuse", 3: "static", 4: "online"}  # dynamic.mode=N
+DEFAULT_SAMPLE_RATE = 2000   # online: pages the fault sampler arms per second (OBJTIER_RATE)
 DEFAULT_RESERVE = 0.1        # share of fast memory never locked (sim.run, plan --reserve)
 AUTO_WINDOWS = (0, 64, 256)   # auto: next-use windows per run tried (0 = phase switches only)
 # auto keeps a moving schedule only if it simulates this share fewer swap-ins than the static
@@ -69,7 +70,7 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     if not 0 <= min_gain < 1:
         raise UsageError("dynamic.min_gain must be in [0, 1)")
     if not mode or params.get("mode", 0) != int(params.get("mode", 0)):
-        raise UsageError("dynamic.mode: 0 auto, 1 hot, 2 nextuse, 3 static")
+        raise UsageError("dynamic.mode: 0 auto, 1 hot, 2 nextuse, 3 static, 4 online")
     if not 1 <= chunk <= 1 << 20 or not 0 <= ahead <= 1 << 20 or willneed_pages < 0:
         raise UsageError("dynamic.chunk_pages must be in [1, 2^20], dynamic.lookahead in "
                          "[0, 2^20], dynamic.willneed_pages >= 0")
@@ -103,7 +104,9 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
     def planned() -> D.Schedule:
         return plan_candidate(trace, source, static_plan, bounds(0), lock_pages, page_shift)
 
-    if mode == "hot":
+    if mode == "online":
+        sched = online_schedule(source, switch_ns, switch_name, lock_pages, page_shift, params)
+    elif mode == "hot":
         sched = hot(window_ms)
     elif mode == "nextuse":
         sched = nextuse(window_ms)
@@ -174,6 +177,29 @@ def schedule_for(trace, source, lock_bytes: int, page_shift: int, plan_doc: dict
         sched.mode = best[2]
     _put_steps(source, sched)
     return sched
+
+
+def online_schedule(source, switch_ns, switch_name, lock_pages: int, page_shift: int,
+                    params: dict[str, float]) -> D.Schedule:
+    """The runtime's online placement replayed on this trace (objtier.plan.dynamic.
+    learn_online): a tick every dynamic.online_ms (100) ms of run time, the fault sampler
+    arming dynamic.sample_rate (2000, OBJTIER_RATE) pages per second of run time, both on the
+    trace's clock through dynamic.time_scale (run seconds per trace second, 1)."""
+    from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS, ONLINE_PERIOD_MAX_MS
+
+    period_ms = float(params.get("online_ms", DEFAULT_ONLINE_MS))
+    rate = float(params.get("sample_rate", DEFAULT_SAMPLE_RATE))
+    scale = float(params.get("time_scale", 1.0))
+    if not 1 <= period_ms <= ONLINE_PERIOD_MAX_MS or not 1 <= rate <= 1e7 or not 0 < scale <= 1e6:
+        raise UsageError(f"dynamic.online_ms must be in [1, {ONLINE_PERIOD_MAX_MS}], "
+                         f"dynamic.sample_rate in [1, 1e7] and dynamic.time_scale in (0, 1e6]")
+    period_ns = max(int(period_ms * 1e6 / scale), 1)
+    ticks = D.online_ticks(source.start_ns, source.end_ns, switch_ns, switch_name, period_ns)
+    ev = source.sample_ev
+    obj = np.where(ev["obj"] == NO_OBJ, -1, ev["obj"].astype(np.int64))
+    return D.learn_online(ev["time_ns"], obj, ev["addr"], source.addr, source.size,
+                          source.alloc_ns, source.free_ns, ticks, lock_pages, page_shift,
+                          rate * period_ms / 1e3)
 
 
 def plan_candidate(trace, source, plan_doc: dict, bounds, lock_pages: int,
