@@ -115,3 +115,7 @@ def test_compare_online_arm_locks_no_more_than_the_static_plan(tmp_path):
     summary = arm.summary()
     assert summary["schedule"] == "online" and summary["median_advice_calls"] == 3
     assert summary["median"]["ticks"] == 4
+    # the counts wait on tmpfs while the program runs (tiers.spool); closing removes the spool
+    assert arm.spool is not None and arm.stats_path.parent == arm.spool.path
+    arm.close()
+    assert not arm.spool.path.exists()
