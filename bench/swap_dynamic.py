@@ -31,6 +31,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,6 +79,7 @@ def main() -> int:
     from objtier.plan import peak_live_bytes
     from objtier.record.launch import runtime_env
     from objtier.sim.events import from_trace
+    from objtier.tiers.spool import tmpfs_base
     from objtier.tiers.statflush import DEFAULT_PERIOD_MS
     from objtier.tiers.swap import SwapTier
     from objtier.trace import open_trace
@@ -137,12 +139,17 @@ def main() -> int:
                            text=True, check=True)
     section["clock_scale"] = min(max(float(plain.stderr.split()[-1]) / traced_s, 1e-6), 1e6)
 
+    # the runtime writes its counts at exit inside the cgroup: on tmpfs (objtier.tiers.spool)
+    side = tempfile.TemporaryDirectory(prefix="objtier-spool-", dir=tmpfs_base())
+
     def dynamic_env() -> tuple[dict, Path]:
         if fallback:
             (out / "plan-dynamic.txt").write_text(to_text(plans["dynamic"]))
             return runtime_env({**base, "OBJTIER_PLAN": str((out / "plan-dynamic.txt")
                                                              .resolve())}), out / "none"
         schedule, stats = schedule_env(plans["dynamic"], out, args.advice_rate)
+        stats = Path(side.name) / stats.name
+        schedule["OBJTIER_DYNAMIC_STATS"] = str(stats)
         return runtime_env({**base, **schedule}), stats
 
     envs = {
@@ -177,6 +184,7 @@ def main() -> int:
                        "refault_anon": r.memcg_refault_anon, "oom": r.memcg_oom_kills}
                 if config == "dynamic":
                     stats = read_stats(stats_path) or {}
+                    stats_path.unlink(missing_ok=True)
                     row.update({k: stats.get(k) for k in (
                         "steps_applied", "calls_mlock", "calls_munlock", "calls_pageout",
                         "calls_cold", "calls_willneed", "calls_failed", "actions_dropped",
