@@ -324,6 +324,29 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
         stat_flush_max_gap_ms=round(reader.stats.max_gap_ms, 3))
 
 
+def _moving_arms(arms: tuple[str, ...], profile: Path, limit: int, directory: Path,
+                 say: Callable[[str], None], landing: contextlib.ExitStack) -> dict[str, Any]:
+    """The arms whose placement moves (compare_dynamic.DynamicArm by name): a schedule learned
+    from `profile` for the same limit, and the runtime's online placement with the same lock
+    budget. Each is closed by `landing` (its counts' spool), also when a later one fails."""
+    moving: dict[str, Any] = {}
+    if "objtier-dynamic" not in arms and "objtier-online" not in arms:
+        return moving
+    from objtier.experiments import compare_dynamic
+    from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS
+    from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
+
+    if "objtier-dynamic" in arms:
+        moving["objtier-dynamic"] = compare_dynamic.prepare(profile, limit, 4096, directory,
+                                                            DEFAULT_ADVICE_RATE, say)
+        landing.callback(moving["objtier-dynamic"].close)
+    if "objtier-online" in arms:
+        moving["objtier-online"] = compare_dynamic.prepare_online(
+            limit, 4096, directory, DEFAULT_ADVICE_RATE, DEFAULT_ONLINE_MS, say)
+        landing.callback(moving["objtier-online"].close)
+    return moving
+
+
 def run_compare(command: list[str], settings: CompareSettings,
                 say: Callable[[str], None] = lambda text: None,
                 on_row: Callable[[RunRow], None] = lambda row: None) -> CompareResult:
@@ -350,18 +373,6 @@ def run_compare(command: list[str], settings: CompareSettings,
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
     if settings.guard and not enforce.locks_something(plan):
         say("the plan locks nothing: the objtier arm runs without the pressure guard")
-    moving: dict[str, Any] = {}     # arm -> compare_dynamic.DynamicArm
-    if "objtier-dynamic" in arms or "objtier-online" in arms:
-        from objtier.experiments import compare_dynamic
-        from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS
-        from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
-
-        if "objtier-dynamic" in arms:   # a schedule for the same limit
-            moving["objtier-dynamic"] = compare_dynamic.prepare(
-                profiles[0], limit, 4096, settings.output, DEFAULT_ADVICE_RATE, say)
-        if "objtier-online" in arms:    # the runtime's online placement, same lock budget
-            moving["objtier-online"] = compare_dynamic.prepare_online(
-                limit, 4096, settings.output, DEFAULT_ADVICE_RATE, DEFAULT_ONLINE_MS, say)
     phases = plan.get("phases", [])      # the whole program "*" and the marked phases
     own = [p["name"] for p in phases if p["name"] == p["target"]]
     if len(own) > 1:
@@ -388,8 +399,7 @@ def run_compare(command: list[str], settings: CompareSettings,
         else "stat-flush reader off")
     with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier, \
             contextlib.ExitStack() as landing:
-        for moving_arm in moving.values():    # their counts' spools, after the last run
-            landing.callback(moving_arm.close)
+        moving = _moving_arms(arms, profiles[0], limit, settings.output, say, landing)
         for i in range(1, settings.repeat + 1):
             for config in arms:
                 order = len(rows) + 1
