@@ -272,3 +272,5 @@ def test_compare_arm_runs_the_static_plan_unless_a_schedule_clears_the_margin(ph
             assert section["mode"] == "per-phase"
             assert section["simulated_swap_ins"]["plan"] >= 400
             assert "OBJTIER_DYNAMIC" in arm.env and "OBJTIER_PLAN" not in arm.env
+        arm.close()                                   # its counts' spool, if any, goes away
+        assert arm.spool is None or not arm.spool.path.exists()
