@@ -11,6 +11,7 @@
 #include "config.h"
 #include "context.h"
 #include "maps.h"
+#include "memcg.h"
 #include "phase.h"
 #include "placement.h"
 #include "dynamic.h"
@@ -28,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,7 @@ static void *flush_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     pthread_mutex_lock(&flush_lock);
     while (!flush_stop) {
         struct timespec ts;
@@ -403,6 +406,9 @@ __attribute__((constructor(101))) static void rt_start(void)
     atomic_store(&rt_min_size, rt_cfg.min_size);
     state = RT_ACTIVE;
     atomic_store(&rt_state, state);
+    rt_memcg cg; /* under a memory limit the background threads keep to this CPU (rt.h) */
+    rt_memcg_open(&cg);
+    rt_home_cpu = cg.limit != UINT64_MAX ? sched_getcpu() : -1;
     start_threads();
     rt_place_start();
     rt_dyn_init(&rt_cfg);

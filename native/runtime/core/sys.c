@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -108,4 +109,17 @@ void rt_log(int force, const char *fmt, ...)
         ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2);
     line[len++] = '\n';
     rt_sys_write_all(2, line, len);
+}
+
+int rt_home_cpu = -1;
+
+void rt_thread_stay_home(void)
+{
+    int cpu = rt_home_cpu;
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)sched_setaffinity(0, sizeof set, &set); /* this thread only; failure: stays free */
 }

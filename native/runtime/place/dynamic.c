@@ -429,6 +429,7 @@ static void *loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     pthread_mutex_lock(&lock);
     while (!tstop) {
         uint64_t wake = run_due(rt_now_ns());

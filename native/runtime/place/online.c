@@ -427,6 +427,7 @@ static void *loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     pthread_mutex_lock(&lock);
     uint64_t next = rt_now_ns() + period_ns;
     while (!tstop) {

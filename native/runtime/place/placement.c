@@ -225,6 +225,7 @@ static void *place_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     tier->thread_begin(rt_now_ns(), atomic_load(&rt_place_on));
     pthread_mutex_lock(&tlock);
     while (!tstop) {

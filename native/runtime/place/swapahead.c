@@ -142,6 +142,7 @@ static void *ahead_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     struct pollfd p[MAX_CPUS + 1];
     for (int i = 0; i < n_fds; i++)
         p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};

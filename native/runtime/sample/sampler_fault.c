@@ -561,6 +561,7 @@ static void *scan_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     /* The program's asynchronous signals go to its own threads, never to this one (its
      * handler would run here, under the arm lock; a signal every program thread blocks
      * would be taken here). Faults stay deliverable, and SIGSEGV unblocked: the scanner

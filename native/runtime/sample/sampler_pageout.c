@@ -275,6 +275,7 @@ static void *scan_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     rt_scan_budget_init(&budget, cfg);
     while (!atomic_load(&stop_flag)) {
         rt_scan_budget_refill(&budget);

@@ -365,6 +365,7 @@ static void *read_loop(void *arg)
 {
     (void)arg;
     rt_guard = 1;
+    rt_thread_stay_home();
     static struct pollfd pfd[MAX_EVENTS];
     for (int i = 0; i < n_events; i++)
         pfd[i] = (struct pollfd){.fd = events[i].fd, .events = POLLIN};
