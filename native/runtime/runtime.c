@@ -406,9 +406,8 @@ __attribute__((constructor(101))) static void rt_start(void)
     atomic_store(&rt_min_size, rt_cfg.min_size);
     state = RT_ACTIVE;
     atomic_store(&rt_state, state);
-    rt_memcg cg; /* under a memory limit the background threads keep to this CPU (rt.h) */
-    rt_memcg_open(&cg);
-    rt_home_cpu = cg.limit != UINT64_MAX ? sched_getcpu() : -1;
+    /* under a memory limit the background threads keep to this CPU (rt.h) */
+    rt_home_cpu = rt_memcg_self()->limit != UINT64_MAX ? sched_getcpu() : -1;
     start_threads();
     rt_place_start();
     rt_dyn_init(&rt_cfg);

@@ -125,6 +125,17 @@ uint64_t rt_memcg_inactive_anon(const rt_memcg *m)
 #define MIN_MARGIN   (32ull << 20) /* without OBJTIER_MLOCK_LIMIT: max(10 %, 32 MiB) unlocked */
 #define MIN_UNLOCKED (4ull << 20)  /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
 
+const rt_memcg *rt_memcg_self(void)
+{
+    static rt_memcg self;
+    static int opened;
+    if (!opened) {
+        rt_memcg_open(&self);
+        opened = 1;
+    }
+    return &self;
+}
+
 uint64_t rt_memcg_lock_room(uint64_t cg, uint64_t mlock_limit)
 {
     uint64_t limit = mlock_limit ? mlock_limit : UINT64_MAX;

@@ -20,6 +20,11 @@ typedef struct rt_memcg {
 /* Fills *m from /proc/self/cgroup. Never fails: an unreadable set-up means no limit. */
 void rt_memcg_open(rt_memcg *m);
 
+/* This process's memory cgroup, read once (rt_memcg_open on the first call) and shared by
+ * every start-up step that needs it (the swap tier, the online placement, where the runtime's
+ * threads run). Start-up only: the first call is not thread-safe. */
+const rt_memcg *rt_memcg_self(void);
+
 /* Current usage of the binding cgroup [bytes], UINT64_MAX when it cannot be read. */
 uint64_t rt_memcg_usage(const rt_memcg *m);
 

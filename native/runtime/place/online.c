@@ -474,9 +474,7 @@ void rt_online_init(const rt_config *cfg)
         rt_log(1, "out of memory for the online placement; it stays off");
         return;
     }
-    rt_memcg m;
-    rt_memcg_open(&m);
-    lock_budget = rt_memcg_lock_room(m.limit, cfg->mlock_limit);
+    lock_budget = rt_memcg_lock_room(rt_memcg_self()->limit, cfg->mlock_limit);
     period_ns = (uint64_t)cfg->online_ms * 1000000ull;
     pageout = cfg->pageout;
     memcpy(stats_path, cfg->online_stats, sizeof stats_path);

@@ -50,7 +50,7 @@ static int swap_init(const rt_config *cfg)
     readahead_bytes = (uint64_t)cfg->readahead_kb << 10;
     large_folios = cfg->large_folios;
     inactive_pct = cfg->inactive_pct;
-    rt_memcg_open(&memcg);
+    memcg = *rt_memcg_self();
     lock_limit = rt_memcg_lock_room(memcg.limit, cfg->mlock_limit);
     return 0;
 }
