@@ -36,6 +36,7 @@ def main() -> int:
     from objtier.tiers.spool import Spool
     from objtier.tiers.statflush import StatFlushReader
     from objtier.tiers.swap import SwapTier
+    from objtier.units import parse_size
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=17)
@@ -71,7 +72,7 @@ def main() -> int:
                 if setting == "tmpfs" and not spool.spooled:
                     sys.exit("trace_in_cgroup: /dev/shm is not a tmpfs here")
                 where = spool.path if spool else final if setting == "disk" else None
-                run = enforce.PlanRun(out / "plan.txt", int(args.fast.rstrip("M")) << 20,
+                run = enforce.PlanRun(out / "plan.txt", parse_size(args.fast, "--fast"),
                                       output=where)
                 os.sync()
                 (tier.cgroup.path / "memory.force_empty").write_text("0")

@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             output = scratch_dir / "run.otr"
             output.mkdir(mode=0o700)
         folio = folio_size if plan.get("large_folios") else None
+        guarded = args.guard and enforce.locks_something(plan)  # nothing locked: no guard
         # under a memory limit, what the runtime writes waits on tmpfs (tiers.spool)
         spools = ([landing.enter_context(Spool(d)) for d in (output, scratch_dir)]
                   if local is not None else [])
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
                                                                              scratch_dir)
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, trace_to, args.tier, fast_nodes, slow_nodes,
-                                   pressure_guard=args.guard and enforce.locks_something(plan),
+                                   pressure_guard=guarded,
                                    large_folios=folio_size is not None,
                                    follow_forks=args.follow_forks)
         env = runtime_env(settings.settings())
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
                 f"at most {limit >> 20} MiB locked ({margin >> 20} MiB margin)")
-            if args.guard and not enforce.locks_something(plan):
+            if args.guard and not guarded:
                 say("the plan locks nothing: no pressure guard")
             if folio:
                 say(f"{len(plan['large_folios'])} swept object(s) swapped in "

@@ -371,7 +371,8 @@ def run_compare(command: list[str], settings: CompareSettings,
     profiles = record_profile(command, settings, say)
     plan, limit, margin = plan_profile(profiles, command, settings, footprint, local)
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
-    if settings.guard and not enforce.locks_something(plan):
+    guarded = settings.guard and enforce.locks_something(plan)  # the objtier arm's guard
+    if settings.guard and not guarded:
         say("the plan locks nothing: the objtier arm runs without the pressure guard")
     phases = plan.get("phases", [])      # the whole program "*" and the marked phases
     own = [p["name"] for p in phases if p["name"] == p["target"]]
@@ -411,8 +412,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                     trace_dir = runs_dir / f"{order:02d}-{config}-{i}.otr"
                     trace_dir.mkdir(mode=0o700)
                     spool = Spool(trace_dir)
-                    guard = (settings.guard and config == "objtier"
-                             and enforce.locks_something(plan))
+                    guard = guarded and config == "objtier"
                     run = enforce.PlanRun(settings.output / "plan.txt", limit,
                                           enforce.plan_min_size(plan), settings.stack_depth,
                                           spool.path, pressure_guard=guard,
@@ -440,7 +440,7 @@ def run_compare(command: list[str], settings: CompareSettings,
         "local": {"given": settings.local, "bytes": local, "margin_bytes": margin,
                   "margin_fitted": settings.margin is None,
                   "mlock_limit_bytes": limit, "swap": settings.swap,
-                  "pressure_guard": settings.guard and enforce.locks_something(plan),
+                  "pressure_guard": guarded,
                   "large_folio_bytes": folio,
                   "large_folio_objects": len(plan.get("large_folios", []))},
         "plan": {"algorithm": settings.algo, "backfill": settings.backfill,
