@@ -102,6 +102,15 @@ def planned_peak(plan: dict[str, Any]) -> int:
     return max([sum({**root, **own}.values()) for own in per.values()] or [0])
 
 
+def _bounded_by_static_plan(directory: Path, limit: int, page_bytes: int
+                            ) -> tuple[dict[str, Any], int]:
+    """The static arm's plan (DIR/plan.json) and the most a moving placement may lock: what
+    that plan keeps fast at its peak, at most the limit less RESERVE, whole pages, >= 1 page."""
+    static_plan = json.loads((directory / "plan.json").read_text())
+    lock = min(int(limit * (1.0 - RESERVE)), planned_peak(static_plan))
+    return static_plan, max(lock // page_bytes * page_bytes, page_bytes)
+
+
 def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_rate: int,
             say: Callable[[str], None]) -> DynamicArm:
     """Learn the schedule from `profile` for an mlock limit of `limit` bytes; write
@@ -121,9 +130,7 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
     from objtier.trace import open_trace
 
     trace = open_trace(profile)
-    static_plan = json.loads((directory / "plan.json").read_text())
-    lock = min(int(limit * (1.0 - RESERVE)), planned_peak(static_plan))
-    lock = max(lock // page_bytes * page_bytes, page_bytes)
+    static_plan, lock = _bounded_by_static_plan(directory, limit, page_bytes)
     section = section_from_trace(trace, lock, page_bytes, WINDOW_MS, MIN_ACCESSES,
                                  fast_bytes=limit, advice_rate=advice_rate,
                                  static_plan=static_plan)
@@ -145,11 +152,8 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
         run = enforce.PlanRun(directory / "plan.txt", limit, enforce.plan_min_size(static_plan),
                               large_folios=bool(static_plan.get("large_folios")))
         return DynamicArm(plan, runtime_env(run.settings()), dyn_dir / "dynamic-stats.txt")
-    schedule, _ = schedule_env(plan, dyn_dir, advice_rate)
-    # the counts are written at exit inside the cgroup: on tmpfs, as a trace (tiers.spool)
-    spool = Spool(dyn_dir)
-    stats = spool.path / "dynamic-stats.txt"
-    schedule["OBJTIER_DYNAMIC_STATS"] = str(stats.resolve())
+    spool = Spool(dyn_dir)   # the counts are written at exit inside the cgroup (tiers.spool)
+    schedule, stats = schedule_env(plan, spool.path, advice_rate)
     env = runtime_env({"OBJTIER_SAMPLER": "none",
                        "OBJTIER_MIN_SIZE": str(enforce.plan_min_size(plan)),
                        "OBJTIER_MLOCK_LIMIT": str(limit), **schedule})
@@ -167,9 +171,7 @@ def prepare_online(limit: int, page_bytes: int, directory: Path, advice_rate: in
     from objtier.record.dynamic_run import schedule_env
     from objtier.record.launch import runtime_env
 
-    static_plan = json.loads((directory / "plan.json").read_text())
-    lock = min(int(limit * (1.0 - RESERVE)), planned_peak(static_plan))
-    lock = max(lock // page_bytes * page_bytes, page_bytes)
+    static_plan, lock = _bounded_by_static_plan(directory, limit, page_bytes)
     section = online_section(lock, page_bytes, period_ms, advice_rate)
     plan = {"version": SECTION_VERSION, "entries": [], "dynamic": section}
     write_private(directory / "plan-online.json", json.dumps(plan, indent=1) + "\n",
