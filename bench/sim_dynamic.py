@@ -141,11 +141,14 @@ def main() -> int:
                             if k.startswith("candidate ")})
             for ms in [m for m in args.online.split(",") if m]:
                 scale = run_per_trace_second(build_exact(kernel, out / "bin"), run_args, trace)
-                dyn = simulate(trace, local, "dynamic",
-                               ["dynamic.mode=4", f"dynamic.online_ms={ms}",
-                                f"dynamic.time_scale={scale:.6g}"],
-                               out / "simulate" / f"{label}-online{ms}")
-                sim[f"online {ms} ms (time_scale {scale:.3g})"] = dyn["dynamic"]
+                for memory in (1, 0):   # OBJTIER_ONLINE_PHASES
+                    dyn = simulate(trace, local, "dynamic",
+                                   ["dynamic.mode=4", f"dynamic.online_ms={ms}",
+                                    f"dynamic.time_scale={scale:.6g}",
+                                    f"dynamic.phase_memory={memory}"],
+                                   out / "simulate" / f"{label}-online{ms}-m{memory}")
+                    sim[f"online {ms} ms{'' if memory else ' without phase memory'} "
+                        f"(time_scale {scale:.3g})"] = dyn["dynamic"]
             kern = float(sim["first-touch"]["swap_ins"])
             bel = float(sim["belady"]["swap_ins"])
             for policy, r in sim.items():

@@ -77,6 +77,7 @@ static const sim_param_def dynamic_params[] = {
     /* mode 4 (online, objtier.plan.dynamic.learn_online), read by the driver: */
     {"online_ms", 100},    /* the online placement's period, ms of run */
     {"sample_rate", 2000}, /* pages the fault sampler arms per second of run */
+    {"phase_memory", 1},   /* 1: ticks at phase switches, scores kept per phase (0: off) */
     {NULL, 0},
 };
 

@@ -66,6 +66,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_ADVICE_RATE", U64, "2000", 1, 1_000_000),
     Setting("OBJTIER_ONLINE_MS", U64, "0", 0, 60_000),
     Setting("OBJTIER_ONLINE_STATS", PATH, ""),
+    Setting("OBJTIER_ONLINE_PHASES", BOOL, "1"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

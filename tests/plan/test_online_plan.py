@@ -60,6 +60,14 @@ def test_plan_writes_an_online_section_and_run_settings_follow_it(recording, tmp
     assert env["OBJTIER_MLOCK_LIMIT"] == str(5 * MIB)   # the smaller of the two
     assert env["OBJTIER_ONLINE_STATS"] == str(stats.resolve())
     assert "OBJTIER_DYNAMIC" not in env
+    assert section["phase_memory"] is True and env["OBJTIER_ONLINE_PHASES"] == "1"
+    assert "and at each phase switch" in made.stdout
+    off = _plan(recording, tmp_path, "--dynamic", "--schedule", "online", "--phase-memory",
+                "off")
+    assert off.returncode == 0, off.stderr
+    plan = load_plan(tmp_path / "p.json")
+    assert plan["dynamic"]["phase_memory"] is False
+    assert schedule_env(plan, tmp_path, 500)[0]["OBJTIER_ONLINE_PHASES"] == "0"
     with pytest.raises(UsageError, match="swap tier only"):
         schedule_env(plan, tmp_path, 500, tier="numa")
 
@@ -68,8 +76,10 @@ def test_plan_writes_an_online_section_and_run_settings_follow_it(recording, tmp
     (("--dynamic", "--schedule", "online", "--online-ms", "0"), "--online-ms"),
     (("--dynamic", "--schedule", "online", "--online-ms", "60001"), "--online-ms"),
     (("--dynamic", "--schedule", "online", "--online-ms", "x"), "--online-ms"),
-    (("--dynamic", "--online-ms", "50"), "applies to --dynamic --schedule online only"),
-    (("--online-ms", "50",), "applies to --dynamic --schedule online only"),
+    (("--dynamic", "--online-ms", "50"), "apply to --dynamic --schedule online only"),
+    (("--online-ms", "50",), "apply to --dynamic --schedule online only"),
+    (("--dynamic", "--phase-memory", "off"), "apply to --dynamic --schedule online only"),
+    (("--dynamic", "--schedule", "online", "--phase-memory", "maybe"), "--phase-memory"),
     (("--dynamic", "--schedule", "online", "--window-ms", "5"), "not with --schedule online"),
     (("--dynamic", "--schedule", "online", "--min-gain", "0.1"), "not with --schedule online"),
     (("--dynamic", "--schedule", "sometimes"), "--schedule"),
@@ -87,6 +97,7 @@ def test_an_online_section_is_checked_like_any_other():
     validate_section(good)
     for bad, message in (({"period_ms": 0}, "period_ms"), ({"period_ms": 1.5}, "period_ms"),
                          ({"period_ms": 70_000}, "period_ms"),
+                         ({"phase_memory": 1}, "phase_memory"),
                          ({"steps": [{"switch": 0, "offset_ms": 0, "actions": []}]},
                           "no objects and no steps")):
         with pytest.raises(UsageError, match=message):

@@ -15,7 +15,8 @@ import pytest
 from objtier import native
 from objtier.experiments.compare_swap import one_run
 from objtier.plan.dynamic_file import online_section
-from objtier.record.dynamic_run import online_leads, read_stats, schedule_env
+from objtier.record.dynamic_run import (online_leads, online_stats_line, read_stats,
+                                        schedule_env)
 from objtier.record.launch import runtime_env
 from tests.alternating_program import SOURCE
 
@@ -38,8 +39,10 @@ def _plain_env() -> dict[str, str]:
     return env
 
 
-def _online_env(tmp_path, **extra: str) -> tuple[dict[str, str], object]:
-    plan = {"version": 2, "entries": [], "dynamic": online_section(LOCK, 4096, 25, 2000)}
+def _online_env(tmp_path, period_ms: int = 25, memory: bool = True,
+                **extra: str) -> tuple[dict[str, str], object]:
+    plan = {"version": 2, "entries": [],
+            "dynamic": online_section(LOCK, 4096, period_ms, 2000, phase_memory=memory)}
     settings, stats_path = schedule_env(plan, tmp_path, advice_rate=2000)
     return runtime_env({"OBJTIER_MIN_SIZE": str(MIB), **settings, **extra}), stats_path
 
@@ -86,6 +89,52 @@ def test_online_placement_locks_the_array_in_use_and_follows_it(alternating, tmp
         right = [seq == (seqs[0] if sw % 2 else seqs[1]) for seq, sw in in_phase]
         assert sum(right) >= 2 * ROUNDS - 2 and sum(right) >= 0.75 * len(right), leads
         assert s["advice_ns"] > 0 and s["thread_cpu_ns"] > 0
+
+
+@pytest.mark.root
+def test_phase_memory_locks_a_phase_seen_before_at_its_switch(alternating, tmp_path):
+    """A period longer than the run: only phase switches make the placement act (no memory
+    limit here: what is checked is when and what it locks; under a limit, the first phase of
+    y, not seen before, would sweep y beside x's locks for the whole phase). With the phase
+    memory every phase from the third on has its own array locked by its switch's tick (the
+    lead log names it with that switch's count), the switch found the phase kept, and the
+    program's output is the plain run's; without it (OBJTIER_ONLINE_PHASES=0) nothing ticks
+    and nothing is locked."""
+    command = [str(alternating), *ARGS]
+    alone = subprocess.run(command, env=_plain_env(), capture_output=True, text=True,
+                           timeout=300)
+    assert alone.returncode == 0, alone.stderr
+    got = {}
+    for memory in (True, False):
+        env, stats_path = _online_env(tmp_path, period_ms=60_000, memory=memory)
+        run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0 and run.stdout == alone.stdout, run.stderr
+        got[memory] = (read_stats(stats_path), online_leads(stats_path.read_text()))
+        stats_path.unlink()
+    s, leads = got[True]
+    assert s["phase_memory"] == 1 and s["switches"] == 2 * ROUNDS + 1, str(s)
+    # one tick per switch (they are far more than 10 ms apart), none from the period
+    assert s["switch_ticks"] == s["ticks"] == 2 * ROUNDS + 1, str(s)
+    # x, y and "no phase" (before the first switch) kept; every switch into x or y after the
+    # first two, and the last one (back to no phase), found its phase kept; the locks of a
+    # switch tick take pages as they are touched
+    assert s["phases_kept"] == 3 and s["recalls"] == 2 * ROUNDS - 1, str(s)
+    assert s["calls_failed"] == 0 and 8 * MIB <= s["locked_peak_bytes"] <= LOCK, str(s)
+    assert s["calls_mlock_onfault"] == s["calls_mlock"] > 0, str(s)
+    seqs = sorted({seq for seq, _, _ in leads})
+    assert len(seqs) == 2, leads
+    # from the third switch on, the switch's own tick (the only one in the phase) makes the
+    # phase's array the lead: x (the lower seq) after an odd number of switches, y after an
+    # even one; a lead line is written when the lead changes, tagged with the switches so far
+    for sw in range(3, 2 * ROUNDS + 1):
+        in_force = [seq for seq, _, at in leads if at <= sw][-1:]
+        assert in_force == [seqs[0] if sw % 2 else seqs[1]], (sw, leads)
+    assert (f"ticks of 60000 ms ({2 * ROUNDS + 1} at phase switches, {2 * ROUNDS - 1} into a "
+            f"phase seen before)") in online_stats_line(s)
+    off, off_leads = got[False]
+    assert off["phase_memory"] == 0 and off["switches"] == 2 * ROUNDS + 1, str(off)
+    assert off["ticks"] == off["switch_ticks"] == off["bytes_locked"] == 0, str(off)
+    assert off_leads == []
 
 
 def test_online_placement_off_writes_nothing_and_changes_nothing(alternating, tmp_path):

@@ -110,3 +110,85 @@ def test_bad_online_parameters_are_refused(trace):
         with pytest.raises(UsageError, match=key.split(".")[1]):
             simulate(trace, ["dynamic"], "50%", load_preset("zram"),
                      params={"dynamic.mode": "4", key: value})
+
+
+def _phased_trace(tmp_path):
+    """The same accesses with a phase marker at each phase's start: "a" sweeps A, "b" B."""
+    times, addrs = _accesses()
+    end = int(times[-1]) + MS
+    phases = []
+    for k in range(PHASES):
+        t = START + k * PHASE_MS * MS
+        if k:
+            phases.append((t, 1 + (k - 1) % 2, 2))
+        phases.append((t, 1 + k % 2, 1))
+    path = write_trace(tmp_path / "alt-phases.otr", [(START - 2 * MS, A, PAGES * PAGE, 1),
+                                                     (START - MS, B, PAGES * PAGE, 2)],
+                       {"time_ns": times, "addr": addrs}, frees=[(end, A, 0), (end, B, 0)],
+                       phases=phases, names={1: "a", 2: "b"}, source=F.SOURCE_TRACE)
+    return open_trace(path)
+
+
+def _learn_with_switches(memory: bool) -> tuple[list, list[set[int]]]:
+    """The online rule with a period longer than the run (only switch ticks act), phase
+    switches at every phase's start."""
+    times, addrs = _accesses()
+    obj = np.where(addrs >= B, 1, 0)
+    switch = START + np.arange(PHASES, dtype=np.int64) * PHASE_MS * MS
+    names = ["a" if k % 2 == 0 else "b" for k in range(PHASES)]
+    ticks = D.online_ticks(START - 30 * MS, int(times[-1]), switch, names, 10_000 * MS,
+                           switch_gap_ns=5 * MS)
+    sched = D.learn_online(times, obj, addrs, np.array([A, B], np.uint64),
+                           np.array([PAGES * PAGE] * 2, np.uint64),
+                           np.array([START - 2 * MS, START - MS]), np.array([-1, -1]),
+                           ticks, PAGES, 12, armed_per_tick=400.0, phase_memory=memory)
+    return ticks, _locked_after(sched, [0, PAGES])
+
+
+def test_switch_ticks_serve_every_switch_once():
+    """With a switch gap, a tick at each switch (the period is longer than the run), named by
+    the phase entered, offset 0; without one, no tick before the period's end."""
+    switch = START + np.arange(PHASES, dtype=np.int64) * PHASE_MS * MS
+    names = ["a" if k % 2 == 0 else "b" for k in range(PHASES)]
+    end = START + PHASES * PHASE_MS * MS
+    ticks = D.online_ticks(START - 30 * MS, end, switch, names, 10_000 * MS, switch_gap_ns=5 * MS)
+    assert [t for t, _, _, _ in ticks] == switch.tolist()
+    assert [(o, n, off) for _, o, n, off in ticks] == [(k + 1, names[k], 0)
+                                                       for k in range(PHASES)]
+    assert D.online_ticks(START - 30 * MS, end, switch, names, 10_000 * MS) == []
+    # two switches closer than the gap: the second waits for the gap after the first's tick
+    close = np.array([START, START + 2 * MS], np.int64)
+    ticks = D.online_ticks(START - 30 * MS, end, close, ["a", "b"], 10_000 * MS,
+                           switch_gap_ns=5 * MS)
+    assert [(t - START, n) for t, _, n, _ in ticks] == [(0, "a"), (5 * MS, "b")]
+
+
+def test_phase_memory_locks_a_phase_seen_before_at_its_start():
+    """At the switch tick into a phase seen before, the memory locks that phase's array at
+    once; the same rule without the memory is still on the array of the phase that ended."""
+    ticks, held = _learn_with_switches(memory=True)
+    _, held_without = _learn_with_switches(memory=False)
+    assert len(ticks) == PHASES
+    for k in range(2, PHASES):
+        assert held[k] == {k % 2}, (k, held)
+        assert held_without[k] == {(k - 1) % 2}, (k, held_without)
+
+
+def test_simulated_phase_memory_cuts_the_lag(tmp_path):
+    trace = _phased_trace(tmp_path)
+    fast = 5 * PAGES * PAGE // 4
+    got = {}
+    for memory in ("1", "0"):
+        sim = simulate(trace, ["belady", "dynamic"], fast, load_preset("zram"),
+                       params={"dynamic.mode": "4", "dynamic.online_ms": "20",
+                               "dynamic.phase_memory": memory})
+        c = {r.policy: r.counters for r in sim.results}
+        got[memory] = c["dynamic"]["pswpin"]
+        belady = c["belady"]["pswpin"]
+    # without the memory the first 20-40 ms of every phase fault on the new array while the
+    # old one holds the locks; with it, from the third phase on the array is locked at the
+    # switch
+    assert belady <= got["1"] < 0.8 * got["0"], (belady, got)
+    with pytest.raises(UsageError, match="phase_memory"):
+        simulate(trace, ["dynamic"], fast, load_preset("zram"),
+                 params={"dynamic.mode": "4", "dynamic.phase_memory": "2"})

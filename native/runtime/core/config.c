@@ -53,6 +53,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_ADVICE_RATE", T_U64, "2000", 1, 1000000, F(advice_rate)},
     {"OBJTIER_ONLINE_MS", T_U64, "0", 0, 60000, F(online_ms)},
     {"OBJTIER_ONLINE_STATS", T_PATH, "", 0, 0, F(online_stats)},
+    {"OBJTIER_ONLINE_PHASES", T_BOOL, "1", 0, 1, F(online_phases)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

@@ -62,6 +62,7 @@ typedef struct rt_config {
     /* online placement (online.c) */
     uint32_t online_ms;      /* OBJTIER_ONLINE_MS: period of the online placement, ms; 0 = off */
     char online_stats[1024]; /* OBJTIER_ONLINE_STATS: its counts written here at exit */
+    int online_phases;       /* OBJTIER_ONLINE_PHASES: 1 = scores kept per phase (online.c) */
     int statics;             /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
                                 OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
 } rt_config;

@@ -28,6 +28,20 @@
  *     every lock is undone before the memory goes back.
  *   - lead is the seq of the object with the most bytes locked after a tick (0: none); each
  *     change is logged (at most LEAD_LOG entries) with the time and the phase switches so far.
+ *
+ * Phase memory (OBJTIER_ONLINE_PHASES=1, the default): a phase switch (objtier_phase) wakes
+ * the thread, which ticks at once (at most one tick per min(SWITCH_GAP_NS, period)) instead
+ * of at the end of the period. At a tick that finds the phase in force changed, the scores of
+ * every range are kept under the phase left (`kept`, the PHASES_KEPT most recently left
+ * phases), and, when the phase entered was kept before, every range takes the score it had
+ * when that phase was last left (a range it did not have, e.g. of an object allocated since,
+ * takes 0: the next observation, weighted ALPHA, sets it). So a phase seen before gets its
+ * own hot ranges locked at its start, not one or two ticks later; a phase not seen before
+ * starts from the scores of the phase before, as without the memory. With
+ * OBJTIER_ONLINE_PHASES=0 switches are only counted.
+ *   - kept[k].e[0, n) is sorted by lo (the order of ranges[] when it was kept), scores > 0.
+ *   - phase_ticked is the phase in force at the last tick; switch_pending is set by the
+ *     program's thread at a switch and cleared by the tick that sees it.
  */
 #define _GNU_SOURCE
 #include "online.h"
@@ -57,6 +71,8 @@
 #define HOLD           1.2          /* a locked range's advantage */
 #define LEAD_LOG       256          /* lead changes kept for the stats */
 #define TAKE_BATCH     512          /* windows taken per rt_recent_take */
+#define PHASES_KEPT    64           /* phases whose scores are kept (least recently left goes) */
+#define SWITCH_GAP_NS  10000000ull  /* switch ticks at least min(this, period) apart */
 
 enum { GONE = 1 };
 
@@ -90,12 +106,34 @@ static struct {
     uint64_t ticks, windows, calls_mlock, calls_munlock, calls_cold, calls_pageout, calls_willneed,
         calls_failed, bytes_locked, bytes_unlocked, locked_peak, runs_locked, runs_unlocked,
         actions_dropped, lock_refused, lead_changes, advice_ns, thread_cpu_ns, ranges_peak,
-        mlock_unpopulated;
+        mlock_unpopulated, calls_onfault;
 } st;
 static struct {
     uint64_t seq, at_ms, switches;
 } leads[LEAD_LOG];
 static uint32_t n_leads;
+
+typedef struct {
+    uint64_t seq, lo;
+    double score;
+} kept_score;
+
+typedef struct {
+    int used;
+    uint32_t phase;    /* name id (phase.c), 0 = no phase */
+    uint64_t left;     /* st.ticks when it was last left: the least recent is replaced */
+    kept_score *e;     /* e[0, n), sorted by lo */
+    size_t n, cap;
+} kept_phase;
+
+static int phase_memory;
+static kept_phase kept[PHASES_KEPT];
+static _Atomic uint32_t phase_now;
+static _Atomic int switch_pending;
+static uint32_t phase_ticked;
+static struct {
+    uint64_t switch_ticks, phases_kept, recalls, recalled_ranges;
+} pst;
 
 static inline uint64_t page_down(uint64_t a)
 {
@@ -321,7 +359,33 @@ static int to_lock(const orange *r)
     return !r->locked && r->want;
 }
 
-static void act(uint64_t now)
+/* mlock [a, a + len): all of it now (after MADV_WILLNEED), or with `onfault` each page as the
+ * program next touches it (mlock2 MLOCK_ONFAULT; pages present are locked at once). 0 or -1
+ * with errno. */
+static int lock_range(uint64_t a, uint64_t len, int onfault)
+{
+#ifdef SYS_mlock2
+    if (onfault) {
+        uint64_t t0 = rt_now_ns();
+        long r = syscall(SYS_mlock2, (void *)(uintptr_t)a, (size_t)len, MLOCK_ONFAULT);
+        st.advice_ns += rt_now_ns() - t0;
+        if (r == 0 || (errno != ENOSYS && errno != EINVAL)) {
+            st.calls_mlock++;
+            st.calls_onfault += r == 0;
+            st.calls_failed += r != 0;
+            return r == 0 ? 0 : -1;
+        }
+    }
+#endif
+    call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed);
+    return call(SYS_mlock, a, len, -1, &st.calls_mlock) ? 0 : -1;
+}
+
+/* Unlocks what is no longer wanted, then locks what is wanted; `onfault`: the new locks take
+ * each page as the program touches it (a phase switch: the phase's pages are about to be
+ * touched, and swapping them all in at once charges the memory cgroup faster than reclaim
+ * frees the pages just unlocked). */
+static void act(uint64_t now, int onfault)
 {
     for (size_t i = 0, j; i < n_ranges; i = j) {
         if (!to_unlock(&ranges[i])) {
@@ -358,10 +422,9 @@ static void act(uint64_t now)
             st.actions_dropped++;
             continue;
         }
-        call(SYS_madvise, ranges[i].lo, len, MADV_WILLNEED, &st.calls_willneed);
         /* ENOMEM after the range was marked locked: pages the sampler has armed (PROT_NONE)
          * are not populated, yet locked as they fault in: held as locked (munlock undoes it) */
-        if (!call(SYS_mlock, ranges[i].lo, len, -1, &st.calls_mlock)) {
+        if (lock_range(ranges[i].lo, len, onfault) != 0) {
             if (errno != ENOMEM)
                 continue;
             st.calls_failed--;
@@ -406,7 +469,71 @@ static void follow_lead(uint64_t now)
     }
 }
 
-static void tick(uint64_t now)
+/* ---- phase memory ------------------------------------------------------------------------ */
+
+static kept_phase *kept_of(uint32_t phase)
+{
+    for (size_t k = 0; k < PHASES_KEPT; k++)
+        if (kept[k].used && kept[k].phase == phase)
+            return &kept[k];
+    return NULL;
+}
+
+/* Keeps the ranges' scores under `phase` (replacing what it had, or the least recently left
+ * phase when all slots are used). Caller holds `lock`. */
+static void remember(uint32_t phase)
+{
+    kept_phase *p = kept_of(phase);
+    if (!p) { /* a free slot, or else the least recently left phase's */
+        p = &kept[0];
+        for (size_t k = 0; k < PHASES_KEPT && p->used; k++)
+            if (!kept[k].used || kept[k].left < p->left)
+                p = &kept[k];
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < n_ranges; i++)
+        n += ranges[i].score > 0 && !(ranges[i].flags & GONE);
+    if (n > p->cap) {
+        kept_score *e = rt_sys_mmap(n * 2 * sizeof(kept_score));
+        if (!e)
+            return; /* this phase is not kept: its next start learns as without the memory */
+        if (p->e)
+            rt_sys_munmap(p->e, p->cap * sizeof(kept_score));
+        p->e = e;
+        p->cap = n * 2;
+    }
+    p->n = 0;
+    for (size_t i = 0; i < n_ranges; i++)
+        if (ranges[i].score > 0 && !(ranges[i].flags & GONE))
+            p->e[p->n++] = (kept_score){ranges[i].seq, ranges[i].lo, ranges[i].score};
+    if (!p->used)
+        pst.phases_kept++;
+    p->used = 1;
+    p->phase = phase;
+    p->left = st.ticks;
+}
+
+/* Every range takes the score it had when `phase` was last left (0 when it had none there);
+ * 0 when the phase was never kept (nothing changes). Caller holds `lock`. */
+static int recall(uint32_t phase)
+{
+    kept_phase *p = kept_of(phase);
+    if (!p)
+        return 0;
+    size_t j = 0;
+    for (size_t i = 0; i < n_ranges; i++) {
+        while (j < p->n && p->e[j].lo < ranges[i].lo)
+            j++;
+        int hit = j < p->n && p->e[j].lo == ranges[i].lo && p->e[j].seq == ranges[i].seq;
+        ranges[i].score = hit ? p->e[j].score : 0;
+        pst.recalled_ranges += (uint64_t)hit;
+    }
+    return 1;
+}
+
+/* ---- the tick ------------------------------------------------------------------------------ */
+
+static void tick(uint64_t now, int switched)
 {
     st.ticks++;
     rebuild();
@@ -418,8 +545,16 @@ static void tick(uint64_t now)
             break;
     }
     score();
+    if (switched)
+        pst.switch_ticks++;
+    uint32_t phase = atomic_load(&phase_now);
+    if (phase_memory && phase != phase_ticked) {
+        remember(phase_ticked);
+        pst.recalls += (uint64_t)recall(phase);
+        phase_ticked = phase;
+    }
     choose();
-    act(now);
+    act(now, switched);
     follow_lead(now);
 }
 
@@ -429,17 +564,26 @@ static void *loop(void *arg)
     rt_guard = 1;
     rt_thread_stay_home();
     pthread_mutex_lock(&lock);
-    uint64_t next = rt_now_ns() + period_ns;
+    uint64_t gap = SWITCH_GAP_NS < period_ns ? SWITCH_GAP_NS : period_ns;
+    uint64_t last = rt_now_ns(), next = last + period_ns;
     while (!tstop) {
-        struct timespec ts = {.tv_sec = (time_t)(next / 1000000000ull),
-                              .tv_nsec = (long)(next % 1000000000ull)};
-        pthread_cond_timedwait(&cond, &lock, &ts);
+        /* due: last + gap when a switch is pending, else the period's end */
+        int sw = atomic_load(&switch_pending);
+        uint64_t due = sw && last + gap < next ? last + gap : next;
+        if (!sw || rt_now_ns() < due) {
+            struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull),
+                                  .tv_nsec = (long)(due % 1000000000ull)};
+            pthread_cond_timedwait(&cond, &lock, &ts);
+        }
         if (tstop)
             break;
         uint64_t now = rt_now_ns();
-        if (now < next)
+        sw = atomic_load(&switch_pending);
+        if (now < (sw && last + gap < next ? last + gap : next))
             continue;
-        tick(now);
+        atomic_store(&switch_pending, 0);
+        tick(now, sw);
+        last = now;
         next = now + period_ns;
     }
     struct timespec cpu;
@@ -477,6 +621,7 @@ void rt_online_init(const rt_config *cfg)
     lock_budget = rt_memcg_lock_room(rt_memcg_self()->limit, cfg->mlock_limit);
     period_ns = (uint64_t)cfg->online_ms * 1000000ull;
     pageout = cfg->pageout;
+    phase_memory = cfg->online_phases;
     memcpy(stats_path, cfg->online_stats, sizeof stats_path);
     t_start = rt_now_ns();
     rt_advice_init((double)cfg->advice_rate, t_start);
@@ -534,10 +679,21 @@ void rt_online_unmap(uint64_t addr, uint64_t len)
     pthread_mutex_unlock(&lock);
 }
 
-void rt_online_switch(void)
+void rt_online_switch(uint32_t phase)
 {
-    if (on)
-        atomic_fetch_add(&switches, 1);
+    if (!on)
+        return;
+    atomic_fetch_add(&switches, 1);
+    if (!phase_memory)
+        return;
+    atomic_store(&phase_now, phase);
+    atomic_store(&switch_pending, 1);
+    /* The thread holds `lock` except while it waits: when it is busy it sees switch_pending
+     * before it waits again; the program never waits for a tick. */
+    if (pthread_mutex_trylock(&lock) == 0) {
+        pthread_cond_signal(&cond);
+        pthread_mutex_unlock(&lock);
+    }
 }
 
 static void write_stats(void)
@@ -552,7 +708,9 @@ static void write_stats(void)
         "calls_cold %llu\ncalls_pageout %llu\ncalls_willneed %llu\ncalls_failed %llu\n"
         "bytes_locked %llu\nbytes_unlocked %llu\nlocked_peak_bytes %llu\nruns_locked %llu\n"
         "runs_unlocked %llu\nactions_dropped %llu\nlock_refused %llu\nswitches %llu\n"
-        "lead_changes %llu\nadvice_ns %llu\nthread_cpu_ns %llu\nmlock_unpopulated %llu\n",
+        "lead_changes %llu\nadvice_ns %llu\nthread_cpu_ns %llu\nmlock_unpopulated %llu\n"
+        "phase_memory %d\nswitch_ticks %llu\nphases_kept %llu\nrecalls %llu\n"
+        "recalled_ranges %llu\ncalls_mlock_onfault %llu\n",
         (unsigned long long)(period_ns / 1000000),
         (unsigned long long)(lock_budget == UINT64_MAX ? 0 : lock_budget), rt_advice_rate(),
         (unsigned long long)st.ticks, (unsigned long long)st.windows,
@@ -565,7 +723,10 @@ static void write_stats(void)
         (unsigned long long)st.runs_unlocked, (unsigned long long)st.actions_dropped,
         (unsigned long long)st.lock_refused, (unsigned long long)atomic_load(&switches),
         (unsigned long long)st.lead_changes, (unsigned long long)st.advice_ns,
-        (unsigned long long)st.thread_cpu_ns, (unsigned long long)st.mlock_unpopulated);
+        (unsigned long long)st.thread_cpu_ns, (unsigned long long)st.mlock_unpopulated,
+        phase_memory, (unsigned long long)pst.switch_ticks, (unsigned long long)pst.phases_kept,
+        (unsigned long long)pst.recalls, (unsigned long long)pst.recalled_ranges,
+        (unsigned long long)st.calls_onfault);
     /* "lead SEQ AT_MS SWITCHES": the object most locked from AT_MS on, after SWITCHES phase
      * switches */
     for (uint32_t i = 0; i < n_leads && n > 0 && (size_t)n < sizeof buf; i++)

@@ -28,8 +28,10 @@ void rt_online_init(const rt_config *cfg);
 void rt_online_release(uint64_t addr);
 void rt_online_unmap(uint64_t addr, uint64_t len);
 
-/* The phase in force changed (objtier_phase / objtier_phase_end): counted, for the stats. */
-void rt_online_switch(void);
+/* The phase in force changed to `phase` (a name id of phase.c; 0 = none) in the calling
+ * thread (objtier_phase / objtier_phase_end): counted, and the thread ticks at once. Never
+ * waits for the thread. */
+void rt_online_switch(uint32_t phase);
 
 /* Process exit: stops the thread, writes the counts. */
 void rt_online_finish(void);

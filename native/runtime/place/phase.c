@@ -124,7 +124,7 @@ __attribute__((visibility("default"))) void objtier_phase_end(void)
     rt_guard++;
     if (tls_phase) {
         rt_dyn_switch();
-        rt_online_switch();
+        rt_online_switch(0);
     }
     write_events(0);
     rt_region_pmu_boundary(0);
@@ -148,7 +148,7 @@ __attribute__((visibility("default"))) void objtier_phase(const char *name)
         rt_region_pmu_boundary(id);
         rt_fault_phase_changed();
         rt_dyn_switch();
-        rt_online_switch();
+        rt_online_switch(id);
     }
     rt_place_phase(name, n);
     rt_guard--;

@@ -87,6 +87,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--online-ms", type=B.int_option(1, 60_000, "ms"), default=None,
                         help="dynamic, schedule online: the period of the runtime's online "
                         "placement (100)")
+    parser.add_argument("--phase-memory", choices=("on", "off"), default=None,
+                        help="dynamic, schedule online: on (default) the runtime also acts "
+                        "at each phase switch and starts a phase seen before with the "
+                        "ranges it found hot there; off: only every --online-ms")
     parser.add_argument("--max-calls", type=B.int_option(0, B.COUNT_MAX, "calls"),
                         default=0,
                         help="dynamic, schedule auto: leave out schedules that need more "
@@ -211,11 +215,13 @@ def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: 
                              "--clock-scale shape schedules learned ahead: not with "
                              "--schedule online")
         plan["dynamic"] = online_section(lock, page, args.online_ms or DEFAULT_ONLINE_MS,
-                                         args.advice_rate or DEFAULT_ADVICE_RATE)
+                                         args.advice_rate or DEFAULT_ADVICE_RATE,
+                                         phase_memory=args.phase_memory != "off")
         plan["version"] = SECTION_VERSION
         plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
         plan["algorithm"] = {"name": "dynamic", "params": {
             "schedule": "online", "period_ms": plan["dynamic"]["period_ms"],
+            "phase_memory": plan["dynamic"]["phase_memory"],
             "reserve": args.reserve, "advice_rate": plan["dynamic"]["advice_rate"]}}
         return
     plan["dynamic"] = section_from_trace(open_trace(path), lock, page, args.window_ms,
@@ -296,8 +302,10 @@ def run(args: argparse.Namespace) -> int:
     if not exe:
         plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
                                 "cannot be checked against the binary it is used with")
-    if args.online_ms is not None and not (args.dynamic and args.schedule == "online"):
-        raise UsageError("--online-ms applies to --dynamic --schedule online only")
+    if (args.online_ms is not None or args.phase_memory is not None) and not (
+            args.dynamic and args.schedule == "online"):
+        raise UsageError("--online-ms and --phase-memory apply to --dynamic --schedule online "
+                         "only")
     if args.dynamic:
         args.schedule = args.schedule or "auto"
         _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
@@ -317,9 +325,12 @@ def run(args: argparse.Namespace) -> int:
                   f"{k} {v:,}" for k, v in choice["simulated_swap_ins"].items()))
     elif args.dynamic and plan["dynamic"]["mode"] == "online":
         section = plan["dynamic"]
-        print(f"online placement: every {section['period_ms']} ms the runtime locks what its "
-              f"fault sampler saw most accessed, at most {section['lock_bytes'] / 2**20:.1f} "
-              f"MiB, within {section['advice_rate']:,} advice calls/s")
+        print(f"online placement: every {section['period_ms']} ms"
+              f"{' and at each phase switch' if section['phase_memory'] else ''} the runtime "
+              f"locks what its fault sampler saw most accessed"
+              f"{' (in the phase entered, when seen before)' if section['phase_memory'] else ''}"
+              f", at most {section['lock_bytes'] / 2**20:.1f} MiB, within "
+              f"{section['advice_rate']:,} advice calls/s")
     elif args.dynamic:
         section = plan["dynamic"]
         actions = sum(len(st["actions"]) for st in section["steps"])

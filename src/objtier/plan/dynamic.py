@@ -55,6 +55,7 @@ ONLINE_ALPHA = 0.7           # weight of a tick's observation
 ONLINE_AGE = 0.7             # a tick without observation
 ONLINE_MIN_SCORE = 0.02
 ONLINE_HOLD = 1.2            # a locked range's advantage
+ONLINE_PHASES_KEPT = 64      # phases whose scores the phase memory keeps (PHASES_KEPT)
 
 
 @dataclass
@@ -496,15 +497,39 @@ def plan_schedule(fast_pages: list[np.ndarray], bounds: list[tuple[int, int, str
     return Schedule(steps, int(lock_pages), page_shift, 0.0, mode="plan")
 
 
+ONLINE_SWITCH_GAP_NS = 10_000_000   # switch ticks at least min(this, period) apart (online.c)
+
+
 def online_ticks(start_ns: int, end_ns: int, switch_ns: np.ndarray, switch_name: list[str],
-                 period_ns: int) -> list[tuple[int, int, str, int]]:
-    """The online placement's ticks, every period_ns from the start (whatever the phases), as
-    (time_ns, switch ordinal, phase in force, offset since that switch): how a schedule step
-    names the time the runtime's thread acts at."""
+                 period_ns: int, switch_gap_ns: int = 0) -> list[tuple[int, int, str, int]]:
+    """The online placement's ticks as (time_ns, switch ordinal, phase in force, offset since
+    that switch): how a schedule step names the time the runtime's thread acts at. A tick
+    every period_ns from the start; with switch_gap_ns > 0 (the runtime's phase memory:
+    ONLINE_SWITCH_GAP_NS of run time on the trace's clock), a switch also ticks at once, or
+    min(switch_gap_ns, period_ns) after the last tick when that is later (switches before a
+    tick are served by it), and the period restarts there."""
     marks = switch_marks(start_ns, switch_ns, switch_name)
     times = [m[0] for m in marks]
+    period = max(int(period_ns), 1)
+    gap = max(min(int(switch_gap_ns), period), 1)
+    end = int(end_ns)
+    tick_times: list[int] = []
+    last, nxt = int(start_ns), int(start_ns) + period
+    for s in (times[1:] if switch_gap_ns > 0 else []):
+        while nxt <= s and nxt <= end:
+            tick_times.append(nxt)
+            last, nxt = nxt, nxt + period
+        if s <= last:
+            continue                   # seen by the tick at `last`
+        due = max(s, last + gap)
+        if due < nxt and due <= end:
+            tick_times.append(due)
+            last, nxt = due, due + period
+    while nxt <= end:
+        tick_times.append(nxt)
+        nxt += period
     out = []
-    for t in range(int(start_ns) + period_ns, int(end_ns) + 1, max(period_ns, 1)):
+    for t in tick_times:
         j = int(np.searchsorted(times, t, side="right")) - 1
         out.append((t, marks[j][1], marks[j][2], t - marks[j][0]))
     return out
@@ -514,7 +539,7 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
                  obj_addr: np.ndarray, obj_size: np.ndarray, alloc_ns: np.ndarray,
                  free_ns: np.ndarray, ticks: list[tuple[int, int, str, int]],
                  lock_pages: int, page_shift: int, armed_per_tick: float,
-                 seed: int = 1) -> Schedule:
+                 seed: int = 1, phase_memory: bool = False) -> Schedule:
     """The runtime's online placement (place/online.c) as a schedule: at tick k it knows only
     the accesses before it. Objects are cut into ranges of max(ONLINE_RANGE_PAGES, pages /
     ONLINE_PER_OBJECT) pages. Between two ticks the sampler arms about armed_per_tick pages
@@ -523,7 +548,14 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
     page touched when the interval accesses it. A range's score moves to the share of its
     armed pages touched (ONLINE_ALPHA), or ages (ONLINE_AGE) when none was armed; the ranges
     of highest score (>= ONLINE_MIN_SCORE, locked ones count ONLINE_HOLD times theirs) are
-    locked up to lock_pages; what leaves the set is unlocked (MADV_COLD, not paged out)."""
+    locked up to lock_pages; what leaves the set is unlocked (MADV_COLD, not paged out).
+    With phase_memory (OBJTIER_ONLINE_PHASES=1; ticks from online_ticks with switch_gap_ns), a
+    tick whose phase in force differs from the last tick's keeps the scores under the phase
+    left (the ONLINE_PHASES_KEPT most recently left) and, when the phase entered was kept,
+    gives every range the score it had when that phase was last left (0 where it had none).
+    The runtime's locks at a switch tick take pages as they are touched (MLOCK_ONFAULT); here
+    they are LOCK actions (brought in at the tick): the same swap-ins for the pages the phase
+    touches, counted as prefetches rather than major faults."""
     first_vpn, npages, base = _layout(obj_addr, obj_size, page_shift)
     nobj = len(obj_addr)
     total = int(base[-1]) + 1
@@ -557,6 +589,8 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
     lo_k = np.searchsorted(k_of, np.arange(len(ticks)), side="left")
     hi_k = np.searchsorted(k_of, np.arange(len(ticks)), side="right")
     steps: list[Step] = []
+    kept: dict[str, np.ndarray] = {}   # phase -> scores when last left; insertion = recency
+    in_force = "*"                     # the phase before the first switch (switch_marks)
     for k, (t0, ordinal, name, off) in enumerate(ticks):
         prev_t = tick_t[k - 1] if k else -1
         live_obj = (alloc <= t0) & ((free < 0) | (free > prev_t))
@@ -572,6 +606,14 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
         score = np.where(seen, ONLINE_ALPHA * share + (1 - ONLINE_ALPHA) * score,
                          score * ONLINE_AGE)
         score[~live] = 0.0
+        if phase_memory and name != in_force:
+            kept.pop(in_force, None)
+            kept[in_force] = score.copy()
+            if len(kept) > ONLINE_PHASES_KEPT:
+                kept.pop(next(iter(kept)))
+            if name in kept:
+                score = np.where(live, kept[name], 0.0)
+            in_force = name
         keyv = score * np.where(locked, ONLINE_HOLD, 1.0)
         cand = np.flatnonzero(live & (score >= ONLINE_MIN_SCORE))
         cand = cand[np.argsort(-keyv[cand], kind="stable")]

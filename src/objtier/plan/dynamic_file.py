@@ -81,13 +81,15 @@ DEFAULT_ONLINE_MS = 100
 
 
 def online_section(lock_bytes: int, page_bytes: int, period_ms: int,
-                   advice_rate: int) -> dict[str, Any]:
+                   advice_rate: int, phase_memory: bool = True) -> dict[str, Any]:
     """The section of schedule `online`: no steps learned ahead; the runtime's online
     placement (native/runtime/place/online.c) locks, every period_ms, the ranges the fault
-    sampler saw most accessed, at most lock_bytes at once."""
+    sampler saw most accessed, at most lock_bytes at once; with phase_memory (absent: true)
+    it also acts at phase switches with the scores kept for the phase entered
+    (OBJTIER_ONLINE_PHASES)."""
     return {"mode": "online", "page_bytes": page_bytes, "lock_bytes": lock_bytes,
-            "period_ms": period_ms, "advice_rate": advice_rate, "clock_scale": 1.0,
-            "window_ms": 0, "objects": [], "steps": []}
+            "period_ms": period_ms, "advice_rate": advice_rate, "phase_memory": phase_memory,
+            "clock_scale": 1.0, "window_ms": 0, "objects": [], "steps": []}
 
 
 def is_online(section: dict[str, Any] | None) -> bool:
@@ -122,6 +124,8 @@ def validate_section(section: Any, where: str = "plan") -> None:
                          f"[1, {ONLINE_PERIOD_MAX_MS}]")
         if section.get("objects") or section.get("steps"):
             _fail(where, "an online section has no objects and no steps")
+        if not isinstance(section.get("phase_memory", True), bool):
+            _fail(where, "phase_memory must be true or false")
     objects = section.get("objects")
     if not isinstance(objects, list):
         _fail(where, "no object list")

@@ -31,7 +31,7 @@ def schedule_env(plan: dict[str, Any], directory: Path, advice_rate: int,
     """Write the schedule's text form into directory; (runtime settings, the counts' path).
     Schedule `online`: the settings of the runtime's online placement instead (the fault
     sampler, OBJTIER_ONLINE_MS, at most the section's lock_bytes locked, or mlock_limit when
-    that is smaller)."""
+    that is smaller, OBJTIER_ONLINE_PHASES from its phase_memory)."""
     from objtier.outputs import write_private
     from objtier.plan.dynamic_file import is_online, to_text
     from objtier.runtime_settings import runtime_env
@@ -47,7 +47,8 @@ def schedule_env(plan: dict[str, Any], directory: Path, advice_rate: int,
             lock = min(lock, int(mlock_limit))
         env = runtime_env(sampler="fault", online_ms=int(section["period_ms"]),
                           online_stats=stats.resolve(), advice_rate=advice_rate,
-                          mlock_limit=max(lock, 1))
+                          mlock_limit=max(lock, 1),
+                          online_phases=int(section.get("phase_memory", True)))
         return env, stats
     text = directory / "schedule.txt"
     stats = directory / "dynamic-stats.txt"
@@ -112,9 +113,13 @@ def online_leads(stats_text: str) -> list[tuple[int, int, int]]:
 
 
 def online_stats_line(stats: dict[str, float]) -> str:
+    switches = (f" ({int(stats.get('switch_ticks', 0))} at phase switches, "
+                f"{int(stats.get('recalls', 0))} into a phase seen before)"
+                if stats.get("phase_memory") else "")
     return (f"online placement: {int(stats.get('ticks', 0))} ticks of "
-            f"{int(stats.get('period_ms', 0))} ms over {int(stats.get('windows', 0))} sampler "
-            f"windows, {_calls_text(stats, ONLINE_CALLS)}, "
+            f"{int(stats.get('period_ms', 0))} ms{switches} over "
+            f"{int(stats.get('windows', 0))} sampler windows, "
+            f"{_calls_text(stats, ONLINE_CALLS)}, "
             f"{stats.get('bytes_locked', 0) / 2**20:.1f} MiB locked and "
             f"{stats.get('bytes_unlocked', 0) / 2**20:.1f} MiB unlocked in all, peak "
             f"{stats.get('locked_peak_bytes', 0) / 2**20:.1f} MiB of "

@@ -13,7 +13,8 @@ from objtier.sim.engine import EV_PHASE, EVENT, NO_OBJ
 from objtier.sim.placement import context_keys, occurrences
 
 LEARN_PARAMS = ("window_ms", "min_accesses", "pageout", "mode", "chunk_pages", "lookahead",
-                "willneed_pages", "horizon", "max_calls", "min_gain", "online_ms", "sample_rate")
+                "willneed_pages", "horizon", "max_calls", "min_gain", "online_ms", "sample_rate",
+                "phase_memory")
 MODE_CODES = {0: "auto", 1: "hot", 2: "nextuse", 3: "static", 4: "online"}  # dynamic.mode=N
 DEFAULT_SAMPLE_RATE = 2000   # online: pages the fault sampler arms per second (OBJTIER_RATE)
 DEFAULT_RESERVE = 0.1        # share of fast memory never locked (sim.run, plan --reserve)
@@ -184,22 +185,28 @@ def online_schedule(source, switch_ns, switch_name, lock_pages: int, page_shift:
     """The runtime's online placement replayed on this trace (objtier.plan.dynamic.
     learn_online): a tick every dynamic.online_ms (100) ms of run time, the fault sampler
     arming dynamic.sample_rate (2000, OBJTIER_RATE) pages per second of run time, both on the
-    trace's clock through dynamic.time_scale (run seconds per trace second, 1)."""
+    trace's clock through dynamic.time_scale (run seconds per trace second, 1); with
+    dynamic.phase_memory (1, OBJTIER_ONLINE_PHASES) it also ticks at phase switches and keeps
+    its scores per phase."""
     from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS, ONLINE_PERIOD_MAX_MS
 
     period_ms = float(params.get("online_ms", DEFAULT_ONLINE_MS))
     rate = float(params.get("sample_rate", DEFAULT_SAMPLE_RATE))
     scale = float(params.get("time_scale", 1.0))
+    memory = params.get("phase_memory", 1)
     if not 1 <= period_ms <= ONLINE_PERIOD_MAX_MS or not 1 <= rate <= 1e7 or not 0 < scale <= 1e6:
         raise UsageError(f"dynamic.online_ms must be in [1, {ONLINE_PERIOD_MAX_MS}], "
                          f"dynamic.sample_rate in [1, 1e7] and dynamic.time_scale in (0, 1e6]")
+    if memory not in (0, 1):
+        raise UsageError("dynamic.phase_memory must be 0 or 1")
     period_ns = max(int(period_ms * 1e6 / scale), 1)
-    ticks = D.online_ticks(source.start_ns, source.end_ns, switch_ns, switch_name, period_ns)
+    ticks = D.online_ticks(source.start_ns, source.end_ns, switch_ns, switch_name, period_ns,
+                           int(D.ONLINE_SWITCH_GAP_NS / scale) if memory else 0)
     ev = source.sample_ev
     obj = np.where(ev["obj"] == NO_OBJ, -1, ev["obj"].astype(np.int64))
     return D.learn_online(ev["time_ns"], obj, ev["addr"], source.addr, source.size,
                           source.alloc_ns, source.free_ns, ticks, lock_pages, page_shift,
-                          rate * period_ms / 1e3)
+                          rate * period_ms / 1e3, phase_memory=bool(memory))
 
 
 def plan_candidate(trace, source, plan_doc: dict, bounds, lock_pages: int,
