@@ -130,3 +130,18 @@ def test_compare_online_arm_locks_no_more_than_the_static_plan(tmp_path):
     assert arm.spool is not None and arm.stats_path.parent == arm.spool.path
     arm.close()
     assert not arm.spool.path.exists()
+    assert arm.env["OBJTIER_ONLINE_PHASES"] == "1" and "phase memory" in said[0]
+    off = prepare_online(20 * MIB, PAGE, tmp_path, 1000, 50, said.append, phase_memory=False)
+    off.close()
+    assert off.env["OBJTIER_ONLINE_PHASES"] == "0"
+    assert json.loads((tmp_path / "plan-online.json").read_text())["dynamic"][
+        "phase_memory"] is False
+
+
+def test_compare_phase_memory_needs_the_online_arm(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "objtier", "compare", "--phase-memory", "off",
+                          "-o", str(tmp_path / "c"), "--", "true"], capture_output=True,
+                         text=True)
+    assert run.returncode == 2, run.stderr
+    assert "--phase-memory applies to the arm objtier-online" in run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1

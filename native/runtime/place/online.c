@@ -31,11 +31,13 @@
  *
  * Phase memory (OBJTIER_ONLINE_PHASES=1, the default): a phase switch (objtier_phase) wakes
  * the thread, which ticks at once (at most one tick per min(SWITCH_GAP_NS, period)) instead
- * of at the end of the period. At a tick that finds the phase in force changed, the scores of
- * every range are kept under the phase left (`kept`, the PHASES_KEPT most recently left
- * phases), and, when the phase entered was kept before, every range takes the score it had
+ * of at the end of the period. At a tick that finds the phase in force changed, the windows
+ * that ended by the switch (switch_ns) are scored, the scores of every range are kept under
+ * the phase left (`kept`, the PHASES_KEPT most recently left phases), and, when the phase entered was kept before, every range takes the score it had
  * when that phase was last left (a range it did not have, e.g. of an object allocated since,
- * takes 0: the next observation, weighted ALPHA, sets it). So a phase seen before gets its
+ * takes 0: the next observation, weighted ALPHA, sets it); the windows that ended after the
+ * switch are then folded in (a range they did not see keeps its score). So a phase seen
+ * before gets its
  * own hot ranges locked at its start, not one or two ticks later; a phase not seen before
  * starts from the scores of the phase before, as without the memory. With
  * OBJTIER_ONLINE_PHASES=0 switches are only counted.
@@ -129,6 +131,7 @@ typedef struct {
 static int phase_memory;
 static kept_phase kept[PHASES_KEPT];
 static _Atomic uint32_t phase_now;
+static _Atomic uint64_t switch_ns; /* when phase_now was last set (CLOCK_MONOTONIC) */
 static _Atomic int switch_pending;
 static uint32_t phase_ticked;
 static struct {
@@ -284,14 +287,16 @@ static void attribute(const rt_recent_window *w)
     }
 }
 
-static void score(void)
+/* Folds the attributed windows into the scores; a range not observed ages (AGE) when `age`,
+ * else keeps its score. */
+static void score(int age)
 {
     for (size_t i = 0; i < n_ranges; i++) {
         orange *r = &ranges[i];
         if (r->armed > 0) {
             double d = r->touched / r->armed;
             r->score = ALPHA * (d > 1 ? 1 : d) + (1 - ALPHA) * r->score;
-        } else {
+        } else if (age) {
             r->score *= AGE;
         }
         r->armed = r->touched = 0;
@@ -533,26 +538,44 @@ static int recall(uint32_t phase)
 
 /* ---- the tick ------------------------------------------------------------------------------ */
 
+/* The phase in force is now `phase`: the scores are kept under the phase left, and the
+ * phase entered takes its own when it was kept. */
+static void enter_phase(uint32_t phase)
+{
+    remember(phase_ticked);
+    pst.recalls += (uint64_t)recall(phase);
+    phase_ticked = phase;
+}
+
+/* One tick. When the phase in force changed since the last one, the windows that ended by
+ * the switch are scored for the phase left before it is kept; those that ended after it are
+ * then folded into the scores of the phase entered (without ageing what they did not see). */
 static void tick(uint64_t now, int switched)
 {
     st.ticks++;
+    if (switched)
+        pst.switch_ticks++;
     rebuild();
+    uint32_t phase = atomic_load(&phase_now);
+    int changed = phase_memory && phase != phase_ticked;
+    uint64_t cut = changed ? atomic_load(&switch_ns) : UINT64_MAX;
+    int entered = 0;
     for (uint32_t got; (got = rt_recent_take(wins, TAKE_BATCH)) > 0;) {
         st.windows += got;
-        for (uint32_t k = 0; k < got; k++)
+        for (uint32_t k = 0; k < got; k++) {
+            if (changed && !entered && wins[k].end_ns > cut) { /* windows end in order */
+                score(1);
+                enter_phase(phase);
+                entered = 1;
+            }
             attribute(&wins[k]);
+        }
         if (got < TAKE_BATCH)
             break;
     }
-    score();
-    if (switched)
-        pst.switch_ticks++;
-    uint32_t phase = atomic_load(&phase_now);
-    if (phase_memory && phase != phase_ticked) {
-        remember(phase_ticked);
-        pst.recalls += (uint64_t)recall(phase);
-        phase_ticked = phase;
-    }
+    score(!entered);
+    if (changed && !entered)
+        enter_phase(phase);
     choose();
     act(now, switched);
     follow_lead(now);
@@ -686,6 +709,7 @@ void rt_online_switch(uint32_t phase)
     atomic_fetch_add(&switches, 1);
     if (!phase_memory)
         return;
+    atomic_store(&switch_ns, rt_now_ns());
     atomic_store(&phase_now, phase);
     atomic_store(&switch_pending, 1);
     /* The thread holds `lock` except while it waits: when it is busy it sees switch_pending

@@ -67,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "objtier-online instead, the runtime's online placement (plan "
                         "--dynamic --schedule online) locking at most what the static plan "
                         "does")
+    parser.add_argument("--phase-memory", choices=("on", "off"), default=None,
+                        help="swap, arm objtier-online: on (default) the online placement "
+                        "also acts at each phase switch, starting a phase seen before with "
+                        "the ranges it found hot there; off: only every period")
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept, enabled "
                         "for madvised memory during both arms (default 16K; off: base pages)")
@@ -222,6 +226,9 @@ def run(args: argparse.Namespace) -> int:
                          "without the guard")
     if args.dynamic:
         args.arms.append("objtier-online" if args.dynamic == "online" else "objtier-dynamic")
+    if args.phase_memory is not None and "objtier-online" not in args.arms:
+        raise UsageError("--phase-memory applies to the arm objtier-online (--dynamic online "
+                         "or --arm objtier-online)")
     large_folio = args.large_folio or DEFAULT_LARGE_FOLIO
     parse_large_folio(large_folio)  # a bad size fails now, not after the profiles
     args.algo = args.algo or "auto"
@@ -235,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
                                timeout_s=args.timeout, follow_forks=args.follow_forks,
+                               phase_memory=args.phase_memory != "off",
                                output=Path(args.output), force=args.force)
 
     def say(text: str) -> None:

@@ -161,7 +161,8 @@ def prepare(profile: Path, limit: int, page_bytes: int, directory: Path, advice_
 
 
 def prepare_online(limit: int, page_bytes: int, directory: Path, advice_rate: int,
-                   period_ms: int, say: Callable[[str], None]) -> DynamicArm:
+                   period_ms: int, say: Callable[[str], None],
+                   phase_memory: bool = True) -> DynamicArm:
     """The arm objtier-online: the runtime's online placement (schedule online) locking at
     most what the static arm's plan (DIR/plan.json, written before) keeps fast at its peak,
     as a schedule learned ahead would (prepare); DIR/plan-online.json holds its plan."""
@@ -172,11 +173,13 @@ def prepare_online(limit: int, page_bytes: int, directory: Path, advice_rate: in
     from objtier.record.launch import runtime_env
 
     static_plan, lock = _bounded_by_static_plan(directory, limit, page_bytes)
-    section = online_section(lock, page_bytes, period_ms, advice_rate)
+    section = online_section(lock, page_bytes, period_ms, advice_rate, phase_memory)
     plan = {"version": SECTION_VERSION, "entries": [], "dynamic": section}
     write_private(directory / "plan-online.json", json.dumps(plan, indent=1) + "\n",
                   "online plan")
-    say(f"online placement: every {period_ms} ms, at most {lock >> 20} MiB locked")
+    say(f"online placement: every {period_ms} ms"
+        f"{' and at phase switches (phase memory)' if phase_memory else ''}, at most "
+        f"{lock >> 20} MiB locked")
     online_dir = directory / "online"
     online_dir.mkdir(mode=0o700, exist_ok=True)
     spool = Spool(online_dir)   # the counts are written at exit inside the cgroup (tiers.spool)

@@ -87,6 +87,7 @@ class CompareSettings:
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
     follow_forks: bool = False     # record and place child processes too (per-program sections)
+    phase_memory: bool = True      # objtier-online: also at phase switches, scores per phase
     output: Path = Path("compare-out")
     force: bool = False
 
@@ -325,7 +326,8 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
 
 
 def _moving_arms(arms: tuple[str, ...], profile: Path, limit: int, directory: Path,
-                 say: Callable[[str], None], landing: contextlib.ExitStack) -> dict[str, Any]:
+                 say: Callable[[str], None], landing: contextlib.ExitStack,
+                 phase_memory: bool = True) -> dict[str, Any]:
     """The arms whose placement moves (compare_dynamic.DynamicArm by name): a schedule learned
     from `profile` for the same limit, and the runtime's online placement with the same lock
     budget. Each is closed by `landing` (its counts' spool), also when a later one fails."""
@@ -342,7 +344,8 @@ def _moving_arms(arms: tuple[str, ...], profile: Path, limit: int, directory: Pa
         landing.callback(moving["objtier-dynamic"].close)
     if "objtier-online" in arms:
         moving["objtier-online"] = compare_dynamic.prepare_online(
-            limit, 4096, directory, DEFAULT_ADVICE_RATE, DEFAULT_ONLINE_MS, say)
+            limit, 4096, directory, DEFAULT_ADVICE_RATE, DEFAULT_ONLINE_MS, say,
+            phase_memory=phase_memory)
         landing.callback(moving["objtier-online"].close)
     return moving
 
@@ -400,7 +403,8 @@ def run_compare(command: list[str], settings: CompareSettings,
         else "stat-flush reader off")
     with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier, \
             contextlib.ExitStack() as landing:
-        moving = _moving_arms(arms, profiles[0], limit, settings.output, say, landing)
+        moving = _moving_arms(arms, profiles[0], limit, settings.output, say, landing,
+                              settings.phase_memory)
         for i in range(1, settings.repeat + 1):
             for config in arms:
                 order = len(rows) + 1

@@ -550,9 +550,11 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
     of highest score (>= ONLINE_MIN_SCORE, locked ones count ONLINE_HOLD times theirs) are
     locked up to lock_pages; what leaves the set is unlocked (MADV_COLD, not paged out).
     With phase_memory (OBJTIER_ONLINE_PHASES=1; ticks from online_ticks with switch_gap_ns), a
-    tick whose phase in force differs from the last tick's keeps the scores under the phase
-    left (the ONLINE_PHASES_KEPT most recently left) and, when the phase entered was kept,
-    gives every range the score it had when that phase was last left (0 where it had none).
+    tick whose phase in force differs from the last tick's scores the accesses before the
+    switch (with the share of the tick's armed pages their time makes), keeps the scores under
+    the phase left (the ONLINE_PHASES_KEPT most recently left) and, when the phase entered was
+    kept, gives every range the score it had when that phase was last left (0 where it had
+    none); the accesses after the switch are then folded in without ageing what they miss.
     The runtime's locks at a switch tick take pages as they are touched (MLOCK_ONFAULT); here
     they are LOCK actions (brought in at the tick): the same swap-ins for the pages the phase
     touches, counted as prefetches rather than major faults."""
@@ -571,11 +573,19 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
     obj, page, t, _ = _in_objects(sample_ns, sample_obj, sample_addr, ones, first_vpn,
                                   npages, page_shift)
     tick_t = np.asarray([k[0] for k in ticks], np.int64)
-    interval = np.searchsorted(tick_t, t, side="left")         # accesses before tick k
+    # buckets of accesses: (previous tick, tick k], cut at the switch when tick k is the first
+    # in a new phase (the part before the switch is scored for the phase left)
+    prev_name = ["*"] + [k[2] for k in ticks[:-1]]
+    cut_at = [int(t - off) if phase_memory and k > 0 and name != before and
+              t - off > tick_t[k - 1] and off > 0 else None
+              for k, ((t, _, name, off), before) in enumerate(zip(ticks, prev_name))]
+    cuts = np.asarray(sorted(set(tick_t.tolist()) | {c for c in cut_at if c is not None}),
+                      np.int64)
+    bucket = np.searchsorted(cuts, t, side="left")              # accesses in (cut b-1, cut b]
     gid = base[obj] + page
-    key = np.unique(interval * total + gid)                     # distinct (interval, page)
+    key = np.unique(bucket * total + gid)                       # distinct (bucket, page)
     k_of, g_of = key // total, key % total
-    # a deterministic draw per (page, tick): splitmix64 of both
+    # a deterministic draw per (page, bucket): splitmix64 of both
     z = (g_of.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ \
         (k_of.astype(np.uint64) + np.uint64(seed)) * np.uint64(0xBF58476D1CE4E5B9)
     z ^= z >> np.uint64(31)
@@ -586,25 +596,37 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
     score = np.zeros(len(rlo))
     locked = np.zeros(len(rlo), dtype=bool)
     prev_lock = np.zeros(0, np.int64)
-    lo_k = np.searchsorted(k_of, np.arange(len(ticks)), side="left")
-    hi_k = np.searchsorted(k_of, np.arange(len(ticks)), side="right")
+    lo_b = np.searchsorted(k_of, np.arange(len(cuts)), side="left")
+    hi_b = np.searchsorted(k_of, np.arange(len(cuts)), side="right")
+    bucket_of_tick = np.searchsorted(cuts, tick_t)
     steps: list[Step] = []
     kept: dict[str, np.ndarray] = {}   # phase -> scores when last left; insertion = recency
     in_force = "*"                     # the phase before the first switch (switch_marks)
+
+    def observe(score, b, f, live, age):
+        """Scores after the windows of bucket b (each page armed with probability f); ranges
+        not seen age by ONLINE_AGE when `age`, else keep their score."""
+        sel = slice(lo_b[b], hi_b[b])
+        hit = draw[sel] < f
+        touched = np.bincount(r_of[sel][hit], minlength=len(rlo)).astype(np.float64)
+        armed = f * rpages * live
+        seen = armed >= 1.0
+        share = np.where(seen, np.minimum(touched / np.maximum(armed, 1e-9), 1.0), 0.0)
+        return np.where(seen, ONLINE_ALPHA * share + (1 - ONLINE_ALPHA) * score,
+                        score * (ONLINE_AGE if age else 1.0))
+
     for k, (t0, ordinal, name, off) in enumerate(ticks):
         prev_t = tick_t[k - 1] if k else -1
         live_obj = (alloc <= t0) & ((free < 0) | (free > prev_t))
         live = live_obj[robj]
         live_pages = float(rpages[live].sum())
         f = min(1.0, armed_per_tick / live_pages) if live_pages else 0.0
-        sel = slice(lo_k[k], hi_k[k])
-        hit = draw[sel] < f
-        touched = np.bincount(r_of[sel][hit], minlength=len(rlo)).astype(np.float64)
-        armed = f * rpages * live
-        seen = armed >= 1.0
-        share = np.where(seen, np.minimum(touched / np.maximum(armed, 1e-9), 1.0), 0.0)
-        score = np.where(seen, ONLINE_ALPHA * share + (1 - ONLINE_ALPHA) * score,
-                         score * ONLINE_AGE)
+        b = int(bucket_of_tick[k])
+        if cut_at[k] is None:
+            score = observe(score, b, f, live, True)
+        else:   # the tick's armed pages shared by the two parts in proportion to their time
+            before = float(cut_at[k] - prev_t) / float(t0 - prev_t)
+            score = observe(score, b - 1, f * before, live, True)
         score[~live] = 0.0
         if phase_memory and name != in_force:
             kept.pop(in_force, None)
@@ -614,6 +636,9 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
             if name in kept:
                 score = np.where(live, kept[name], 0.0)
             in_force = name
+        if cut_at[k] is not None:
+            score = observe(score, b, f * (1 - before), live, False)
+            score[~live] = 0.0
         keyv = score * np.where(locked, ONLINE_HOLD, 1.0)
         cand = np.flatnonzero(live & (score >= ONLINE_MIN_SCORE))
         cand = cand[np.argsort(-keyv[cand], kind="stable")]
