@@ -29,18 +29,17 @@
  *   - lead is the seq of the object with the most bytes locked after a tick (0: none); each
  *     change is logged (at most LEAD_LOG entries) with the time and the phase switches so far.
  *
- * Phase memory (OBJTIER_ONLINE_PHASES=1, the default): a phase switch (objtier_phase) wakes
- * the thread, which ticks at once (at most one tick per min(SWITCH_GAP_NS, period)) instead
- * of at the end of the period. At a tick that finds the phase in force changed, the windows
- * that ended by the switch (switch_ns) are scored, the scores of every range are kept under
- * the phase left (`kept`, the PHASES_KEPT most recently left phases), and, when the phase entered was kept before, every range takes the score it had
- * when that phase was last left (a range it did not have, e.g. of an object allocated since,
- * takes 0: the next observation, weighted ALPHA, sets it); the windows that ended after the
- * switch are then folded in (a range they did not see keeps its score). So a phase seen
- * before gets its
- * own hot ranges locked at its start, not one or two ticks later; a phase not seen before
- * starts from the scores of the phase before, as without the memory. With
- * OBJTIER_ONLINE_PHASES=0 switches are only counted.
+ * Phase memory (OBJTIER_ONLINE_PHASES=1, the default): a phase switch (objtier_phase) wakes the
+ * thread, which ticks at once (at most one tick per min(SWITCH_GAP_NS, period)) instead of at
+ * the end of the period. At a tick that finds the phase in force changed, the windows that
+ * ended by the switch (switch_ns) are scored, the scores of every range are kept under the
+ * phase left (`kept`, the PHASES_KEPT most recently left phases), and, when the phase entered
+ * was kept before, every range takes the score it had when that phase was last left (a range it
+ * did not have, e.g. of an object allocated since, takes 0: the next observation, weighted
+ * ALPHA, sets it); the windows that ended after the switch are then folded in (a range they did
+ * not see keeps its score). So a phase seen before gets its own hot ranges locked at its start,
+ * not one or two ticks later; a phase not seen before starts from the scores of the phase
+ * before, as without the memory. With OBJTIER_ONLINE_PHASES=0 switches are only counted.
  *   - kept[k].e[0, n) is sorted by lo (the order of ranges[] when it was kept), scores > 0.
  *   - phase_ticked is the phase in force at the last tick; switch_pending is set by the
  *     program's thread at a switch and cleared by the tick that sees it.
@@ -371,15 +370,14 @@ static int lock_range(uint64_t a, uint64_t len, int onfault)
 {
 #ifdef SYS_mlock2
     if (onfault) {
-        uint64_t t0 = rt_now_ns();
-        long r = syscall(SYS_mlock2, (void *)(uintptr_t)a, (size_t)len, MLOCK_ONFAULT);
-        st.advice_ns += rt_now_ns() - t0;
-        if (r == 0 || (errno != ENOSYS && errno != EINVAL)) {
-            st.calls_mlock++;
-            st.calls_onfault += r == 0;
-            st.calls_failed += r != 0;
-            return r == 0 ? 0 : -1;
+        if (call(SYS_mlock2, a, len, MLOCK_ONFAULT, &st.calls_mlock)) {
+            st.calls_onfault++;
+            return 0;
         }
+        if (errno != ENOSYS && errno != EINVAL)
+            return -1;
+        st.calls_mlock--; /* no mlock2 on this kernel: not counted, plain mlock below */
+        st.calls_failed--;
     }
 #endif
     call(SYS_madvise, a, len, MADV_WILLNEED, &st.calls_willneed);
@@ -590,7 +588,7 @@ static void *loop(void *arg)
     uint64_t gap = SWITCH_GAP_NS < period_ns ? SWITCH_GAP_NS : period_ns;
     uint64_t last = rt_now_ns(), next = last + period_ns;
     while (!tstop) {
-        /* due: last + gap when a switch is pending, else the period's end */
+        /* the next tick: last + gap when a switch is pending, else the period's end */
         int sw = atomic_load(&switch_pending);
         uint64_t due = sw && last + gap < next ? last + gap : next;
         if (!sw || rt_now_ns() < due) {
@@ -601,7 +599,7 @@ static void *loop(void *arg)
         if (tstop)
             break;
         uint64_t now = rt_now_ns();
-        sw = atomic_load(&switch_pending);
+        sw = atomic_load(&switch_pending); /* a switch may have come during the wait */
         if (now < (sw && last + gap < next ? last + gap : next))
             continue;
         atomic_store(&switch_pending, 0);
