@@ -192,3 +192,21 @@ def test_simulated_phase_memory_cuts_the_lag(tmp_path):
     with pytest.raises(UsageError, match="phase_memory"):
         simulate(trace, ["dynamic"], fast, load_preset("zram"),
                  params={"dynamic.mode": "4", "dynamic.phase_memory": "2"})
+
+
+def test_a_late_switch_tick_keeps_the_phase_left_apart():
+    """Switch ticks 5 ms into each phase (half a sweep of the new array already done): the
+    accesses before the switch are scored for the phase left, those after it for the phase
+    entered, so the memory of a phase holds only its own array and each phase from the third
+    on has its array alone locked at its tick."""
+    times, addrs = _accesses()
+    obj = np.where(addrs >= B, 1, 0)
+    names = ["a" if k % 2 == 0 else "b" for k in range(PHASES)]
+    ticks = [(START + (k * PHASE_MS + 5) * MS, k + 1, names[k], 5 * MS) for k in range(PHASES)]
+    sched = D.learn_online(times, obj, addrs, np.array([A, B], np.uint64),
+                           np.array([PAGES * PAGE] * 2, np.uint64),
+                           np.array([START - 2 * MS, START - MS]), np.array([-1, -1]),
+                           ticks, PAGES, 12, armed_per_tick=400.0, phase_memory=True)
+    held = _locked_after(sched, [0, PAGES])
+    for k in range(2, PHASES):
+        assert held[k] == {k % 2}, (k, held)
