@@ -89,6 +89,8 @@ def test_online_placement_locks_the_array_in_use_and_follows_it(alternating, tmp
         right = [seq == (seqs[0] if sw % 2 else seqs[1]) for seq, sw in in_phase]
         assert sum(right) >= 2 * ROUNDS - 2 and sum(right) >= 0.75 * len(right), leads
         assert s["advice_ns"] > 0 and s["thread_cpu_ns"] > 0
+        # the pressure guard's counts are written (whether it had to act depends on the LRU)
+        assert {"guard_passes", "guard_calls", "guard_bytes"} <= s.keys(), s
 
 
 @pytest.mark.root
@@ -135,6 +137,8 @@ def test_phase_memory_locks_a_phase_seen_before_at_its_switch(alternating, tmp_p
     assert off["phase_memory"] == 0 and off["switches"] == 2 * ROUNDS + 1, str(off)
     assert off["ticks"] == off["switch_ticks"] == off["bytes_locked"] == 0, str(off)
     assert off_leads == []
+    # no memory limit: no pressure guard
+    assert s["guard_passes"] == off["guard_passes"] == 0
 
 
 def test_online_placement_off_writes_nothing_and_changes_nothing(alternating, tmp_path):

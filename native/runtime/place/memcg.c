@@ -122,6 +122,28 @@ uint64_t rt_memcg_inactive_anon(const rt_memcg *m)
     return rt_memcg_stat(m, "inactive_anon");
 }
 
+#define MIN_HEADROOM (4ull << 20) /* near the limit: usage within max(limit / 32, this) of it */
+
+int rt_memcg_near_limit(const rt_memcg *m)
+{
+    if (m->limit == UINT64_MAX)
+        return 0;
+    uint64_t use = rt_memcg_usage(m);
+    uint64_t headroom = m->limit / 32 > MIN_HEADROOM ? m->limit / 32 : MIN_HEADROOM;
+    return use != UINT64_MAX && use + headroom >= m->limit;
+}
+
+uint64_t rt_memcg_inactive_shortfall(const rt_memcg *m, int near, uint32_t inactive_pct)
+{
+    if (!near)
+        return 0;
+    uint64_t target = m->limit / 100 * inactive_pct;
+    uint64_t inactive = rt_memcg_inactive_anon(m);
+    if (inactive == UINT64_MAX)
+        return target;
+    return inactive < target ? target - inactive : 0;
+}
+
 #define MIN_MARGIN   (32ull << 20) /* without OBJTIER_MLOCK_LIMIT: max(10 %, 32 MiB) unlocked */
 #define MIN_UNLOCKED (4ull << 20)  /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
 

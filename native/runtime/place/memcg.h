@@ -32,6 +32,21 @@ uint64_t rt_memcg_usage(const rt_memcg *m);
  * "inactive_anon"), UINT64_MAX when it cannot be read. */
 uint64_t rt_memcg_inactive_anon(const rt_memcg *m);
 
+/* 1 while the binding cgroup's usage is within its headroom of the limit (1/32 of it, at
+ * least 4 MiB); 0 without a limit. */
+int rt_memcg_near_limit(const rt_memcg *m);
+
+/* The pressure guard's measure (the swap tier's and the online placement's): bytes to advise
+ * MADV_COLD now — while near the limit (near: rt_memcg_near_limit's answer), the shortfall of
+ * the inactive anonymous list below inactive_pct % of the limit; 0 otherwise.
+ *
+ * Why: under thrashing the kernel puts every refaulted page on the active list; the inactive
+ * list runs dry, and a charge whose reclaim finds nothing sixteen times in a row ends in the
+ * cgroup's OOM killer although swap has room (seen with cgroup v1 on kernel 6.18). MADV_COLD
+ * moves pages to the inactive list, where reclaim takes them unless they are touched again
+ * first; advising only the shortfall leaves the kernel's page-level aging of the rest alone. */
+uint64_t rt_memcg_inactive_shortfall(const rt_memcg *m, int near, uint32_t inactive_pct);
+
 /* The value of the binding cgroup's own memory.stat line `key` (e.g. "unevictable": mlocked
  * memory, bytes), UINT64_MAX when it cannot be read. */
 uint64_t rt_memcg_stat(const rt_memcg *m, const char *key);

@@ -23,7 +23,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define MIN_HEADROOM    (4ull << 20) /* pressure: usage within max(limit / 32, 4 MiB) of the limit */
 #define RECORD_EVERY_NS 1000000000ull /* pressure passes leave records at most once a second */
 #define MIN_ROOM        (8ull << 20)  /* evictable room the guard keeps in the cgroup, at least */
 #define ROOM_PER_THREAD (2ull << 20)  /* and per thread of the program (a THP charge each) */
@@ -375,38 +374,6 @@ static uint64_t advise_some(uint64_t bytes, int keep_records)
     return done;
 }
 
-/* 1 while the cgroup's usage is within its headroom of the limit (1/32 of it, at least
- * MIN_HEADROOM). */
-static int near_limit(void)
-{
-    if (memcg.limit == UINT64_MAX)
-        return 0;
-    uint64_t use = rt_memcg_usage(&memcg);
-    uint64_t headroom = memcg.limit / 32 > MIN_HEADROOM ? memcg.limit / 32 : MIN_HEADROOM;
-    return use != UINT64_MAX && use + headroom >= memcg.limit;
-}
-
-/* Bytes of slow ranges to advise now: while the cgroup's usage is within its headroom of
- * the limit (near: near_limit's answer), the shortfall of its inactive anonymous list below
- * OBJTIER_INACTIVE_PCT % of the limit.
- *
- * Why: under thrashing the kernel puts every refaulted page on the active list; the inactive
- * list runs dry, and a charge whose reclaim finds nothing sixteen times in a row ends in the
- * cgroup's OOM killer although swap has room (seen with cgroup v1 on kernel 6.18). MADV_COLD
- * moves slow pages to the inactive list, where reclaim takes them unless they are touched
- * again first; advising only the shortfall leaves the kernel's page-level aging of the
- * remaining slow pages alone. */
-static uint64_t pressure_shortfall(int near)
-{
-    if (!near)
-        return 0;
-    uint64_t target = memcg.limit / 100 * inactive_pct;
-    uint64_t inactive = rt_memcg_inactive_anon(&memcg);
-    if (inactive == UINT64_MAX)
-        return target;
-    return inactive < target ? target - inactive : 0;
-}
-
 /* ---- the tier's ops ---------------------------------------------------------------- */
 
 static void swap_place(rt_pobj *o)
@@ -552,8 +519,8 @@ static void swap_tick(uint64_t now)
         last_record = now;
         next_advise = now + (uint64_t)advise_ms * 1000000ull;
     } else if (watch && now >= next_watch) {
-        int near = near_limit(); /* one usage read for both */
-        uint64_t shortfall = pressure_shortfall(near);
+        int near = rt_memcg_near_limit(&memcg); /* one usage read for both */
+        uint64_t shortfall = rt_memcg_inactive_shortfall(&memcg, near, inactive_pct);
         uint64_t room = near ? room_shortfall() : 0;
         if (room)
             relieve_locks(room);
