@@ -120,12 +120,17 @@ def test_compare_online_arm_locks_no_more_than_the_static_plan(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     arm.stats_path.write_text("ticks 4\ncalls_mlock 2\ncalls_munlock 1\nbytes_locked 100\n"
-                              "lead 7 10 1\n")
+                              "switch_ticks 3\nrecalls 2\nguard_passes 4\nguard_calls 5\n"
+                              "guard_bytes 1048576\nlead 7 10 1\n")
     arm.collect(3, 1, runs)
     assert (runs / f"03-{ONLINE_ARM}-1.dynamic.txt").exists()
     summary = arm.summary()
     assert summary["schedule"] == "online" and summary["median_advice_calls"] == 3
     assert summary["median"]["ticks"] == 4
+    from objtier.experiments.compare_dynamic import summary_line
+    line = summary_line(summary)
+    assert "(3 ticks at phase switches, 2 into a phase seen before)" in line, line
+    assert "pressure guard 1.0 MiB advised cold in 4 passes" in line, line
     # the counts wait on tmpfs while the program runs (tiers.spool); closing removes the spool
     assert arm.spool is not None and arm.stats_path.parent == arm.spool.path
     arm.close()

@@ -38,7 +38,8 @@ ONLINE_ARM = "objtier-online"
 ONLINE_COUNTS = ("ticks", "windows", "calls_mlock", "calls_munlock", "calls_cold",
                  "calls_pageout", "calls_willneed", "calls_failed", "bytes_locked",
                  "bytes_unlocked", "locked_peak_bytes", "actions_dropped", "lead_changes",
-                 "advice_ns", "thread_cpu_ns")
+                 "advice_ns", "thread_cpu_ns", "switch_ticks", "recalls", "guard_passes",
+                 "guard_bytes")
 
 
 @dataclass
@@ -193,14 +194,20 @@ def summary_line(summary: dict[str, Any]) -> str:
     """One line of what the dynamic arm did, from summary()."""
     med = summary.get("median", {})
     if summary.get("schedule") == "online":
-        return (f"{ONLINE_ARM}: every {summary['period_ms']} ms; per run (median) "
+        switches = (f" ({med['switch_ticks']:,.0f} ticks at phase switches, "
+                    f"{med.get('recalls', 0):,.0f} into a phase seen before)"
+                    if med.get("switch_ticks") else "")
+        guard = (f", pressure guard {med.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold "
+                 f"in {med['guard_passes']:,.0f} passes" if med.get("guard_passes") else "")
+        return (f"{ONLINE_ARM}: every {summary['period_ms']} ms{switches}; per run (median) "
                 f"{summary['median_advice_calls']:,.0f} advice calls, "
                 f"{med.get('bytes_locked', 0) / 2**20:.1f} MiB locked and "
                 f"{med.get('bytes_unlocked', 0) / 2**20:.1f} MiB unlocked in all, "
                 f"{med.get('lead_changes', 0):,.0f} changes of the most-locked object, "
                 f"{med.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
                 f"{med.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the placement's thread, "
-                f"{med.get('actions_dropped', 0):,.0f} actions dropped for the call budget")
+                f"{med.get('actions_dropped', 0):,.0f} actions dropped for the call budget"
+                f"{guard}")
     return (f"objtier-dynamic: schedule {summary['schedule']}, {summary['steps']} steps, "
             f"{summary['actions']} actions; per run (median) "
             f"{summary['median_advice_calls']:,.0f} advice calls, "

@@ -576,9 +576,9 @@ def learn_online(sample_ns: np.ndarray, sample_obj: np.ndarray, sample_addr: np.
     # buckets of accesses: (previous tick, tick k], cut at the switch when tick k is the first
     # in a new phase (the part before the switch is scored for the phase left)
     prev_name = ["*"] + [k[2] for k in ticks[:-1]]
-    cut_at = [int(t - off) if phase_memory and k > 0 and name != before and
-              t - off > tick_t[k - 1] and off > 0 else None
-              for k, ((t, _, name, off), before) in enumerate(zip(ticks, prev_name))]
+    cut_at = [int(at - off) if phase_memory and k > 0 and name != before and
+              at - off > tick_t[k - 1] and off > 0 else None
+              for k, ((at, _, name, off), before) in enumerate(zip(ticks, prev_name))]
     cuts = np.asarray(sorted(set(tick_t.tolist()) | {c for c in cut_at if c is not None}),
                       np.int64)
     bucket = np.searchsorted(cuts, t, side="left")              # accesses in (cut b-1, cut b]

@@ -128,4 +128,6 @@ def online_stats_line(stats: dict[str, float]) -> str:
             f"{int(stats.get('actions_dropped', 0))} actions dropped for the "
             f"{int(stats.get('advice_rate', 0))}/s budget, "
             f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
-            f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the placement's thread")
+            f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the placement's thread"
+            + (f", pressure guard {stats.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold in "
+               f"{int(stats['guard_passes'])} passes" if stats.get("guard_passes") else ""))
