@@ -127,9 +127,9 @@ typedef struct {
 
 typedef struct {
     int used;
-    uint32_t phase;    /* name id (phase.c), 0 = no phase */
-    uint64_t left;     /* st.ticks when it was last left: the least recent is replaced */
-    kept_score *e;     /* e[0, n), sorted by lo */
+    uint32_t phase; /* name id (phase.c), 0 = no phase */
+    uint64_t left;  /* st.ticks when it was last left: the least recent is replaced */
+    kept_score *e;  /* e[0, n), sorted by lo */
     size_t n, cap;
 } kept_phase;
 
