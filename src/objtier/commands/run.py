@@ -143,11 +143,13 @@ def run(args: argparse.Namespace) -> int:
             output.mkdir(mode=0o700)
         folio = folio_size if plan.get("large_folios") else None
         guarded = args.guard and enforce.locks_something(plan)  # nothing locked: no guard
-        # under a memory limit, what the runtime writes waits on tmpfs (tiers.spool)
-        spools = ([landing.enter_context(Spool(d)) for d in (output, scratch_dir)]
+        # under a memory limit, what the runtime writes waits on tmpfs (tiers.spool): the
+        # trace, and a schedule's counts when the plan has one
+        spooled = [output, scratch_dir] if dynamic_run.has_schedule(plan) else [output]
+        spools = ([landing.enter_context(Spool(d)) for d in spooled]
                   if local is not None else [])
-        trace_to, side_dir = (spools[0].path, spools[1].path) if spools else (output,
-                                                                             scratch_dir)
+        trace_to = spools[0].path if spools else output
+        side_dir = spools[1].path if len(spools) > 1 else scratch_dir
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, trace_to, args.tier, fast_nodes, slow_nodes,
                                    pressure_guard=guarded,
