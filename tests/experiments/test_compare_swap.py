@@ -19,7 +19,8 @@ import pytest
 from .helpers import (default_sigint, leftovers, machine_state, needs_enforcement,
                              objtier, one_line_error)
 from objtier.errors import UsageError
-from objtier.experiments.compare_swap import CompareSettings, run_compare
+from objtier.experiments.compare_swap import (SHORT_PROFILE_S, CompareSettings, run_compare,
+                                              short_profile_warning)
 from ..phased_program import phased_source
 
 pytestmark = pytest.mark.root
@@ -78,6 +79,15 @@ def test_compare_writes_one_row_per_run_and_restores_the_machine(hotcold, tmp_pa
     assert [e["size_min"] for e in fast] == [24 << 20]
     # The objtier runs used the runtime: it recorded both arrays and matched them to the plan.
     assert all(r["objects_matched"] == "2" for r in rows if r["config"] == "objtier")
+    # profiles of a run under a second, by a windowed sampler, come with a warning
+    short = [w for w in result.warnings if "without a limit: the profiles' sampler" in w]
+    assert len(short) == (summary["unlimited"]["wall_s"] < SHORT_PROFILE_S), result.warnings
+
+
+def test_short_profile_warning_only_for_short_windowed_runs():
+    assert "ran 0.10 s without a limit" in short_profile_warning(0.1, True)
+    assert short_profile_warning(0.1, False) is None        # PEBS/IBS, perf: not windowed
+    assert short_profile_warning(SHORT_PROFILE_S, True) is None
 
 
 @needs_enforcement
