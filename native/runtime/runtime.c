@@ -90,18 +90,6 @@ static void start_threads(void)
     rt_signal_install_flush();
 }
 
-static void stop_flusher(void)
-{
-    if (!flusher_started)
-        return;
-    pthread_mutex_lock(&flush_lock);
-    flush_stop = 1;
-    pthread_cond_signal(&flush_cond);
-    pthread_mutex_unlock(&flush_lock);
-    pthread_join(flusher, NULL);
-    flusher_started = 0;
-}
-
 /* ---- the trace file -------------------------------------------------------------- */
 
 /* 1 if the file at fd holds no ALLOC, FREE or SAMPLE block (only header, PROCESS, MODULE,
@@ -312,7 +300,7 @@ static void finish(int status, int have_status)
     rt_guard++;
     if (sampler)
         sampler->stop();
-    stop_flusher();
+    rt_thread_stop(flusher, &flush_lock, &flush_cond, &flush_stop, &flusher_started);
     rt_dyn_finish();
     rt_online_finish();
     rt_place_finish();

@@ -13,6 +13,7 @@
 #ifndef OBJTIER_RT_H
 #define OBJTIER_RT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,6 +73,12 @@ extern RT_HIDDEN int rt_home_cpu;
 
 /* Called first thing in every background thread: keep to rt_home_cpu, if set. */
 RT_HIDDEN void rt_thread_stay_home(void);
+
+/* Stops one of the runtime's background threads, which waits on `cond` under `lock` and ends
+ * once *stop is set: sets *stop under the lock, wakes the thread, joins it and clears
+ * *started. Nothing when *started is 0 (never started, or stopped already). */
+RT_HIDDEN void rt_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *cond, int *stop,
+                              int *started);
 
 /* Warning on stderr prefixed "objtier: " when OBJTIER_LOG=1 (or always when force). */
 RT_HIDDEN void rt_log(int force, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -111,6 +111,19 @@ void rt_log(int force, const char *fmt, ...)
     rt_sys_write_all(2, line, len);
 }
 
+void rt_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *cond, int *stop,
+                    int *started)
+{
+    if (!*started)
+        return;
+    pthread_mutex_lock(lock);
+    *stop = 1;
+    pthread_cond_signal(cond);
+    pthread_mutex_unlock(lock);
+    pthread_join(t, NULL);
+    *started = 0;
+}
+
 int rt_home_cpu = -1;
 
 void rt_thread_stay_home(void)

@@ -826,14 +826,7 @@ void rt_online_finish(void)
 {
     if (!on)
         return;
-    if (thread_started) {
-        pthread_mutex_lock(&lock);
-        tstop = 1;
-        pthread_cond_signal(&cond);
-        pthread_mutex_unlock(&lock);
-        pthread_join(thread, NULL);
-        thread_started = 0;
-    }
+    rt_thread_stop(thread, &lock, &cond, &tstop, &thread_started);
     pthread_mutex_lock(&lock);
     write_stats();
     on = 0;

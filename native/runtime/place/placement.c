@@ -259,23 +259,11 @@ void rt_place_start(void)
         rt_log(1, "cannot start the placement thread; no periodic advice or residency");
 }
 
-static void stop_thread(void)
-{
-    if (!thread_started)
-        return;
-    pthread_mutex_lock(&tlock);
-    tstop = 1;
-    pthread_cond_signal(&tcond);
-    pthread_mutex_unlock(&tlock);
-    pthread_join(thread, NULL);
-    thread_started = 0;
-}
-
 void rt_place_finish(void)
 {
     if (tier->stop)
         tier->stop();
-    stop_thread();
+    rt_thread_stop(thread, &tlock, &tcond, &tstop, &thread_started);
     if (tier->finish)
         tier->finish();
     if (!atomic_load(&rt_place_on))
