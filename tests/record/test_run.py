@@ -153,29 +153,37 @@ def hot_fast_plan(plan_for_hotcold, tmp_path) -> Path:
     return path
 
 
+PRESSURE_ENV = {"OBJTIER_PRESSURE_MS": "5", "OBJTIER_INACTIVE_PCT": "100"}
+
+
+def _run_under_pressure(plan: Path, trace: Path, hotcold, *options: str):
+    """`objtier run` of hotcold (8 MiB hot, 24 MiB cold, 4 rounds) under a 24 MiB memory
+    cgroup (4 MiB mlock margin), the pressure watch every 5 ms with an inactive target of the
+    whole limit (so it always advises when the guard is on), trace into `trace`."""
+    return objtier("run", "--plan", str(plan), "--local", "24M", "--mlock-margin", "4M",
+                   *options, "-o", str(trace), "--", str(hotcold), "8", "24", "4",
+                   env={**os.environ, **PRESSURE_ENV})
+
+
 @pytest.mark.root
 def test_cold_advice_follows_cgroup_pressure(hot_fast_plan, hotcold, tmp_path):
     """Periodic advice is off by default, so MADV_COLD on the planned-slow array only comes
     from the pressure watch: under a memory cgroup at its limit (and an inactive list below
     the whole limit, which it always is) the slow array is advised; with no limit, never; with
     --no-guard, never either (while the fast array is still locked)."""
-    env = {**os.environ, "OBJTIER_PRESSURE_MS": "5", "OBJTIER_INACTIVE_PCT": "100"}
     limited, free = tmp_path / "limited.otr", tmp_path / "free.otr"
-    run = objtier("run", "--plan", str(hot_fast_plan), "--local", "24M", "--mlock-margin",
-                  "4M", "-o", str(limited), "--", str(hotcold), "8", "24", "4", env=env)
+    run = _run_under_pressure(hot_fast_plan, limited, hotcold)
     assert run.returncode == 0, run.stderr
     advised = _cold_advice(limited)
     assert advised, "no MADV_COLD under a memory cgroup at its limit"
     assert all(r["result"] == 0 for r in advised)
     assert len({r["alloc_seq"] for r in advised}) == 1          # the cold array only
     run = objtier("run", "--plan", str(hot_fast_plan), "-o", str(free), "--", str(hotcold),
-                  "8", "24", "4", env=env)
+                  "8", "24", "4", env={**os.environ, **PRESSURE_ENV})
     assert run.returncode == 0, run.stderr
     assert _cold_advice(free) == []
     unguarded = tmp_path / "unguarded.otr"                     # --no-guard: none under the limit
-    run = objtier("run", "--plan", str(hot_fast_plan), "--local", "24M", "--mlock-margin",
-                  "4M", "--no-guard", "-o", str(unguarded), "--", str(hotcold), "8", "24", "4",
-                  env=env)
+    run = _run_under_pressure(hot_fast_plan, unguarded, hotcold, "--no-guard")
     assert run.returncode == 0, run.stderr
     assert _cold_advice(unguarded) == []
     assert _locked(unguarded), "--no-guard must still lock the fast array"
@@ -191,10 +199,8 @@ def test_a_plan_that_locks_nothing_runs_without_the_guard(hot_fast_plan, hotcold
         entry["tier"], entry["fast_bytes"] = "slow", 0
     all_slow = tmp_path / "all-slow.json"
     all_slow.write_text(json.dumps(plan))
-    env = {**os.environ, "OBJTIER_PRESSURE_MS": "5", "OBJTIER_INACTIVE_PCT": "100"}
     trace = tmp_path / "slow.otr"
-    run = objtier("run", "--plan", str(all_slow), "--local", "24M", "--mlock-margin", "4M",
-                  "-o", str(trace), "--", str(hotcold), "8", "24", "4", env=env)
+    run = _run_under_pressure(all_slow, trace, hotcold)
     assert run.returncode == 0, run.stderr
     assert "the plan locks nothing: no pressure guard" in run.stderr
     assert _cold_advice(trace) == [] and _locked(trace) == []
@@ -216,10 +222,8 @@ def test_pressure_advice_on_a_pages_object_goes_between_its_ranges(hot_fast_plan
             entry.update(tier="pages", fast_bytes=64 * 4 * page, ranges=ranges)
     path = tmp_path / "pages.json"
     path.write_text(json.dumps(plan))
-    env = {**os.environ, "OBJTIER_PRESSURE_MS": "5", "OBJTIER_INACTIVE_PCT": "100"}
     trace = tmp_path / "pages.otr"
-    run = objtier("run", "--plan", str(path), "--local", "24M", "--mlock-margin", "4M",
-                  "-o", str(trace), "--", str(hotcold), "8", "24", "4", env=env)
+    run = _run_under_pressure(path, trace, hotcold)
     assert run.returncode == 0, run.stderr
     cold_seq = {r["alloc_seq"] for r in _actions(trace, MLOCK) if r["length"] < mib}
     locks = [r for r in _locked(trace) if r["alloc_seq"] in cold_seq]
