@@ -629,6 +629,13 @@ static void tick(uint64_t now, int switched)
     follow_lead(now);
 }
 
+/* When the next tick is due: `gap` after the last one while a switch is pending (unless the
+ * period ends first), else at the period's end `next`. */
+static uint64_t tick_due(int switch_pending_now, uint64_t last, uint64_t gap, uint64_t next)
+{
+    return switch_pending_now && last + gap < next ? last + gap : next;
+}
+
 static void *loop(void *arg)
 {
     (void)arg;
@@ -639,10 +646,8 @@ static void *loop(void *arg)
     uint64_t last = rt_now_ns(), next = last + period_ns;
     uint64_t next_guard = guard_ns ? last + guard_ns : UINT64_MAX;
     while (!tstop) {
-        /* the next tick: last + gap when a switch is pending, else the period's end; the
-         * guard's pass when that comes first */
-        int sw = atomic_load(&switch_pending);
-        uint64_t due = sw && last + gap < next ? last + gap : next;
+        /* the next tick, or the guard's pass when that comes first */
+        uint64_t due = tick_due(atomic_load(&switch_pending), last, gap, next);
         if (next_guard < due)
             due = next_guard;
         if (rt_now_ns() < due) {
@@ -657,8 +662,8 @@ static void *loop(void *arg)
             guard();
             next_guard = rt_now_ns() + guard_ns;
         }
-        sw = atomic_load(&switch_pending); /* a switch may have come during the wait */
-        if (now < (sw && last + gap < next ? last + gap : next))
+        int sw = atomic_load(&switch_pending); /* a switch may have come during the wait */
+        if (now < tick_due(sw, last, gap, next))
             continue;
         atomic_store(&switch_pending, 0);
         tick(now, sw);
@@ -697,11 +702,11 @@ void rt_online_init(const rt_config *cfg)
         rt_log(1, "out of memory for the online placement; it stays off");
         return;
     }
-    lock_budget = rt_memcg_lock_room(rt_memcg_self()->limit, cfg->mlock_limit);
+    memcg = rt_memcg_self();
+    lock_budget = rt_memcg_lock_room(memcg->limit, cfg->mlock_limit);
     period_ns = (uint64_t)cfg->online_ms * 1000000ull;
     pageout = cfg->pageout;
     phase_memory = cfg->online_phases;
-    memcg = rt_memcg_self();
     guard_ns = memcg->limit != UINT64_MAX && cfg->pressure_ms ? GUARD_NS : 0;
     memcpy(stats_path, cfg->online_stats, sizeof stats_path);
     t_start = rt_now_ns();
