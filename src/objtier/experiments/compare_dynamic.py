@@ -71,25 +71,21 @@ class DynamicArm:
 
     def summary(self) -> dict[str, Any]:
         section = self.plan["dynamic"]
-        if self.arm == ONLINE_ARM:
-            med = {k: statistics.median(r.get(k, 0.0) for r in self.runs)
-                   for k in ONLINE_COUNTS if self.runs}
-            calls = [sum(r.get(k, 0.0) for k in ONLINE_COUNTS if k.startswith("calls_")
-                         and k != "calls_failed") for r in self.runs]
-            return {"schedule": "online", "period_ms": section["period_ms"],
-                    "lock_bytes": section["lock_bytes"], "runs_with_counts": len(self.runs),
-                    "median": med,
-                    "median_advice_calls": statistics.median(calls) if calls else 0}
-        med = {k: statistics.median(r.get(k, 0.0) for r in self.runs) for k in COUNTS
+        online = self.arm == ONLINE_ARM
+        keys = ONLINE_COUNTS if online else COUNTS
+        med = {k: statistics.median(r.get(k, 0.0) for r in self.runs) for k in keys
                if self.runs}
-        calls = [sum(r.get(k, 0.0) for k in COUNTS if k.startswith("calls_")
+        calls = [sum(r.get(k, 0.0) for k in keys if k.startswith("calls_")
                      and k != "calls_failed") for r in self.runs]
+        common = {"lock_bytes": section["lock_bytes"], "runs_with_counts": len(self.runs),
+                  "median": med,
+                  "median_advice_calls": statistics.median(calls) if calls else 0}
+        if online:
+            return {"schedule": "online", "period_ms": section["period_ms"], **common}
         return {"schedule": section.get("mode", ""),
                 "simulated_swap_ins": section.get("simulated_swap_ins", {}),
                 "steps": len(section["steps"]),
-                "actions": sum(len(s["actions"]) for s in section["steps"]),
-                "lock_bytes": section["lock_bytes"], "runs_with_counts": len(self.runs),
-                "median": med, "median_advice_calls": statistics.median(calls) if calls else 0}
+                "actions": sum(len(s["actions"]) for s in section["steps"]), **common}
 
 
 def planned_peak(plan: dict[str, Any]) -> int:
