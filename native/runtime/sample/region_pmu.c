@@ -5,8 +5,8 @@
  * OBJTIER_REGION_PMU = "term=type:config[,term=type:config...]" (at most RP_MAX_EVENTS
  * events; type and config as perf_event_attr takes them, decimal or 0x-hex; term a name of
  * [a-z0-9_], at most 31 bytes) turns it on. Each thread that calls a marker opens its own
- * counting group of those events on itself (leader first, user space only, not inherited)
- * at its first marker, and reads it at every later marker: the counts since its previous
+ * counting groups of those events on itself (user space only, not inherited) at its first
+ * marker, and reads them at every later marker: the counts since its previous
  * marker belong to the phase that marker entered (0 = outside every phase). A thread that
  * exits, and the thread that calls exit(), read once more for the phase still in force;
  * threads still running at exit lose the counts since their last marker.
@@ -23,9 +23,18 @@
  * Invariants
  *   - Runs with rt_guard raised (called from the markers or the exit paths only).
  *   - tls_group_state: 0 = not opened, 1 = open (tls_fd valid), -1 = refused or disabled.
- *   - The leader's fd is read only while it is still the file it was at open (device and inode
+ *   - leader_of[i] <= i; leader_of[leader_of[i]] == leader_of[i]; a group's members are read
+ *     back in ascending event index (the order they were opened in).
+ *   - One group per PMU: the events of one PMU (hardware, raw and cache events share the
+ *     CPU's; cpu-clock and task-clock each have a PMU of their own; the other software events
+ *     share one; any other type is its own) form a group led by the first of them in the
+ *     spec. A group never mixes PMUs: on kernel 6.18 a task-clock sibling of a page-faults
+ *     leader (or the reverse) is left unscheduled for much of the run (time_running 0 in 4
+ *     of 6 runs) while the leader counts, and a group read carries the leader's times only.
+ *   - A leader's fd is read only while it is still the file it was at open (device and inode
  *     of the perf anon inode): a program that closed it and reused the number for a pipe or a
- *     file is never read from; the thread then stops counting.
+ *     file is never read from; the thread then stops counting. A forked child closes the
+ *     parent thread's fds only while every one of them is still its perf file.
  *   - totals[] and emitted[] are guarded by lock.
  */
 #define _GNU_SOURCE
@@ -64,12 +73,16 @@ static double *totals;   /* [(RP_MAX_PHASES + 1) * n_events], in the phase's eve
 static uint8_t *emitted; /* COUNTER_DEF written for (phase, term) */
 
 static RT_TLS int tls_group_state;
+static uint8_t leader_of[RP_MAX_EVENTS]; /* the event leading event i's group */
+
 static RT_TLS int tls_fd[RP_MAX_EVENTS];
 static RT_TLS uint64_t tls_last[RP_MAX_EVENTS]; /* raw values at the previous read */
-static RT_TLS uint64_t tls_enabled, tls_running;
+/* per leader index: the group's times at the previous read (ns) */
+static RT_TLS uint64_t tls_enabled[RP_MAX_EVENTS], tls_running[RP_MAX_EVENTS];
+/* per event: its fd's identity at open (device and inode of the perf anon inode) */
+static RT_TLS dev_t tls_dev[RP_MAX_EVENTS];
+static RT_TLS ino_t tls_ino[RP_MAX_EVENTS];
 static RT_TLS uint32_t tls_phase; /* phase since this thread's last marker */
-static RT_TLS dev_t tls_dev;      /* the leader fd's identity at open */
-static RT_TLS ino_t tls_ino;
 
 static int same_file(int fd, dev_t *dev, ino_t *ino, int remember)
 {
@@ -124,6 +137,7 @@ static int parse_spec(const char *s)
 
 static void thread_gone(void *arg);
 static void process_exit(void);
+static void assign_groups(void);
 
 static void init_once(void)
 {
@@ -137,6 +151,7 @@ static void init_once(void)
                spec, RP_MAX_EVENTS);
         return;
     }
+    assign_groups();
     totals = rt_sys_mmap((size_t)(RP_MAX_PHASES + 1) * n_events * sizeof *totals);
     emitted = rt_sys_mmap((size_t)(RP_MAX_PHASES + 1) * n_events);
     if (!totals || !emitted || pthread_key_create(&exit_key, thread_gone) != 0)
@@ -182,31 +197,80 @@ static void close_group(int count)
         syscall(SYS_close, tls_fd[i]);
 }
 
-/* Reads this thread's group: deltas since the last read, scaled; 0 or -1. */
-static int read_group(double *delta)
+/* The PMU an event is counted by (see the invariants): events with one key share a group. */
+static uint64_t pmu_key(const rp_event *e)
+{
+    if (e->type == PERF_TYPE_HARDWARE || e->type == PERF_TYPE_HW_CACHE || e->type == PERF_TYPE_RAW)
+        return PERF_TYPE_RAW;
+    if (e->type == PERF_TYPE_SOFTWARE &&
+        (e->config == PERF_COUNT_SW_CPU_CLOCK || e->config == PERF_COUNT_SW_TASK_CLOCK))
+        return ((uint64_t)1 << 32) | e->config;
+    return e->type;
+}
+
+static void assign_groups(void)
+{
+    for (uint32_t i = 0; i < n_events; i++) {
+        leader_of[i] = (uint8_t)i;
+        for (uint32_t j = 0; j < i; j++)
+            if (pmu_key(&events[j]) == pmu_key(&events[i])) {
+                leader_of[i] = (uint8_t)j;
+                break;
+            }
+    }
+}
+
+/* Reads the group led by event `lead`: its members' deltas since the last read, scaled by the
+ * group's time enabled / time running; 0 or -1. */
+static int read_one_group(uint32_t lead, double *delta)
 {
     uint64_t buf[3 + RP_MAX_EVENTS]; /* nr, time_enabled, time_running, values */
-    if (!same_file(tls_fd[0], &tls_dev, &tls_ino, 0))
+    uint32_t members = 0;
+    for (uint32_t i = lead; i < n_events; i++)
+        members += leader_of[i] == lead;
+    if (!same_file(tls_fd[lead], &tls_dev[lead], &tls_ino[lead], 0))
         return -1;
-    long got = syscall(SYS_read, tls_fd[0], buf, sizeof buf);
-    if (got < (long)((3 + n_events) * sizeof(uint64_t)) || buf[0] != n_events)
+    long got = syscall(SYS_read, tls_fd[lead], buf, sizeof buf);
+    if (got < (long)((3 + members) * sizeof(uint64_t)) || buf[0] != members)
         return -1;
-    uint64_t de = buf[1] - tls_enabled, dr = buf[2] - tls_running;
+    uint64_t de = buf[1] - tls_enabled[lead], dr = buf[2] - tls_running[lead];
     double scale = dr ? (double)de / (double)dr : 0.0;
-    for (uint32_t i = 0; i < n_events; i++) {
+    uint32_t k = 0;
+    for (uint32_t i = lead; i < n_events; i++) {
+        if (leader_of[i] != lead)
+            continue;
+        uint64_t v = buf[3 + k++];
         if (delta)
-            delta[i] = (double)(buf[3 + i] - tls_last[i]) * scale;
-        tls_last[i] = buf[3 + i];
+            delta[i] = (double)(v - tls_last[i]) * scale;
+        tls_last[i] = v;
     }
-    tls_enabled = buf[1];
-    tls_running = buf[2];
+    tls_enabled[lead] = buf[1];
+    tls_running[lead] = buf[2];
     return 0;
+}
+
+/* Reads every group of this thread; 0, or -1 when any one cannot be read. */
+static int read_group(double *delta)
+{
+    for (uint32_t i = 0; i < n_events; i++)
+        if (leader_of[i] == i && read_one_group(i, delta) != 0)
+            return -1;
+    return 0;
+}
+
+/* 1 while every fd is still the file it was at open. */
+static int groups_still_ours(void)
+{
+    for (uint32_t i = 0; i < n_events; i++)
+        if (!same_file(tls_fd[i], &tls_dev[i], &tls_ino[i], 0))
+            return 0;
+    return 1;
 }
 
 static void open_group(void)
 {
     for (uint32_t i = 0; i < n_events; i++) {
-        int fd = perf_open(&events[i], i ? tls_fd[0] : -1);
+        int fd = perf_open(&events[i], leader_of[i] == i ? -1 : tls_fd[leader_of[i]]);
         if (fd < 0) {
             int err = errno;
             close_group((int)i);
@@ -228,10 +292,16 @@ static void open_group(void)
             return;
         }
         tls_fd[i] = fd;
+        if (!same_file(fd, &tls_dev[i], &tls_ino[i], 1)) {
+            close_group((int)i + 1);
+            tls_group_state = -1;
+            return;
+        }
     }
-    tls_enabled = tls_running = 0;
+    memset(tls_enabled, 0, sizeof tls_enabled);
+    memset(tls_running, 0, sizeof tls_running);
     memset(tls_last, 0, sizeof tls_last);
-    if (!same_file(tls_fd[0], &tls_dev, &tls_ino, 1) || read_group(NULL) != 0) {
+    if (read_group(NULL) != 0) {
         close_group((int)n_events);
         tls_group_state = -1;
         return;
@@ -294,7 +364,7 @@ static void process_exit(void)
 void rt_region_pmu_fork_child(void)
 {
     /* the parent's thread's counters: not this process's (closed only while still ours) */
-    if (tls_group_state == 1 && same_file(tls_fd[0], &tls_dev, &tls_ino, 0))
+    if (tls_group_state == 1 && groups_still_ours())
         close_group((int)n_events);
     tls_group_state = 0;
     tls_phase = 0;
