@@ -575,8 +575,16 @@ def main() -> None:
         if name not in CASES_BY_NAME:
             parser.error(f"unknown case {name}; known: {','.join(CASES_BY_NAME)}")
     install_heavy(names)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="objtier-realprog-"))
-    work.mkdir(parents=True, exist_ok=True)
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        run_cases(args, names, samplers, args.workdir)
+        return
+    with tempfile.TemporaryDirectory(prefix="objtier-realprog-") as tmp:
+        run_cases(args, names, samplers, Path(tmp))
+
+
+def run_cases(args, names: list[str], samplers: list[str], work: Path) -> None:
+    """Measures every case with every sampler in work; prints and writes the tables."""
     meta = {"machine": f"{platform.node()} ({os.cpu_count()} CPUs, {platform.release()})",
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "command": " ".join(["bench/real_programs.py", *sys.argv[1:]]),

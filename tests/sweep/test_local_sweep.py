@@ -35,7 +35,8 @@ def test_local_sweep_on_stream(tmp_path):
     assert leftovers(before, during[0], after) == []          # and nothing stayed
     assert len(outcome.records) == 4
     assert [r.level for r in outcome.records] == [100, 60, 100, 60]   # interleaved rounds
-    assert all(r.status == "ok" and r.unit == "MB/s" and r.fom > 0 for r in outcome.records)
+    assert all(r.status == "ok" and r.unit == "MB/s" and r.fom > 0 for r in outcome.records), [
+        (r.level, r.status, r.unit, r.fom, r.reason, r.wall_s, r.extra) for r in outcome.records]
     assert all(r.extra["stat_flush_reads"] > 0 for r in outcome.records)
     at60 = [r for r in outcome.records if r.level == 60]
     assert all(r.extra["limit_bytes"] < 0.6 * knob.footprint + (4 << 20) + 4096 for r in at60)

@@ -81,8 +81,11 @@ int rt_advice_call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counte
     return r == 0;
 }
 
-void rt_advice_write_counts(const char *path, const char *text, size_t n)
+void rt_advice_write_counts(const char *path, const char *text, int len, size_t cap)
 {
+    if (len <= 0 || cap == 0)
+        return;
+    size_t n = (size_t)len < cap ? (size_t)len : cap - 1;
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
                           O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {

@@ -38,9 +38,10 @@ double rt_advice_rate(void);
 int rt_advice_call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counter, uint64_t *ns,
                    uint64_t *failed);
 
-/* A placement's counts (text[0, n)) into path: created 0600, truncated, never through a
- * link; one warning when it cannot be written. */
-void rt_advice_write_counts(const char *path, const char *text, size_t n);
+/* A placement's counts into path: created 0600, truncated, never through a link; one warning
+ * when it cannot be written. len is what snprintf returned for text, a buffer of cap bytes:
+ * nothing is written when len <= 0, and at most cap - 1 bytes (a truncated text) otherwise. */
+void rt_advice_write_counts(const char *path, const char *text, int len, size_t cap);
 
 /* fork() child: the bucket is made anew by the next init. */
 void rt_advice_fork_child(void);

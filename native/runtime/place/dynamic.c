@@ -582,9 +582,7 @@ static void write_stats(void)
         (unsigned long long)st.locked_peak, (unsigned long long)st.objects_matched, rate,
         (unsigned long long)st.willneed_bytes, (unsigned long long)st.advice_ns,
         (unsigned long long)st.thread_cpu_ns, (unsigned long long)st.actions_deferred);
-    if (n > 0)
-        rt_advice_write_counts(stats_path, buf,
-                               (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    rt_advice_write_counts(stats_path, buf, n, sizeof buf);
 }
 
 void rt_dyn_finish(void)

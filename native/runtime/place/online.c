@@ -822,9 +822,7 @@ static void write_stats(void)
         n += snprintf(buf + n, sizeof buf - (size_t)n, "lead %llu %llu %llu\n",
                       (unsigned long long)leads[i].seq, (unsigned long long)leads[i].at_ms,
                       (unsigned long long)leads[i].switches);
-    if (n > 0)
-        rt_advice_write_counts(stats_path, buf,
-                               (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    rt_advice_write_counts(stats_path, buf, n, sizeof buf);
 }
 
 void rt_online_finish(void)
