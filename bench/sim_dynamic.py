@@ -3,7 +3,7 @@ between the kernel (0 %) and Belady's MIN (100 %) in swap-ins avoided.
 
     .venv/bin/python bench/sim_dynamic.py [--scale 17] [--local 50%]
         [--workloads alternating,bfs_urand,cc_urand,bfs_kron,cc_kron]
-        [--trials bfs=4,cc=1] [--windows 0] [--online MS[,MS]]
+        [--trials bfs=4,cc=1] [--windows 0] [--online MS[,MS]] [--ceiling MS[,MS]]
         [--alternating-args MIB,ROUNDS,SWEEPS,STRIDE] [-o bench-out/dynamic]
 
 Per workload: build it with `objtier cc`, record it once with the trace sampler (every load
@@ -105,6 +105,10 @@ def main() -> int:
                         help="also the runtime's online placement (dynamic.mode=4) with a tick "
                         "every MS ms of run time; the trace's clock is mapped to the plain "
                         "program's by the ratio of their wall times (dynamic.time_scale)")
+    parser.add_argument("--ceiling", default="", metavar="MS[,MS...]",
+                        help="also the next-use schedule with full knowledge of the trace "
+                        "(dynamic.mode=2), no advice budget, one page per chunk, a step every "
+                        "MS ms of trace time: the ceiling of lock-set schedules at that step")
     parser.add_argument("--alternating-args", default=None, metavar="MIB,ROUNDS,SWEEPS,STRIDE",
                         help="the alternating program's arguments (default 16,4,20,4096)")
     parser.add_argument("-o", "--output", default=str(REPO / "bench-out" / "dynamic"))
@@ -139,6 +143,12 @@ def main() -> int:
                 sim[f"dynamic w={w}"] = dyn["dynamic"]
                 sim.update({f"{k} [w={w}]" if w != "0" else k: v for k, v in dyn.items()
                             if k.startswith("candidate ")})
+            for ms in [m for m in args.ceiling.split(",") if m]:
+                dyn = simulate(trace, local, "dynamic",
+                               ["dynamic.mode=2", "dynamic.advice_rate=0",
+                                "dynamic.chunk_pages=1", f"dynamic.window_ms={ms}"],
+                               out / "simulate" / f"{label}-ceiling{ms}")
+                sim[f"next-use ceiling, a step every {ms} ms, no budget"] = dyn["dynamic"]
             for ms in [m for m in args.online.split(",") if m]:
                 scale = run_per_trace_second(build_exact(kernel, out / "bin"), run_args, trace)
                 for memory in (1, 0):   # OBJTIER_ONLINE_PHASES
