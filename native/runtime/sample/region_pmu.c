@@ -350,7 +350,8 @@ static void thread_gone(void *arg)
         return;
     rt_guard++;
     attribute(tls_phase);
-    if (tls_group_state == 1) /* still ours (attribute stops on a replaced fd) */
+    /* attribute stops on a replaced leader; a replaced member fd is the program's now */
+    if (tls_group_state == 1 && groups_still_ours())
         close_group((int)n_events);
     tls_group_state = -1;
     rt_guard--;
