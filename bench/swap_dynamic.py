@@ -189,7 +189,8 @@ def main() -> int:
                         "steps_applied", "calls_mlock", "calls_munlock", "calls_pageout",
                         "calls_cold", "calls_willneed", "calls_failed", "actions_dropped",
                         "objects_matched", "willneed_bytes", "advice_ns", "thread_cpu_ns",
-                        "actions_deferred", "actions_absent")})
+                        "actions_deferred", "actions_absent", "guard_passes",
+                        "guard_bytes")})
                 rows.append(row)
     # the finished runs' output less its timings (numbers with a decimal point)
     outputs = {re.sub(r"\d+\.\d+", "T",

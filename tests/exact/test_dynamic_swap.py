@@ -89,6 +89,7 @@ def test_schedule_on_the_swap_tier_keeps_output_and_counts_swap_ins(objtier_cc, 
     assert stats["steps_applied"] >= 2 * ROUNDS
     assert stats["calls_mlock"] >= 2 * ROUNDS - 1 and stats["calls_failed"] == 0
     assert stats["locked_peak_bytes"] <= 16 * MIB
+    assert {"guard_passes", "guard_calls", "guard_bytes"} <= stats.keys(), stats
     # swap-ins are counted in both arms: 32 MiB of arrays in 20 MiB make the kernel swap at
     # every phase; the schedule brings each array in ahead (MADV_WILLNEED, not a major fault)
     kernel = [r.memcg_pgmajfault for r in kernel_alive]
@@ -97,6 +98,55 @@ def test_schedule_on_the_swap_tier_keeps_output_and_counts_swap_ins(objtier_cc, 
     assert all(d is not None for d in dynamic)
     if kernel:   # both kernel runs OOM-killed: no count to compare with
         assert max(dynamic) < min(kernel), (dynamic, kernel)
+
+
+@needs_clang
+def test_pressure_guard_acts_when_locks_leave_too_little_room(objtier_cc, run_exact, tmp_path):
+    """A schedule that locks one array (16 MiB) for the whole run in a 20 MiB cgroup while
+    the program sweeps the other in turn: what is left evictable (under 4 MiB, runtime and
+    stack included) is under a quarter of the limit, so whenever the sweep brings the cgroup
+    near its limit the pressure guard must advise unlocked pages cold (with 14.4 MiB locked,
+    the inactive list read above a quarter of the limit at times and some runs saw no pass). With the guard the run
+    finishes with the plain run's output and the guard's counts say it acted; with
+    OBJTIER_PRESSURE_MS=0 it makes no pass."""
+    from objtier.tiers.swap import SwapTier
+
+    exe, trace = _alternating_traced(objtier_cc, run_exact)
+    plan_path = tmp_path / "plan.json"
+    made = subprocess.run([sys.executable, "-m", "objtier", "plan", str(trace.path),
+                           "--fast", "16M", "--dynamic", "-o", str(plan_path)],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    plan = json.loads(plan_path.read_text())
+    lock_pages = 16 * MIB // 4096   # all of the first array (its last bytes' page excepted)
+    plan["dynamic"]["lock_bytes"] = 16 * MIB
+    plan["dynamic"]["steps"] = [{"switch": 0, "phase": "*", "offset_ms": 0.0,
+                                 "actions": [["lock", 0, 0, lock_pages]]}]
+    schedule, stats_path = schedule_env(plan, tmp_path, advice_rate=2000)
+    env = runtime_env({"OBJTIER_SAMPLER": "none", "OBJTIER_MIN_SIZE": str(1 * MIB), **schedule})
+    plain_env = {k: v for k, v in env.items() if not k.startswith("OBJTIER_")}
+    plain_env.pop("LD_PRELOAD", None)
+    command = [str(exe), *ARGS]
+    alone = subprocess.run(command, env=plain_env, capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0, alone.stderr
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    with SwapTier(20 * MIB) as tier:
+        guarded = one_run(tier, "guarded", 1, 1, command, env, 300.0, runs, plan, None, 10.0)
+        stats = read_stats(stats_path)
+        stats_path.unlink()
+        unguarded = one_run(tier, "unguarded", 2, 2, command,
+                            {**env, "OBJTIER_PRESSURE_MS": "0"}, 300.0, runs, plan, None, 10.0)
+        off = read_stats(stats_path) if unguarded.returncode == 0 else None
+    assert guarded.returncode == 0, (runs / "01-guarded-1.err").read_text()
+    assert (runs / "01-guarded-1.out").read_text() == alone.stdout
+    assert stats["locked_peak_bytes"] == lock_pages * 4096 and stats["calls_failed"] == 0
+    assert stats["guard_passes"] > 0 and stats["guard_bytes"] > 0, stats
+    # a call into the locked pages is refused and adds nothing; one that succeeds adds at
+    # most 2 MiB
+    assert stats["guard_bytes"] <= stats["guard_calls"] * 2 * MIB, stats
+    if off is not None:   # without the guard the run may be OOM-killed
+        assert off["guard_passes"] == off["guard_calls"] == 0, off
 
 
 @needs_clang

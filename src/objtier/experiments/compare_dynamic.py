@@ -31,7 +31,8 @@ WINDOW_MS = 0.0          # steps at the phase switches only: a sampled profile h
 MIN_ACCESSES = 1.0       # a sampled access stands for many: one is enough to lock a page
 COUNTS = ("steps_applied", "steps_skipped", "actions_dropped", "calls_mlock", "calls_munlock",
           "calls_pageout", "calls_cold", "calls_willneed", "calls_failed", "willneed_bytes",
-          "advice_ns", "thread_cpu_ns", "locked_peak_bytes", "objects_matched")
+          "advice_ns", "thread_cpu_ns", "locked_peak_bytes", "objects_matched", "guard_passes",
+          "guard_bytes")
 
 
 ONLINE_ARM = "objtier-online"
@@ -189,12 +190,12 @@ def prepare_online(limit: int, page_bytes: int, directory: Path, advice_rate: in
 def summary_line(summary: dict[str, Any]) -> str:
     """One line of what the dynamic arm did, from summary()."""
     med = summary.get("median", {})
+    guard = (f", pressure guard {med.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold "
+             f"in {med['guard_passes']:,.0f} passes" if med.get("guard_passes") else "")
     if summary.get("schedule") == "online":
         switches = (f" ({med['switch_ticks']:,.0f} ticks at phase switches, "
                     f"{med.get('recalls', 0):,.0f} into a phase seen before)"
                     if med.get("switch_ticks") else "")
-        guard = (f", pressure guard {med.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold "
-                 f"in {med['guard_passes']:,.0f} passes" if med.get("guard_passes") else "")
         return (f"{ONLINE_ARM}: every {summary['period_ms']} ms{switches}; per run (median) "
                 f"{summary['median_advice_calls']:,.0f} advice calls, "
                 f"{med.get('bytes_locked', 0) / 2**20:.1f} MiB locked and "
@@ -210,4 +211,4 @@ def summary_line(summary: dict[str, Any]) -> str:
             f"{med.get('willneed_bytes', 0) / 2**20:.1f} MiB prefetched, "
             f"{med.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
             f"{med.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the schedule's thread, "
-            f"{med.get('actions_dropped', 0):,.0f} actions dropped for the call budget")
+            f"{med.get('actions_dropped', 0):,.0f} actions dropped for the call budget{guard}")

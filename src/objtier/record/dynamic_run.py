@@ -95,7 +95,8 @@ def stats_line(stats: dict[str, float]) -> str:
             f"matched, peak {stats.get('locked_peak_bytes', 0) / 2**20:.1f} MiB locked, "
             f"{stats.get('willneed_bytes', 0) / 2**20:.1f} MiB prefetched, "
             f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
-            f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the schedule's thread")
+            f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the schedule's thread"
+            + _guard_text(stats))
 
 
 ONLINE_CALLS = ("calls_mlock", "calls_munlock", "calls_cold", "calls_pageout", "calls_willneed")
@@ -129,5 +130,12 @@ def online_stats_line(stats: dict[str, float]) -> str:
             f"{int(stats.get('advice_rate', 0))}/s budget, "
             f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
             f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the placement's thread"
-            + (f", pressure guard {stats.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold in "
-               f"{int(stats['guard_passes'])} passes" if stats.get("guard_passes") else ""))
+            + _guard_text(stats))
+
+
+def _guard_text(stats: dict[str, float]) -> str:
+    """", pressure guard X MiB advised cold in N passes" when the guard acted, else ""."""
+    if not stats.get("guard_passes"):
+        return ""
+    return (f", pressure guard {stats.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold in "
+            f"{int(stats['guard_passes'])} passes")
