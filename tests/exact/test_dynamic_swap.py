@@ -35,18 +35,23 @@ def _alternating_traced(objtier_cc, run_exact):
     return exe, trace
 
 
-@needs_clang
-def test_schedule_on_the_swap_tier_keeps_output_and_counts_swap_ins(objtier_cc, run_exact,
-                                                                      tmp_path):
-    from objtier.tiers.swap import SwapTier
-
+def _planned(objtier_cc, run_exact, tmp_path):
+    """The alternating program and its plan from `objtier plan --fast 16M --dynamic`."""
     exe, trace = _alternating_traced(objtier_cc, run_exact)
     plan_path = tmp_path / "plan.json"
     made = subprocess.run([sys.executable, "-m", "objtier", "plan", str(trace.path),
                            "--fast", "16M", "--dynamic", "-o", str(plan_path)],
                           capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
-    plan = json.loads(plan_path.read_text())
+    return exe, json.loads(plan_path.read_text())
+
+
+@needs_clang
+def test_schedule_on_the_swap_tier_keeps_output_and_counts_swap_ins(objtier_cc, run_exact,
+                                                                      tmp_path):
+    from objtier.tiers.swap import SwapTier
+
+    exe, plan = _planned(objtier_cc, run_exact, tmp_path)
     assert plan["version"] == 2 and plan["entries"] == []
     assert len(plan["dynamic"]["objects"]) == 2
 
@@ -111,13 +116,7 @@ def test_pressure_guard_acts_when_locks_leave_too_little_room(objtier_cc, run_ex
     OBJTIER_PRESSURE_MS=0 it makes no pass."""
     from objtier.tiers.swap import SwapTier
 
-    exe, trace = _alternating_traced(objtier_cc, run_exact)
-    plan_path = tmp_path / "plan.json"
-    made = subprocess.run([sys.executable, "-m", "objtier", "plan", str(trace.path),
-                           "--fast", "16M", "--dynamic", "-o", str(plan_path)],
-                          capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
-    plan = json.loads(plan_path.read_text())
+    exe, plan = _planned(objtier_cc, run_exact, tmp_path)
     lock_pages = 16 * MIB // 4096   # all of the first array (its last bytes' page excepted)
     plan["dynamic"]["lock_bytes"] = 16 * MIB
     plan["dynamic"]["steps"] = [{"switch": 0, "phase": "*", "offset_ms": 0.0,

@@ -22,9 +22,10 @@
  *   - objs[i].defer_act != 0: a lock/willneed of a step found object i not live; it is applied
  *     (by the thread, within the budget) once the object is allocated; deferred_ready is set
  *     while such an object is live.
- * Pressure guard (under a memory limit, every GUARD_NS; OBJTIER_PRESSURE_MS=0: off): while
- * the cgroup is near its limit with too little on the inactive list, MADV_COLD on the live
- * schedule objects in GUARD_CHUNK pieces (guard()); mlocked pieces refuse it and are skipped.
+ * Pressure guard (under a memory limit, every RT_MOVING_GUARD_NS, memcg.h;
+ * OBJTIER_PRESSURE_MS=0: off): while the cgroup is near its limit with too little on the
+ * inactive list, MADV_COLD on the live schedule objects in GUARD_CHUNK pieces (guard());
+ * mlocked pieces refuse it and are skipped.
  * Overhead counted: advice_ns is the time spent inside the advice calls (in the schedule's
  * thread and in the program's thread at a switch), thread_cpu_ns the schedule thread's CPU
  * time, willneed_bytes what was prefetched (WILLNEED, alone or before an mlock).
@@ -49,8 +50,6 @@
 #include <unistd.h>
 
 #define MAX_FILE_BYTES (256u << 20)
-#define GUARD_NS       2000000ull   /* the pressure guard's period, as the online placement's */
-#define GUARD_PCT      25           /* it keeps this % of the limit on the inactive list */
 #define GUARD_CHUNK    (2ull << 20) /* bytes advised per call at most */
 
 enum { A_UNLOCK = 1, A_PAGEOUT, A_LOCK, A_WILLNEED, A_SWEEP };
@@ -441,17 +440,18 @@ static uint64_t run_due(uint64_t now)
     return UINT64_MAX;
 }
 
-/* Near the cgroup's limit with less than GUARD_PCT % of it on the inactive list
+/* Near the cgroup's limit with less than RT_MOVING_GUARD_PCT % of it on the inactive list
  * (rt_memcg_inactive_shortfall), MADV_COLD on about the shortfall in the live schedule
  * objects, GUARD_CHUNK at a time from a clock hand, so that successive passes age every object
  * in turn. Objects wholly locked are passed over; a piece holding mlocked pages is refused
- * (EINVAL at the locked part) and counts nothing. Without it, a schedule whose locks leave the program's other pages all active ends
- * in the cgroup's OOM killer where the kernel alone lives (BFS uniform s17 at 50 %, next-use
- * every 50 ms: 2 of 5 runs killed). Not through the advice budget: a pass is a safeguard, not
- * a placement. Caller holds `lock`. */
+ * (EINVAL at the locked part) and counts nothing. Without it, a schedule whose locks leave the
+ * program's other pages all active ends in the cgroup's OOM killer where the kernel alone
+ * lives (BFS uniform s17 at 50 %, next-use every 50 ms: 2 of 5 runs killed; 1 of 5 with it).
+ * Not through the advice budget: a pass is a safeguard, not a placement. Caller holds
+ * `lock`. */
 static void guard(void)
 {
-    uint64_t want = rt_memcg_inactive_shortfall(memcg, rt_memcg_near_limit(memcg), GUARD_PCT);
+    uint64_t want = rt_memcg_moving_guard_want(memcg);
     if (!want || !n_objs)
         return;
     gst.passes++;
@@ -537,7 +537,7 @@ void rt_dyn_init(const rt_config *cfg)
     rate = (double)cfg->advice_rate;
     lock_limit = cfg->mlock_limit ? cfg->mlock_limit : UINT64_MAX;
     memcg = rt_memcg_self();
-    guard_ns = memcg->limit != UINT64_MAX && cfg->pressure_ms ? GUARD_NS : 0;
+    guard_ns = memcg->limit != UINT64_MAX && cfg->pressure_ms ? RT_MOVING_GUARD_NS : 0;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

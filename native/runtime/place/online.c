@@ -41,9 +41,9 @@
  * not one or two ticks later; a phase not seen before starts from the scores of the phase
  * before, as without the memory. With OBJTIER_ONLINE_PHASES=0 switches are only counted.
  *
- * Pressure guard (under a memory limit, every GUARD_NS; OBJTIER_PRESSURE_MS=0: off): while
- * the cgroup is near its limit with too little on the inactive list, MADV_COLD on unlocked
- * ranges (guard()).
+ * Pressure guard (under a memory limit, every RT_MOVING_GUARD_NS, memcg.h;
+ * OBJTIER_PRESSURE_MS=0: off): while the cgroup is near its limit with too little on the
+ * inactive list, MADV_COLD on unlocked ranges (guard()).
  *   - kept[k].e[0, n) is sorted by lo (the order of ranges[] when it was kept), scores > 0.
  *   - phase_ticked is the phase in force at the last tick; switch_pending is set by the
  *     program's thread at a switch and cleared by the tick that sees it.
@@ -78,8 +78,6 @@
 #define TAKE_BATCH     512          /* windows taken per rt_recent_take */
 #define PHASES_KEPT    64           /* phases whose scores are kept (least recently left goes) */
 #define SWITCH_GAP_NS  10000000ull  /* switch ticks at least min(this, period) apart */
-#define GUARD_NS       2000000ull   /* the pressure guard's period (OBJTIER_PRESSURE_MS=0: off) */
-#define GUARD_PCT      25           /* it keeps this % of the limit on the inactive list */
 
 enum { GONE = 1 };
 
@@ -550,7 +548,7 @@ static int recall(uint32_t phase)
 
 /* ---- the pressure guard ------------------------------------------------------------------- */
 
-/* Near the cgroup's limit with less than GUARD_PCT % of it on the inactive list
+/* Near the cgroup's limit with less than RT_MOVING_GUARD_PCT % of it on the inactive list
  * (rt_memcg_inactive_shortfall), MADV_COLD on about the shortfall in unlocked ranges, a clock
  * hand over the table so that successive passes age every unlocked range in turn. Without it,
  * locks that leave the program's evictable pages all active end in the cgroup's OOM killer
@@ -561,7 +559,7 @@ static int recall(uint32_t phase)
  * pass is a safeguard, not a placement. Caller holds `lock`. */
 static void guard(void)
 {
-    uint64_t want = rt_memcg_inactive_shortfall(memcg, rt_memcg_near_limit(memcg), GUARD_PCT);
+    uint64_t want = rt_memcg_moving_guard_want(memcg);
     if (!want || !n_ranges)
         return;
     gst.passes++;
@@ -707,7 +705,7 @@ void rt_online_init(const rt_config *cfg)
     period_ns = (uint64_t)cfg->online_ms * 1000000ull;
     pageout = cfg->pageout;
     phase_memory = cfg->online_phases;
-    guard_ns = memcg->limit != UINT64_MAX && cfg->pressure_ms ? GUARD_NS : 0;
+    guard_ns = memcg->limit != UINT64_MAX && cfg->pressure_ms ? RT_MOVING_GUARD_NS : 0;
     memcpy(stats_path, cfg->online_stats, sizeof stats_path);
     t_start = rt_now_ns();
     rt_advice_init((double)cfg->advice_rate, t_start);
