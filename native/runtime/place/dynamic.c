@@ -51,6 +51,7 @@
 
 #define MAX_FILE_BYTES (256u << 20)
 #define GUARD_CHUNK    (2ull << 20) /* bytes advised per call at most */
+#define GUARD_CALLS    64           /* calls per pass at most (refused ones count) */
 
 enum { A_UNLOCK = 1, A_PAGEOUT, A_LOCK, A_WILLNEED, A_SWEEP };
 static const char *const action_names[] = {"", "unlock", "pageout", "lock", "willneed", "sweep"};
@@ -443,7 +444,8 @@ static uint64_t run_due(uint64_t now)
 /* Near the cgroup's limit with less than RT_MOVING_GUARD_PCT % of it on the inactive list
  * (rt_memcg_inactive_shortfall), MADV_COLD on about the shortfall in the live schedule
  * objects, GUARD_CHUNK at a time from a clock hand, so that successive passes age every object
- * in turn. Objects wholly locked are passed over; a piece holding mlocked pages is refused
+ * in turn, at most GUARD_CALLS calls a pass (the lock is held: the program's allocation hooks
+ * wait). Objects wholly locked are passed over; a piece holding mlocked pages is refused
  * (EINVAL at the locked part) and counts nothing. Without it, a schedule whose locks leave the
  * program's other pages all active ends in the cgroup's OOM killer where the kernel alone
  * lives (BFS uniform s17 at 50 %, next-use every 50 ms: 2 of 5 runs killed; 1 of 5 with it).
@@ -455,8 +457,8 @@ static void guard(void)
     if (!want || !n_objs)
         return;
     gst.passes++;
-    uint64_t done = 0;
-    for (uint32_t moves = 0; done < want && moves <= 2 * n_objs;) {
+    uint64_t done = 0, calls = 0;
+    for (uint32_t moves = 0; done < want && moves <= 2 * n_objs && calls < GUARD_CALLS;) {
         if (guard_obj >= n_objs) {
             guard_obj = 0;
             moves++;
@@ -481,6 +483,7 @@ static void guard(void)
             syscall(SYS_madvise, (void *)(uintptr_t)(base + guard_off), (size_t)len, MADV_COLD);
         st.advice_ns += rt_now_ns() - t0;
         gst.calls++;
+        calls++;
         if (r == 0)
             done += len;
         guard_off += len;
