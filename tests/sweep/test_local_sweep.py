@@ -19,6 +19,10 @@ from ..experiments.helpers import leftovers, machine_state
 pytestmark = pytest.mark.root
 
 
+# Once in a fresh-clone CI run (2026-11-28) a record here was not "ok" (the cause was not
+# kept; 46 runs at 60 % since, quiet and loaded: all ok). A record OOM-killed at 60 % (memcg v1
+# reclaim even with the stat-flush reader), and nothing else, is retried once.
+@pytest.mark.flaky(reruns=1, only_rerun=[r"OOM-killed"])
 def test_local_sweep_on_stream(tmp_path):
     # stream -s 1000000: 3 arrays of 7.6 MiB (23 MiB); at 60 % a third of them is in swap
     command = [str(binary("stream")), "-s", "1000000", "-n", "3", "-t", "1"]
