@@ -189,9 +189,10 @@ def prepare_online(limit: int, page_bytes: int, directory: Path, advice_rate: in
 
 def summary_line(summary: dict[str, Any]) -> str:
     """One line of what the dynamic arm did, from summary()."""
+    from objtier.record.dynamic_run import guard_text
+
     med = summary.get("median", {})
-    guard = (f", pressure guard {med.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold "
-             f"in {med['guard_passes']:,.0f} passes" if med.get("guard_passes") else "")
+    guard = guard_text(med)
     if summary.get("schedule") == "online":
         switches = (f" ({med['switch_ticks']:,.0f} ticks at phase switches, "
                     f"{med.get('recalls', 0):,.0f} into a phase seen before)"

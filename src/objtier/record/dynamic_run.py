@@ -96,7 +96,7 @@ def stats_line(stats: dict[str, float]) -> str:
             f"{stats.get('willneed_bytes', 0) / 2**20:.1f} MiB prefetched, "
             f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
             f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the schedule's thread"
-            + _guard_text(stats))
+            + guard_text(stats))
 
 
 ONLINE_CALLS = ("calls_mlock", "calls_munlock", "calls_cold", "calls_pageout", "calls_willneed")
@@ -130,11 +130,12 @@ def online_stats_line(stats: dict[str, float]) -> str:
             f"{int(stats.get('advice_rate', 0))}/s budget, "
             f"{stats.get('advice_ns', 0) / 1e6:.1f} ms in advice calls, "
             f"{stats.get('thread_cpu_ns', 0) / 1e6:.1f} ms CPU in the placement's thread"
-            + _guard_text(stats))
+            + guard_text(stats))
 
 
-def _guard_text(stats: dict[str, float]) -> str:
-    """", pressure guard X MiB advised cold in N passes" when the guard acted, else ""."""
+def guard_text(stats: dict[str, float]) -> str:
+    """", pressure guard X MiB advised cold in N passes" when the guard acted, else "" (a
+    run's counts, or their medians over runs)."""
     if not stats.get("guard_passes"):
         return ""
     return (f", pressure guard {stats.get('guard_bytes', 0) / 2**20:.1f} MiB advised cold in "
