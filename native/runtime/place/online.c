@@ -40,13 +40,13 @@
  * not see keeps its score). So a phase seen before gets its own hot ranges locked at its start,
  * not one or two ticks later; a phase not seen before starts from the scores of the phase
  * before, as without the memory. With OBJTIER_ONLINE_PHASES=0 switches are only counted.
+ *   - kept[k].e[0, n) is sorted by lo (the order of ranges[] when it was kept), scores > 0.
+ *   - phase_ticked is the phase in force at the last tick; switch_pending is set by the
+ *     program's thread at a switch and cleared by the tick that sees it.
  *
  * Pressure guard (under a memory limit, every RT_MOVING_GUARD_NS, memcg.h;
  * OBJTIER_PRESSURE_MS=0: off): while the cgroup is near its limit with too little on the
  * inactive list, MADV_COLD on unlocked ranges (guard()).
- *   - kept[k].e[0, n) is sorted by lo (the order of ranges[] when it was kept), scores > 0.
- *   - phase_ticked is the phase in force at the last tick; switch_pending is set by the
- *     program's thread at a switch and cleared by the tick that sees it.
  */
 #define _GNU_SOURCE
 #include "online.h"
@@ -134,13 +134,6 @@ typedef struct {
 static int phase_memory;
 static kept_phase kept[PHASES_KEPT];
 
-/* the pressure guard (thread only): under a limit, every guard_ns */
-static const rt_memcg *memcg;
-static uint64_t guard_ns;
-static size_t guard_at; /* the clock hand: the range the next pass starts from */
-static struct {
-    uint64_t passes, calls, bytes;
-} gst;
 static _Atomic uint32_t phase_now;
 static _Atomic uint64_t switch_ns; /* when phase_now was last set (CLOCK_MONOTONIC) */
 static _Atomic int switch_pending;
@@ -148,6 +141,14 @@ static uint32_t phase_ticked;
 static struct {
     uint64_t switch_ticks, phases_kept, recalls, recalled_ranges;
 } pst;
+
+/* the pressure guard (thread only): under a limit, every guard_ns */
+static const rt_memcg *memcg;
+static uint64_t guard_ns;
+static size_t guard_at; /* the clock hand: the range the next pass starts from */
+static struct {
+    uint64_t passes, calls, bytes;
+} gst;
 
 static inline uint64_t page_down(uint64_t a)
 {
