@@ -117,7 +117,8 @@ def test_pressure_guard_acts_when_locks_leave_too_little_room(objtier_cc, run_ex
     from objtier.tiers.swap import SwapTier
 
     exe, plan = _planned(objtier_cc, run_exact, tmp_path)
-    lock_pages = 16 * MIB // 4096   # all of the first array (its last bytes' page excepted)
+    page = plan["dynamic"]["page_bytes"]
+    lock_pages = 16 * MIB // page   # all of the first array (its last bytes' page excepted)
     plan["dynamic"]["lock_bytes"] = 16 * MIB
     plan["dynamic"]["steps"] = [{"switch": 0, "phase": "*", "offset_ms": 0.0,
                                  "actions": [["lock", 0, 0, lock_pages]]}]
@@ -139,7 +140,7 @@ def test_pressure_guard_acts_when_locks_leave_too_little_room(objtier_cc, run_ex
         off = read_stats(stats_path) if unguarded.returncode == 0 else None
     assert guarded.returncode == 0, (runs / "01-guarded-1.err").read_text()
     assert (runs / "01-guarded-1.out").read_text() == alone.stdout
-    assert stats["locked_peak_bytes"] == lock_pages * 4096 and stats["calls_failed"] == 0
+    assert stats["locked_peak_bytes"] == lock_pages * page and stats["calls_failed"] == 0
     assert stats["guard_passes"] > 0 and stats["guard_bytes"] > 0, stats
     # a call into the locked pages is refused and adds nothing; one that succeeds adds at
     # most 2 MiB
