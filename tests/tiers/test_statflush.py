@@ -11,7 +11,7 @@ import pytest
 
 from objtier.experiments.measure import run_measured
 from objtier.restore import Restorer
-from objtier.tiers.statflush import StatFlushReader
+from objtier.tiers.statflush import StatFlushReader, major_faults, stats_line
 
 STAT = "cache 0\nrss 4096\ninactive_anon 0\n" * 200   # larger than one short read
 
@@ -33,9 +33,32 @@ def test_reads_every_period_until_the_block_ends(tmp_path):
     time.sleep(0.05)
     assert reader.stats.reads == done                 # the thread stopped with the block
     assert (tmp_path / "memory.stat").read_text() == STAT
-    assert reader.stats.as_dict() == {"period_ms": 1, "reads": done,
+    assert reader.stats.as_dict() == {"period_ms": 1, "fast_ms": 2, "reads": done,
+                                      "fast_reads": 0,
                                       "max_gap_ms": round(reader.stats.max_gap_ms, 3),
                                       "errors": 0, "running_s": round(reader.stats.running_s, 3)}
+
+
+def test_reads_fast_while_major_faults_grow_and_slow_when_they_stop(tmp_path):
+    stat = tmp_path / "memory.stat"
+    stat.write_text("cache 0\npgmajfault 0\ntotal_pgmajfault 0\n")
+    with StatFlushReader(tmp_path, period_ms=50, fast_ms=1) as reader:
+        wait_for(lambda: reader.stats.reads >= 1)
+        for faults in range(1, 30):   # the count grows between reads: reads come every 1 ms
+            stat.write_text(f"cache 0\npgmajfault {faults}\ntotal_pgmajfault {faults}\n")
+            seen = reader.stats.reads
+            wait_for(lambda: reader.stats.reads > seen)
+        fast = reader.stats.fast_reads
+        assert fast >= 5, reader.stats.as_dict()
+        reads = reader.stats.reads
+        time.sleep(0.1)      # no growth: one read per 50 ms again (fast: about 100 in 0.1 s)
+        assert reader.stats.reads <= reads + 4, reader.stats.as_dict()
+        assert reader.stats.fast_reads <= fast + 1
+    assert "(1 ms while major faults grow)" in stats_line(reader.stats)
+    assert major_faults(b"pgmajfault 7\n") == 7 and major_faults(b"cache 1\n") == -1
+    assert major_faults(b"total_pgmajfault 3\n") == -1   # the hierarchy's, not the cgroup's
+    with pytest.raises(ValueError, match="fast period"):
+        StatFlushReader(tmp_path, period_ms=10, fast_ms=0)
 
 
 def test_period_zero_is_off_and_a_negative_period_is_refused(tmp_path):

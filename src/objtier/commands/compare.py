@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="swap: every arm but kernel-raw runs with a reader of the "
                         "cgroup's memory.stat every MS ms, which flushes the memcg LRU "
                         "statistics kernel reclaim decides from (default 10, the pressure "
-                        "guard's period; 0: off — the kernel arm may be OOM-killed and the "
-                        "ratios are not fair)")
+                        "guard's period, and 2 while the cgroup's major faults grow; 0: off "
+                        "— the kernel arm may be OOM-killed and the ratios are not fair)")
     parser.add_argument("--arm", dest="arms", action="append", default=[],
                         choices=["objtier-noguard", "kernel-raw", "objtier-online"],
                         help="swap: add an arm to each repetition: objtier-noguard (the plan "

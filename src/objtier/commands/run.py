@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --local: a reader of the cgroup's memory.stat every MS ms "
                         "runs beside the program, flushing the memcg LRU statistics kernel "
                         "reclaim decides from, as in every arm of `objtier compare` (default "
-                        "10; 0: off — on memory cgroup v1 the program may be OOM-killed)")
+                        "10, and 2 while the cgroup's major faults grow; 0: off — on memory "
+                        "cgroup v1 the program may be OOM-killed)")
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept (their "
                         "slow pages are swapped in SIZE at a time); with --local the size is "

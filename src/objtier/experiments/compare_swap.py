@@ -40,7 +40,8 @@ from objtier.record import enforce
 from objtier.experiments.results import (RunRow, prepare_output, run_warnings, summarize,
                                          survival_text, write_csv, write_summary)
 from objtier.tiers.spool import Spool
-from objtier.tiers.statflush import DEFAULT_PERIOD_MS, StatFlushReader, check_period
+from objtier.tiers.statflush import (DEFAULT_PERIOD_MS, FAST_PERIOD_MS, StatFlushReader,
+                                     check_period)
 
 # Recordings summed per page for --algo auto and pages: on Kronecker BFS the ranked plan ran
 # 19.3 s from 1 profile, 15.2 s from 4 and from 8 (docs/benchmarks.md, "Profile depth").
@@ -501,7 +502,8 @@ def stat_flush_summary(rows: list[RunRow], period_ms: float) -> dict[str, Any]:
                        "fewest_reads_in_a_run": min(r.stat_flush_reads for r in mine),
                        "max_gap_ms": max(r.stat_flush_max_gap_ms for r in mine)}
     return {"period_ms": period_ms,
-            "what": "a thread of objtier reads the cgroup's memory.stat every period_ms "
+            "what": "a thread of objtier reads the cgroup's memory.stat every period_ms, "
+                    f"every {FAST_PERIOD_MS} ms while the cgroup's major faults grow "
                     "(forcing the memcg LRU statistics flush); nothing else: no advice, no "
                     "limits, no placement",
             "arms_with_reader": [c for c, v in per.items() if v["period_ms"] > 0],
