@@ -69,12 +69,13 @@ class StatFlushStats:
 
 
 def major_faults(stat: bytes) -> int:
-    """The cgroup's own `pgmajfault` count in a memory.stat text (v1 and v2), -1 if absent."""
-    at = 0 if stat.startswith(b"pgmajfault ") else stat.find(b"\npgmajfault ") + 1
-    if at == 0 and not stat.startswith(b"pgmajfault "):
-        return -1
-    field = stat[at + len(b"pgmajfault "):].split(b"\n", 1)[0]
-    return int(field) if field.isdigit() else -1
+    """The cgroup's own `pgmajfault` count in a memory.stat text (v1 and v2; not v1's
+    hierarchical `total_pgmajfault`), -1 if absent."""
+    for line in stat.splitlines():
+        name, _, value = line.partition(b" ")
+        if name == b"pgmajfault":
+            return int(value) if value.isdigit() else -1
+    return -1
 
 
 class StatFlushReader:
