@@ -297,6 +297,13 @@ static int load(const char *path, char *err, size_t err_len)
 
 /* ---- applying ------------------------------------------------------------------------ */
 
+/* The whole pages object o (live) spans: [*base, *end), page_bytes aligned. */
+static void span(const dobj *o, uint64_t *base, uint64_t *end)
+{
+    *base = o->addr & ~(page_bytes - 1);
+    *end = (o->addr + o->size + page_bytes - 1) & ~(page_bytes - 1);
+}
+
 static int call(long nr, uint64_t a, uint64_t len, long arg, uint64_t *counter)
 {
     return rt_advice_call(nr, a, len, arg, counter, &st.advice_ns, &st.calls_failed);
@@ -320,8 +327,8 @@ static void apply(const dact *x)
         }
         return;
     }
-    uint64_t base = o->addr & ~(page_bytes - 1);
-    uint64_t end = (o->addr + o->size + page_bytes - 1) & ~(page_bytes - 1);
+    uint64_t base, end;
+    span(o, &base, &end);
     if (x->first >= (end - base) / page_bytes)
         return;
     uint64_t a = base + x->first * page_bytes;
@@ -464,8 +471,8 @@ static void guard(void)
             moves++;
         }
         const dobj *o = &objs[guard_obj];
-        uint64_t base = o->addr & ~(page_bytes - 1);
-        uint64_t end = (o->addr + o->size + page_bytes - 1) & ~(page_bytes - 1);
+        uint64_t base, end;
+        span(o, &base, &end);
         if (!o->addr || base + guard_off >= end || o->locked >= end - base) {
             guard_obj++;
             guard_off = 0;
@@ -600,8 +607,8 @@ void rt_dyn_release(uint64_t addr)
     for (uint32_t i = 0; i < n_objs; i++)
         if (objs[i].addr == addr) {
             if (objs[i].locked) { /* the allocator may keep the memory: do not leave it locked */
-                uint64_t base = addr & ~(page_bytes - 1);
-                uint64_t end = (addr + objs[i].size + page_bytes - 1) & ~(page_bytes - 1);
+                uint64_t base, end;
+                span(&objs[i], &base, &end);
                 syscall(SYS_munlock, (void *)(uintptr_t)base, (size_t)(end - base));
             }
             forget(&objs[i]);
