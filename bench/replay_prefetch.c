@@ -6,11 +6,13 @@
  *     replay_prefetch plain  PROG_CPU -- CMD [ARGS...]
  *     replay_prefetch record PROG_CPU OUT -- CMD [ARGS...]
  *     replay_prefetch replay PROG_CPU SEQ [LEAD+]AHEAD OWN_CPU willneed|read -- CMD [ARGS...]
+ *     replay_prefetch reclaim PROG_CPU OWN_CPU -- CMD [ARGS...]
  *
- * Every mode runs CMD as a child kept to PROG_CPU with address-space randomisation off (so
- * that its arrays lie at the same addresses in every run), in the cgroup directory named by
- * REPLAY_CGROUP when set (the launcher itself stays out of it), and exits with its status; it
- * prints the child's CPU time and context switches to stderr (`replay_prefetch: child ...`).
+ * Every mode runs CMD as a child kept to PROG_CPU (-1: any) with address-space randomisation
+ * off (so that its arrays lie at the same addresses in every run), in the cgroup directory
+ * named by REPLAY_CGROUP when set (the launcher itself stays out of it), and exits with its
+ * status; it prints the child's CPU time and context switches to stderr (`replay_prefetch:
+ * child ...`).
  *
  * `record` samples every user-mode page fault of the child (perf software events major and
  * minor faults, period 1, the faulting address; no PMU needed) and writes the sequence to
@@ -28,12 +30,20 @@
  * 64 pages a call: swapped in and mapped, no fault left for the child; the cgroup's
  * memory.stat is read before each call). At exit: `replay_prefetch: faults F matched M
  * unmatched U advised A calls C advice_ms T lost L pos P of N`.
+ *
+ * `reclaim` (REPLAY_CGROUP and REPLAY_HEADROOM_KB = H set) keeps the cgroup H below its limit
+ * from OWN_CPU: whenever the charge comes within H/2 of the limit it writes the limit less H
+ * and then the limit again (memory cgroup v1 reclaims in the writer until the charge fits,
+ * so the kernel's own victims are reclaimed on OWN_CPU; the limit is set back when the write
+ * returns). `replay` does the same from a second thread when REPLAY_HEADROOM_KB is set. At
+ * exit: `replay_prefetch: reclaims R reclaim_ms T`.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -72,8 +82,10 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static void keep_to(int cpu)
+static void keep_to(int cpu) /* cpu < 0: any */
 {
+    if (cpu < 0)
+        return;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
@@ -249,6 +261,80 @@ static void advise(int pidfd, struct iovec *v, int nv)
     n_calls++;
 }
 
+/* Reclaim ahead (REPLAY_HEADROOM_KB > 0): when the cgroup's charge comes within half the
+ * headroom of its limit, the limit is lowered by the headroom and put back, so that the
+ * kernel's reclaim runs in this process, on its CPU, and frees that much below the limit
+ * (memory cgroup v1 has no memory.reclaim). Bytes. */
+static uint64_t headroom, limit;
+static int usage_fd = -1, limit_fd = -1;
+static uint64_t n_reclaims, reclaim_ns;
+
+static uint64_t read_u64(int fd)
+{
+    char buf[32];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    return strtoull(buf, NULL, 10);
+}
+
+static void write_u64(int fd, uint64_t v)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    if (pwrite(fd, buf, (size_t)n, 0) != n)
+        return; /* the kernel could not reclaim that much: the limit stays where it was */
+}
+
+static void reclaim_ahead(void)
+{
+    if (!headroom || usage_fd < 0 || limit_fd < 0)
+        return;
+    if (read_u64(usage_fd) + headroom / 2 < limit)
+        return;
+    uint64_t t0 = now_ns();
+    write_u64(limit_fd, limit - headroom);
+    write_u64(limit_fd, limit);
+    reclaim_ns += now_ns() - t0;
+    n_reclaims++;
+}
+
+/* Opens the cgroup's usage and limit files and reads the limit; keeps to own_cpu when given.
+ * 0, or -1 without a cgroup or a headroom. */
+static int open_limits(const char *cg, const char *own_cpu)
+{
+    const char *h = getenv("REPLAY_HEADROOM_KB");
+    headroom = h ? strtoull(h, NULL, 10) << 10 : 0;
+    if (!cg || !*cg || !headroom)
+        return -1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/memory.usage_in_bytes", cg);
+    usage_fd = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "%s/memory.limit_in_bytes", cg);
+    limit_fd = open(path, O_RDWR | O_CLOEXEC);
+    limit = limit_fd >= 0 ? read_u64(limit_fd) : 0;
+    if (usage_fd < 0 || !limit)
+        return -1;
+    if (own_cpu)
+        keep_to(atoi(own_cpu));
+    return 0;
+}
+
+/* The replay's reclaimer thread: reclaims ahead until stopped, checking every 50 us. */
+static volatile int stopping;
+
+static void *reclaimer(void *arg)
+{
+    (void)arg;
+    while (!stopping) {
+        reclaim_ahead();
+        struct timespec t = {0, 50000};
+        nanosleep(&t, NULL);
+    }
+    return NULL;
+}
+
 static uint64_t lead; /* entries after the position not prefetched (the program's own) */
 
 static void prefetch(int pidfd, uint64_t ahead)
@@ -372,12 +458,29 @@ int main(int argc, char **argv)
     const char *mode = argv[1];
     int prog_cpu = atoi(argv[2]);
     int go;
-    if (strcmp(mode, "plain") == 0) {
+    if (strcmp(mode, "plain") == 0 || strcmp(mode, "reclaim") == 0) {
+        int bg = mode[0] == 'r';
+        if (bg && (dd != 4 || open_limits(getenv("REPLAY_CGROUP"), argv[3]) != 0)) {
+            fputs("replay_prefetch: reclaim PROG_CPU OWN_CPU -- CMD (REPLAY_CGROUP, "
+                  "REPLAY_HEADROOM_KB set)\n",
+                  stderr);
+            return 2;
+        }
         pid_t pid = spawn(prog_cpu, argv + dd + 1, &go);
         if (write(go, "g", 1) != 1)
             return 2;
         int st;
-        wait4(pid, &st, 0, &ru);
+        if (bg) { /* reclaim ahead until the child exits, checking every 50 us */
+            while (wait4(pid, &st, WNOHANG, &ru) != pid) {
+                reclaim_ahead();
+                struct timespec t = {0, 50000};
+                nanosleep(&t, NULL);
+            }
+            fprintf(stderr, "replay_prefetch: reclaims %llu reclaim_ms %.1f\n",
+                    (unsigned long long)n_reclaims, reclaim_ns / 1e6);
+        } else {
+            wait4(pid, &st, 0, &ru);
+        }
         report_usage();
         return status_of(st);
     }
@@ -388,7 +491,8 @@ int main(int argc, char **argv)
         return 2;
     }
     uint64_t ahead = 0;
-    int pidfd = -1;
+    int pidfd = -1, reclaiming = 0;
+    pthread_t reclaim_thread;
     if (!rec) {
         FILE *f = fopen(argv[3], "rb");
         struct stat sb;
@@ -418,6 +522,8 @@ int main(int argc, char **argv)
             char path[4096];
             snprintf(path, sizeof path, "%s/memory.stat", cg);
             stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (getenv("REPLAY_HEADROOM_KB") && open_limits(cg, NULL) == 0)
+                reclaiming = pthread_create(&reclaim_thread, NULL, reclaimer, NULL) == 0;
         }
     }
     pid_t pid = spawn(prog_cpu, argv + dd + 1, &go);
@@ -464,7 +570,11 @@ int main(int argc, char **argv)
         if (rec || shared) { /* sharing the program's CPU: sleep until 32 faults are in */
             poll(p, 2, 1);
             done = wait4(pid, &st, WNOHANG, &ru) == pid;
-        } else { /* spin: a wake-up per fault would interrupt the program's CPU */
+        } else { /* poll the ring: a wake-up per fault would interrupt the program's CPU */
+            if (reclaiming) { /* share this CPU with the reclaimer */
+                struct timespec t = {0, 20000};
+                nanosleep(&t, NULL);
+            }
             uint64_t t = now_ns();
             if (t - last_wait > 1000000) {
                 done = wait4(pid, &st, WNOHANG, &ru) == pid;
@@ -492,6 +602,9 @@ int main(int argc, char **argv)
                 prefetch(pidfd, ahead);
         }
     }
+    stopping = 1;
+    if (reclaiming)
+        pthread_join(reclaim_thread, NULL);
     report_usage();
     if (rec) {
         fclose(out);
@@ -499,11 +612,13 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr,
                 "replay_prefetch: faults %llu matched %llu unmatched %llu "
-                "advised %llu calls %llu advice_ms %.1f lost %llu pos %llu of %llu\n",
+                "advised %llu calls %llu advice_ms %.1f reclaims %llu reclaim_ms %.1f lost %llu "
+                "pos %llu of %llu\n",
                 (unsigned long long)n_faults, (unsigned long long)n_matched,
                 (unsigned long long)n_unmatched, (unsigned long long)n_advised,
-                (unsigned long long)n_calls, advice_ns / 1e6, (unsigned long long)lost,
-                (unsigned long long)pos, (unsigned long long)n_seq);
+                (unsigned long long)n_calls, advice_ns / 1e6, (unsigned long long)n_reclaims,
+                reclaim_ns / 1e6, (unsigned long long)lost, (unsigned long long)pos,
+                (unsigned long long)n_seq);
     }
     return status_of(st);
 }

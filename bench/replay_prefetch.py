@@ -3,8 +3,8 @@ from the other CPU, the pages a recording says the program faults on next take s
 its path?
 
     .venv/bin/python bench/replay_prefetch.py [--local 50%] [--repeat 5] [--records 2]
-        [--ahead 0,256,256+128] [--cpu 1] [--mechanism willneed|read]
-        [-o bench-out/replay-prefetch] -- CMD [ARGS...]
+        [--ahead 0,256,256+128] [--cpu 1] [--mechanism willneed|read] [--headroom KIB
+        [--replay-reclaims]] [--unpinned] [-o bench-out/replay-prefetch] -- CMD [ARGS...]
 
 Builds bench/replay_prefetch.c with cc. One unlimited run measures the footprint (as `objtier
 compare` does); then under one swap tier (memory cgroup limited to --local of it, a new zram
@@ -17,8 +17,12 @@ among the next A entries brought in; `L+A`: among entries L to L + A after the p
 followed only). Every run keeps the program to CPU 0 with address-space randomisation off,
 and only the program is in the cgroup. Prints per arm the medians of wall time, the cgroup's
 major faults and swap-ins, the program's CPU time and waits (voluntary context switches) and
-the replayer's counts; writes results.json and the recordings to -o. Real measurements on
-this machine; needs root and two CPUs. An experiment: the runtime has no such mode.
+the replayer's counts; writes results.json and the recordings to -o. With --headroom K a
+`reclaim` arm runs too: the program alone, and a helper on --cpu that, whenever the cgroup's
+charge comes within K/2 KiB of its limit, writes the limit less K KiB and then the limit again
+(memory cgroup v1 reclaims in the writer until the charge fits: the kernel's own victims,
+reclaimed on the helper's CPU). Real measurements on this machine; needs root and two CPUs.
+An experiment: the runtime has no such mode.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-COUNTS = re.compile(r"replay_prefetch: (faults .*)")
+COUNTS = re.compile(r"replay_prefetch: ((?:faults|reclaims) .*)")
 USAGE = re.compile(r"replay_prefetch: child (.*)")
 
 
@@ -79,6 +83,15 @@ def main() -> int:
                              "or a one-byte process_vm_readv (faulted in and mapped)")
     parser.add_argument("--cpu", type=int, default=1, help="the replayer's CPU (the "
                         "program's is 0)")
+    parser.add_argument("--headroom", type=int, default=0,
+                        help="KiB: also a `reclaim` arm, the program alone with a helper on "
+                             "--cpu that makes the kernel reclaim this much below the limit "
+                             "whenever the charge comes within half of it (0: no such arm)")
+    parser.add_argument("--replay-reclaims", action="store_true",
+                        help="the replay arms reclaim ahead by --headroom too")
+    parser.add_argument("--unpinned", action="store_true",
+                        help="keep neither the program nor the helper to a CPU (a program "
+                             "with several threads; replay arms then make little sense)")
     parser.add_argument("--records", type=int, default=1,
                         help="recordings (the first is replayed; the others, kept in -o, "
                              "show how far two runs' faults agree)")
@@ -90,11 +103,17 @@ def main() -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the program after --")
-    if args.repeat < 0 or args.cpu not in (0, 1):
+    if args.unpinned:
+        args.cpu = -1
+    if args.headroom < 0 or (args.replay_reclaims and not args.headroom):
+        parser.error("--headroom must be at least 0, and above 0 with --replay-reclaims")
+    if args.repeat < 0 or args.cpu not in (-1, 0, 1):
         parser.error("--repeat must be at least 0, --cpu 0 or 1")
     aheads = [a for a in args.ahead.split(",") if a]
-    if not aheads or not all(re.fullmatch(r"\d+(\+\d+)?", a) for a in aheads):
-        parser.error("--ahead: a comma-separated list of A or L+A (entries)")
+    well_formed = all(re.fullmatch(r"\d+(\+\d+)?", a) for a in aheads)
+    if (not aheads and not args.headroom) or not well_formed:
+        parser.error("--ahead: a comma-separated list of A or L+A (entries); empty only "
+                     "with --headroom")
     if (os.cpu_count() or 1) < 2:
         sys.exit("replay_prefetch: needs two CPUs")
 
@@ -109,7 +128,8 @@ def main() -> int:
     say = lambda text: print(f"replay_prefetch: {text}", file=sys.stderr, flush=True)  # noqa
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "replay_prefetch"
-        subprocess.run(["cc", "-O2", "-o", str(exe), str(REPO / "bench" / "replay_prefetch.c")],
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(REPO / "bench" / "replay_prefetch.c"),
+                        "-lpthread"],
                        check=True)
         unlimited, footprint, _ = measure_footprint(command, say)
         local = enforce.parse_local(args.local, footprint)
@@ -118,8 +138,9 @@ def main() -> int:
         seq = out / "faults.seq"
         rows = []
 
-        def run(arm: str, launcher: list[str], tier) -> dict:
-            env = dict(os.environ, REPLAY_CGROUP=str(tier.cgroup.path))
+        def run(arm: str, launcher: list[str], tier, extra: dict | None = None) -> dict:
+            env = {k: v for k, v in os.environ.items() if k != "REPLAY_HEADROOM_KB"}
+            env.update(REPLAY_CGROUP=str(tier.cgroup.path), **(extra or {}))
             before = _memcg_stats(tier)
             with StatFlushReader(tier.cgroup.path, args.period):
                 m = run_measured(arm, launcher + ["--", *command], env=env,
@@ -135,17 +156,23 @@ def main() -> int:
             say(json.dumps(row))
             return row
 
+        prog = "-1" if args.unpinned else "0"
         with SwapTier(local, swap="zram") as tier:
             for i in range(1, args.records):
-                rows.append(run("record", [str(exe), "record", "0",
+                rows.append(run("record", [str(exe), "record", prog,
                                            str(out / f"faults-{i + 1}.seq")], tier))
-            rows.append(run("record", [str(exe), "record", "0", str(seq)], tier))
+            rows.append(run("record", [str(exe), "record", prog, str(seq)], tier))
             say(f"sequence: {seq.stat().st_size // 8} faults")
             for _ in range(args.repeat):
-                rows.append(run("kernel", [str(exe), "plain", "0"], tier))
+                rows.append(run("kernel", [str(exe), "plain", prog], tier))
+                if args.headroom:
+                    rows.append(run("reclaim", [str(exe), "reclaim", prog, str(args.cpu)], tier,
+                                    {"REPLAY_HEADROOM_KB": str(args.headroom)}))
                 for a in aheads:
-                    rows.append(run(f"replay-{a}", [str(exe), "replay", "0", str(seq), str(a),
-                                                    str(args.cpu), args.mechanism], tier))
+                    rows.append(run(f"replay-{a}", [str(exe), "replay", prog, str(seq), str(a),
+                                                    str(args.cpu), args.mechanism], tier,
+                                    {"REPLAY_HEADROOM_KB": str(args.headroom)}
+                                    if args.replay_reclaims else None))
     import numpy as np
 
     first = np.fromfile(seq, dtype=np.uint64)
@@ -156,9 +183,11 @@ def main() -> int:
         print(f"recording {i + 1}: share of a block's pages among the replayed recording's "
               f"faults near it, a block every {EVERY} faults: {agree[f'faults-{i + 1}']}")
     summary = {}
-    for arm in ["kernel"] + [f"replay-{a}" for a in aheads]:
+    for arm in ["kernel", "reclaim"] + [f"replay-{a}" for a in aheads]:
         mine = [r for r in rows if r["arm"] == arm]
         alive = [r for r in mine if r["exit"] == 0]
+        if not mine:
+            continue
         summary[arm]: dict = {
             "alive": f"{len(alive)}/{len(mine)}",
             "wall_s": statistics.median(r["wall_s"] for r in alive) if alive else None,
@@ -166,16 +195,19 @@ def main() -> int:
             "swap_ins": statistics.median(r["workingset_refault_anon"] for r in alive)
             if alive else None}
         for key in ("user_s", "sys_s", "voluntary"):
-            got = [pairs(r["child"]).get(key) for r in alive if r["child"]]
+            got = [v for r in alive if r["child"]
+                   if (v := pairs(r["child"]).get(key)) is not None]
             summary[arm]["child_" + key] = statistics.median(got) if got else None
-        for key in ("faults", "matched", "advised", "calls", "advice_ms"):
-            got = [pairs(r["counts"]).get(key) for r in alive if r["counts"]]
+        for key in ("faults", "matched", "advised", "calls", "advice_ms", "reclaims",
+                    "reclaim_ms"):
+            got = [v for r in alive if r["counts"]
+                   if (v := pairs(r["counts"]).get(key)) is not None]
             if got:
                 summary[arm][key] = statistics.median(got)
         print(arm, json.dumps(summary[arm]))
     (out / "results.json").write_text(json.dumps(
-        {"command": command, "local": local, "unlimited_s": unlimited.wall_s, "rows": rows, "summary": summary,
-         "agreement": agree}, indent=1))
+        {"command": command, "local": local, "unlimited_s": unlimited.wall_s, "rows": rows,
+         "summary": summary, "agreement": agree}, indent=1))
     return 0
 
 
