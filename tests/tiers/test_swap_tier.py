@@ -130,3 +130,19 @@ def test_not_root_is_a_clear_error(monkeypatch):
         with SwapTier(1 << 20):
             pass
     assert not list(Path("/sys/fs/cgroup/memory").glob(f"objtier-{os.getpid()}"))
+
+
+def test_the_large_folio_note_follows_zswaps_counters():
+    """The note `run` and `compare` print is there exactly when /proc/vmstat shows zswap used
+    since boot, and carries the count (read here independently of tiers.swap)."""
+    from objtier.tiers.swap import large_folio_swapin_note, zswap_pages_since_boot
+
+    counts = dict(line.split() for line in Path("/proc/vmstat").read_text().splitlines())
+    used = int(counts.get("zswpout", 0)) + int(counts.get("zswpin", 0))
+    assert zswap_pages_since_boot() >= used  # the counters only grow
+    note = large_folio_swapin_note()
+    if used == 0:
+        assert note is None
+    else:
+        assert note is not None and "base pages until the next boot" in note
+        assert int(note.split("(")[1].split()[0]) >= used

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from objtier.record.session import prepare_output
     from objtier.tiers.spool import Spool
     from objtier.tiers.statflush import StatFlushReader, stats_line
-    from objtier.tiers.swap import SwapTier
+    from objtier.tiers.swap import SwapTier, large_folio_swapin_note
 
     _check_args(args)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -174,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
             if folio:
                 say(f"{len(plan['large_folios'])} swept object(s) swapped in "
                     f"{folio >> 10} KiB folios")
+                note = large_folio_swapin_note()
+                if note:
+                    say(note)
             tier = SwapTier(local, swap=args.swap, large_folio_bytes=folio)
             period = DEFAULT_PERIOD_MS if args.stat_flush is None else args.stat_flush
             if not period:

@@ -373,7 +373,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                 on_row: Callable[[RunRow], None] = lambda row: None) -> CompareResult:
     """The whole experiment; see the module docstring. Writes into settings.output."""
     from objtier.record.launch import runtime_env
-    from objtier.tiers.swap import SwapTier
+    from objtier.tiers.swap import SwapTier, large_folio_swapin_note
 
     if settings.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
@@ -421,6 +421,9 @@ def run_compare(command: list[str], settings: CompareSettings,
     if folio:
         say(f"{len(plan['large_folios'])} swept object(s) swapped in {folio >> 10} KiB folios "
             f"(enabled for madvised memory in both arms; only objtier's runs advise it)")
+        note = large_folio_swapin_note()
+        if note:
+            say(note)
     say(f"stat-flush reader: memory.stat every {settings.stat_flush_ms:g} ms in "
         f"{', '.join(a for a in arms if a != 'kernel-raw')}" if settings.stat_flush_ms
         else "stat-flush reader off")

@@ -222,6 +222,30 @@ def _run(command: list[str]) -> None:
                                  f"{message[-1] if message else run.returncode}")
 
 
+def zswap_pages_since_boot() -> int:
+    """Pages zswap stored or loaded since boot (/proc/vmstat zswpout + zswpin; 0 on kernels
+    without the counters). Once zswap has been enabled, the kernel swaps large folios back in
+    as base pages until the next boot, whatever zswap's setting now (mm/memory.c,
+    alloc_swap_folio: "if (!zswap_never_enabled()) goto fallback", kernel 6.18): a count above
+    0 means that has happened."""
+    total = 0
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("zswpout", "zswpin"):
+            total += int(value)
+    return total
+
+
+def large_folio_swapin_note() -> str | None:
+    """One line for a run that enables large folios when the kernel will not swap them back in
+    whole (zswap used since boot), else None."""
+    used = zswap_pages_since_boot()
+    if not used:
+        return None
+    return (f"zswap has been used since boot ({used} pages): this kernel swaps large folios "
+            f"back in as base pages until the next boot")
+
+
 def read_vmstat_swap() -> dict[str, int]:
     out = {}
     for line in Path("/proc/vmstat").read_text().splitlines():
