@@ -52,6 +52,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -416,6 +417,7 @@ static pid_t spawn(int prog_cpu, char **argv, int *go)
                 _exit(127);
             }
         }
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* no program left in the cgroup if we die */
         personality(ADDR_NO_RANDOMIZE);
         char c;
         if (read(p[0], &c, 1) != 1)
