@@ -228,12 +228,7 @@ def zswap_pages_since_boot() -> int:
     as base pages until the next boot, whatever zswap's setting now (mm/memory.c,
     alloc_swap_folio: "if (!zswap_never_enabled()) goto fallback", kernel 6.18): a count above
     0 means that has happened."""
-    total = 0
-    for line in Path("/proc/vmstat").read_text().splitlines():
-        key, _, value = line.partition(" ")
-        if key in ("zswpout", "zswpin"):
-            total += int(value)
-    return total
+    return sum(_read_vmstat(("zswpout", "zswpin")).values())
 
 
 def large_folio_swapin_note() -> str | None:
@@ -247,10 +242,16 @@ def large_folio_swapin_note() -> str | None:
 
 
 def read_vmstat_swap() -> dict[str, int]:
+    return _read_vmstat(("pswpin", "pswpout", "pgmajfault", "pgsteal_direct",
+                         "pgsteal_kswapd"))
+
+
+def _read_vmstat(keys: tuple[str, ...]) -> dict[str, int]:
+    """The /proc/vmstat counters named in keys that this kernel has."""
     out = {}
     for line in Path("/proc/vmstat").read_text().splitlines():
         key, _, value = line.partition(" ")
-        if key in ("pswpin", "pswpout", "pgmajfault", "pgsteal_direct", "pgsteal_kswapd"):
+        if key in keys:
             out[key] = int(value)
     return out
 
