@@ -1,7 +1,8 @@
 /*
  * Prefetch replayed from a recorded fault sequence: can swap-ins be taken off the program's
  * path by bringing in, from another CPU, the pages a recording says it will fault on next?
- * Built and run by bench/replay_prefetch.py.
+ * Built by bench/replay_prefetch.py with the runtime's ring reader
+ * (native/runtime/core/perf_ring.c) and run by it.
  *
  *     replay_prefetch plain  PROG_CPU -- CMD [ARGS...]
  *     replay_prefetch record PROG_CPU OUT -- CMD [ARGS...]
@@ -61,6 +62,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_ring.h"
+
+size_t rt_page_bytes = 4096; /* what perf_ring.c reads rings in (the runtime sets it) */
+
 #define RING_PAGES 512 /* data pages of a ring (power of two) */
 #define PAGE       4096ull
 #define VEC        64
@@ -68,8 +73,7 @@
 
 typedef struct {
     int fd;
-    struct perf_event_mmap_page *meta;
-    unsigned char *data;
+    struct perf_event_mmap_page *meta; /* the mmap: metadata page, then RING_PAGES data pages */
 } ring;
 
 typedef struct {
@@ -117,37 +121,37 @@ static int open_ring(ring *r, pid_t pid, uint64_t config, uint32_t wakeup)
     if (m == MAP_FAILED)
         return -1;
     r->meta = m;
-    r->data = (unsigned char *)m + PAGE;
     return 0;
+}
+
+/* Where a drain puts the ring's samples (at most cap) and counts the records lost. */
+typedef struct {
+    fault *out;
+    size_t *n, cap;
+    uint64_t lost;
+} sink;
+
+static void on_record(void *ctx, const struct perf_event_header *h, const unsigned char *rec)
+{
+    sink *k = ctx;
+    const unsigned char *body = rec + sizeof *h;
+    size_t len = h->size - sizeof *h;
+    if (h->type == PERF_RECORD_SAMPLE && len >= 16 && *k->n < k->cap) {
+        memcpy(&k->out[*k->n], body, 16); /* PERF_SAMPLE_TIME, then PERF_SAMPLE_ADDR */
+        (*k->n)++;
+    } else if (h->type == PERF_RECORD_LOST && len >= 16) {
+        uint64_t l; /* id, then the count */
+        memcpy(&l, body + 8, 8);
+        k->lost += l;
+    }
 }
 
 /* Appends the ring's samples to out (at most cap); returns the records lost. */
 static uint64_t drain(ring *r, fault *out, size_t *n, size_t cap)
 {
-    uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
-    uint64_t tail = r->meta->data_tail, lost = 0, size = RING_PAGES * PAGE;
-    while (tail < head) {
-        struct perf_event_header h;
-        unsigned char rec[64];
-        for (size_t i = 0; i < sizeof h; i++)
-            ((unsigned char *)&h)[i] = r->data[(tail + i) & (size - 1)];
-        if (h.size < sizeof h)
-            break;
-        size_t body = h.size - sizeof h < sizeof rec ? h.size - sizeof h : sizeof rec;
-        for (size_t i = 0; i < body; i++)
-            rec[i] = r->data[(tail + sizeof h + i) & (size - 1)];
-        if (h.type == PERF_RECORD_SAMPLE && body >= 16 && *n < cap) {
-            memcpy(&out[*n], rec, 16); /* PERF_SAMPLE_TIME, then PERF_SAMPLE_ADDR */
-            (*n)++;
-        } else if (h.type == PERF_RECORD_LOST && body >= 16) {
-            uint64_t l;
-            memcpy(&l, rec + 8, 8);
-            lost += l;
-        }
-        tail += h.size;
-    }
-    __atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
-    return lost;
+    sink k = {.out = out, .n = n, .cap = cap, .lost = 0};
+    rt_perf_ring_drain(r->meta, RING_PAGES, on_record, &k);
+    return k.lost;
 }
 
 static int by_time(const void *a, const void *b)

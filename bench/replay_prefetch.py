@@ -6,10 +6,10 @@ its path?
         [--ahead 0,256,256+128] [--cpu 1] [--mechanism willneed|read] [--headroom KIB
         [--replay-reclaims]] [--unpinned] [-o bench-out/replay-prefetch] -- CMD [ARGS...]
 
-Builds bench/replay_prefetch.c with cc. One unlimited run measures the footprint (as `objtier
-compare` does); then under one swap tier (memory cgroup limited to --local of it, a new zram
-device behind it, the stat-flush reader in every run as in compare's fair baseline) the
-program runs --records times with its faults recorded (`record`: the kernel alone; the last
+Builds bench/replay_prefetch.c with cc (and the runtime's perf ring reader). One unlimited
+run measures the footprint (as `objtier compare` does); then under one swap tier (memory
+cgroup limited to --local of it, a new zram device behind it, the stat-flush reader in every
+run as in compare's fair baseline) the program runs --records times with its faults recorded (`record`: the kernel alone; the last
 recording is the one replayed, the others show how far two runs' faults agree), then
 --repeat times each, interleaved: `kernel` (the program alone) and `replay-A` for each A in
 --ahead (the same, with the recording followed from CPU --cpu and the recorded major faults
@@ -128,9 +128,10 @@ def main() -> int:
     say = lambda text: print(f"replay_prefetch: {text}", file=sys.stderr, flush=True)  # noqa
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "replay_prefetch"
-        subprocess.run(["cc", "-O2", "-o", str(exe), str(REPO / "bench" / "replay_prefetch.c"),
-                        "-lpthread"],
-                       check=True)
+        core = REPO / "native" / "runtime" / "core"
+        subprocess.run(["cc", "-O2", "-I", str(core), "-o", str(exe),
+                        str(REPO / "bench" / "replay_prefetch.c"), str(core / "perf_ring.c"),
+                        "-lpthread"], check=True)
         unlimited, footprint, _ = measure_footprint(command, say)
         local = enforce.parse_local(args.local, footprint)
         say(f"footprint {footprint >> 20} MiB, local {local / 2**20:.1f} MiB, unlimited "
