@@ -9,8 +9,9 @@ its path?
 Builds bench/replay_prefetch.c with cc (and the runtime's perf ring reader). One unlimited
 run measures the footprint (as `objtier compare` does); then under one swap tier (memory
 cgroup limited to --local of it, a new zram device behind it, the stat-flush reader in every
-run as in compare's fair baseline) the program runs --records times with its faults recorded (`record`: the kernel alone; the last
-recording is the one replayed, the others show how far two runs' faults agree), then
+run as in compare's fair baseline) the program runs --records times with its faults
+recorded (`record`: the kernel alone; the last recording is the one replayed, the others
+show how far two runs' faults agree), then
 --repeat times each, interleaved: `kernel` (the program alone) and `replay-A` for each A in
 --ahead (the same, with the recording followed from CPU --cpu and the recorded major faults
 among the next A entries brought in; `L+A`: among entries L to L + A after the position; 0:
