@@ -79,7 +79,7 @@ def test_page_is_interactive_in_headless_chromium(name, tmp_path, artifacts_dir)
     assert match, dom.stdout[-2000:]
     attrs = dict(re.findall(r'data-([a-z]+)="([^"]*)"', match.group(1)))
     assert attrs["errors"] == "0", match.group(2)
-    assert int(attrs["plots"]) == drawn >= 4
+    assert int(attrs["plots"]) == drawn >= (4 if name == "basic.otr" else 2)
     assert attrs["drawn"] == attrs["plots"]          # every figure drew its SVG
     sizes = sorted(r["size"] for r in report.objects.to_pylist())
     assert [float(v) for v in attrs["asc"].split(",")] == sizes

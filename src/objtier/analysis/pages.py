@@ -18,7 +18,8 @@ def outside_cache_mask(samples: pa.Table) -> np.ndarray:
     return ~level_mask(level, CACHE_LEVELS)
 
 
-def _page_keys(trace, mask: np.ndarray) -> np.ndarray:
+def page_keys(trace, mask: np.ndarray) -> np.ndarray:
+    """One int64 key per sample selected by `mask`: its page, (pid << 36) | address >> shift."""
     samples = trace.samples
     pid = column(samples, "pid", np.uint32)[mask].astype(np.int64)
     page = (column(samples, "addr", np.uint64)[mask] >> np.uint64(page_shift(trace))).astype(np.int64)
@@ -28,7 +29,7 @@ def _page_keys(trace, mask: np.ndarray) -> np.ndarray:
 
 def touch_distribution(trace) -> pa.Table:
     """Pages by number of sampled touches: rows touches "1", "2", "3+" with pages and share."""
-    keys = _page_keys(trace, outside_cache_mask(trace.samples))
+    keys = page_keys(trace, outside_cache_mask(trace.samples))
     _, counts = distinct_counts(keys)
     bins = np.array([(counts == 1).sum(), (counts == 2).sum(), (counts >= 3).sum()], np.int64)
     total = int(bins.sum())
@@ -39,7 +40,7 @@ def touch_distribution(trace) -> pa.Table:
 def reuse_intervals(trace, mapped: np.ndarray, obj: int) -> np.ndarray:
     """Seconds between the two touches of each page of `obj` touched exactly twice."""
     mask = (mapped == obj) & outside_cache_mask(trace.samples)
-    keys = _page_keys(trace, mask)
+    keys = page_keys(trace, mask)
     t = column(trace.samples, "time_ns", np.uint64)[mask]
     if not len(keys):
         return np.zeros(0)

@@ -23,7 +23,9 @@ import pyarrow.parquet as pq
 from objtier.analysis import pages, tiers, timeline
 from objtier.analysis.mapping import sample_objects
 from objtier.objects_view import ObjectsView, figure_kind, object_stacks, objects_view
+from objtier.report import derive as D
 from objtier.report import figures as F
+from objtier.report.summary import cell_text
 from objtier.trace.columns import page_shift, trace_end_ns
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -41,6 +43,10 @@ class Report:
     hottest: int | None = None
     view: ObjectsView | None = None
     stacks: list[str] = field(default_factory=list)   # whole allocation stack per object
+    sampler: str = "unknown"   # as recorded (report.derive.recorded_sampler)
+    basis: str = ""            # what `accesses` and density hold, for the page
+    touches: D.Distribution | None = None   # Fig. 4's data, or why it is withheld
+    reuse: D.Distribution | None = None     # Fig. 5's data, or why it is withheld
 
     @property
     def index_html(self) -> Path:
@@ -52,15 +58,13 @@ def _table_html(table: pa.Table, limit: int = 50) -> str:
     names = table.column_names
     rows = table.slice(0, limit).to_pylist()
 
-    def fmt(value) -> str:
+    def fmt(name, value) -> str:
         if value is None:
             return "&mdash;"
-        if isinstance(value, float):
-            return f"{value:.4g}"
-        return html.escape(str(value))
+        return html.escape(cell_text(name, value))
 
     head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
-    body = "".join("<tr>" + "".join(f"<td>{fmt(r[n])}</td>" for n in names) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{fmt(n, r[n])}</td>" for n in names) + "</tr>"
                    for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -85,6 +89,11 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
                     view=view)
     samples = trace.samples
     levels = tiers.has_levels(samples)
+    sampler = report.sampler = D.recorded_sampler(trace)
+    shift = page_shift(trace)
+    report.basis = view.basis
+    if not view.exact and trace.windows.num_rows > 0:
+        report.basis = f"estimated touches ({sampler} sampler)"
     count = view.count_column
     ranked = objects.sort_by([(count, "descending"), ("object", "ascending")])
     hot = [int(o) for o, s in zip(ranked.column("object").to_pylist(),
@@ -96,11 +105,16 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
             report.hottest = slow   # the seed's "hottest object": most slow-tier samples
 
     step("per-page statistics")
-    touch = pages.touch_distribution(trace)
+    watch = D.watching(trace, objects, shift)
+    report.touches = D.touches_per_page(trace, mapped, objects, shift, sampler, watch)
     intervals = pages.reuse_intervals(trace, mapped, report.hottest) \
-        if report.hottest is not None else np.zeros(0)
-    reuse = pages.reuse_statistics(intervals)
-    report.tables.update(objects=objects, touches=touch, reuse=reuse)
+        if report.hottest is not None and not D.is_window_sampler(sampler) else np.zeros(0)
+    report.reuse = D.reuse(trace, mapped, report.hottest, sampler, shift, intervals)
+    report.tables["objects"] = objects
+    if report.touches.table is not None:
+        report.tables["touches"] = report.touches.table
+    if report.reuse.values is not None:   # statistics of the values Fig. 5 draws [s]
+        report.tables["reuse"] = pages.reuse_statistics(report.reuse.values)
     if view.exact:
         from objtier.exact.tree import exact_context_table
 
@@ -117,8 +131,8 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
         if note:
             report.notes.append(note[0].upper() + note[1:] + ".")
     if not levels:
-        report.notes.append("Tables 1-3 (levels, latency cost, TLB): the sampler reports no "
-                            "memory level or TLB outcome (fault/trace sampler).")
+        report.notes.append(f"Tables 1-3 (levels, latency cost, TLB): the {sampler} sampler "
+                            f"reports no memory level or TLB outcome.")
 
     step("writing tables")
     for name, table in report.tables.items():
@@ -132,24 +146,25 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
     run_s = run_seconds(trace, series)
     report.stacks = object_stacks(trace, labels)
     kind = figure_kind(trace, view)
-    shift = page_shift(trace)
+    if D.is_window_sampler(sampler) and kind == "samples":
+        kind = "fault"   # any window sampler's samples follow its scanner: draw its windows
     addr = int(objects.column("addr")[report.hottest].as_py()) if report.hottest is not None else 0
     unit = "exact LLC-model misses" if view.exact else "samples"
     builders = [
-        ("levels", lambda: F.fig_levels(samples)),
-        ("touches", lambda: F.fig_touches(touch)),
-        ("reuse", lambda: F.fig_reuse(reuse, f"object {report.hottest} {label}")),
+        ("levels", lambda: F.fig_levels(samples, sampler)),
+        ("touches", lambda: F.fig_touches(report.touches)),
+        ("reuse", lambda: F.fig_reuse(report.reuse, f"object {report.hottest} {label}")),
         ("top_objects", lambda: F.fig_top_objects(objects, levels, top, count, unit,
                                                   report.stacks) if hot
          else (None, f"Fig. 6: no {unit} fell in a tracked object.")),
         ("timeline", lambda: F.fig_timeline(objects, trace.start_ns, hot, run_s)),
         ("access_pattern", lambda: F.fig_access_pattern(trace, mapped, report.hottest, shift,
-                                                        addr, run_s, kind)
+                                                        addr, run_s, kind, sampler)
          if report.hottest is not None else (None, "Fig. 8: no object has accesses.")),
         ("object_heatmap", lambda: F.fig_object_heatmap(trace, objects, mapped, hot, run_s,
-                                                        kind, shift)),
+                                                        kind, shift, sampler)),
         ("counters", lambda: F.fig_counters(series, run_s)),
-        ("promotions", lambda: F.fig_promotions(trace, series, run_s)[:2]),
+        ("promotions", lambda: F.fig_promotions(trace, series, run_s, sampler)[:2]),
     ]
     for name, build in builders:
         fig, note = build()
@@ -186,8 +201,9 @@ MAX_TABLE_ROWS = 5000   # objects in the page's table (all of them are in object
 
 def _objects_table_html(ranked: pa.Table, shown: list[str], stacks: list[str],
                         limit: int = MAX_TABLE_ROWS) -> str:
-    """The objects table: every cell carries its sort value (data-v); the allocation site's
-    title is the object's whole stack (hover)."""
+    """The objects table: every cell carries its sort value (data-v) and shows it as the
+    terminal does (summary.cell_text: MiB, %); the allocation site's title is the object's
+    whole stack (hover)."""
     rows = ranked.slice(0, limit).to_pylist()
 
     def cell(name, value, obj) -> str:
@@ -197,9 +213,9 @@ def _objects_table_html(ranked: pa.Table, shown: list[str], stacks: list[str],
                     f'{html.escape(value or "")}</td>')
         if value is None:
             return '<td data-v="">&mdash;</td>'
-        if isinstance(value, float):
-            return f'<td data-v="{value!r}">{value:.4g}</td>'
-        return f'<td data-v="{html.escape(str(value))}">{html.escape(str(value))}</td>'
+        # data-v: the raw value the table sorts by; the text: as the terminal prints it
+        raw = repr(value) if isinstance(value, float) else str(value)
+        return f'<td data-v="{html.escape(raw)}">{html.escape(cell_text(name, value))}</td>'
 
     head = "".join(f'<th data-col="{i}" title="click to sort">{html.escape(n)}</th>'
                    for i, n in enumerate(shown))
@@ -239,7 +255,7 @@ def _render(report: Report, trace, top: int) -> None:
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         processes=processes, total_samples=report.total_samples, unmapped=report.unmapped,
         exact=bool(view and view.exact), unit=view.unit if view else "samples",
-        basis=view.basis if view else "sampled accesses",
+        basis=report.basis or "sampled accesses", sampler=report.sampler,
         unmapped_share=(report.unmapped / report.total_samples) if report.total_samples else 0.0,
         outside_note=view.outside_note if view else "",
         objects_count=report.objects.num_rows, hottest=report.hottest,

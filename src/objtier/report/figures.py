@@ -1,7 +1,9 @@
 """The report's figures (seed Figs. 3-10 and an object x time heatmap), as Plotly figures.
 
-Each builder returns (Figure, None) or (None, note): the note is the one line the page shows
-when the trace lacks the data. Every figure has a title, axis titles with units, and hover
+Each builder returns (Figure, caption) or (None, note): the note is the one line the page
+shows when the trace lacks the data; a caption (or None) says how a drawn figure's values were
+obtained and whether they are measured or estimated. `sampler` is the recorded sampler's name
+(report.derive.recorded_sampler), never assumed. Every figure has a title, axis titles with units, and hover
 text; time axes span the whole run (0 .. run_s) and can be zoomed. Titles are wrapped, never
 cut: wrap_title() breaks long ones onto lines and the layout reserves room for them.
 """
@@ -41,10 +43,10 @@ def _time_axis(fig: go.Figure, run_s: float, **where) -> None:
     fig.update_xaxes(title_text="time since start (s)", range=[0, max(run_s, 1e-3)], **where)
 
 
-def fig_levels(samples: pa.Table):
+def fig_levels(samples: pa.Table, sampler: str):
     table = tiers.level_shares(samples)
     if table is None:
-        return None, "Fig. 3: the sampler reports no memory level (fault/trace sampler)."
+        return None, f"Fig. 3: the {sampler} sampler reports no memory level."
     fig = go.Figure(go.Bar(x=table.column("level").to_pylist(),
                            y=100 * np.asarray(table.column("share")),
                            hovertemplate="%{x}: %{y:.1f}% of samples<extra></extra>"))
@@ -53,27 +55,47 @@ def fig_levels(samples: pa.Table):
     return _layout(fig, "Fig. 3 - samples per memory level"), None
 
 
-def fig_touches(touch: pa.Table):
-    if int(np.asarray(touch.column("pages")).sum()) == 0:
-        return None, "Fig. 4: no samples outside the caches."
-    fig = go.Figure(go.Bar(x=["1 touch", "2 touches", "3+ touches"],
-                           y=100 * np.asarray(touch.column("share")),
-                           customdata=np.asarray(touch.column("pages")),
-                           hovertemplate="%{x}: %{y:.1f}% (%{customdata} pages)<extra></extra>"))
-    fig.update_xaxes(title_text="sampled touches per page (count)")
-    fig.update_yaxes(title_text="share of touched pages (%)")
-    return _layout(fig, "Fig. 4 - pages by number of sampled touches"), None
+def fig_distribution(dist, title: str, number: str, percent_values: bool = False,
+                     log_x: bool = False):
+    """A distribution as two panels: its histogram (share of dist.total per bin) and its
+    empirical CDF over the sorted per-page values. dist: report.derive.Distribution;
+    percent_values: values are shares in [0, 1], drawn in %."""
+    if dist.reason is not None:
+        return None, f"{number}: {dist.reason}."
+    table = dist.table
+    share = 100 * np.asarray(table.column("share"))
+    pages = np.asarray(table.column("pages"))
+    values = np.asarray(dist.values, np.float64)
+    x = 100 * values if percent_values else values
+    cdf = 100 * np.arange(1, len(x) + 1) / max(dist.total, 1)
+    kind = "estimated" if dist.estimated else "measured"
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.22, subplot_titles=[
+        f"histogram ({kind})", f"cumulative distribution ({kind})"])
+    fig.add_trace(go.Bar(x=table.column("bin").to_pylist(), y=share, customdata=pages,
+                         name="histogram", showlegend=False,
+                         hovertemplate="%{x}: %{y:.1f}% (%{customdata} pages)<extra></extra>"),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=x, y=cdf, mode="lines", line={"shape": "hv"}, name="CDF",
+                             showlegend=False,
+                             hovertemplate="%{y:.1f}% at or below %{x:.4g}<extra></extra>"),
+                  row=2, col=1)
+    fig.update_xaxes(title_text=dist.axis, row=1, col=1, type="category")
+    fig.update_xaxes(title_text=dist.axis, row=2, col=1, type="log" if log_x else "linear")
+    fig.update_yaxes(title_text="share of pages (%)", row=1, col=1)
+    fig.update_yaxes(title_text="cumulative share (%)", range=[0, 100.5], row=2, col=1)
+    return _layout(fig, f"{number} - {title} ({kind})", 640), dist.caption
 
 
-def fig_reuse(stats: pa.Table, label: str):
-    values = stats.column("seconds").to_pylist()
-    if values[0] is None:
-        return None, "Fig. 5: the hottest object has no page touched exactly twice."
-    fig = go.Figure(go.Bar(x=stats.column("statistic").to_pylist(), y=values,
-                           hovertemplate="%{x}: %{y:.3g} s<extra></extra>"))
-    fig.update_xaxes(title_text="statistic")
-    fig.update_yaxes(title_text="interval between the two touches (s)")
-    return _layout(fig, f"Fig. 5 - reuse interval of pages touched twice, {label}"), None
+def fig_touches(dist):
+    """Fig. 4: touches per page as far as the sampler can tell (report.derive)."""
+    title = ("pages by share of their watches in which they were touched" if dist.estimated
+             else "pages by number of touches")
+    return fig_distribution(dist, title, "Fig. 4", percent_values=dist.estimated)
+
+
+def fig_reuse(dist, label: str):
+    """Fig. 5: reuse of the hottest object's pages as a distribution (report.derive)."""
+    return fig_distribution(dist, f"reuse of the pages of {label}", "Fig. 5", log_x=True)
 
 
 def fig_top_objects(objects: pa.Table, levels: bool, top: int, count: str, unit: str,
@@ -123,7 +145,7 @@ def fig_timeline(objects: pa.Table, start_ns: int, hot: list[int], run_s: float)
 
 
 def fig_access_pattern(trace, mapped: np.ndarray, obj: int, page_shift: int, addr: int,
-                       run_s: float, kind: str):
+                       run_s: float, kind: str, sampler: str):
     """Fig. 8: where in the object the program touched, over time. kind: "fault" (drawn
     from the scan windows: touch rate where a window watched, blank where none did; the
     samples alone would draw the scanner's sweep), "samples" (PEBS/IBS or an exact address
@@ -136,7 +158,7 @@ def fig_access_pattern(trace, mapped: np.ndarray, obj: int, page_shift: int, add
     if kind == "fault":
         rates = timeline.window_rates(trace, page_shift)
         if rates is None:
-            return None, ("Fig. 8: the fault sampler's samples follow its scan sweep, not the "
+            return None, (f"Fig. 8: the {sampler} sampler's samples follow its scan sweep, not the "
                           "program; this recording has no scan windows (format < 1.1) to "
                           "draw the program's touches from.")
         mine = np.flatnonzero(rates["object"] == obj)
@@ -165,7 +187,7 @@ def fig_access_pattern(trace, mapped: np.ndarray, obj: int, page_shift: int, add
         _time_axis(fig, run_s)
         fig.update_yaxes(title_text="page in object (index)")
         return _layout(fig, f"Fig. 8 - where the program touched {name}: first-touch rate in "
-                            f"the fault sampler's scan windows (blank: not watched then)",
+                            f"the {sampler} sampler's scan windows (blank: not watched then)",
                        420), None
     sel = np.flatnonzero(mapped == obj)
     if not len(sel):
@@ -219,15 +241,15 @@ def fig_counters(series: dict, run_s: float):
     return _layout(fig, "Fig. 9 - system counters over the whole run", 250 * len(groups)), None
 
 
-def fig_promotions(trace, series: dict, run_s: float):
+def fig_promotions(trace, series: dict, run_s: float, sampler: str):
     """Fig. 10: promotions per interval vs fast-tier samples per interval, with correlation."""
     names = [n for n in series if "pgpromote_success" in n]
     if not names:
         return None, "Fig. 10: no promotion counter (vmstat.pgpromote_success) was recorded.", None
     level = column(trace.samples, "level", np.uint8)
     if not (level > 0).any():
-        return None, ("Fig. 10: the sampler reports no memory level, so fast-tier samples "
-                      "cannot be told apart (fault/trace sampler)."), None
+        return None, (f"Fig. 10: the {sampler} sampler reports no memory level, so fast-tier "
+                      f"samples cannot be told apart."), None
     t, v, _ = series[names[0]]
     if len(t) < 3:
         return None, "Fig. 10: fewer than three counter readings.", None
@@ -252,7 +274,7 @@ def fig_promotions(trace, series: dict, run_s: float):
 
 
 def fig_object_heatmap(trace, objects: pa.Table, mapped: np.ndarray, hot: list[int],
-                       run_s: float, kind: str, page_shift: int):
+                       run_s: float, kind: str, page_shift: int, sampler: str):
     """Objects (rows: the hottest, up to HEATMAP_OBJECTS) x time: what each object took over
     the run. fault: touch rate from the scan windows (blank: not watched); samples: samples
     (x weight) per bin; exact: not available (counts carry no time)."""
@@ -268,7 +290,7 @@ def fig_object_heatmap(trace, objects: pa.Table, mapped: np.ndarray, hot: list[i
     if kind == "fault":
         rates = timeline.window_rates(trace, page_shift)
         if rates is None:
-            return None, ("Object x time heatmap: fault samples follow the scanner, and this "
+            return None, (f"Object x time heatmap: {sampler} samples follow the scanner, and this "
                           "recording has no scan windows to estimate touch rates from.")
         row_index = {o: i for i, o in enumerate(rows)}
         row_of = np.array([row_index.get(int(o), -1) for o in rates["object"]], dtype=np.int64)

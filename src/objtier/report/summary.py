@@ -1,4 +1,6 @@
-"""Terminal tables (rich) of the objects table and, for exact recordings, the contexts table."""
+"""Terminal tables (rich) of the objects table and, for exact recordings, the contexts table,
+and the cell formatting they share with the report's HTML tables (cell_text): sizes in
+B/KiB/MiB/GiB, shares in %, other numbers without e-notation."""
 
 from __future__ import annotations
 
@@ -14,6 +16,42 @@ def human_bytes(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
+
+
+def human_number(x: float) -> str:
+    """A count or measure without e-notation: 22380, 0.0123, 3.5 (3 significant digits below
+    1000, whole numbers with thousands separators above)."""
+    if x != x:   # NaN
+        return "-"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if x == int(x):
+        return str(int(x))
+    if abs(x) >= 1e-4:
+        return f"{x:.3g}" if abs(x) >= 1e-3 else f"{x:.6f}".rstrip("0")
+    return f"{x:.1e}"
+
+
+SIZE_COLUMNS = ("size", "bytes", "live_bytes", "fast_bytes", "slow_bytes")   # bytes
+PERCENT_COLUMNS = ("share", "slow_share", "fast_share")   # fractions in [0, 1]
+
+
+def cell_text(name: str, value) -> str:
+    """A table cell as the terminal shows it: `name` is the column, `value` its raw value."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if name in SIZE_COLUMNS or name.endswith("_bytes"):
+        return human_bytes(value)
+    if name in PERCENT_COLUMNS or name.endswith("_share") or name == "share":
+        digits = 0 if name == "slow_share" else 1
+        return f"{100 * value:.{digits}f}%"
+    if name.endswith("_s") or name == "seconds":
+        return f"{human_number(value)} s"
+    if isinstance(value, int):   # counts and ids as they are
+        return str(value)
+    return human_number(value)
 
 
 def objects_rich_table(objects: pa.Table, top: int, sort: str = "samples",
@@ -43,11 +81,11 @@ def objects_rich_table(objects: pa.Table, top: int, sort: str = "samples",
     for r in rows:
         if exact:
             values = (str(r["loads"]), str(r["stores"]), str(r["llc_misses"]),
-                      f"{100 * r['share']:.1f}%", f"{r['density']:.3g}")
+                      cell_text("share", r["share"]), cell_text("density", r["density"]))
         else:
-            slow = "-" if r.get("slow_share") is None else f"{100 * r['slow_share']:.0f}%"
-            values = (str(r["samples"]), f"{100 * r['share']:.1f}%", f"{r['density']:.3g}",
-                      str(r["pages_touched"]), slow)
+            values = (str(r["samples"]), cell_text("share", r["share"]),
+                      cell_text("density", r["density"]), str(r["pages_touched"]),
+                      cell_text("slow_share", r.get("slow_share")))
         table.add_row(str(r["object"]), str(r["pid"]), human_bytes(r["size"]), *values,
                       r["label"] or "")
     return table
