@@ -389,8 +389,10 @@ _Static_assert(sizeof(ot_window_record) == 48, "ot_window_record is 48 bytes");
  * or not: stack, globals and small heap blocks too). `order` is one process-wide counter taken
  * at each access, so sorting all threads' records by order gives one interleaving the program
  * really had (up to the few instructions between the callback and the access). `dep` names a
- * data dependence seen at run time: the address lies within 4 KiB above the 8-byte value that
- * one of this thread's last four 8-byte loads returned (a pointer load feeding this access). A
+ * data dependence seen at run time, on one of this thread's last eight 4- or 8-byte loads: the
+ * address lies within 4 KiB above the value it returned (a pointer), or, for a load, is
+ * element v of the tracked object holding it for an element size of 1, 2, 4, ... 64 bytes, v
+ * the value (an index: p = next[p]; older runtimes saw pointers only, in the same layout). A
  * block holds records of one thread, in order. Since version 1.2. */
 typedef struct ot_access_record {
     uint64_t order;    /* process-wide access order, from 0 */

@@ -22,8 +22,14 @@
  * also become ACCESS records, in a per-thread buffer of STREAM_CHUNK records written as one
  * block when full, at thread exit and at stop. A thread claims its records from the shared
  * budget a chunk at a time, so the hot path takes one atomic (the order counter) per record.
- * For 8-byte loads the value about to be loaded is read first (the program reads the same
- * bytes next), to name the data dependence of later accesses on it (ot_access_record.dep).
+ * For 4- and 8-byte loads the value about to be loaded is read first (the program reads the
+ * same bytes next), to name the data dependence of later accesses on it
+ * (ot_access_record.dep): through a pointer (the address lies within STREAM_DEP_SPAN above the
+ * value) or, for a load, through an index (the address is element v of the tracked object
+ * holding it, for an element size 2^j, j < STREAM_SHIFTS: (addr - start) >> j == v). Stores
+ * take no index dependence: a store waiting for its address holds up no later access in an
+ * out-of-order core, and the stores of `a[i] = f(a[i])` loops over identity-filled arrays would
+ * match their own index.
  *
  * The object index is the registry's and the map list's observer (rt_track_set_observer,
  * registry.h), so it sees exactly the objects the runtime records, with their ALLOC seq,
@@ -60,8 +66,9 @@
 #define NEG_PAGES       64 /* per-thread direct-mapped cache of object-free pages */
 #define NEG_SHIFT       12 /* 4 KiB pages for the negative cache (any page size is correct) */
 #define STREAM_CHUNK    (OT_BLOCK_TARGET_BYTES / sizeof(ot_access_record)) /* records per block */
-#define STREAM_VALUES   4    /* last 8-byte loaded values kept for dependence detection */
+#define STREAM_VALUES   8    /* last 4- and 8-byte loaded values kept for dependences */
 #define STREAM_DEP_SPAN 4096 /* an address this far above a loaded value depends on it */
+#define STREAM_SHIFTS   7    /* index dependences: element sizes 1, 2, 4, ... 64 bytes */
 /* Never instrument the callbacks themselves (should this file be built by an instrumenting
  * compiler): they would call themselves. */
 #if defined(__clang__)
@@ -102,7 +109,7 @@ typedef struct tr_thread {
     int sdone;                      /* the budget is spent: record nothing more */
     uint32_t vpos;                  /* next slot of values[] */
     uint64_t nacc;                  /* this thread's stream index of the next record */
-    uint64_t values[STREAM_VALUES]; /* last 8-byte loaded values (0 = none) */
+    uint64_t values[STREAM_VALUES]; /* last 4- and 8-byte loaded values (0 = none) */
     uint64_t value_at[STREAM_VALUES]; /* their stream indices */
 } tr_thread;
 
@@ -327,9 +334,10 @@ static NOINST __attribute__((noinline)) void trace_record(tr_thread *t, uint64_t
         atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
 }
 
-/* One ACCESS record of the ordered stream (OBJTIER_TRACE_STREAM). */
+/* One ACCESS record of the ordered stream (OBJTIER_TRACE_STREAM). base: start of the tracked
+ * object holding a, 0 when a lies outside every tracked object (no index dependence then). */
 static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_t a, uint64_t size,
-                                                           int store)
+                                                           int store, uint64_t base)
 {
     if (t->sdone)
         return;
@@ -349,17 +357,35 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
         t->scap = left < (int64_t)STREAM_CHUNK ? (uint32_t)left : (uint32_t)STREAM_CHUNK;
     }
     uint64_t me = t->nacc++;
-    uint64_t dep = 0;
+    /* dep: the newest kept load whose value gave the address; then the oldest kept load of
+     * that same value, so that a value reloaded from a stack slot (an unoptimised build) leads
+     * back to the load that first returned it */
+    uint64_t dep = 0, off = a - base, dv = 0;
     for (int k = 0; k < STREAM_VALUES; k++) {
+        uint64_t v = t->values[k], back = me - t->value_at[k];
+        if (!v || back > UINT16_MAX || (dep && back >= dep))
+            continue;
+        int hit = v >= STREAM_DEP_SPAN && a - v < STREAM_DEP_SPAN; /* through a pointer */
+        for (int j = 0; base && !store && !hit && j < STREAM_SHIFTS; j++)
+            hit = (off >> j) == v; /* through an index: element v of 2^j bytes */
+        if (hit)
+            dep = back, dv = v;
+    }
+    for (int k = 0; dep && k < STREAM_VALUES; k++) {
         uint64_t back = me - t->value_at[k];
-        if (t->values[k] && a - t->values[k] < STREAM_DEP_SPAN && back <= UINT16_MAX &&
-            (!dep || back < dep))
+        if (t->values[k] == dv && back > dep && back <= UINT16_MAX)
             dep = back;
     }
-    if (!store && size == 8) {
-        uint64_t v;
-        memcpy(&v, (const void *)(uintptr_t)a, 8); /* the bytes the program loads next */
-        if (v >= STREAM_DEP_SPAN) {
+    if (!store && (size == 8 || size == 4)) {
+        uint64_t v; /* the bytes the program loads next */
+        if (size == 8) {
+            memcpy(&v, (const void *)(uintptr_t)a, 8);
+        } else {
+            uint32_t w;
+            memcpy(&w, (const void *)(uintptr_t)a, 4);
+            v = w;
+        }
+        if (v) {
             t->values[t->vpos] = v;
             t->value_at[t->vpos] = me;
             t->vpos = (t->vpos + 1) % STREAM_VALUES;
@@ -392,9 +418,7 @@ static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t
     uint32_t miss = (uint32_t)rt_llc_access(&t->llc, line);
     if (RT_UNLIKELY(((a + size - 1) >> shift) != line))
         miss |= (uint32_t)rt_llc_access(&t->llc, line + 1);
-    if (RT_UNLIKELY(stream_on))
-        stream_record(t, a, size, store);
-    /* 2. object */
+    /* 2. object (then the stream record, which needs the object's start) */
     uint64_t gen = atomic_load_explicit(&idx_gen, memory_order_relaxed);
     if (RT_UNLIKELY(gen != t->gen))
         drop_caches(t, gen);
@@ -408,8 +432,11 @@ static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t
     else if (a - s[3].start < s[3].len)
         s = &s[3];
     else if (!(s = lookup(t, a))) {
-        if (t->busy || rt_guard)
+        if (t->busy || rt_guard) {
+            if (RT_UNLIKELY(stream_on))
+                stream_record(t, a, size, store, 0);
             return;
+        }
         /* outside every object (or, rarely, an object the index gained during the lookup):
          * counted by where it fell, TLS first (a thread's TLS lies inside its stack block) */
         const rt_thread_memory *m = &t->mem;
@@ -417,6 +444,8 @@ static inline __attribute__((always_inline)) void on_access(uint64_t a, uint64_t
                         : a - m->stack_lo < m->stack_hi - m->stack_lo ? 0
                                                                       : 2];
     }
+    if (RT_UNLIKELY(stream_on))
+        stream_record(t, a, size, store, s->len ? s->start : 0);
     /* 3. counter of (current node, object) */
     if (RT_UNLIKELY(s->node != t->node)) {
         s->ctr = rt_cct_counter_get(&t->cct, t->node, s->seq);
