@@ -282,7 +282,12 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
     if "belady" in policies and not swap:
         raise UsageError("policy belady needs the swap tier: a swap preset (zram, nvme, rdma) "
                          "or --param swap=1")
-    from objtier.sim.scaling import sample_scale, support_warnings
+    from objtier.sim.scaling import (mapped_problem, replay_problem, sample_scale,
+                                     support_warnings)
+
+    problem = replay_problem(trace)   # never a table of zeros
+    if problem is not None:
+        raise UsageError(problem)
 
     expand = driver.get("expand", "1")
     if expand not in ("0", "1"):
@@ -293,6 +298,9 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
     except ValueError:
         raise UsageError("--param seed needs an integer") from None
     source = from_trace(trace, default_weight)
+    problem = mapped_problem(source.sample_obj, source.objects)
+    if problem is not None:
+        raise UsageError(problem)
     scale = sample_scale(trace, source.sample_obj, source.objects, user_scale)
     k_sample = scale.per_sample(source.sample_obj) if len(source.sample_obj) else np.zeros(0)
     if scale.kind == "fault" and expand == "1":

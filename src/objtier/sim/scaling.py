@@ -79,6 +79,52 @@ def _kind(trace) -> str:
     return "perf"
 
 
+def replay_problem(trace) -> str | None:
+    """Why `trace` holds nothing the policies can replay (one line that says what to record),
+    or None. Every policy replays accesses with their addresses in time order: an exact
+    recording without --trace-limit holds only counts per (object, context), and a sampler
+    may have taken no sample at all. Either would replay as a table of zeros."""
+    if trace.samples.num_rows:
+        return None
+    sampler = (trace.processes[0].config.get("OBJTIER_SAMPLER", "") if trace.processes
+               else "") or "unknown"
+    counts = trace.access_counts
+    config = trace.processes[0].config if trace.processes else {}
+    limit = config.get("OBJTIER_TRACE_LIMIT", "0") or "0"
+    if sampler == "trace" and limit != "0":
+        # the address trace holds accesses to tracked objects only (docs/exact.md)
+        return (f"the recording's address trace (--trace-limit {int(limit):,}) is empty: none "
+                f"of the traced accesses fell in a tracked object "
+                f"({trace.allocations.num_rows:,} tracked; objects smaller than --min-size "
+                f"{config.get('OBJTIER_MIN_SIZE', '?')} bytes are not): record with a lower "
+                f"--min-size")
+    if counts.num_rows:
+        loads = int(np.asarray(counts.column("loads")).sum(dtype=np.uint64))
+        stores = int(np.asarray(counts.column("stores")).sum(dtype=np.uint64))
+        return (f"the recording holds exact access counts ({loads:,} loads, {stores:,} "
+                f"stores) but no address trace, and every policy replays addresses in time "
+                f"order: record again with --sampler trace --trace-limit N (an address trace "
+                f"of the first N accesses) or with a sampler (--sampler fault)")
+    if sampler == "trace":
+        return ("the recording holds neither exact counts nor an address trace (sampler "
+                "trace): build the program with objtier cc and record with --sampler trace "
+                "--trace-limit N")
+    return (f"the recording holds 0 access samples (sampler {sampler}): nothing to replay; "
+            f"record a longer run, with a higher --rate, or with --sampler trace --trace-limit "
+            f"N on a binary built with objtier cc")
+
+
+def mapped_problem(sample_obj: np.ndarray, objects: int) -> str | None:
+    """Why no policy can place anything (one line), or None: every policy places the pages of
+    tracked objects, and none of the samples falls in one (they hit the stack, globals or
+    objects below --min-size)."""
+    if len(sample_obj) and not np.any(sample_obj >= 0):
+        return (f"none of the recording's {len(sample_obj):,} samples falls in one of its "
+                f"{objects:,} tracked objects (stack, globals, or objects below --min-size): "
+                f"nothing to place; record with a lower --min-size")
+    return None
+
+
 def sample_scale(trace, sample_obj: np.ndarray, objects: int,
                  user_scale: float | None = None) -> SampleScale:
     """The scale of `trace`'s samples (sample_obj: object per sample, -1 = none)."""
