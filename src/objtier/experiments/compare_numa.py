@@ -204,6 +204,58 @@ def summarize_rows(rows: list[NumaRunRow], objects: list[dict[str, Any]]) -> dic
     return {"medians": medians, "objects": per_object, "ratios": ratios}
 
 
+def arm_tiered(rows: list[NumaRunRow], config: str) -> bool | None:
+    """Whether the arm `config` used the slow nodes in its successful runs: True when in any
+    of them a tracked object had pages on the slow nodes at exit, or a page was promoted or
+    demoted (pgpromote_success, pgdemote); False when in every one the tracked objects' present
+    pages were all on the fast nodes and nothing was promoted or demoted; None when the runs
+    cannot tell (no successful run, no residency of any object, a counter missing)."""
+    ok = [r for r in rows if r.config == config and r.ok]
+    evidence = [(r.slow_share, r.pgpromote_success, r.pgdemote) for r in ok]
+    if any(v is not None and v > 0 for values in evidence for v in values):
+        return True
+    if ok and all(v == 0 for values in evidence for v in values):   # None is not 0
+        return False
+    return None
+
+
+def suggested_reserve(free_bytes: int, footprint_bytes: int) -> int:
+    """Bytes of hugetlb pages to hold on the fast nodes (whole 2 MiB pages) so that about half
+    of a footprint of `footprint_bytes` fits in what stays free there: the kernel arm then has
+    to place or demote the rest on the slow nodes. 0 when it already does not fit."""
+    hold = free_bytes - footprint_bytes // 2
+    return max(-(-hold // HUGEPAGE_BYTES) * HUGEPAGE_BYTES, 0)
+
+
+def tiering_warning(tiered: dict[str, bool | None], footprint_bytes: int, capacity: int
+                    ) -> str | None:
+    """One line when the comparison compared nothing: no arm used the slow nodes (both
+    False), or the kernel arm never needed to while objtier's plan put objects there."""
+    if tiered.get("kernel") is not False:
+        return None
+    fits = (f"the profile's tracked objects peak at {footprint_bytes / 2**20:.1f} MiB and the "
+            f"fast nodes had {capacity / 2**20:.0f} MiB free")
+    advice = f"rerun with --fast-reserve {suggested_reserve(capacity, footprint_bytes) >> 20}M"
+    if tiered.get("objtier") is False:
+        return (f"nothing was tiered: in every run of both arms the tracked objects stayed on "
+                f"the fast nodes and no page was promoted or demoted ({fits}), so the two arms "
+                f"compare nothing; {advice} (half the footprint left free)")
+    return (f"the kernel arm never used the slow nodes ({fits}): objtier's arm is compared "
+            f"with a kernel that had no reason to tier; {advice} (half the footprint left "
+            f"free)")
+
+
+def tiering_summary(rows: list[NumaRunRow], footprint_bytes: int, capacity: int
+                    ) -> tuple[dict[str, Any], str | None]:
+    """summary.json's tiering fields: per arm whether it used the slow nodes (arm_tiered),
+    nothing_tiered (no arm did: the comparison compared nothing), the profile's footprint
+    [bytes]; and the warning line, if any (tiering_warning)."""
+    tiered = {config: arm_tiered(rows, config) for config in CONFIGS}
+    return ({"tiered": tiered, "nothing_tiered": all(v is False for v in tiered.values()),
+             "profile_footprint_bytes": footprint_bytes},
+            tiering_warning(tiered, footprint_bytes, capacity))
+
+
 # ---- the guest ------------------------------------------------------------------------------
 
 
@@ -339,6 +391,13 @@ def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capac
     return plan
 
 
+def _profile_footprint(profile: Path, command: list[str]) -> int:
+    """Peak live bytes of the profile's tracked objects (the footprint a PCT refers to)."""
+    from objtier.planning import read_recordings
+
+    return read_recordings([profile], exe=command[0]).footprint_bytes()
+
+
 def _objects_of_run(trace_dir: Path, slow: frozenset[int], planned: dict[str, str]
                     ) -> tuple[list[dict[str, Any]], tuple[int, int]]:
     """Per-object residency at exit, and (placement actions, failed actions)."""
@@ -382,6 +441,11 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
         raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
     fast_text = check_nodes(settings.fast_nodes, "--fast-nodes")
     slow_text = check_nodes(settings.slow_nodes, "--slow-nodes")
+    from objtier.testbed.paths import repo_root
+    from objtier.testbed.visible import check_guest_command
+
+    # before boot: one line when the guest could not run the command
+    command = check_guest_command(command, getattr(testbed, "repo", None) or repo_root())
     output = _prepare_output(settings.output, settings.force)
     lib = str(runtime_library())
     warnings = ["emulated guest: both nodes have the same speed, so wall time and FoM do not "
@@ -421,6 +485,12 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                 raise ObjtierError(f"the program failed while being recorded in the guest "
                                    f"(exit status {rc}): {_last_line(err)}")
             plan = _plan(profile, settings, budget, capacity, command, output)
+            footprint = _profile_footprint(profile, command)
+            if footprint <= capacity:
+                say(f"the profile's tracked objects peak at {footprint >> 20} MiB, which fits "
+                    f"in the fast nodes' {capacity >> 20} MiB free: the kernel arm may never "
+                    f"use the slow nodes (--fast-reserve "
+                    f"{suggested_reserve(capacity, footprint) >> 20}M would leave half of it)")
             warnings += plan.get("warnings", []) + plan_warnings(plan, command[0])
             planned = {e["context_key"]: e["tier"] for e in plan.get("entries", [])}
             min_size = min(plan_min_size(plan), settings.min_size)
@@ -470,7 +540,11 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
         finally:
             state.restore()
     summary = summarize_rows(rows, objects)
+    tiering, warning = tiering_summary(rows, footprint, capacity)
+    if warning is not None:
+        warnings.insert(0, warning)
     summary.update({
+        **tiering,
         "command": command, "tier": "numa",
         "guest": {"kernel": kernel, "emulated": True,
                   "fast_reserve_bytes": settings.fast_reserve},

@@ -119,9 +119,11 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
     from objtier.experiments.compare_swap import CompareSettings, plan_profile, record_profile
     from objtier.outputs import make_private_dir
     from objtier.record.launch import runtime_env
+    from objtier.testbed.visible import check_guest_command
 
     if settings.repeat < 1:
         raise UsageError(f"repeat must be at least 1, got {settings.repeat}")
+    command = check_guest_command(command, tb.repo)   # one line, not a failed guest run
     if output.exists() and any(output.iterdir()):
         raise UsageError(f"{output} exists and is not empty; choose another output directory")
     make_private_dir(output)
