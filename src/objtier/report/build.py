@@ -53,15 +53,19 @@ class Report:
         return self.out_dir / "index.html"
 
 
-def _table_html(table: pa.Table, limit: int = 50) -> str:
-    """A small HTML table (escaped), first `limit` rows."""
+SHARE_TABLES = ("tiers", "latency_split")   # every column of these is a fraction in [0, 1]
+
+
+def _table_html(table: pa.Table, limit: int = 50, shares: bool = False) -> str:
+    """A small HTML table (escaped), first `limit` rows, cells as the terminal prints them
+    (summary.cell_text); shares: every column is a fraction, shown in %."""
     names = table.column_names
     rows = table.slice(0, limit).to_pylist()
 
     def fmt(name, value) -> str:
         if value is None:
             return "&mdash;"
-        return html.escape(cell_text(name, value))
+        return html.escape(cell_text("share" if shares else name, value))
 
     head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
     body = "".join("<tr>" + "".join(f"<td>{fmt(n, r[n])}</td>" for n in names) + "</tr>"
@@ -244,7 +248,8 @@ def _render(report: Report, trace, top: int) -> None:
     for name, fig, note in report.figures:
         figures.append({"name": name, "json": F.to_json(fig) if fig is not None else None,
                         "note": note})
-    tables = {name: _table_html(t) for name, t in report.tables.items() if name != "objects"}
+    tables = {name: _table_html(t, shares=name in SHARE_TABLES)
+              for name, t in report.tables.items() if name != "objects"}
     processes = [{"pid": p.pid, "exe": p.exe, "argv": " ".join(p.argv),
                   "complete": p.complete} for p in trace.processes]
     from objtier.camat.html import recording_section  # C-AMAT, when the trace has a stream
