@@ -80,6 +80,61 @@ class PlanResult:
     result: planner.Placement | planner.PhasePlacement
     placements: dict[str, planner.Placement]  # phase ("*" = the whole run) -> placement
     budget: planner.Budget               # the budget the plan was made for
+    choice: Any = None                   # plan.by_model.Choice when the model chose, else None
+    model_note: str | None = None        # why the model did not choose, when asked to
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """The memory the kernel model plans for [bytes]: the cgroup's limit, and what the program
+    holds outside its tracked objects (it stays with the kernel and takes its room)."""
+
+    local_bytes: int
+    other_bytes: int
+
+
+def model_curves(profile: Profile):
+    """The profile's touch-time curves for the kernel model (objtier.model.lru.Curves), or
+    None with the reason when its recordings cannot give them."""
+    from objtier.analysis.reuse_curves import reuse_curves
+    from objtier.model import Curves
+
+    if not profile.traces or not any(t.windows.num_rows for t in profile.traces):
+        return None, ("the recordings have no scan windows (record with the pageout, fault or "
+                      "wp sampler for the kernel model)")
+    found = reuse_curves(profile.traces)
+    if not found.known.any():
+        return None, "no tracked object was watched by a scan window"
+    return Curves(found.horizon_ns, found.share, found.tail_slope, found.live_share,
+                  found.duration_ns), None
+
+
+def recorded_footprint(profile: Profile) -> int | None:
+    """The program's footprint as the first recording saw it [bytes]: the peak of its resident
+    plus swapped memory (proc.rss_bytes + proc.swap_bytes, the pageout sampler's pages in swap
+    included); None without those counters."""
+    import numpy as np
+
+    from objtier.analysis.timeline import counter_series
+
+    if not profile.traces:
+        return None
+    trace = profile.traces[0]
+    series = counter_series(trace.counters, trace.start_ns)
+    if "proc.rss_bytes" not in series:
+        return None
+    t, rss, _ = series["proc.rss_bytes"]
+    if "proc.swap_bytes" in series:
+        ts, swap, _ = series["proc.swap_bytes"]
+        rss = rss + np.interp(t, ts, swap) if len(ts) else rss
+    return int(rss.max()) if len(rss) else None
+
+
+def other_bytes(footprint_bytes: int, objects: planner.ObjectTable) -> int:
+    """What the program holds outside its tracked objects [bytes]: the footprint less the
+    peak of the objects' live bytes (never below 0)."""
+    peak = planner.peak_live_bytes(objects.size, objects.alloc_ns, objects.free_ns)
+    return max(0, int(footprint_bytes) - int(peak))
 
 
 def trace_exe(trace: Any, table: Any) -> str | None:
@@ -214,7 +269,8 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
               similarity: float = DEFAULT_SIMILARITY,
               hint_budget: int | None = None, fit: Fit | None = None,
               source: str | None = None, processes: Sequence[Any] | None = None,
-              per_rank: bool = False, identify_binary: bool = True) -> PlanResult:
+              per_rank: bool = False, identify_binary: bool = True,
+              memory: ModelMemory | None = None) -> PlanResult:
     """Place the profile's objects with algorithm `algo` for budget.bytes of fast memory (per
     phase with phases) and build the plan document.
 
@@ -224,7 +280,11 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
     budget.bytes, and the plan's budget is the largest chosen (phases run one at a time).
     processes (objtier.analysis.processes rows of a multi-process recording): one plan section
     per program, or per rank with per_rank (plan.program_sections); identify_binary False:
-    the plan names no binary (a launcher's, when its children have sections)."""
+    the plan names no binary (a launcher's, when its children have sections).
+    memory: the kernel model chooses the whole run's placement among candidates (locking
+    nothing, the algorithm's placement, spill, the model's own; objtier.plan.by_model) for
+    this memory; with phases, or without scan windows, the algorithm's placement stands and
+    model_note says why."""
     objects = profile.objects
     page = page_bytes or profile.page_bytes
     params = dict(params or {})
@@ -258,6 +318,7 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
 
     limits: dict[str, int] = {}
     placements: dict[str, planner.Placement] = {}
+    choice = model_note = None
     if merge is None:
         place = placer(placed)
         if fit is None:
@@ -265,8 +326,16 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
         else:
             limits[planner.ROOT], placements[planner.ROOT] = fit(place,
                                                                  planner.unlocked_live_bytes)
+        if memory is not None:
+            choice, model_note = _model_choice(profile, placed, page, memory,
+                                               limits[planner.ROOT], placements[planner.ROOT])
+            if choice is not None:
+                limits[planner.ROOT], placements[planner.ROOT] = (choice.limit_bytes,
+                                                                  choice.placement)
         result: Any = placements[planner.ROOT]
     else:
+        if memory is not None:
+            model_note = "one placement per phase: the kernel model does not model phases"
         spans = (planner.phase_spans(merge, profile.executions,
                                      trace_end_ns(profile.traces[0]) if profile.traces else None)
                  if fit is not None else {})
@@ -290,7 +359,53 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
     plan = planner.build_plan(placed, result, budget, binary,
                               source=profile.source if source is None else source,
                               sections=sections)
-    return PlanResult(plan, placed, result, placements, budget)
+    if choice is not None:
+        plan["model"] = model_section(choice)
+    elif model_note:
+        plan["model"] = {"chosen": None, "why_not": model_note}
+    return PlanResult(plan, placed, result, placements, budget, choice, model_note)
+
+
+MODEL_WHAT = ("estimated: swap-ins over one run predicted by the kernel model (LRU by Che's "
+              "approximation over touch-time curves from the profile's scan windows; "
+              "objtier.model.lru), for cgroup v1's LRU and MGLRU alike")
+
+
+def model_section(choice: Any) -> dict[str, Any]:
+    """The plan document's "model" section: what the model predicted for each candidate."""
+    return {"chosen": choice.name, "what": MODEL_WHAT,
+            "local_bytes": int(choice.capacity_bytes + choice.other_bytes),
+            "other_bytes": int(choice.other_bytes),
+            "lock_limit_bytes": int(choice.limit_bytes),
+            "predicted_swapins": {"kernel": round(choice.nothing.swapins),
+                                  "plan": round(choice.chosen.swapins)},
+            "candidates": {k: round(v) for k, v in choice.predictions.items()},
+            "per_object": {"kernel": [round(float(v)) for v in choice.nothing.per_object],
+                           "plan": [round(float(v)) for v in choice.chosen.per_object]}}
+
+
+SPILL_SHARES = (0.25, 0.5, 0.75, 1.0)
+
+
+def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
+                  memory: ModelMemory, limit: int, rules: planner.Placement):
+    """(plan.by_model.Choice, None), or (None, why the model cannot choose)."""
+    from objtier.plan import by_model
+
+    curves, why = model_curves(profile)
+    if curves is None:
+        return None, why
+    if len(curves.horizon_ns) != len(placed):
+        return None, "the object table does not come from the first recording"
+    cap = max(0, memory.local_bytes - memory.other_bytes - by_model.SLACK_BYTES)
+    # spill's fill at a share of the cap: the greedy set grows one chunk at a time and can
+    # stop where one chunk alone gains nothing but a larger lock would
+    extra = [(f"spill {share:.0%}" if share < 1 else "spill", int(cap * share),
+              planner.spill(placed, int(cap * share), page))
+             for share in SPILL_SHARES if int(cap * share) >= page]
+    choice = by_model.choose(placed, curves, page, memory.local_bytes, memory.other_bytes,
+                             (rules.algorithm, limit, rules), extra)
+    return choice, None
 
 
 def write_plan_files(plan: dict[str, Any], json_path: str | Path,

@@ -22,9 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a recording (run.otr/) or an object table (.parquet, .csv); "
                         "--algo pages and auto take several recordings of one program and sum "
                         "their samples per page")
-    parser.add_argument("--fast", required=True, metavar="SIZE|PCT",
+    parser.add_argument("--fast", metavar="SIZE|PCT",
                         help="fast-tier budget: a size (8G, 512M, 1.5GiB, bytes) or a "
                         "percentage of the footprint (70%%)")
+    parser.add_argument("--local", metavar="SIZE|PCT",
+                        help="swap tier: the memory the program will run in (run --local), a "
+                        "size or a percentage of its recorded footprint; the kernel model then "
+                        "chooses what to lock among candidates (locking nothing, --algo's "
+                        "placement, spill, its own) by predicted swap-ins, and prints them")
     parser.add_argument("--algo", default="halving",
                         choices=["rank", "spill", "reuse", "halving", "exact", "pages", "auto"],
                         help="placement algorithm (default: halving)")
@@ -277,6 +282,40 @@ def _with_sensitivity(args: argparse.Namespace, objects: Any) -> tuple[Any, list
     return weight_by_sensitivity(objects, read_sensitivity(args.sensitivity))
 
 
+def _model_memory(args: argparse.Namespace, profile: Any, peak: int | None):
+    """--local: the ModelMemory the kernel model plans for (None without --local)."""
+    if args.local is None:
+        return None
+    from objtier.planning import ModelMemory, other_bytes, recorded_footprint
+
+    if args.dynamic or args.phases:
+        raise UsageError("--local plans one placement for the whole run: not with --dynamic "
+                         "or --phases")
+    footprint = peak or recorded_footprint(profile) or profile.footprint_bytes()
+    local = planner_budget_bytes(args.local, footprint)
+    return ModelMemory(local, other_bytes(footprint, profile.objects))
+
+
+def planner_budget_bytes(text: str, footprint: int) -> int:
+    from objtier import plan as planner
+
+    return planner.parse_budget(text, footprint).bytes
+
+
+def model_lines(made: Any, memory: Any) -> list[str]:
+    """What `plan --local` prints of the kernel model's choice."""
+    if made.choice is None:
+        return [f"kernel model not used: {made.model_note}"]
+    c = made.choice
+    mib = 1 << 20
+    return [f"kernel model (estimated): local {memory.local_bytes / mib:.1f} MiB, of it "
+            f"{c.other_bytes / mib:.1f} MiB held outside tracked objects; chose "
+            f"'{c.name}', locking {c.placement.used_bytes / mib:.1f} MiB: "
+            f"{c.chosen.swapins:,.0f} swap-ins predicted, {c.nothing.swapins:,.0f} with "
+            f"nothing locked",
+            "  candidates: " + ", ".join(f"{k} {v:,.0f}" for k, v in c.predictions.items())]
+
+
 def run(args: argparse.Namespace) -> int:
     from objtier import plan as planner
     from objtier.planning import make_plan, write_plan_files
@@ -286,14 +325,19 @@ def run(args: argparse.Namespace) -> int:
     # a --sensitivity table re-weights the objects every placement below reads (cached)
     profile.objects, measured_notes = _with_sensitivity(args, profile.objects)
     peak = B.parse_bytes(args.footprint, "--footprint", 1) if args.footprint else None
-    budget = planner.parse_budget(args.fast, profile.footprint_bytes(peak))
+    if (args.fast is None) == (args.local is None):
+        raise UsageError("give one of --fast SIZE|PCT (a fast-tier budget) or --local SIZE|PCT "
+                         "(the memory the program will run in, planned by the kernel model)")
+    memory = _model_memory(args, profile, peak)
+    budget = planner.parse_budget(args.fast if args.fast is not None else str(
+        memory.local_bytes), profile.footprint_bytes(peak))
     made = make_plan(profile, args.algo, budget, phases=args.phases,
                      backfill=not args.no_backfill, lifetimes=not args.no_lifetimes,
                      page_bytes=args.page_bytes, params=params,
                      min_phase_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
                      hint_budget=args.hint_budget, source=" ".join(args.input) + (
                          f" --sensitivity {args.sensitivity}" if args.sensitivity else ""),
-                     processes=_processes(profile), per_rank=args.per_rank)
+                     processes=_processes(profile), per_rank=args.per_rank, memory=memory)
     plan, exe = made.plan, profile.exe
     plan["warnings"].extend(measured_notes)
     if plan["binary"]["path"] and plan["binary"]["size"] is None:
@@ -363,6 +407,9 @@ def run(args: argparse.Namespace) -> int:
                     basis=basis, loads_stores=loads_stores)
     for phase, placement in made.placements.items():
         print(summary_line(placement, phase if args.phases else None, basis))
+    if memory is not None:
+        for line in model_lines(made, memory):
+            print(line)
     for i, program in enumerate(plan.get("programs", [])):
         rank = "" if program["rank"] is None else f" rank {program['rank']}"
         count = sum(1 for e in plan["entries"] if e["program"] == i)

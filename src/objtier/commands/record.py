@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 from pathlib import Path
 
 from objtier import bounds as B
 from objtier.errors import UsageError
 from objtier.record.launch import exit_code, resolve_command
-from objtier.record.sampler_choice import SAMPLERS, choose_sampler, needs_temporary_swap
+from objtier.record.sampler_choice import SAMPLERS, choose_sampler
+from objtier.record.sampler_swap import sampler_swap
 from objtier.record.session import RecordSettings, record_program
 from objtier.units import format_bytes
 
@@ -105,23 +104,6 @@ def run(args: argparse.Namespace) -> int:
         returncode, elapsed = record_program(command, output, settings, force=args.force)
     summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks)
     return exit_code(returncode)
-
-
-@contextlib.contextmanager
-def sampler_swap(sampler: str, say):
-    """A temporary zram swap device while the pageout sampler records on a machine without
-    swap; removed on exit, error, Ctrl-C and SIGTERM (Restorer)."""
-    if not needs_temporary_swap(sampler):
-        yield
-        return
-    from objtier.restore import Restorer
-    from objtier.tiers.swap import ZramSwap
-
-    with Restorer() as restorer:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        zram = ZramSwap(min(total // 4, 8 << 30), restorer, priority=0)
-        say(f"temporary swap device {zram.device} (zram, removed at exit)")
-        yield
 
 
 def _setting_text(text: str, limit: int = 255) -> str:

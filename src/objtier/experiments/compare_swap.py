@@ -200,10 +200,13 @@ def record_profile(command: list[str], settings: CompareSettings,
     DIR/profile.otr, then DIR/profile-2.otr, … (its output: DIR/profile.log, appended).
     Returns the recordings."""
     from objtier.record.sampler_choice import choose_sampler
+    from objtier.record.sampler_swap import sampler_swap
     from objtier.record.session import RecordSettings, record_program
 
     count = settings.profiles or profile_count(settings.algo)
-    sampler, reason = choose_sampler(settings.sampler)
+    # record's own default (pageout where there is no PEBS/IBS): the plan comes from the
+    # sampler users record with, which the program cannot notice
+    sampler, reason = choose_sampler(settings.sampler, transparent_default=True)
     say(f"recording {count} profile(s) (sampler {sampler}: {reason})")
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
                             stack_depth=settings.stack_depth,
@@ -211,7 +214,8 @@ def record_profile(command: list[str], settings: CompareSettings,
     profiles = []
     for i in range(1, count + 1):
         profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
-        with _output_to(settings.output / "profile.log", append=i > 1):
+        with _output_to(settings.output / "profile.log", append=i > 1), \
+                sampler_swap(sampler, say):
             returncode, _ = record_program(command, profile, record, force=True)
         if returncode == -signal.SIGINT:
             raise KeyboardInterrupt
@@ -237,9 +241,11 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     is in force; phases run one at a time and the runtime unlocks the old phase's set before it
     locks the new one, so the limit is the largest phase's."""
     from objtier import plan as planner
-    from objtier.planning import make_plan, read_recordings, write_plan_files
+    from objtier.planning import (ModelMemory, make_plan, other_bytes, read_recordings,
+                                  write_plan_files)
 
     profile = read_recordings(profiles, phases=settings.phases, exe=command[0])
+    memory = ModelMemory(local, other_bytes(footprint, profile.objects))
     limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
 
     def fit(place, unlocked):
@@ -255,7 +261,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
         processes = process_programs(profile.traces[0])
     made = make_plan(profile, settings.algo, planner.Budget(local, str(local), None, footprint),
                      phases=profile.has_phases, backfill=settings.backfill, fit=fit,
-                     processes=processes, identify_binary=False)
+                     processes=processes, identify_binary=False, memory=memory)
     write_plan_files(made.plan, settings.output / "plan.json", settings.output / "plan.txt")
     return made.plan, made.budget.bytes, local - made.budget.bytes
 
@@ -460,6 +466,11 @@ def run_compare(command: list[str], settings: CompareSettings,
                 rows.append(row)
                 on_row(row)
     summary = summarize(rows)
+    summary["model_check"] = model_check(plan, summary, unlimited.wall_s)
+    for line in model_lines(summary["model_check"]):
+        say(line)
+    if plan.get("model", {}).get("why_not"):
+        say(f"kernel model not used: {plan['model']['why_not']}")
     summary.update({
         "command": command, "machine": machine_info(),
         "unlimited": {"wall_s": unlimited.wall_s, "user_s": unlimited.user_s,
@@ -492,6 +503,31 @@ def run_compare(command: list[str], settings: CompareSettings,
         summary["online"] = moving["objtier-online"].summary()
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)
+
+
+def model_check(plan: dict[str, Any], summary: dict[str, Any],
+                unlimited_wall_s: float) -> dict[str, Any] | None:
+    """The kernel model's prediction (the plan's "model" section) beside the arms' medians:
+    swap-ins are pages, as the model counts them: the cgroup's anonymous refaults
+    (memcg_refault_anon), else the pages swapped in (pswpin), else the major faults (a fault
+    may bring a large folio of several pages)."""
+    from objtier.model.check import check
+
+    measured = {}
+    for arm in ("baseline", "objtier"):
+        med = summary["medians"].get(arm) or {}
+        swapins = next((med[k] for k in ("memcg_refault_anon", "pswpin", "memcg_pgmajfault",
+                                          "major_faults") if med.get(k) is not None), None)
+        alive = med.get("finished", 0) == med.get("runs", 0) and med.get("runs", 0) > 0
+        measured[arm] = ({"swapins": swapins, "wall_s": med.get("wall_s")}
+                         if alive and swapins is not None else {})
+    return check(plan.get("model"), measured, unlimited_wall_s)
+
+
+def model_lines(result: dict[str, Any] | None) -> list[str]:
+    from objtier.model.check import lines
+
+    return lines(result)
 
 
 def stat_flush_summary(rows: list[RunRow], period_ms: float) -> dict[str, Any]:

@@ -1,0 +1,140 @@
+"""Choosing a lock set by predicting what the kernel will do with it (objtier.model.lru).
+
+The candidates are placements of the same objects: locking nothing, the rules' own choice
+(`auto`, or whatever algorithm was asked), spill's prefix fill of the whole budget, and the
+model's own greedy set, grown MiB-chunk by chunk where the predicted swap-ins fall the most
+(which locks the part of a cyclically swept object that LRU would lose anyway, and nothing of
+an object LRU keeps as well by itself). The lowest prediction wins; a candidate that locks
+more wins only by more than TIE of the best prediction, so "lock nothing" wins every tie.
+
+Memory: local_bytes is the cgroup's limit; other_bytes what the program holds outside its
+tracked objects (small allocations, stacks, code, page cache charged to the cgroup), which
+stays with the kernel and takes its room; the lock cap is local - other - SLACK_BYTES.
+Units: bytes, pages, swap-ins (estimated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from objtier.model.lru import Curves, Prediction, predict
+from objtier.plan.placement import Placement, finish, pages
+from objtier.plan.table import ObjectTable
+
+SLACK_BYTES = 4 << 20   # room for runtime threads, page tables, reclaim's own slack
+STEPS = 48              # chunks the greedy set may grow by (each >= one page)
+TIE = 0.03              # a candidate locking more must predict this share fewer swap-ins
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str                     # the winning candidate
+    placement: Placement
+    limit_bytes: int              # its lock budget
+    predictions: dict[str, float]  # candidate -> predicted swap-ins
+    nothing: Prediction           # locking nothing (the kernel arm)
+    chosen: Prediction
+    capacity_bytes: int           # local - other: what the objects share
+    other_bytes: int
+
+
+def locked_pages(placement: Placement) -> np.ndarray:
+    """Pages each object has locked under a placement (float64)."""
+    return pages(placement.fast_bytes, placement.page_bytes).astype(np.float64)
+
+
+def object_pages(objects: ObjectTable, page_bytes: int) -> np.ndarray:
+    return (objects.size // page_bytes).astype(np.float64)
+
+
+def predicted(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+              locked: np.ndarray) -> Prediction:
+    """The prediction for `locked` pages per object and capacity_pages for all objects."""
+    total = object_pages(objects, page_bytes)
+    locked = np.minimum(locked, total)
+    return predict(curves, total - locked, capacity_pages - float(locked.sum()))
+
+
+def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+           cap_pages: float) -> np.ndarray:
+    """Locked pages per object: chunk by chunk to the object whose chunk lowers the
+    prediction most, while one does and the cap allows."""
+    total = object_pages(objects, page_bytes)
+    can = objects.plannable & (total > 0) & curves_known(curves)
+    locked = np.zeros(len(total))
+    chunk = max(1.0, float(np.floor(cap_pages / STEPS)))
+    best = predicted(curves, objects, page_bytes, capacity_pages, locked).swapins
+    while locked.sum() + 1 <= cap_pages and best > 0:
+        room = cap_pages - locked.sum()
+        trial_best, pick, pick_add = best, -1, 0.0
+        for r in np.flatnonzero(can & (locked < total)).tolist():
+            add = min(chunk, total[r] - locked[r], room)
+            if add < 1:
+                continue
+            trial = locked.copy()
+            trial[r] += add
+            value = predicted(curves, objects, page_bytes, capacity_pages, trial).swapins
+            if value < trial_best:
+                trial_best, pick, pick_add = value, r, add
+        if pick < 0 or trial_best >= best * (1.0 - 1e-3):
+            break
+        locked[pick] += pick_add
+        best = trial_best
+    return locked
+
+
+def curves_known(curves: Curves) -> np.ndarray:
+    return curves.horizon_ns > 0
+
+
+def as_placement(objects: ObjectTable, locked: np.ndarray, page_bytes: int, limit: int,
+                 reason: str) -> Placement:
+    """A prefix split per object of `locked` pages (spill's encoding), reasons filled in."""
+    total = objects.size
+    fast = np.minimum((locked.astype(np.int64) * page_bytes), total)
+    fast = np.where(locked >= object_pages(objects, page_bytes), total, fast)
+    order = np.where(fast > 0, np.arange(len(fast)), -1)
+    fill = np.cumsum(pages(fast, page_bytes) * page_bytes)
+    why = np.array([reason if f > 0 else "model: left to the kernel" for f in fast],
+                   dtype=object)
+    return finish("model", {}, objects, limit, page_bytes, fast,
+                  np.zeros(len(fast)), order, fill, why)
+
+
+def choose(objects: ObjectTable, curves: Curves, page_bytes: int, local_bytes: int,
+           other_bytes: int, rules: tuple[str, int, Placement],
+           extra: list[tuple[str, int, Placement]] = ()) -> Choice:
+    """The candidate with the lowest predicted swap-ins (module docstring). rules: the
+    (name, lock limit, placement) the rules chose; extra: further candidates."""
+    capacity = max(0, local_bytes - other_bytes)
+    cap_bytes = max(0, capacity - SLACK_BYTES)
+    cap_pages = float(cap_bytes // page_bytes)
+    capacity_pages = float(capacity // page_bytes)
+    nothing_locks = np.zeros(len(objects))
+    nothing = predicted(curves, objects, page_bytes, capacity_pages, nothing_locks)
+    own = greedy(curves, objects, page_bytes, capacity_pages, cap_pages)
+    candidates = [("nothing", 0, as_placement(objects, nothing_locks, page_bytes, 0, "")),
+                  rules, *extra,
+                  ("model", cap_bytes, as_placement(
+                      objects, own, page_bytes, cap_bytes,
+                      "model: the pages locked here lower the predicted swap-ins most"))]
+    scored = []
+    for name, limit, placement in candidates:
+        locked = locked_pages(placement)
+        if locked.sum() > cap_pages and name != "nothing":
+            continue      # would leave the kernel less than what the program holds outside
+        scored.append((name, limit, placement,
+                       predicted(curves, objects, page_bytes, capacity_pages, locked),
+                       float(locked.sum())))
+    best = min(p.swapins for _, _, _, p, _ in scored)
+    # fewest locked pages among those within TIE of the best
+    near = [s for s in scored if s[3].swapins <= best + TIE * max(best, 1.0)]
+    name, limit, placement, prediction, _ = min(near, key=lambda s: (s[4], s[3].swapins))
+    reason = (f"; model: {prediction.swapins:,.0f} swap-ins predicted with this plan, "
+              f"{nothing.swapins:,.0f} with nothing locked (estimated)")
+    placement = replace(placement, reason=np.array([r + reason for r in placement.reason],
+                                                   dtype=object))
+    return Choice(name, placement, int(limit), {s[0]: s[3].swapins for s in scored},
+                  nothing, prediction, capacity, other_bytes)
