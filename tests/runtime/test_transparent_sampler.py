@@ -155,7 +155,7 @@ def active_swap_devices() -> set[str]:
 def test_temporary_zram_swap_is_removed_after_the_recording_and_on_error(monkeypatch):
     """record's temporary swap device: on while the program runs, gone after — also when the
     recording ends by an exception (Ctrl-C arrives as KeyboardInterrupt)."""
-    from objtier.commands import record as record_command
+    from objtier.record import sampler_swap as record_command
 
     monkeypatch.setattr(record_command, "needs_temporary_swap", lambda sampler: True)
     before = active_swap_devices()
