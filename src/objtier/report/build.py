@@ -157,7 +157,7 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
     builders = [
         ("levels", lambda: F.fig_levels(samples, sampler)),
         ("touches", lambda: F.fig_touches(report.touches)),
-        ("reuse", lambda: F.fig_reuse(report.reuse, f"object {report.hottest} {label}")),
+        ("reuse", lambda: F.fig_reuse(report.reuse, label)),
         ("top_objects", lambda: F.fig_top_objects(objects, levels, top, count, unit,
                                                   report.stacks) if hot
          else (None, f"Fig. 6: no {unit} fell in a tracked object.")),

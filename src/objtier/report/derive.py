@@ -29,7 +29,7 @@ from objtier.trace.format import SAMPLE_SOURCES
 WINDOW_SAMPLERS = ("fault", "pageout", "wp")   # arm pages in windows, see first touches only
 MIN_WATCHES = 1.0      # mean watches per page below which touches per page are withheld
 SHARE_BINS = 10        # bins of the touched-share histogram over (0, 1]
-REUSE_BINS = 30        # log-spaced bins of the reuse histograms
+REUSE_BINS = 16        # log-spaced bins of the reuse histograms
 COUNT_EDGES = [1, 2, 3, 4, 5, 9, 17, 33, 65]   # sampled touches per page: [1], [2], .., [65, inf)
 
 
@@ -97,6 +97,9 @@ class Distribution:
     axis: str = ""                      # what a value is, with its unit
     estimated: bool = False             # True: values are estimates, not counts
     caption: str = ""                   # how the values were obtained, for the page
+    title: str = ""                     # what the figure shows (without its number)
+    bin_axis: str = ""                  # the histogram's axis, when not `axis`
+    of: str = "pages"                   # what `total` and the shares count
 
 
 def _bins(labels, lo, hi, counts, total) -> pa.Table:
@@ -201,7 +204,7 @@ def _log_bins(values: np.ndarray, unit: str, scale: float) -> tuple[list, np.nda
     edges = np.geomspace(lo, max(hi, lo * 1.0001), REUSE_BINS + 1)
     edges[0] = 0.0
     counts = np.histogram(values, bins=edges)[0]
-    labels = [f"{a / scale:.3g}-{b / scale:.3g} {unit}" for a, b in zip(edges[:-1], edges[1:])]
+    labels = [f"≤ {b / scale:.3g} {unit}" for b in edges[1:]]
     return labels, edges[:-1], edges[1:], counts
 
 
@@ -240,7 +243,10 @@ def reuse(trace, mapped: np.ndarray, obj: int | None, sampler: str, shift: int,
                    f"the interval between touches; for periodic touches, half of it.")
         return Distribution(table=_bins(labels, lo, hi, counts, armed), values=np.sort(lat),
                             total=armed, axis="time from arming to first touch (s)",
-                            caption=caption)
+                            bin_axis="time from arming to first touch (ms, bin's upper edge)",
+                            of="page-watches",
+                            caption=caption, title=f"time from arming to first touch, pages "
+                                                   f"of object {obj}")
     if not len(intervals):
         return Distribution(reason=f"object {obj} has no page touched exactly twice")
     labels, lo, hi, counts = _log_bins(intervals, "ms", 1e-3)
@@ -249,4 +255,6 @@ def reuse(trace, mapped: np.ndarray, obj: int | None, sampler: str, shift: int,
                f"object {obj} touched exactly twice.")
     return Distribution(table=_bins(labels, lo, hi, counts, len(intervals)),
                         values=np.sort(intervals), total=len(intervals),
-                        axis="interval between the two touches (s)", caption=caption)
+                        axis="interval between the two touches (s)", caption=caption,
+                        bin_axis="interval between the two touches (ms, bin's upper edge)",
+                        title=f"reuse interval of the pages of object {obj} touched twice")

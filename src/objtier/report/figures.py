@@ -73,15 +73,15 @@ def fig_distribution(dist, title: str, number: str, percent_values: bool = False
         f"histogram ({kind})", f"cumulative distribution ({kind})"])
     fig.add_trace(go.Bar(x=table.column("bin").to_pylist(), y=share, customdata=pages,
                          name="histogram", showlegend=False,
-                         hovertemplate="%{x}: %{y:.1f}% (%{customdata} pages)<extra></extra>"),
-                  row=1, col=1)
+                         hovertemplate=f"%{{x}}: %{{y:.1f}}% (%{{customdata}} {dist.of})"
+                                       "<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Scatter(x=x, y=cdf, mode="lines", line={"shape": "hv"}, name="CDF",
                              showlegend=False,
                              hovertemplate="%{y:.1f}% at or below %{x:.4g}<extra></extra>"),
                   row=2, col=1)
-    fig.update_xaxes(title_text=dist.axis, row=1, col=1, type="category")
+    fig.update_xaxes(title_text=dist.bin_axis or dist.axis, row=1, col=1, type="category")
     fig.update_xaxes(title_text=dist.axis, row=2, col=1, type="log" if log_x else "linear")
-    fig.update_yaxes(title_text="share of pages (%)", row=1, col=1)
+    fig.update_yaxes(title_text=f"share of {dist.of} (%)", row=1, col=1)
     fig.update_yaxes(title_text="cumulative share (%)", range=[0, 100.5], row=2, col=1)
     return _layout(fig, f"{number} - {title} ({kind})", 640), dist.caption
 
@@ -95,7 +95,7 @@ def fig_touches(dist):
 
 def fig_reuse(dist, label: str):
     """Fig. 5: reuse of the hottest object's pages as a distribution (report.derive)."""
-    return fig_distribution(dist, f"reuse of the pages of {label}", "Fig. 5", log_x=True)
+    return fig_distribution(dist, f"{dist.title} {label}".strip(), "Fig. 5", log_x=True)
 
 
 def fig_top_objects(objects: pa.Table, levels: bool, top: int, count: str, unit: str,

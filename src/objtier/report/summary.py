@@ -27,9 +27,18 @@ def human_number(x: float) -> str:
         return f"{x:,.0f}"
     if x == int(x):
         return str(int(x))
-    if abs(x) >= 1e-4:
-        return f"{x:.3g}" if abs(x) >= 1e-3 else f"{x:.6f}".rstrip("0")
-    return f"{x:.1e}"
+    if abs(x) >= 1e-3:
+        return f"{x:.3g}"
+    return f"{x:.9f}".rstrip("0").rstrip(".")
+
+
+def human_seconds(x: float) -> str:
+    """A duration [s] in s, ms or µs, 3 significant digits."""
+    if abs(x) >= 1 or x == 0:
+        return f"{human_number(x)} s"
+    if abs(x) >= 1e-3:
+        return f"{x * 1e3:.3g} ms"
+    return f"{x * 1e6:.3g} µs"
 
 
 SIZE_COLUMNS = ("size", "bytes", "live_bytes", "fast_bytes", "slow_bytes")   # bytes
@@ -48,7 +57,7 @@ def cell_text(name: str, value) -> str:
         digits = 0 if name == "slow_share" else 1
         return f"{100 * value:.{digits}f}%"
     if name.endswith("_s") or name == "seconds":
-        return f"{human_number(value)} s"
+        return human_seconds(value)
     if isinstance(value, int):   # counts and ids as they are
         return str(value)
     return human_number(value)
