@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the plan's footprint, with zram swap behind it (needs root)")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="with --local: memory left unlocked for the rest of the program "
-                        "(default: 10%% of local or 32M, whichever is larger)")
+                        "(default: for a plan the kernel model chose, what the program holds outside its "
+                        "objects + 4M, as plan and compare planned it; else 10%% of local or 32M, "
+                        "at most half of local)")
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="with --local: swap behind the cgroup (default: a new zram device)")
     parser.add_argument("--no-guard", dest="guard", action="store_false",
@@ -117,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     local = margin = None
     if args.local is not None:
         local = enforce.parse_local(args.local, plan["budget"].get("footprint_bytes"))
-        limit, margin = enforce.mlock_limit(local, args.mlock_margin)
+        limit, margin = local_limit(plan, local, args.mlock_margin)
     else:
         limit = int(plan["budget"]["bytes"])  # the runtime also caps it at its memcg limit
 
@@ -191,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
             with reader if reader is not None else contextlib.nullcontext():
                 returncode = run_program(command, env, preexec=tier.preexec if tier else None,
                                          name="objtier run")
+            memcg = tier.cgroup.stat() if tier is not None else None
         for spool in spools:
             spool.land()
         if reader is not None:
@@ -208,6 +211,9 @@ def run(args: argparse.Namespace) -> int:
             say(f"{found.matched} of {found.objects} objects matched the plan; "
                 f"{found.locked_bytes >> 20} MiB locked, {found.cold_bytes >> 20} MiB advised "
                 f"cold, {folios}{found.failed_actions} failed action(s)")
+        if memcg is not None:
+            for line in model_check_lines(plan, local, memcg):
+                say(line)
         if stats_path is not None:
             stats = dynamic_run.read_stats(stats_path)
             if stats is None:
@@ -219,6 +225,44 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             say(f"trace written to {output}/")
     return exit_code(returncode)
+
+
+def local_limit(plan: dict, local: int, margin_text: str | None) -> tuple[int, int]:
+    """(mlock limit, margin) [bytes] for `run --local`. --mlock-margin wins; else a plan the
+    kernel model chose (plan --local, compare) keeps unlocked what the program holds outside
+    its objects plus the model's slack — the margin plan and compare planned with; else
+    compare's cap of a fitted margin (at most half of local memory), so that a small limit
+    still leaves room to lock."""
+    from objtier.plan.by_model import SLACK_BYTES
+    from objtier.record import enforce
+
+    model = plan.get("model") or {}
+    if margin_text is None and model.get("chosen"):
+        margin = min(local - 4096, int(model["other_bytes"]) + SLACK_BYTES)
+        return enforce.mlock_limit(local, str(max(0, margin)))
+    return enforce.mlock_limit(local, margin_text, fitted=margin_text is None)
+
+
+def model_check_lines(plan: dict, local: int, memcg: dict) -> list[str]:
+    """The kernel model's prediction for this plan beside the run's swap-ins (the cgroup's
+    anonymous refaults, pages)."""
+    from objtier.model.check import FLOOR, OFF, is_off
+
+    model = plan.get("model") or {}
+    if not model.get("chosen"):
+        return []
+    measured = memcg.get("workingset_refault_anon", memcg.get("pgmajfault"))
+    if measured is None:
+        return []
+    predicted = int(model["predicted_swapins"]["plan"])
+    where = "" if model.get("local_bytes") == local else (
+        f" (predicted for {model['local_bytes'] >> 20} MiB local, not this run's "
+        f"{local >> 20} MiB)")
+    text = (f"model: {predicted:,} swap-ins predicted (estimated), {measured:,} measured"
+            f"{where}")
+    if is_off(predicted, measured):
+        text += f" — the model is off by more than {100 * OFF:.0f} % (and {FLOOR} swap-ins) here"
+    return [text]
 
 
 def _say_processes(plan, output, say, warn) -> None:
