@@ -220,8 +220,10 @@ def reuse(trace, mapped: np.ndarray, obj: int | None, sampler: str, shift: int,
     page are the scanner's revisit apart, so the seed's reuse interval is not used.
     Other samplers: `intervals` [s], between the two touches of each page of obj touched
     exactly twice (seed Fig. 5)."""
-    if obj is None:
-        return Distribution(reason="no object has samples")
+    if obj is None or trace.samples.num_rows == 0:
+        return Distribution(reason="no samples: exact counts are per object and context, not "
+                                   "per page (record with --trace-limit N for an address trace)"
+                            if trace.samples.num_rows == 0 else "no object has samples")
     if is_window_sampler(sampler):
         rates = timeline.window_rates(trace, shift)
         if rates is None:

@@ -24,6 +24,7 @@ MAX_POINTS = 200_000   # scatter plots are thinned to at most this many points (
 TITLE_WIDTH = 90       # characters per title line
 HEATMAP_OBJECTS = 20   # rows of the object x time heatmap
 HEATMAP_BINS = 200     # time bins of the heatmaps
+CDF_POINTS = 2000      # points of a drawn CDF (its distinct values, thinned evenly beyond)
 
 
 def wrap_title(text: str, width: int = TITLE_WIDTH) -> str:
@@ -68,6 +69,11 @@ def fig_distribution(dist, title: str, number: str, percent_values: bool = False
     values = np.asarray(dist.values, np.float64)
     x = 100 * values if percent_values else values
     cdf = 100 * np.arange(1, len(x) + 1) / max(dist.total, 1)
+    # exact steps: the last point of each distinct value; then at most CDF_POINTS of them
+    last = np.flatnonzero(np.append(x[1:] != x[:-1], True)) if len(x) else np.zeros(0, int)
+    if len(last) > CDF_POINTS:
+        last = last[np.unique(np.linspace(0, len(last) - 1, CDF_POINTS).astype(np.int64))]
+    x, cdf = x[last], cdf[last]
     kind = "estimated" if dist.estimated else "measured"
     fig = make_subplots(rows=2, cols=1, vertical_spacing=0.22, subplot_titles=[
         f"histogram ({kind})", f"cumulative distribution ({kind})"])
