@@ -55,7 +55,7 @@ class Watching:
     """How often a window sampler watched the tracked objects' pages."""
 
     armed: np.ndarray      # per object row: armed page-watches (sum of its windows' pages)
-    pages: np.ndarray      # per object row: pages (ceil(size / page bytes), at least 1)
+    pages: np.ndarray      # per object row: pages its bytes span (partial pages included)
     windows: int           # WINDOW records
 
     @property
@@ -80,8 +80,10 @@ def watching(trace, objects: pa.Table, shift: int) -> Watching | None:
     known = obj >= 0
     armed = np.bincount(obj[known], weights=(rates["page1"] - rates["page0"])[known]
                         .astype(np.float64), minlength=n)[:n]
-    size = column(objects, "size", np.float64)
-    pages = np.maximum(np.ceil(size / float(1 << shift)), 1.0)
+    addr = column(objects, "addr", np.uint64)
+    last = addr + np.maximum(column(objects, "size", np.uint64), np.uint64(1)) - np.uint64(1)
+    pages = ((last >> np.uint64(shift)) - (addr >> np.uint64(shift)) + np.uint64(1)) \
+        .astype(np.float64)
     return Watching(armed, pages, len(obj))
 
 
