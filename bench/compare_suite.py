@@ -1,0 +1,174 @@
+"""The third-party compare suite: `objtier compare --tier swap` on programs nobody here wrote.
+
+Each program is a small driver (bench/third_party/programs/) around a library installed by
+bench/third_party/setup.sh into build/third-party/venv. For every (program, local) pair this
+runs one `objtier compare --tier swap --local PCT --repeat R` (compare interleaves the kernel
+and objtier arms itself), reads its summary.json and writes one markdown table:
+kernel and objtier median wall time (s), the speedup (kernel / objtier wall time), median
+swap-ins per arm (pages), the kernel model's predicted vs measured swap-ins per arm
+(summary.json "model_check", where the plan has a model) and whether both arms finished
+every run; then the geometric mean of the speedups per local size.
+
+    bench/third_party/setup.sh
+    .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph]
+        [--local 70%,50%] [-o bench-out/compare-suite]
+
+Needs root (compare makes a memory cgroup and a zram device, and removes both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS_DIR = ROOT / "bench" / "third_party" / "programs"
+VENV_PYTHON = ROOT / "build" / "third-party" / "venv" / "bin" / "python"
+OBJTIER = ROOT / ".venv" / "bin" / "objtier"
+
+#: name -> (driver script, its arguments, the module it needs in the third-party venv)
+PROGRAMS: dict[str, tuple[str, list[str], str]] = {
+    "cg": ("cg.py", [], "scipy"),
+    "graph": ("graph_igraph.py", [], "igraph"),
+}
+
+#: the measured swap-ins of an arm, in the order model_check reads them (pages)
+SWAPIN_KEYS = ("memcg_refault_anon", "pswpin", "memcg_pgmajfault", "major_faults")
+
+
+def missing_module(module: str) -> str | None:
+    """Why the venv cannot run a program needing module, or None when it can."""
+    if not VENV_PYTHON.exists():
+        return f"no {VENV_PYTHON} (run bench/third_party/setup.sh)"
+    done = subprocess.run([str(VENV_PYTHON), "-c", f"import {module}"],
+                          capture_output=True, check=False)
+    return None if done.returncode == 0 else f"{module} not installed in the venv"
+
+
+def run_compare(name: str, local: str, repeat: int, out: Path) -> dict[str, Any]:
+    """One `objtier compare --tier swap`; returns its summary.json (raises on failure)."""
+    script, args, _module = PROGRAMS[name]
+    target = out / f"{name}-{local.rstrip('%')}"
+    command = [str(OBJTIER), "compare", "--tier", "swap", "--local", local,
+               "--repeat", str(repeat), "-o", str(target), "-f", "--",
+               str(VENV_PYTHON), str(PROGRAMS_DIR / script), *args]
+    print(f"== {name} at {local} local: {' '.join(command)}", flush=True)
+    with open(out / f"{name}-{local.rstrip('%')}.log", "w") as log:
+        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"compare exited {done.returncode} (see {log.name})")
+    return json.loads((target / "summary.json").read_text())
+
+
+def swapins(medians: dict[str, Any]) -> float | None:
+    return next((medians[k] for k in SWAPIN_KEYS if medians.get(k) is not None), None)
+
+
+def row_of(name: str, local: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """The table's cells for one compare."""
+    med = summary["medians"]
+    check = summary.get("model_check") or {}
+    model = check.get("arms", {})
+    alive = all(med[a]["runs"] > 0 and med[a]["finished"] == med[a]["runs"]
+                for a in ("baseline", "objtier"))
+    return {"program": name, "local": local,
+            "footprint_mib": summary["unlimited"]["footprint_bytes"] / 2**20,
+            "locked_mib": (med["objtier"].get("locked_bytes") or 0) / 2**20,
+            "kernel_s": med["baseline"]["wall_s"], "objtier_s": med["objtier"]["wall_s"],
+            "speedup": summary["ratios"].get("speedup"),
+            "kernel_swapins": swapins(med["baseline"]),
+            "objtier_swapins": swapins(med["objtier"]),
+            "predicted": {arm: model.get(arm, {}).get("predicted_swapins")
+                          for arm in ("baseline", "objtier")},
+            "alive": alive,
+            "survival": {a: f"{med[a]['finished']}/{med[a]['runs']}"
+                         for a in ("baseline", "objtier")}}
+
+
+def geomean(values: list[float]) -> float | None:
+    good = [v for v in values if v and math.isfinite(v) and v > 0]
+    return math.exp(sum(map(math.log, good)) / len(good)) if good else None
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def model_cell(predicted: float | None, measured: float | None) -> str:
+    if predicted is None:
+        return "–"
+    if not measured:
+        return f"{predicted:,.0f} / –"
+    return f"{predicted:,.0f} / {measured:,.0f} ({100 * (predicted - measured) / measured:+.0f} %)"
+
+
+def table(rows: list[dict[str, Any]], failed: list[str]) -> str:
+    """The markdown table, then the geometric means and what did not run."""
+    lines = ["| program | local | footprint MiB | locked MiB | kernel s | objtier s | speedup "
+             "| swap-ins kernel | swap-ins objtier | model kernel (pred / meas) "
+             "| model objtier (pred / meas) | both arms alive |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['program']} | {r['local']} | {r['footprint_mib']:.0f} "
+            f"| {r['locked_mib']:.1f} | {fmt(r['kernel_s'], '.2f')} "
+            f"| {fmt(r['objtier_s'], '.2f')} | {fmt(r['speedup'], '.2f')}× "
+            f"| {fmt(r['kernel_swapins'], ',.0f')} | {fmt(r['objtier_swapins'], ',.0f')} "
+            f"| {model_cell(r['predicted']['baseline'], r['kernel_swapins'])} "
+            f"| {model_cell(r['predicted']['objtier'], r['objtier_swapins'])} "
+            f"| {'yes' if r['alive'] else 'no'} ({r['survival']['baseline']}, "
+            f"{r['survival']['objtier']}) |")
+    lines.append("")
+    for local in dict.fromkeys(r["local"] for r in rows):
+        mean = geomean([r["speedup"] for r in rows if r["local"] == local])
+        lines.append(f"geomean speedup at {local} local: {fmt(mean, '.2f')}×")
+    lines.append(f"geomean speedup, all: {fmt(geomean([r['speedup'] for r in rows]), '.2f')}×")
+    lines += [f"not run: {why}" for why in failed]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per arm (5)")
+    parser.add_argument("--programs", default=",".join(PROGRAMS),
+                        help=f"comma-separated, of {', '.join(PROGRAMS)}")
+    parser.add_argument("--local", default="70%,50%",
+                        help="comma-separated local sizes, PCT of the footprint or SIZE")
+    parser.add_argument("-o", "--output", type=Path, default=ROOT / "bench-out/compare-suite")
+    args = parser.parse_args()
+    names = [p for p in args.programs.split(",") if p]
+    unknown = sorted(set(names) - set(PROGRAMS))
+    if unknown:
+        parser.error(f"unknown program(s) {', '.join(unknown)}")
+    if args.output.exists():
+        shutil.rmtree(args.output)
+    args.output.mkdir(parents=True)
+
+    rows, failed = [], []
+    for name in names:
+        why = missing_module(PROGRAMS[name][2])
+        if why:
+            failed.append(f"{name}: {why}")
+            continue
+        for local in args.local.split(","):
+            try:
+                rows.append(row_of(name, local, run_compare(name, local, args.repeat,
+                                                            args.output)))
+            except (RuntimeError, OSError, KeyError, json.JSONDecodeError) as err:
+                failed.append(f"{name} at {local}: {err}")
+    text = table(rows, failed)
+    (args.output / "results.md").write_text(text)
+    (args.output / "results.json").write_text(json.dumps({"rows": rows, "failed": failed},
+                                                         indent=2))
+    print(text, end="")
+    return 0 if rows and not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
