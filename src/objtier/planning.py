@@ -91,6 +91,7 @@ class ModelMemory:
 
     local_bytes: int
     other_bytes: int
+    cap_bytes: int | None = None   # the most to lock (a margin the user gave); None: derived
 
 
 def model_curves(profile: Profile):
@@ -397,14 +398,14 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
         return None, why
     if len(curves.horizon_ns) != len(placed):
         return None, "the object table does not come from the first recording"
-    cap = max(0, memory.local_bytes - memory.other_bytes - by_model.SLACK_BYTES)
+    cap = by_model.lock_cap(memory.local_bytes, memory.other_bytes, memory.cap_bytes)
     # spill's fill at a share of the cap: the greedy set grows one chunk at a time and can
     # stop where one chunk alone gains nothing but a larger lock would
     extra = [(f"spill {share:.0%}" if share < 1 else "spill", int(cap * share),
               planner.spill(placed, int(cap * share), page))
              for share in SPILL_SHARES if int(cap * share) >= page]
     choice = by_model.choose(placed, curves, page, memory.local_bytes, memory.other_bytes,
-                             (rules.algorithm, limit, rules), extra)
+                             (rules.algorithm, limit, rules), extra, cap)
     return choice, None
 
 

@@ -245,8 +245,10 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
                                   write_plan_files)
 
     profile = read_recordings(profiles, phases=settings.phases, exe=command[0])
-    memory = ModelMemory(local, other_bytes(footprint, profile.objects))
     limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
+    # a margin the user gave bounds every candidate; else the model derives its own
+    memory = ModelMemory(local, other_bytes(footprint, profile.objects),
+                         limit if settings.margin is not None else None)
 
     def fit(place, unlocked):
         if settings.margin is not None:

@@ -103,19 +103,29 @@ def as_placement(objects: ObjectTable, locked: np.ndarray, page_bytes: int, limi
                   np.zeros(len(fast)), order, fill, why)
 
 
+def lock_cap(local_bytes: int, other_bytes: int, given: int | None = None) -> int:
+    """The most a plan may lock [bytes]: `given` (local less a margin the user chose), else
+    local - other - SLACK_BYTES."""
+    derived = max(0, local_bytes - other_bytes - SLACK_BYTES)
+    return derived if given is None else max(0, int(given))
+
+
 def choose(objects: ObjectTable, curves: Curves, page_bytes: int, local_bytes: int,
            other_bytes: int, rules: tuple[str, int, Placement],
-           extra: list[tuple[str, int, Placement]] = ()) -> Choice:
+           extra: list[tuple[str, int, Placement]] = (), cap: int | None = None) -> Choice:
     """The candidate with the lowest predicted swap-ins (module docstring). rules: the
-    (name, lock limit, placement) the rules chose; extra: further candidates."""
+    (name, lock limit, placement) the rules chose; extra: further candidates; cap: the most
+    to lock (default lock_cap's derived one)."""
     capacity = max(0, local_bytes - other_bytes)
-    cap_bytes = max(0, capacity - SLACK_BYTES)
+    cap_bytes = lock_cap(local_bytes, other_bytes) if cap is None else cap
     cap_pages = float(cap_bytes // page_bytes)
     capacity_pages = float(capacity // page_bytes)
     nothing_locks = np.zeros(len(objects))
     nothing = predicted(curves, objects, page_bytes, capacity_pages, nothing_locks)
     own = greedy(curves, objects, page_bytes, capacity_pages, cap_pages)
-    candidates = [("nothing", 0, as_placement(objects, nothing_locks, page_bytes, 0, "")),
+    # locking nothing keeps the rules' budget (a plan's budget is at least one byte)
+    candidates = [("nothing", rules[1], as_placement(objects, nothing_locks, page_bytes,
+                                                     rules[1], "")),
                   rules, *extra,
                   ("model", cap_bytes, as_placement(
                       objects, own, page_bytes, cap_bytes,
