@@ -48,7 +48,7 @@ def predicted(threads: int, preset: str) -> dict:
         for variant, extra in (("unpadded", []), ("padded", ["--padded"])):
             d = Path(tmp) / variant
             subprocess.run([sys.executable, "-m", "objtier", "camat", "--preset", preset,
-                            "--regions", "--stream", "6000000", "-o", str(d), "--", str(exe),
+                            "--regions", "--window", "0", "--stream", "6000000", "-o", str(d), "--", str(exe),
                             *MODEL_ARGS, *extra], check=True, env=env, stdout=subprocess.DEVNULL)
             doc = json.loads((d / "camat.json").read_text())
             region = next(r for r in doc["regions"] if r["region"] == "update_centers_len")

@@ -46,6 +46,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_LLC_LINE", U64, "0", 0, 4096),
     Setting("OBJTIER_TRACE_LIMIT", U64, "0", 0, _HALF),
     Setting("OBJTIER_TRACE_STREAM", U64, "0", 0, _HALF),
+    Setting("OBJTIER_TRACE_STREAM_WINDOW", U64, "0", 0, 1 << 30),
     Setting("OBJTIER_PLAN", PATH, ""),
     Setting("OBJTIER_TIER", TIER, "swap"),
     Setting("OBJTIER_MLOCK_LIMIT", U64, "0", 0, _HALF),

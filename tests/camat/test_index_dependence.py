@@ -24,7 +24,7 @@ def walked(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("index")
     exe = build(tmp, [HERE / "index_walk.c"], "index_walk")
     out = tmp / "out"
-    run = camat("--preset", "small", "--regions", "--stream", "3000000", "-o", str(out), "--",
+    run = camat("--preset", "small", "--regions", "--window", "0", "--stream", "3000000", "-o", str(out), "--",
                 str(exe))
     assert run.returncode == 0, run.stderr
     return out, json.loads((out / "camat.json").read_text())

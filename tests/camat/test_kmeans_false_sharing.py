@@ -24,7 +24,7 @@ def _run(tmp, exe, padded):
     out = tmp / ("padded" if padded else "unpadded")
     env = dict(os.environ, OMP_NUM_THREADS="2")
     args = ["-n", "4000", "-i", "2"] + (["--padded"] if padded else [])
-    run = camat("--regions", "--stream", "1500000", "-o", str(out), "--", str(exe), *args,
+    run = camat("--regions", "--window", "0", "--stream", "1500000", "-o", str(out), "--", str(exe), *args,
                 env=env)
     assert run.returncode == 0, run.stderr
     assert "verification: passed" in run.stdout  # the program's own output is untouched

@@ -65,7 +65,7 @@ def marked(tmp_path_factory):
                             str(exe), str(src)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     out = d / "out"
-    run = camat("--preset", "small", "--regions", "--stream", "1000000", "-o", str(out), "--",
+    run = camat("--preset", "small", "--regions", "--window", "0", "--stream", "1000000", "-o", str(out), "--",
                 str(exe))
     return exe, out, run
 
@@ -125,7 +125,8 @@ def test_a_recording_without_markers_keeps_function_regions(tmp_path):
                    "free(a);return (int)(s&1);}\n")
     exe = tmp_path / "plain"
     assert subprocess.run([*OBJTIER, "cc", "-O1", "-o", str(exe), str(src)]).returncode == 0
-    run = camat("--preset", "small", "--regions", "-o", str(tmp_path / "o"), "--", str(exe))
+    run = camat("--preset", "small", "--regions", "--window", "0", "-o", str(tmp_path / "o"), "--",
+                str(exe))
     assert run.returncode == 0, run.stderr
     doc = json.loads((tmp_path / "o" / "camat.json").read_text())
     assert open_trace(tmp_path / "o" / "run.otr").regions.num_rows == 0
@@ -236,7 +237,8 @@ def test_each_thread_has_its_own_regions(tmp_path):
     build = subprocess.run([*OBJTIER, "cc", "-O1", "-I", str(native.include_dir()), "-o",
                             str(exe), str(src), "-lpthread"], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
-    run = camat("--preset", "small", "--regions", "-o", str(tmp_path / "o"), "--", str(exe))
+    run = camat("--preset", "small", "--regions", "--window", "0", "-o", str(tmp_path / "o"), "--",
+                str(exe))
     assert run.returncode == 0, run.stderr
     doc = json.loads((tmp_path / "o" / "camat.json").read_text())
     regions = {r["region"]: r["accesses"] for r in doc["regions"]}

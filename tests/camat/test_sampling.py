@@ -217,10 +217,14 @@ def test_native_refuses_bad_sampling_values():
     (["--sample", "-5"], "--sample must be 0"), (["--sample", "100"], "--sample PERIOD"),
     (["--sample", "60000", "--sample-unit", "0"], "--sample-unit"),
     (["--sample", "60000", "--sample-warm", "-2"], "--sample-warm"),
-    (["--sample-unit", "100"], "need --sample"),
     (["--sample", "60000", "--source", "pmu"], "--source sim")])
 def test_cli_refuses_bad_sampling_values(tmp_path, args, text):
     _one_line_error(camat(str(tmp_path / "run.otr"), *args), text)
+
+
+def test_cli_refuses_a_unit_without_sampling_before_running_anything():
+    # a stream of the first accesses (--window 0) is timed whole unless --sample is given
+    _one_line_error(camat("--window", "0", "--sample-unit", "100", "--", "true"), "need --sample")
 
 
 # --- a compiled program traced by the runtime ----------------------------------------------
@@ -231,8 +235,8 @@ def program(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("camat-sample")
     exe = build(tmp, [HERE / "kernels.c"], "kernels")
     exact_out, sampled_out = tmp / "exact", tmp / "sampled"
-    run = camat("--preset", "small", "--regions", "--stream", "3000000", "-o", str(exact_out),
-                "--", str(exe))
+    run = camat("--preset", "small", "--regions", "--window", "0", "--stream", "3000000", "-o",
+                str(exact_out), "--", str(exe))
     assert run.returncode == 0, run.stderr
     rec = exact_out / "run.otr"
     srun = camat(str(rec), "--preset", "small", "--regions", "--sample", "20000",

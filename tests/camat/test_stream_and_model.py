@@ -32,7 +32,7 @@ def report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("camat")
     exe = build(tmp, [HERE / "kernels.c"], "kernels")
     out = tmp / "out"
-    run = camat("--preset", "small", "--regions", "--stream", "3000000", "-o", str(out), "--",
+    run = camat("--preset", "small", "--regions", "--window", "0", "--stream", "3000000", "-o", str(out), "--",
                 str(exe))
     assert run.returncode == 0, run.stderr
     _Built.exe = exe

@@ -33,6 +33,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_LLC_LINE", T_U64, "0", 0, 4096, F(llc_line)},
     {"OBJTIER_TRACE_LIMIT", T_U64, "0", 0, UINT64_MAX / 2, F(trace_limit)},
     {"OBJTIER_TRACE_STREAM", T_U64, "0", 0, UINT64_MAX / 2, F(trace_stream)},
+    {"OBJTIER_TRACE_STREAM_WINDOW", T_U64, "0", 0, 1 << 30, F(trace_stream_window)},
     {"OBJTIER_PLAN", T_PATH, "", 0, 0, F(plan)},
     {"OBJTIER_TIER", T_TIER, "swap", 0, 1, F(tier)},
     {"OBJTIER_MLOCK_LIMIT", T_U64, "0", 0, UINT64_MAX / 2, F(mlock_limit)},

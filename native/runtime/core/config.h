@@ -31,6 +31,8 @@ typedef struct rt_config {
     uint32_t llc_line;     /* OBJTIER_LLC_LINE: cache model line size, bytes (power of two) */
     uint64_t trace_limit;  /* OBJTIER_TRACE_LIMIT: SAMPLE records of the address trace; 0 = none */
     uint64_t trace_stream; /* OBJTIER_TRACE_STREAM: ACCESS records (ordered stream); 0 = none */
+    uint64_t trace_stream_window; /* OBJTIER_TRACE_STREAM_WINDOW: records per window spread
+                                     over the run; 0 = the first trace_stream accesses */
     /* plan enforcement (placement.c) */
     char plan[1024];          /* OBJTIER_PLAN: text-form plan file; empty = no plan */
     int tier;                 /* OBJTIER_TIER: enum rt_tier_kind */

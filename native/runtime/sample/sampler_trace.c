@@ -22,6 +22,18 @@
  * also become ACCESS records, in a per-thread buffer of STREAM_CHUNK records written as one
  * block when full, at thread exit and at stop. A thread claims its records from the shared
  * budget a chunk at a time, so the hot path takes one atomic (the order counter) per record.
+ * With OBJTIER_TRACE_STREAM_WINDOW=B as well, the stream is windows of B records spread over
+ * the whole run instead of its first N accesses (the same budget N): window positions are a
+ * grid over the process's accesses (counted in batches of STREAM_BATCH per thread), in units of
+ * B: grid index g = 0, 1, ... STREAM_GRID - 1, then every 2nd up to 2 * STREAM_GRID, every 4th
+ * up to 4 * STREAM_GRID, and so on. The windows whose index is a multiple of the last window's
+ * step are then evenly spaced over the run (STREAM_GRID / 2 to STREAM_GRID of them), whatever
+ * its length; the others were written before the step doubled. Each window's opening is a pair
+ * of COUNTERS records, "trace.stream.window" (g) and "trace.stream.window_order" (the order
+ * counter at the opening: the window's records follow it). A thread holding records claimed in
+ * a window drops them when the next window opens, so the records of a window lie between its
+ * opening and the next (up to a record in flight at the opening).
+ *
  * For 4- and 8-byte loads the value about to be loaded is read first (the program reads the
  * same bytes next), to name the data dependence of later accesses on it
  * (ot_access_record.dep): through a pointer (the address lies within STREAM_DEP_SPAN above the
@@ -66,9 +78,13 @@
 #define NEG_PAGES       64 /* per-thread direct-mapped cache of object-free pages */
 #define NEG_SHIFT       12 /* 4 KiB pages for the negative cache (any page size is correct) */
 #define STREAM_CHUNK    (OT_BLOCK_TARGET_BYTES / sizeof(ot_access_record)) /* records per block */
-#define STREAM_VALUES   8    /* last 4- and 8-byte loaded values kept for dependences */
-#define STREAM_DEP_SPAN 4096 /* an address this far above a loaded value depends on it */
-#define STREAM_SHIFTS   7    /* index dependences: element sizes 1, 2, 4, ... 64 bytes */
+#define STREAM_VALUES   8           /* last 4- and 8-byte loaded values kept for dependences */
+#define STREAM_DEP_SPAN 4096        /* an address this far above a loaded value depends on it */
+#define STREAM_SHIFTS   7           /* index dependences: element sizes 1, 2, 4, ... 64 bytes */
+#define STREAM_GRID     16          /* windows per grid step before the step doubles */
+#define STREAM_BATCH    1024        /* accesses a thread counts before adding them to stream_seen */
+#define STREAM_CTR_G    0xFFFF0001U /* COUNTER_DEF ids of the window records (above the ids */
+#define STREAM_CTR_O    0xFFFF0002U /* region_pmu.c gives: phase * events + term) */
 /* Never instrument the callbacks themselves (should this file be built by an instrumenting
  * compiler): they would call themselves. */
 #if defined(__clang__)
@@ -111,6 +127,9 @@ typedef struct tr_thread {
     uint64_t nacc;                  /* this thread's stream index of the next record */
     uint64_t values[STREAM_VALUES]; /* last 4- and 8-byte loaded values (0 = none) */
     uint64_t value_at[STREAM_VALUES]; /* their stream indices */
+    uint64_t sseen;                   /* windows: accesses not yet added to stream_seen */
+    uint64_t swin;                    /* windows: stream_gen of the records claimed in sbuf */
+    int sclosed;                      /* windows: window swin had no records left to claim */
 } tr_thread;
 
 /* ---- shared state ------------------------------------------------------------------ */
@@ -134,6 +153,12 @@ static _Atomic uint64_t trace_written, trace_lost;
 static int stream_on;                 /* OBJTIER_TRACE_STREAM > 0 */
 static _Atomic int64_t stream_left;   /* ACCESS records not yet claimed by a thread */
 static _Atomic uint64_t stream_order; /* next ot_access_record.order */
+static uint64_t stream_window;        /* OBJTIER_TRACE_STREAM_WINDOW; 0 = the first N accesses */
+static _Atomic uint64_t stream_seen;  /* windows: accesses of the process (batched per thread) */
+static _Atomic uint64_t stream_grid;  /* windows: grid index of the next window to open */
+static _Atomic uint64_t stream_gen;   /* windows: windows opened so far */
+static _Atomic int64_t window_left;   /* windows: records of the open window not yet claimed */
+static _Atomic int window_defs;       /* windows: COUNTER_DEF records written */
 
 uint64_t rt_trace_stream_order(void)
 {
@@ -334,6 +359,88 @@ static NOINST __attribute__((noinline)) void trace_record(tr_thread *t, uint64_t
         atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
 }
 
+/* Grid step at window index g: 1 below STREAM_GRID, then doubling every time g doubles. */
+static NOINST uint64_t grid_step(uint64_t g)
+{
+    uint64_t step = 1;
+    while (g >= STREAM_GRID * step && step < (UINT64_C(1) << 40))
+        step <<= 1;
+    return step;
+}
+
+static NOINST void window_counter_defs(void)
+{
+    static const char unit[] = "index";
+    static const char *const names[2] = {"trace.stream.window", "trace.stream.window_order"};
+    static const uint32_t ids[2] = {STREAM_CTR_G, STREAM_CTR_O};
+    for (int k = 0; k < 2; k++) {
+        ot_counter_def_record d = {
+            .id = ids[k], .unit_len = sizeof unit - 1, .name_len = (uint16_t)strlen(names[k])};
+        rt_write_var_record(&rt_w, OT_TAG_COUNTER_DEF, &d, sizeof d, names[k], d.name_len, unit,
+                            sizeof unit - 1, NULL, 0);
+    }
+}
+
+/* Adds the thread's counted accesses to stream_seen and opens the next window when the
+ * process has reached its grid position (one thread wins the compare-and-swap). */
+static NOINST __attribute__((noinline)) void window_tick(tr_thread *t)
+{
+    uint64_t seen =
+        atomic_fetch_add_explicit(&stream_seen, t->sseen, memory_order_relaxed) + t->sseen;
+    t->sseen = 0;
+    uint64_t g = atomic_load_explicit(&stream_grid, memory_order_relaxed);
+    /* window g opens at g * B accesses after the first tick (so that back-to-back windows,
+     * g < STREAM_GRID, each get their B records before the next one opens) */
+    if (seen < g * stream_window + STREAM_BATCH ||
+        !atomic_compare_exchange_strong(&stream_grid, &g, g + grid_step(g)))
+        return;
+    if (atomic_load_explicit(&stream_left, memory_order_relaxed) <= 0)
+        return; /* the budget is spent: no window, no record of one */
+    if (!atomic_exchange(&window_defs, 1))
+        window_counter_defs();
+    uint64_t order = atomic_load_explicit(&stream_order, memory_order_relaxed);
+    atomic_store(&window_left, (int64_t)stream_window);
+    atomic_fetch_add(&stream_gen, 1);
+    unsigned char blk[sizeof(ot_block_header) + 2 * sizeof(ot_counter_record)];
+    uint64_t now = rt_now_ns();
+    ot_counter_record r[2] = {{.time_ns = now, .id = STREAM_CTR_G, .value = (int64_t)g},
+                              {.time_ns = now, .id = STREAM_CTR_O, .value = (int64_t)order}};
+    memcpy(blk + sizeof(ot_block_header), r, sizeof r);
+    rt_write_block(&rt_w, blk, OT_TAG_COUNTERS, sizeof r[0], sizeof r, 2);
+}
+
+/* Claims records for t's buffer (empty, sn == scap == 0): from the budget, and with windows
+ * from the open window too. 1 when t may record, 0 when not (t->sdone once the budget is
+ * spent). */
+static NOINST int stream_claim(tr_thread *t)
+{
+    int64_t want = (int64_t)STREAM_CHUNK;
+    if (stream_window) {
+        uint64_t gen = atomic_load(&stream_gen);
+        if (t->swin != gen) { /* a new window: values of the last one feed no dependence */
+            memset(t->values, 0, sizeof t->values);
+            t->swin = gen;
+            t->sclosed = 0;
+        }
+        if (t->sclosed) /* this window is fully claimed: wait for the next one */
+            return 0;
+        int64_t open = atomic_fetch_sub_explicit(&window_left, want, memory_order_relaxed);
+        if (open <= 0) {
+            t->sclosed = 1;
+            return 0;
+        }
+        want = open < want ? open : want;
+    }
+    int64_t left = atomic_fetch_sub_explicit(&stream_left, want, memory_order_relaxed);
+    if (left <= 0) {
+        t->sdone = 1;
+        return 0;
+    }
+    t->sn = 0;
+    t->scap = left < want ? (uint32_t)left : (uint32_t)want;
+    return 1;
+}
+
 /* One ACCESS record of the ordered stream (OBJTIER_TRACE_STREAM). base: start of the tracked
  * object holding a, 0 when a lies outside every tracked object (no index dependence then). */
 static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_t a, uint64_t size,
@@ -341,20 +448,22 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
 {
     if (t->sdone)
         return;
+    if (stream_window) {
+        if (++t->sseen >= STREAM_BATCH)
+            window_tick(t);
+        if (t->scap && t->swin != atomic_load_explicit(&stream_gen, memory_order_relaxed)) {
+            stream_flush(t); /* a later window opened: the rest of this claim is dropped */
+            t->sn = t->scap = 0;
+        }
+    }
     if (t->sn == t->scap) { /* buffer full or budget of this chunk spent: write, claim more */
         stream_flush(t);
         if (!t->sbuf && !(t->sbuf = rt_sys_mmap(sizeof(ot_block_header) + OT_BLOCK_TARGET_BYTES))) {
             t->sdone = 1;
             return;
         }
-        int64_t left =
-            atomic_fetch_sub_explicit(&stream_left, (int64_t)STREAM_CHUNK, memory_order_relaxed);
-        if (left <= 0) {
-            t->sdone = 1;
+        if (!stream_claim(t))
             return;
-        }
-        t->sn = 0;
-        t->scap = left < (int64_t)STREAM_CHUNK ? (uint32_t)left : (uint32_t)STREAM_CHUNK;
     }
     uint64_t me = t->nacc++;
     /* dep: the newest kept load whose value gave the address; then the oldest kept load of
@@ -669,6 +778,7 @@ static int trace_init(const rt_config *cfg)
     trace_on = cfg->trace_limit > 0;
     atomic_store(&stream_left, (int64_t)cfg->trace_stream);
     stream_on = cfg->trace_stream > 0;
+    stream_window = cfg->trace_stream_window;
     /* follow the registry from here on: objects allocated before start() are known */
     rt_track_set_observer(&idx_observer);
     atomic_store(&idx_on, 1);

@@ -48,6 +48,28 @@ def pinned_objects(counts: SimCounts, stream: Stream, pages: int, page_bytes: in
     return pinned
 
 
+def window_sampling(stream: Stream, hier: Hierarchy, unit: int | None = None,
+                    warm: int | None = None) -> tuple[Sampling, Hierarchy]:
+    """Sampled timing of a stream of windows: one timed unit in each window (period = the
+    windows' common length), and clock-ordered interleaving that never looks past the window's
+    functional accesses after the unit (so it never takes an access of the next window)."""
+    from dataclasses import replace
+
+    from objtier.camat.model import DEFAULT_UNIT, default_warm
+
+    length = stream.coverage["window"]
+    warm = default_warm(hier) if warm is None else warm
+    unit = min(DEFAULT_UNIT, length - 2 * warm) if unit is None else unit
+    if unit < 1 or unit + 2 * warm > length:
+        raise UsageError(f"the stream's windows hold {length:,} accesses: too few for a timed "
+                         f"unit and twice {warm:,} warm-up accesses (record with a larger "
+                         "--window, or give a smaller --sample-unit / --sample-warm)")
+    rest = length - unit - 2 * warm
+    if hier.reorder:
+        hier = replace(hier, reorder=max(1, min(hier.reorder, rest // 2)))
+    return Sampling(length, unit, warm), hier
+
+
 def run_model(stream: Stream, hier: Hierarchy, local_percent: float | None = None,
               fill: str = "lru", sample: Sampling | None = None) -> tuple[SimCounts, dict]:
     """Counts of one model run (every access timed, or sampled units), and its parameters as
@@ -119,6 +141,9 @@ def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
             regions.append(e)
     errors = [apc_identity_error(t) for t in totals]
     timing = timing_mode(counts)
+    if stream.coverage is not None and timing["mode"] == "sampled":
+        timing["counts_of"] = ("the modelled windows" if stream.coverage["mode"] == "windows"
+                               else "the stream")
     if counts.sample:
         for row, ci in zip(totals, timing["confidence"]):
             row["ci"] = ci
@@ -128,6 +153,7 @@ def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
         "machine": machine_info(),
         "source": "sim",
         "timing": timing,
+        "coverage": stream.coverage,
         "parameters": params,
         "levels": [schema_level(LEVELS[l], totals[l]) for l in range(n)],
         "objects": objects,

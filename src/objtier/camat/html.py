@@ -41,8 +41,23 @@ def section_html(doc: dict, top: int = 20) -> str:
                              autoescape=jinja2.select_autoescape(["html", "j2"]))
     page = env.get_template("camat.html.j2").render(doc=doc, bars=bars, keys=TERM_KEYS,
                                                     fmt=_fmt, l1=_l1, top=top)
-    note = _sampled_note(doc)
+    note = _coverage_note(doc) + _sampled_note(doc)
     return page.replace("</h2>", "</h2>" + note, 1) if note else page
+
+
+def _coverage_note(doc: dict) -> str:
+    """Under the heading: what of the run the figures describe, and a warning when the stream
+    left part of it out."""
+    from objtier.camat.coverage import describe, warning
+
+    cov = doc.get("coverage")
+    if not cov:
+        return ""
+    text = describe(cov) + "."
+    cut = warning(cov)
+    if cut:
+        text += f" Warning: {cut}."
+    return f"<p class=\"note\">{html.escape(text)}</p>"
 
 
 def _sampled_note(doc: dict) -> str:
@@ -52,9 +67,11 @@ def _sampled_note(doc: dict) -> str:
         return ""
     ci = ", ".join(f"{c['level']} ±{c['camat_ci95']:.3g}" for c in t.get("confidence", [])
                    if c.get("camat_ci95") is not None)
+    over = t.get("counts_of", "the stream")
     text = (f"Sampled timing: a unit of {t['unit']:,} measured accesses (warm-up {t['warm']:,}) "
-            f"per {t['period']:,}, {100 * t['timed_fraction']:.2g} % of the accesses timed. "
-            "Accesses, misses and MR are exact; every other term is an estimate"
+            f"per {t['period']:,}, {100 * t['timed_fraction']:.2g} % of the modelled accesses "
+            f"timed. Accesses, misses and MR are exact over {over}; every other term is an "
+            "estimate"
             + (f" (C-AMAT 95 % CI from the units: {ci} cycles)." if ci else "."))
     return f"<p class=\"note\">{html.escape(text)}</p>"
 
@@ -75,7 +92,7 @@ def page_html(doc: dict) -> str:
 def recording_section(trace) -> str | None:
     """The section for `objtier report`: the timing model (default preset) over the trace's
     ordered access stream, or None when it has none (or the model refuses it)."""
-    from objtier.camat.analyze import findings, report, run_model
+    from objtier.camat.analyze import findings, report, run_model, window_sampling
     from objtier.camat.model import DEFAULT_PRESET, hierarchy
     from objtier.camat.stream import load_stream
     from objtier.errors import ObjtierError
@@ -84,7 +101,10 @@ def recording_section(trace) -> str | None:
         if not trace.accesses.num_rows:
             return None
         stream = load_stream(trace)
-        counts, params = run_model(stream, hierarchy(DEFAULT_PRESET))
+        hier, sample = hierarchy(DEFAULT_PRESET), None
+        if stream.coverage["mode"] == "windows":
+            sample, hier = window_sampling(stream, hier)
+        counts, params = run_model(stream, hier, sample=sample)
         doc = report(stream, counts, params)
         doc["findings"] = findings(doc)
         return section_html(doc)

@@ -109,10 +109,18 @@ def print_tables(doc: dict, console, regions: bool = False, top: int = 10) -> No
         title += f", Xmem({params['local_percent']:g} %), {params.get('fill')} fill"
     timing = doc.get("timing", {})
     if timing.get("mode") == "sampled":
+        over = " over the windows" if timing.get("counts_of") == "the modelled windows" else ""
         title += (f", sampled: a unit of {timing['unit']:,} accesses per {timing['period']:,}, "
-                  f"{100 * timing['timed_fraction']:.2g} % timed; MR exact, other terms "
+                  f"{100 * timing['timed_fraction']:.2g} % timed; MR exact{over}, other terms "
                   "estimated")
     title += ")"
+    if doc.get("coverage"):
+        from objtier.camat.coverage import describe, warning
+
+        console.print(describe(doc["coverage"]))
+        cut = warning(doc["coverage"])
+        if cut:
+            console.print(f"warning: {cut}")
     t = Table(title=title)
     t.add_column("level")
     for k in TERM_KEYS:

@@ -32,6 +32,7 @@ class Stream:
     region_labels: list[str]    # model region index -> function (0 = root)
     threads: list[tuple[int, int]]  # core -> (pid, tid)
     footprint_pages: int        # distinct pages touched
+    coverage: dict | None = None  # what of the run the stream holds (camat/coverage.py; no mask)
 
 
 def _function_names(trace) -> dict[tuple[int, int], str]:
@@ -104,6 +105,14 @@ def load_stream(trace) -> Stream:
         raise TraceError("the recording has no ordered access stream: record an `objtier cc` "
                          "build with --sampler trace and OBJTIER_TRACE_STREAM=N (objtier camat "
                          "-- CMD does this)")
+    from objtier.camat.coverage import coverage
+
+    cov = coverage(trace, column(acc, "order", np.uint64), column(acc, "pid", np.uint32))
+    mask = cov.pop("mask")
+    if mask is not None:  # windows spread over the run: the evenly spaced ones, cut to one length
+        import pyarrow as pa
+
+        acc = acc.filter(pa.array(mask))
     pid = column(acc, "pid", np.uint32)
     tid = column(acc, "tid", np.uint32)
     addr = column(acc, "addr", np.uint64)
@@ -155,4 +164,4 @@ def load_stream(trace) -> Stream:
     page_shift = max((p.page_bytes for p in trace.processes if p.page_bytes), default=4096)
     pages = np.unique(addr >> np.uint64(int(page_shift).bit_length() - 1))
     return Stream(out, obj_labels, obj_bytes, region_labels,
-                  [(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in threads], len(pages))
+                  [(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in threads], len(pages), cov)

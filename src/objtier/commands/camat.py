@@ -14,6 +14,7 @@ from objtier.errors import UsageError
 NAME = "camat"
 HELP = "C-AMAT per cache level, object and code region (timing model or PMU counters)"
 DEFAULT_STREAM = 5_000_000
+DEFAULT_WINDOW = 32_768  # accesses per window: a unit of 10 000 and ~10 000 of warming before it
 
 
 _PARSER: list[argparse.ArgumentParser] = []  # for options given after RECORDING
@@ -50,7 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--sample: timed, uncounted accesses before and after each unit "
                              "(default: twice the preset's out-of-order window, at least 500)")
     parser.add_argument("--stream", type=int, default=DEFAULT_STREAM, metavar="N",
-                        help=f"-- CMD, sim: accesses recorded in order (default {DEFAULT_STREAM})")
+                        help=f"-- CMD, sim: accesses recorded in order, at most (default "
+                             f"{DEFAULT_STREAM:,})")
+    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="B",
+                        help=f"-- CMD, sim: record windows of B accesses spread over the whole "
+                             f"run, one timed unit in each (default {DEFAULT_WINDOW:,}); 0 = "
+                             "the first --stream accesses, every one timed")
     parser.add_argument("--min-size", default="64", metavar="SIZE",
                         help="-- CMD, sim: smallest allocation recorded as an object (default 64)")
     parser.add_argument("-o", "--output", metavar="DIR",
@@ -98,8 +104,13 @@ def run(args: argparse.Namespace) -> int:
     if args.sample < 0:
         raise UsageError(f"--sample must be 0 (every access timed) or a period of accesses, "
                          f"got {args.sample}")
-    if not args.sample and (args.sample_unit is not None or args.sample_warm is not None):
-        raise UsageError("--sample-unit and --sample-warm need --sample PERIOD")
+    if args.window < 0:
+        raise UsageError(f"--window must be 0 (the first --stream accesses) or a number of "
+                         f"accesses, got {args.window}")
+    if (command and args.window == 0 and not args.sample
+            and (args.sample_unit is not None or args.sample_warm is not None)):
+        raise UsageError("--sample-unit and --sample-warm need --sample PERIOD (or a stream "
+                         "in windows, the default)")
     if args.sample and args.source == "pmu":
         raise UsageError("--sample applies to the timing model (--source sim)")
     out = Path(args.output) if args.output else None
@@ -131,7 +142,8 @@ def _record(command: list[str], where: Path, args) -> int:
 
     settings = RecordSettings(sampler="trace", min_size=parse_size(args.min_size, "--min-size"),
                               counters_interval_ms=0,
-                              extra_env={"OBJTIER_TRACE_STREAM": str(args.stream)})
+                              extra_env={"OBJTIER_TRACE_STREAM": str(args.stream),
+                                         "OBJTIER_TRACE_STREAM_WINDOW": str(args.window)})
     returncode, _ = record_program(resolve_command(command), where, settings, force=False)
     return returncode
 
@@ -149,7 +161,7 @@ def _record_regions(command: list[str], where: Path, spec: str) -> int:
 def _report(recording: Path, args, out: Path | None, console, local: float | None) -> int:
     from dataclasses import replace
 
-    from objtier.camat.analyze import findings, report, run_model
+    from objtier.camat.analyze import findings, report, run_model, window_sampling
     from objtier.camat.model import hierarchy
     from objtier.camat.output import print_tables, write_outputs
     from objtier.camat.stream import load_stream
@@ -158,13 +170,27 @@ def _report(recording: Path, args, out: Path | None, console, local: float | Non
     hier = hierarchy(args.preset)
     if args.far_cycles is not None:
         hier = replace(hier, far_cycles=args.far_cycles)
-    sample = _sampling(args, hier)
+    sample = _sampling(args, hier)  # --sample PERIOD checked before the recording is read
     stream = load_stream(open_trace(recording))
+    if stream.coverage["mode"] == "windows":
+        if sample:
+            raise UsageError("the recording's stream is windows spread over the run: each "
+                             "window is one timed unit, so --sample does not apply "
+                             "(--sample-unit and --sample-warm do)")
+        sample, hier = window_sampling(stream, hier, args.sample_unit, args.sample_warm)
+    elif not sample and (args.sample_unit is not None or args.sample_warm is not None):
+        raise UsageError("--sample-unit and --sample-warm need --sample PERIOD (or a stream "
+                         "in windows)")
     counts, params = run_model(stream, hier, local, args.fill, sample)
     doc = report(stream, counts, params)
     doc["recording"] = str(recording)
     doc["findings"] = findings(doc)
     print_tables(doc, console, regions=args.regions)
+    from objtier.camat.coverage import warning
+
+    cut = warning(stream.coverage)
+    if cut:
+        print(f"objtier camat: warning: {cut}", file=sys.stderr)
     if out:
         for path in write_outputs(doc, out):
             print(f"objtier camat: wrote {path}", file=sys.stderr)
