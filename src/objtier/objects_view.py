@@ -80,13 +80,21 @@ def objects_view(trace, labels: bool = True) -> ObjectsView:
     mapped = sample_objects(trace)
     table = object_table(trace, mapped, labels=labels)
     windows = trace.windows.num_rows > 0
-    basis = ("estimated touches (fault sampler)" if windows
+    basis = (f"estimated touches ({window_sampler(trace)} sampler)" if windows
              else "sampled accesses (sample weights)")
     return ObjectsView(table, False, len(mapped), unmapped_count(mapped), mapped, "samples",
                        basis, thread_memory_note(trace, False))
 
 
 WATCHING_SAMPLERS = ("fault", "pageout", "wp")   # they arm tracked objects' pages only
+
+
+def window_sampler(trace) -> str:
+    """The window sampler a recording with WINDOW records used, as its processes were
+    configured (OBJTIER_SAMPLER), else "window"."""
+    samplers = sorted({p.config.get("OBJTIER_SAMPLER", "") for p in
+                       getattr(trace, "processes", [])} & set(WATCHING_SAMPLERS))
+    return "/".join(samplers) or "window"
 
 
 def thread_memory_note(trace, exact: bool) -> str:
@@ -118,7 +126,7 @@ def accesses_basis(table: pa.Table) -> str:
         return "exact LLC-model misses"
     if "est_touches" in table.column_names and table.column("est_touches").null_count \
             < table.num_rows:
-        return "estimated touches (fault sampler)"
+        return "estimated touches (window sampler)"
     return "sampled accesses"
 
 

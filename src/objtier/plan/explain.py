@@ -22,7 +22,7 @@ def human_bytes(n: float) -> str:
 def summary_line(placement: Placement, phase: str | None = None,
                  basis: str = "sampled accesses") -> str:
     """One line per plan; `basis` names what the accesses are (objects_view.accesses_basis):
-    "sampled accesses", "estimated touches (fault sampler)" or "exact LLC-model misses"."""
+    "sampled accesses", "estimated touches (pageout sampler)" (or fault, wp) or "exact LLC-model misses"."""
     total = float(placement.accesses.sum())
     fast = int((placement.tier == "fast").sum())
     split = int((placement.tier == "split").sum())
