@@ -24,7 +24,7 @@ from objtier.plan.placement import Placement, finish, pages
 from objtier.plan.table import ObjectTable
 
 SLACK_BYTES = 4 << 20   # room for runtime threads, page tables, reclaim's own slack
-STEPS = 48              # chunks the greedy set may grow by (each >= one page)
+STEPS = 32              # the greedy set grows by multiples of cap / STEPS (>= one page)
 TIE = 0.03              # a candidate locking more must predict this share fewer swap-ins
 
 
@@ -59,8 +59,11 @@ def predicted(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pa
 
 def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
            cap_pages: float) -> np.ndarray:
-    """Locked pages per object: chunk by chunk to the object whose chunk lowers the
-    prediction most, while one does and the cap allows."""
+    """Locked pages per object, grown step by step: each step tries, for every object, locks
+    of 1, 2, 4, ... chunks more (up to the object and the cap) and takes the one that lowers
+    the prediction most per page locked; it stops when no lock lowers it. Looking further
+    than one chunk matters: under LRU a lock of a swept object gains only once the part left
+    unlocked fits the room, or a hot object misses only once T has fallen."""
     total = object_pages(objects, page_bytes)
     can = objects.plannable & (total > 0) & curves_known(curves)
     locked = np.zeros(len(total))
@@ -68,20 +71,23 @@ def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages
     best = predicted(curves, objects, page_bytes, capacity_pages, locked).swapins
     while locked.sum() + 1 <= cap_pages and best > 0:
         room = cap_pages - locked.sum()
-        trial_best, pick, pick_add = best, -1, 0.0
+        pick, pick_add, pick_value, pick_rate = -1, 0.0, best, 0.0
         for r in np.flatnonzero(can & (locked < total)).tolist():
-            add = min(chunk, total[r] - locked[r], room)
-            if add < 1:
-                continue
-            trial = locked.copy()
-            trial[r] += add
-            value = predicted(curves, objects, page_bytes, capacity_pages, trial).swapins
-            if value < trial_best:
-                trial_best, pick, pick_add = value, r, add
-        if pick < 0 or trial_best >= best * (1.0 - 1e-3):
+            most = min(total[r] - locked[r], room)
+            adds = sorted({min(most, chunk * (1 << k)) for k in range(12)} - {0.0})
+            for add in adds:
+                if add < 1:
+                    continue
+                trial = locked.copy()
+                trial[r] += add
+                value = predicted(curves, objects, page_bytes, capacity_pages, trial).swapins
+                rate = (best - value) / add
+                if value < best * (1.0 - 1e-3) and rate > pick_rate:
+                    pick, pick_add, pick_value, pick_rate = r, add, value, rate
+        if pick < 0:
             break
         locked[pick] += pick_add
-        best = trial_best
+        best = pick_value
     return locked
 
 
@@ -142,9 +148,9 @@ def choose(objects: ObjectTable, curves: Curves, page_bytes: int, local_bytes: i
     # fewest locked pages among those within TIE of the best
     near = [s for s in scored if s[3].swapins <= best + TIE * max(best, 1.0)]
     name, limit, placement, prediction, _ = min(near, key=lambda s: (s[4], s[3].swapins))
-    reason = (f"; model: {prediction.swapins:,.0f} swap-ins predicted with this plan, "
-              f"{nothing.swapins:,.0f} with nothing locked (estimated)")
-    placement = replace(placement, reason=np.array([r + reason for r in placement.reason],
-                                                   dtype=object))
+    placement = replace(placement, reason=np.array(
+        [f"{r}; model ({name}): {mine:,.0f} of its swap-ins predicted, {kernel:,.0f} with "
+         f"nothing locked (estimated)" for r, mine, kernel in
+         zip(placement.reason, prediction.per_object, nothing.per_object)], dtype=object))
     return Choice(name, placement, int(limit), {s[0]: s[3].swapins for s in scored},
                   nothing, prediction, capacity, other_bytes)
