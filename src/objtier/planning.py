@@ -335,8 +335,6 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
                                                                   choice.placement)
         result: Any = placements[planner.ROOT]
     else:
-        if memory is not None:
-            model_note = "one placement per phase: the kernel model does not model phases"
         spans = (planner.phase_spans(merge, profile.executions,
                                      trace_end_ns(profile.traces[0]) if profile.traces else None)
                  if fit is not None else {})
@@ -348,6 +346,28 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
                 limits[name], placements[name] = fit(
                     place, lambda p, n=name: planner.unlocked_live_bytes(p, objects, spans[n]))
         result = planner.PhasePlacement(merge=merge, placements=placements)
+        if memory is not None:
+            whole = placer(placed)
+            limit0, rules0 = ((budget.bytes, whole(budget.bytes)) if fit is None
+                              else fit(whole, planner.unlocked_live_bytes))
+            choice, model_note = _model_choice(profile, placed, page, memory, limit0, rules0)
+            phased = (_phase_prediction(profile, merge, placements, placed, page, memory)
+                      if choice is not None else None)
+            if choice is not None and (phased is None or choice.chosen.swapins
+                                       < phased * (1.0 - PHASE_TIE)):
+                model_note = (None if phased is None else
+                              f"one plan for the whole run: {choice.chosen.swapins:,.0f} "
+                              f"swap-ins predicted against {phased:,.0f} with one plan per "
+                              f"phase (estimated)")
+                merge = None
+                limits = {planner.ROOT: choice.limit_bytes}
+                placements = {planner.ROOT: choice.placement}
+                result = choice.placement
+            elif choice is not None:
+                choice = replace(choice, name="per-phase", placement=None,
+                                 limit_bytes=max(limits.values()),
+                                 chosen=_as_prediction(phased),
+                                 predictions={**choice.predictions, "per-phase": phased})
     if fit is not None:
         limit = max(limits.values())
         foot = budget.footprint_bytes
@@ -362,6 +382,8 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
                               sections=sections)
     if choice is not None:
         plan["model"] = model_section(choice)
+        if model_note:
+            plan["model"]["note"] = model_note
     elif model_note:
         plan["model"] = {"chosen": None, "why_not": model_note}
     return PlanResult(plan, placed, result, placements, budget, choice, model_note)
@@ -385,7 +407,41 @@ def model_section(choice: Any) -> dict[str, Any]:
                            "plan": [round(float(v)) for v in choice.chosen.per_object]}}
 
 
+
 SPILL_SHARES = (0.25, 0.5, 0.75, 1.0)
+PHASE_TIE = 0.03   # one plan for the run must predict this share fewer swap-ins than per-phase
+
+
+def _as_prediction(swapins: float):
+    import numpy as np
+
+    from objtier.model import Prediction
+
+    return Prediction(float(swapins), np.zeros(0), float("nan"), 0.0, 0.0)
+
+
+def _phase_prediction(profile: Profile, merge: Any, placements: dict[str, planner.Placement],
+                      placed: planner.ObjectTable, page: int, memory: ModelMemory
+                      ) -> float | None:
+    """Swap-ins the kernel model predicts for one plan per phase: each surviving phase's
+    placement against the curves of the first recording's windows armed while its plan is in
+    force (the switches' own cost not counted). None without curves for a phase."""
+    from objtier.analysis.reuse_curves import reuse_curves
+    from objtier.model import Curves
+    from objtier.plan import by_model
+
+    spans = planner.phase_spans(merge, profile.executions, trace_end_ns(profile.traces[0]))
+    capacity_pages = float(max(0, memory.local_bytes - memory.other_bytes) // page)
+    total = 0.0
+    for name, placement in placements.items():
+        found = reuse_curves(profile.traces, spans.get(name, []))
+        if len(found) != len(placed):
+            return None
+        curves = Curves(found.horizon_ns, found.share, found.tail_slope, found.live_share,
+                        found.duration_ns)
+        total += by_model.predicted(curves, placed, page, capacity_pages,
+                                    by_model.locked_pages(placement)).swapins
+    return total
 
 
 def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,

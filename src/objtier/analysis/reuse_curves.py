@@ -68,14 +68,27 @@ class ReuseCurves:
         return self.horizon_ns > 0
 
 
-def _observations(trace, rows: np.ndarray, n: int) -> tuple[list, list]:
+def in_spans(times: np.ndarray, spans: list[tuple[int, int]] | None) -> np.ndarray:
+    """Which times [ns] lie in one of the [start, end) spans (all when spans is None)."""
+    if spans is None:
+        return np.ones(len(times), dtype=bool)
+    inside = np.zeros(len(times), dtype=bool)
+    for start, end in spans:
+        inside |= (times >= start) & (times < end)
+    return inside
+
+
+def _observations(trace, rows: np.ndarray, n: int,
+                  spans: list[tuple[int, int]] | None = None) -> tuple[list, list]:
     """Per object row (of the first recording, via rows: this trace's allocation row -> first
-    row, -1 = unmatched): (event delays [ns], censor times [ns] with their page counts)."""
+    row, -1 = unmatched): (event delays [ns], censor times [ns] with their page counts), of
+    the windows armed within spans (all when None)."""
     events: list[list[np.ndarray]] = [[] for _ in range(n)]
     censored: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
     windows = trace.windows
     if not windows.num_rows:
         return events, censored
+    armed_in = in_spans(column(windows, "arm_ns", np.int64), spans)
     allocs = trace.allocations
     key_of = {(int(p), int(s)): r for r, (p, s) in enumerate(zip(
         column(allocs, "pid", np.uint32).tolist(), column(allocs, "seq", np.uint64).tolist()))}
@@ -86,15 +99,17 @@ def _observations(trace, rows: np.ndarray, n: int) -> tuple[list, list]:
     dwell = column(windows, "dwell_ns", np.float64)
     untouched = (column(windows, "pages", np.int64)
                  - column(windows, "touched", np.int64)).clip(min=0)
-    for r in np.unique(wrow[wrow >= 0]).tolist():
-        mine = wrow == r
+    for r in np.unique(wrow[(wrow >= 0) & armed_in]).tolist():
+        mine = (wrow == r) & armed_in
         censored[r].append((dwell[mine], untouched[mine]))
     mapped = sample_objects(trace)
     hit = mapped >= 0
     if hit.any():
         srow = rows[mapped[hit]]
         delay = sampler_corrected(trace, hit)
-        ok = srow >= 0
+        armed = (column(trace.samples, "time_ns", np.int64)[hit]
+                 - column(trace.samples, "latency", np.int64)[hit] * US)
+        ok = (srow >= 0) & in_spans(armed, spans)
         for r in np.unique(srow[ok]).tolist():
             events[r].append(delay[ok & (srow == r)])
     return events, censored
@@ -184,10 +199,14 @@ def concave_majorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, np.interp(x, x[hull], y[hull]))
 
 
-def reuse_curves(traces: list) -> ReuseCurves:
+def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> ReuseCurves:
     """The curves of the first recording's objects, pooled over all recordings (module
-    docstring). Recordings without windows add nothing."""
+    docstring). Recordings without windows add nothing. With spans ([start, end) ns of the
+    first recording, e.g. one plan's phases): the first recording's windows armed within
+    them only, and the run's duration is the time they cover."""
     first = traces[0]
+    if spans is not None:
+        traces = traces[:1]
     table = object_table(first, labels=False)
     n = table.num_rows
     events: list[list[np.ndarray]] = [[] for _ in range(n)]
@@ -196,11 +215,14 @@ def reuse_curves(traces: list) -> ReuseCurves:
     for k, trace in enumerate(traces):
         rows = (np.arange(n, dtype=np.int64) if k == 0
                 else matched_rows(table, object_table(trace, labels=False)))
-        ev, ce = _observations(trace, rows, n)
+        ev, ce = _observations(trace, rows, n, spans)
         for r in range(n):
             events[r].extend(ev[r])
             censored[r].extend(ce[r])
-        durations.append(max(1, trace_end_ns(trace) - int(trace.start_ns)))
+        lo, hi = int(trace.start_ns), trace_end_ns(trace)
+        covered = (hi - lo if spans is None else
+                   sum(max(0, min(e, hi) - max(b, lo)) for b, e in spans))
+        durations.append(max(1, covered))
     horizon = np.zeros(n)
     share = np.zeros((n, GRID))
     slope = np.zeros(n)

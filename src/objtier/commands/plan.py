@@ -288,9 +288,8 @@ def _model_memory(args: argparse.Namespace, profile: Any, peak: int | None):
         return None
     from objtier.planning import ModelMemory, other_bytes, recorded_footprint
 
-    if args.dynamic or args.phases:
-        raise UsageError("--local plans one placement for the whole run: not with --dynamic "
-                         "or --phases")
+    if args.dynamic:
+        raise UsageError("--local plans a static placement: not with --dynamic")
     footprint = peak or recorded_footprint(profile) or profile.footprint_bytes()
     local = planner_budget_bytes(args.local, footprint)
     return ModelMemory(local, other_bytes(footprint, profile.objects))
@@ -308,12 +307,16 @@ def model_lines(made: Any, memory: Any) -> list[str]:
         return [f"kernel model not used: {made.model_note}"]
     c = made.choice
     mib = 1 << 20
-    return [f"kernel model (estimated): local {memory.local_bytes / mib:.1f} MiB, of it "
-            f"{c.other_bytes / mib:.1f} MiB held outside tracked objects; chose "
-            f"'{c.name}', locking {c.placement.used_bytes / mib:.1f} MiB: "
-            f"{c.chosen.swapins:,.0f} swap-ins predicted, {c.nothing.swapins:,.0f} with "
-            f"nothing locked",
-            "  candidates: " + ", ".join(f"{k} {v:,.0f}" for k, v in c.predictions.items())]
+    locking = (f", locking {c.placement.used_bytes / mib:.1f} MiB" if c.placement is not None
+               else " (one plan per phase)")
+    out = [f"kernel model (estimated): local {memory.local_bytes / mib:.1f} MiB, of it "
+           f"{c.other_bytes / mib:.1f} MiB held outside tracked objects; chose "
+           f"'{c.name}'{locking}: {c.chosen.swapins:,.0f} swap-ins predicted, "
+           f"{c.nothing.swapins:,.0f} with nothing locked",
+           "  candidates: " + ", ".join(f"{k} {v:,.0f}" for k, v in c.predictions.items())]
+    if made.model_note:
+        out.append(f"  {made.model_note}")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
