@@ -210,7 +210,11 @@ void camat_destroy(camat_model *m)
     free(m);
 }
 
-/* Issue cycle of the next access of core k. */
+/* Issue cycle of the next access of core k. Accesses enter the window in order (k->cycle is
+ * that in-order front: issue_width per cycle, no earlier than the retirement of the access
+ * `window` places before); an access that depends on an earlier one then waits for its data,
+ * and the accesses after it do not wait with it (an out-of-order core: only their own
+ * dependences and the in-order retirement hold them back). */
 static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floor)
 {
     uint64_t t = floor;
@@ -221,11 +225,6 @@ static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floo
         if (r > t)
             t = r;
     }
-    if (dep && dep <= k->n && dep <= m->cfg.window) {
-        uint64_t d = k->done[(k->n - dep) % HIST];
-        if (d > t)
-            t = d;
-    }
     if (t == k->cycle && k->n && k->in_cycle >= m->cfg.issue_width)
         t++;
     if (t != k->cycle || !k->n) {
@@ -233,6 +232,11 @@ static uint64_t issue_cycle(camat_model *m, core *k, uint32_t dep, uint64_t floo
         k->in_cycle = 0;
     }
     k->in_cycle++;
+    if (dep && dep <= k->n && dep <= m->cfg.window) {
+        uint64_t d = k->done[(k->n - dep) % HIST];
+        if (d > t)
+            t = d;
+    }
     return t;
 }
 
@@ -259,8 +263,8 @@ static inline __attribute__((always_inline)) int feed_one_in(camat_model *m, con
     int write = a->flags & CAMAT_WRITE;
     uint64_t line = a->addr >> m->line_shift;
     uint64_t t = issue_cycle(m, k, a->dep, floor);
-    if (t > m->gmax)
-        m->gmax = t;
+    if (k->cycle > m->gmax) /* the in-order front: a dependent access waiting leads no core */
+        m->gmax = k->cycle;
     uint64_t bytes = multi ? cm_chunk_mask(m, a->addr, a->flags >> 8) : 0;
 
     /* Which level serves it. */

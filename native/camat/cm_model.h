@@ -54,7 +54,7 @@ struct camat_model {
     mshr_set mllc;
     cm_local local;
     uint8_t *pinned;
-    uint64_t gmax;  /* most advanced issue cycle */
+    uint64_t gmax;  /* most advanced in-order issue front (core.cycle) */
     uint64_t swept; /* frontier of the last advance of all timelines */
     uint64_t batch; /* cycles the frontier moves between advances */
     uint64_t last_done;

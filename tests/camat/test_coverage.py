@@ -71,3 +71,39 @@ def test_windows_past_the_budget_are_reported_as_cut(exe, tmp_path):
     assert "budget ran out" in run.stderr
     page = html.unescape((tmp_path / "out" / "camat.html").read_text())
     assert "Warning: the stream's budget ran out" in page
+
+
+def _grid(n: int, per: int = 16) -> list[int]:
+    """The runtime's window positions (sampler_trace.c, grid_step): n of them."""
+    out, g = [], 0
+    while len(out) < n:
+        out.append(g)
+        step = 1
+        while g >= per * step:
+            step *= 2
+        g += step
+    return out
+
+
+def test_windows_at_multiples_of_the_last_spacing_are_kept_at_one_length():
+    import numpy as np
+
+    from objtier.camat.coverage import select_windows
+
+    grid = _grid(30)  # 0..15, 16, 18, ... 30, 32, 36, ... 52
+    assert grid[15:18] == [15, 16, 18] and grid[-3:] == [44, 48, 52]
+    sizes = [100] * 29 + [30]  # the run ended inside the last window
+    sizes[4] = 99  # a window (g = 4) that lost a record to a dropped claim
+    opened = np.cumsum([0] + sizes[:-1])
+    order = np.arange(sum(sizes), dtype=np.uint64)
+    got = select_windows(order, (np.array(grid), opened, None))
+    step = grid[-1] - grid[-2]
+    assert step == 4
+    kept = [g for g, n in zip(grid, sizes) if g % step == 0 and n >= 75]
+    # 0, 4, 8, 12; 16, 20, 24, 28; 32, 36, ... 48 (52 ended early)
+    assert got["windows_modelled"] == len(kept) == 13 and got["window"] == 99
+    assert got["modelled_accesses"] == 13 * 99 == got["mask"].sum()
+    assert got["grid_step_accesses"] == 4 * 100 and got["reaches"] is None
+    first = order[got["mask"]][:99]  # window g = 0, cut to the common length
+    assert (first == np.arange(99)).all()
+    assert select_windows(order, (np.array(grid), opened, 60))["reaches"] == 60 * 100

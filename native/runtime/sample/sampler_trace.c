@@ -26,13 +26,15 @@
  * the whole run instead of its first N accesses (the same budget N): window positions are a
  * grid over the process's accesses (counted in batches of STREAM_BATCH per thread), in units of
  * B: grid index g = 0, 1, ... STREAM_GRID - 1, then every 2nd up to 2 * STREAM_GRID, every 4th
- * up to 4 * STREAM_GRID, and so on. The windows whose index is a multiple of the last window's
- * step are then evenly spaced over the run (STREAM_GRID / 2 to STREAM_GRID of them), whatever
- * its length; the others were written before the step doubled. Each window's opening is a pair
+ * up to 4 * STREAM_GRID, and so on. The windows whose index is a multiple of the spacing of
+ * the last two are then evenly spaced over the run (STREAM_GRID / 2 to STREAM_GRID of them),
+ * whatever its length; the others were written before the step doubled. Each opening is a pair
  * of COUNTERS records, "trace.stream.window" (g) and "trace.stream.window_order" (the order
- * counter at the opening: the window's records follow it). A thread holding records claimed in
- * a window drops them when the next window opens, so the records of a window lie between its
- * opening and the next (up to a record in flight at the opening).
+ * counter at the opening: the window's records follow it); the first window that comes due
+ * after the budget is spent is one "trace.stream.window_skipped" record (its g: the stream
+ * covers the run up to there), and none is written when the run ends first. A thread holding
+ * records claimed in a window drops them when the next window opens, so the records of a
+ * window lie between its opening and the next (up to a record in flight at the opening).
  *
  * For 4- and 8-byte loads the value about to be loaded is read first (the program reads the
  * same bytes next), to name the data dependence of later accesses on it
@@ -85,6 +87,7 @@
 #define STREAM_BATCH    1024        /* accesses a thread counts before adding them to stream_seen */
 #define STREAM_CTR_G    0xFFFF0001U /* COUNTER_DEF ids of the window records (above the ids */
 #define STREAM_CTR_O    0xFFFF0002U /* region_pmu.c gives: phase * events + term) */
+#define STREAM_CTR_S    0xFFFF0003U
 /* Never instrument the callbacks themselves (should this file be built by an instrumenting
  * compiler): they would call themselves. */
 #if defined(__clang__)
@@ -159,6 +162,7 @@ static _Atomic uint64_t stream_grid;  /* windows: grid index of the next window 
 static _Atomic uint64_t stream_gen;   /* windows: windows opened so far */
 static _Atomic int64_t window_left;   /* windows: records of the open window not yet claimed */
 static _Atomic int window_defs;       /* windows: COUNTER_DEF records written */
+static _Atomic int window_skipped;    /* windows: a window came due after the budget was spent */
 
 uint64_t rt_trace_stream_order(void)
 {
@@ -371,9 +375,10 @@ static NOINST uint64_t grid_step(uint64_t g)
 static NOINST void window_counter_defs(void)
 {
     static const char unit[] = "index";
-    static const char *const names[2] = {"trace.stream.window", "trace.stream.window_order"};
-    static const uint32_t ids[2] = {STREAM_CTR_G, STREAM_CTR_O};
-    for (int k = 0; k < 2; k++) {
+    static const char *const names[3] = {"trace.stream.window", "trace.stream.window_order",
+                                         "trace.stream.window_skipped"};
+    static const uint32_t ids[3] = {STREAM_CTR_G, STREAM_CTR_O, STREAM_CTR_S};
+    for (int k = 0; k < 3; k++) {
         ot_counter_def_record d = {
             .id = ids[k], .unit_len = sizeof unit - 1, .name_len = (uint16_t)strlen(names[k])};
         rt_write_var_record(&rt_w, OT_TAG_COUNTER_DEF, &d, sizeof d, names[k], d.name_len, unit,
@@ -394,15 +399,23 @@ static NOINST __attribute__((noinline)) void window_tick(tr_thread *t)
     if (seen < g * stream_window + STREAM_BATCH ||
         !atomic_compare_exchange_strong(&stream_grid, &g, g + grid_step(g)))
         return;
-    if (atomic_load_explicit(&stream_left, memory_order_relaxed) <= 0)
-        return; /* the budget is spent: no window, no record of one */
     if (!atomic_exchange(&window_defs, 1))
         window_counter_defs();
+    unsigned char blk[sizeof(ot_block_header) + 2 * sizeof(ot_counter_record)];
+    uint64_t now = rt_now_ns();
+    if (atomic_load_explicit(&stream_left, memory_order_relaxed) <= 0) {
+        /* the budget is spent: the first window that comes due is named (where the stream
+         * stops covering the run), then every thread stops counting */
+        if (!atomic_exchange(&window_skipped, 1)) {
+            ot_counter_record r = {.time_ns = now, .id = STREAM_CTR_S, .value = (int64_t)g};
+            memcpy(blk + sizeof(ot_block_header), &r, sizeof r);
+            rt_write_block(&rt_w, blk, OT_TAG_COUNTERS, sizeof r, sizeof r, 1);
+        }
+        return;
+    }
     uint64_t order = atomic_load_explicit(&stream_order, memory_order_relaxed);
     atomic_store(&window_left, (int64_t)stream_window);
     atomic_fetch_add(&stream_gen, 1);
-    unsigned char blk[sizeof(ot_block_header) + 2 * sizeof(ot_counter_record)];
-    uint64_t now = rt_now_ns();
     ot_counter_record r[2] = {{.time_ns = now, .id = STREAM_CTR_G, .value = (int64_t)g},
                               {.time_ns = now, .id = STREAM_CTR_O, .value = (int64_t)order}};
     memcpy(blk + sizeof(ot_block_header), r, sizeof r);
@@ -433,7 +446,7 @@ static NOINST int stream_claim(tr_thread *t)
     }
     int64_t left = atomic_fetch_sub_explicit(&stream_left, want, memory_order_relaxed);
     if (left <= 0) {
-        t->sdone = 1;
+        t->sdone = !stream_window; /* windows: keep counting until a window comes due */
         return 0;
     }
     t->sn = 0;
@@ -449,8 +462,13 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
     if (t->sdone)
         return;
     if (stream_window) {
-        if (++t->sseen >= STREAM_BATCH)
+        if (++t->sseen >= STREAM_BATCH) {
             window_tick(t);
+            if (atomic_load_explicit(&window_skipped, memory_order_relaxed)) {
+                t->sdone = 1; /* the stream's end is recorded: nothing more to count */
+                return;
+            }
+        }
         if (t->scap && t->swin != atomic_load_explicit(&stream_gen, memory_order_relaxed)) {
             stream_flush(t); /* a later window opened: the rest of this claim is dropped */
             t->sn = t->scap = 0;

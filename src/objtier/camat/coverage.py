@@ -22,6 +22,7 @@ from objtier.trace.columns import column
 
 WINDOW_COUNTER = "trace.stream.window"
 ORDER_COUNTER = "trace.stream.window_order"
+SKIPPED_COUNTER = "trace.stream.window_skipped"  # the first window due after the budget ran out
 SHORT_WINDOW = 0.75  # a window with fewer records than this share of the longest is left out
                      # (the run ended inside it)
 CUT = 0.99           # a modelled share below this is reported as cut
@@ -41,9 +42,10 @@ def run_accesses(trace, pid: int | None = None) -> int | None:
     return int(loads.sum() + stores.sum())
 
 
-def window_marks(trace) -> tuple[np.ndarray, np.ndarray] | None:
-    """(grid index, order at the opening) of each window, in opening order; None for a stream
-    of the first N accesses."""
+def window_marks(trace) -> tuple[np.ndarray, np.ndarray, int | None] | None:
+    """(grid index, order at the opening) of each window, in opening order, and the grid index
+    of the first window that came due after the budget ran out (None: the run ended first);
+    None for a stream of the first N accesses."""
     ctr = trace.counters
     if not ctr.num_rows:
         return None
@@ -59,16 +61,22 @@ def window_marks(trace) -> tuple[np.ndarray, np.ndarray] | None:
                          "its order)")
     g_rows = g_rows[np.argsort(times[g_rows], kind="stable")]
     o_rows = o_rows[np.argsort(times[o_rows], kind="stable")]
-    return values[g_rows].astype(np.int64), values[o_rows].astype(np.int64)
+    skipped = np.flatnonzero(names == SKIPPED_COUNTER)
+    return (values[g_rows].astype(np.int64), values[o_rows].astype(np.int64),
+            int(values[skipped].min()) if len(skipped) else None)
 
 
-def select_windows(order: np.ndarray, marks: tuple[np.ndarray, np.ndarray]) -> dict:
+def select_windows(order: np.ndarray, marks: tuple) -> dict:
     """The windows the model takes: a mask over the records (in `order`'s order, sorted), the
-    common length, and the figures of camat.json's "coverage" (without the run total)."""
-    grid, opened = marks
+    common length, and the figures of camat.json's "coverage" (without the run total).
+    `reaches`: accesses of the run the windows stand for, up to the window that came due after
+    the budget ran out (None when every window that came due was recorded)."""
+    grid, opened, skipped = marks
     win = np.searchsorted(opened, order.astype(np.int64), side="right") - 1
     sizes = np.bincount(win[win >= 0], minlength=len(grid))
-    width = int(sizes.max()) if len(sizes) else 0  # records per window (B)
+    # records per window (B): the usual size (a window may gain a record in flight at its
+    # neighbour's opening, or lose a dropped claim; the run may end inside the last)
+    width = int(np.median(sizes)) if len(sizes) else 0
     step = int(grid[-1] - grid[-2]) if len(grid) >= 2 else 1
     even = (grid % step == 0) & (sizes >= SHORT_WINDOW * width)
     if not even.any():
@@ -82,7 +90,7 @@ def select_windows(order: np.ndarray, marks: tuple[np.ndarray, np.ndarray]) -> d
             "windows_recorded": int(len(grid)), "windows_modelled": int(even.sum()),
             "window_records": width, "grid_step_accesses": step * width,
             "recorded_accesses": int(len(order)), "modelled_accesses": int(keep.sum()),
-            "reaches": (last + step) * width}
+            "last_window": last, "reaches": None if skipped is None else skipped * width}
 
 
 def coverage(trace, order: np.ndarray, pids: np.ndarray) -> dict:
@@ -101,7 +109,10 @@ def coverage(trace, order: np.ndarray, pids: np.ndarray) -> dict:
     else:
         cov = select_windows(order, marks)
     cov["run_accesses"] = total
-    cov["share"] = None if not total else min(1.0, cov["reaches"] / total)
+    if cov["reaches"] is None:  # windows, and every one that came due was recorded
+        cov["share"] = 1.0
+    else:
+        cov["share"] = None if not total else min(1.0, cov["reaches"] / total)
     cov["cut"] = cov["share"] is not None and cov["share"] < CUT
     cov["modelled_share"] = None if not total else min(1.0, cov["modelled_accesses"] / total)
     return cov
