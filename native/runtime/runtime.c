@@ -271,6 +271,7 @@ static void fork_child(void)
     if (!follow) {
         /* never write into the parent's file */
         atomic_store(&rt_min_size, UINT64_MAX);
+        atomic_store(&rt_site_threshold, 0);
         atomic_store(&rt_state, RT_PASSIVE);
         rt_w.fd = -1;
     }
@@ -305,6 +306,7 @@ static void finish(int status, int have_status)
     rt_online_finish();
     rt_place_finish();
     atomic_store(&rt_min_size, UINT64_MAX);
+    atomic_store(&rt_site_threshold, 0);
     atomic_store(&rt_state, RT_CLOSED);
     rt_flush_all(&rt_w, 1);
     if (sampler) {
@@ -392,6 +394,8 @@ __attribute__((constructor(101))) static void rt_start(void)
     if (sampler && sampler->init(&rt_cfg) != 0)
         sampler = NULL;
     atomic_store(&rt_min_size, rt_cfg.min_size);
+    rt_site_period = rt_cfg.site_period;
+    atomic_store(&rt_site_threshold, rt_cfg.output[0] ? ot_site_threshold(rt_cfg.site_period) : 0);
     state = RT_ACTIVE;
     atomic_store(&rt_state, state);
     /* under a memory limit the background threads keep to this CPU (rt.h) */

@@ -68,6 +68,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_ONLINE_MS", U64, "0", 0, 60_000),
     Setting("OBJTIER_ONLINE_STATS", PATH, ""),
     Setting("OBJTIER_ONLINE_PHASES", BOOL, "1"),
+    Setting("OBJTIER_SITE_PERIOD", U64, "64", 0, 1 << 30),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -39,7 +39,7 @@
 
 #define OT_MAGIC              "OBJTIER\0" /* 8 bytes, includes the NUL */
 #define OT_VERSION_MAJOR      1           /* readers reject a different major version */
-#define OT_VERSION_MINOR      3           /* additions only: new tags, new trailing fields */
+#define OT_VERSION_MINOR      4           /* additions only: new tags, new trailing fields */
 #define OT_BLOCK_MAGIC        0x4B42544FU /* "OTBK" read as a little-endian uint32 */
 #define OT_BLOCK_TARGET_BYTES (64 * 1024) /* writers flush a block at about this size */
 
@@ -102,6 +102,8 @@ enum ot_tag {
     OT_TAG_WINDOW = 17,        /* fixed: ot_window_record (fault sampler exposure), since 1.1 */
     OT_TAG_ACCESS = 18,        /* fixed: ot_access_record (ordered access stream), since 1.2 */
     OT_TAG_REGION = 19,        /* fixed: ot_region_record (code region markers), since 1.3 */
+    OT_TAG_SITE_ALLOC = 20,    /* fixed: ot_site_alloc_record (sampled small block), since 1.4 */
+    OT_TAG_SITE_FREE = 21,     /* fixed: ot_site_free_record, since 1.4 */
     OT_TAG_COUNT_              /* one past the last tag */
 };
 
@@ -427,6 +429,53 @@ typedef struct ot_region_record {
     uint32_t reserved;
 } ot_region_record;
 _Static_assert(sizeof(ot_region_record) == 32, "ot_region_record is 32 bytes");
+
+/* Allocation sites: sampled small blocks ------------------------------------
+ * Heap blocks below OBJTIER_MIN_SIZE are not objects. With OBJTIER_SITE_PERIOD = N > 0 the
+ * runtime samples about 1 in N of them, by address: a block returned at address a is sampled
+ * iff ot_site_hash(a) < ot_site_threshold(N), decided again at each allocation (so the choice
+ * needs no index: free() recomputes it from the pointer alone and writes a SITE_FREE only for
+ * addresses that hash below the threshold). A SITE_FREE closes the latest earlier SITE_ALLOC of
+ * the same pid and address (by seq); one that matches none (a block allocated before recording
+ * started, or by the runtime itself) is ignored. Estimates per calling context (its "site"):
+ * blocks = N * sampled blocks, bytes = N * sampled bytes; they are estimates (address-based
+ * sampling: a site whose blocks keep reusing one address is all or nothing). Since 1.4. */
+#define OT_SITE_HASH_MUL 0x9E3779B97F4A7C15ULL /* 2^64 / golden ratio (Fibonacci hashing) */
+
+static inline uint64_t ot_site_hash(uint64_t addr)
+{
+    return (addr >> 4) * OT_SITE_HASH_MUL; /* heap blocks are 16-byte aligned */
+}
+
+/* The threshold for 1 in `period` blocks; 0 (nothing sampled) when period is 0. */
+static inline uint64_t ot_site_threshold(uint64_t period)
+{
+    return period ? UINT64_MAX / period : 0;
+}
+
+typedef struct ot_site_alloc_record {
+    uint64_t time_ns; /* CLOCK_MONOTONIC, after the allocator returned */
+    uint64_t seq;     /* per-process order of SITE_ALLOC and SITE_FREE records, from 1 (a
+                         counter of its own: ot_alloc_record.seq stays dense) */
+    uint64_t addr;    /* first byte returned to the program */
+    uint64_t size;    /* bytes requested */
+    uint32_t tid;
+    uint32_t context; /* ot_context_record.id of the allocation call stack */
+    uint32_t period;  /* OBJTIER_SITE_PERIOD: this block stands for `period` blocks */
+    uint16_t kind;    /* enum ot_alloc_kind (MALLOC ... NEW) */
+    uint16_t flags;   /* reserved, 0 */
+} ot_site_alloc_record;
+_Static_assert(sizeof(ot_site_alloc_record) == 48, "ot_site_alloc_record is 48 bytes");
+
+typedef struct ot_site_free_record {
+    uint64_t time_ns; /* before the allocator took the block back */
+    uint64_t seq;     /* same counter as ot_site_alloc_record.seq */
+    uint64_t addr;    /* the block's first byte */
+    uint32_t tid;
+    uint16_t kind;  /* enum ot_free_kind: FREE or REALLOC */
+    uint16_t flags; /* reserved, 0 */
+} ot_site_free_record;
+_Static_assert(sizeof(ot_site_free_record) == 32, "ot_site_free_record is 32 bytes");
 
 /* Stable context key --------------------------------------------------------
  * A calling context's identity across runs, PIE/ASLR and machines: FNV-1a 64 over,

@@ -55,6 +55,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_ONLINE_MS", T_U64, "0", 0, 60000, F(online_ms)},
     {"OBJTIER_ONLINE_STATS", T_PATH, "", 0, 0, F(online_stats)},
     {"OBJTIER_ONLINE_PHASES", T_BOOL, "1", 0, 1, F(online_phases)},
+    {"OBJTIER_SITE_PERIOD", T_U64, "64", 0, 1 << 30, F(site_period)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

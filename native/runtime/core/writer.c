@@ -11,9 +11,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static const uint16_t buf_tags[RT_BUF_COUNT] = {OT_TAG_ALLOC, OT_TAG_FREE, OT_TAG_SAMPLE};
-static const uint16_t buf_sizes[RT_BUF_COUNT] = {sizeof(ot_alloc_record), sizeof(ot_free_record),
-                                                 sizeof(ot_sample_record)};
+static const uint16_t buf_tags[RT_BUF_COUNT] = {OT_TAG_ALLOC, OT_TAG_FREE, OT_TAG_SAMPLE,
+                                                OT_TAG_SITE_ALLOC, OT_TAG_SITE_FREE};
+static const uint16_t buf_sizes[RT_BUF_COUNT] = {
+    sizeof(ot_alloc_record), sizeof(ot_free_record), sizeof(ot_sample_record),
+    sizeof(ot_site_alloc_record), sizeof(ot_site_free_record)};
 
 int rt_trace_dir_open(const char *dir)
 {

@@ -3,9 +3,9 @@
  *
  * Invariants
  *   - A thread buffer (rt_tbuf) holds one pending block per fixed-size tag it writes
- *     (ALLOC, FREE, SAMPLE). Its memory comes from mmap and is never returned while the
- *     writer is open: a finished thread marks it free and the next new thread reuses it,
- *     so the list of buffers only grows to the peak number of live threads.
+ *     (ALLOC, FREE, SAMPLE, SITE_ALLOC, SITE_FREE). Its memory comes from mmap and is never
+ *     returned while the writer is open: a finished thread marks it free and the next new
+ *     thread reuses it, so the list of buffers only grows to the peak number of live threads.
  *   - A pending block (rt_buf) is touched only by whoever holds its busy flag: the owner
  *     thread while appending, or the flusher / exit path while writing it out. Signal
  *     handlers only try the flag once (never spin) so they cannot deadlock with the
@@ -22,7 +22,14 @@
 
 #include "objtier/trace_format.h"
 
-enum { RT_BUF_ALLOC = 0, RT_BUF_FREE = 1, RT_BUF_SAMPLE = 2, RT_BUF_COUNT = 3 };
+enum {
+    RT_BUF_ALLOC = 0,
+    RT_BUF_FREE = 1,
+    RT_BUF_SAMPLE = 2,
+    RT_BUF_SITE_ALLOC = 3,
+    RT_BUF_SITE_FREE = 4,
+    RT_BUF_COUNT = 5
+};
 
 typedef struct rt_buf {
     _Atomic int busy;     /* 1 while someone reads or writes this block */

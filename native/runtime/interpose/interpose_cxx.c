@@ -17,9 +17,12 @@
 
 static inline void note(void *p, size_t n)
 {
-    if (p && RT_UNLIKELY(n >= atomic_load_explicit(&rt_min_size, memory_order_relaxed)) &&
-        rt_guard == 0)
+    if (!p || rt_guard != 0)
+        return;
+    if (RT_UNLIKELY(n >= atomic_load_explicit(&rt_min_size, memory_order_relaxed)))
         rt_on_alloc(p, n, OT_ALLOC_NEW, RW, 0);
+    else if (rt_site_hit(p))
+        rt_on_site_alloc(p, n, OT_ALLOC_NEW);
 }
 
 static void *fallback(size_t n, size_t align, int nothrow)

@@ -1,7 +1,9 @@
 /*
  * malloc family. Fast path: one compare of the size against rt_min_size (UINT64_MAX
- * when not recording); free() of untracked memory costs a load of rt_reg_live and,
- * only when objects are tracked, malloc_usable_size() < min size.
+ * when not recording) and, below it, the site-sampling test of the returned address (one
+ * multiply and compare, track.h rt_site_hit); free() of untracked memory costs a load of
+ * rt_reg_live and, only when objects are tracked, malloc_usable_size() < min size, then
+ * the same site test of the pointer.
  */
 #define _GNU_SOURCE
 #include "placement.h"
@@ -33,14 +35,31 @@ static inline void resolve(void)
         rt_real_init();
 }
 
-/* A pointer the program is releasing: 1 if it was tracked (FREE written). */
+/* A block the program got: an object (size at least min size) or a sampled small block. */
+static inline void note(void *p, size_t n, uint16_t kind)
+{
+    if (!p)
+        return;
+    if (want(n))
+        rt_on_alloc(p, n, kind, RW, 0);
+    else if (rt_site_hit(p) && rt_guard == 0)
+        rt_on_site_alloc(p, n, kind);
+}
+
+/* A pointer the program is releasing: 1 if it was tracked (FREE written); else a SITE_FREE
+ * when its address is one the site sampling picks (written for any such address: the reader
+ * drops those that close no SITE_ALLOC). */
 static inline int release(void *p, uint16_t kind)
 {
-    if (RT_LIKELY(atomic_load_explicit(&rt_reg_live, memory_order_relaxed) == 0) || rt_guard)
+    if (rt_guard)
         return 0;
-    if (malloc_usable_size(p) < atomic_load_explicit(&rt_min_size, memory_order_relaxed))
-        return 0;
-    return rt_on_free(p, kind);
+    if (RT_UNLIKELY(atomic_load_explicit(&rt_reg_live, memory_order_relaxed) != 0) &&
+        malloc_usable_size(p) >= atomic_load_explicit(&rt_min_size, memory_order_relaxed) &&
+        rt_on_free(p, kind))
+        return 1;
+    if (rt_site_hit(p))
+        rt_on_site_free(p, kind);
+    return 0;
 }
 
 void *malloc(size_t n)
@@ -49,8 +68,7 @@ void *malloc(size_t n)
         return rt_arena_alloc(n, 16);
     resolve();
     void *p = rt_real.malloc(n);
-    if (want(n) && p)
-        rt_on_alloc(p, n, OT_ALLOC_MALLOC, RW, 0);
+    note(p, n, OT_ALLOC_MALLOC);
     return p;
 }
 
@@ -63,8 +81,8 @@ void *calloc(size_t k, size_t n)
     }
     resolve();
     void *p = rt_real.calloc(k, n);
-    if (p && (!n || k <= SIZE_MAX / n) && want(k * n))
-        rt_on_alloc(p, k * n, OT_ALLOC_CALLOC, RW, 0);
+    if (!n || k <= SIZE_MAX / n)
+        note(p, k * n, OT_ALLOC_CALLOC);
     return p;
 }
 
@@ -117,7 +135,14 @@ static void *realloc_common(void *p, size_t n, int array, size_t k)
         }
         rt_guard--;
     }
+    /* a sampled small block: its SITE_FREE goes before the real realloc can hand the
+     * address to another thread, whose SITE_ALLOC must come after it */
+    int site_old = p && !tracked && !rt_guard && rt_site_hit(p);
+    if (site_old)
+        rt_on_site_free(p, OT_FREE_REALLOC);
     void *q = array ? rt_real.reallocarray(p, k, n) : rt_real.realloc(p, n);
+    if (site_old && !q && bytes != 0) /* failed: the old block is still the program's */
+        rt_on_site_alloc(p, malloc_usable_size(p), OT_ALLOC_REALLOC);
     if (tracked) {
         if (!q && bytes != 0) {
             rt_reinsert(&old); /* failed: the old object is still the program's */
@@ -127,8 +152,7 @@ static void *realloc_common(void *p, size_t n, int array, size_t k)
         rt_on_unmap_free_record(old.addr, OT_FREE_REALLOC);
         rt_guard--;
     }
-    if (q && want(bytes))
-        rt_on_alloc(q, bytes, OT_ALLOC_REALLOC, RW, 0);
+    note(q, bytes, OT_ALLOC_REALLOC);
     return q;
 }
 
@@ -150,8 +174,8 @@ int posix_memalign(void **out, size_t align, size_t n)
     }
     resolve();
     int r = rt_real.posix_memalign(out, align, n);
-    if (r == 0 && want(n))
-        rt_on_alloc(*out, n, OT_ALLOC_POSIX_MEMALIGN, RW, 0);
+    if (r == 0)
+        note(*out, n, OT_ALLOC_POSIX_MEMALIGN);
     return r;
 }
 
@@ -161,8 +185,7 @@ void *aligned_alloc(size_t align, size_t n)
         return rt_arena_alloc(n, align);
     resolve();
     void *p = rt_real.aligned_alloc(align, n);
-    if (p && want(n))
-        rt_on_alloc(p, n, OT_ALLOC_ALIGNED_ALLOC, RW, 0);
+    note(p, n, OT_ALLOC_ALIGNED_ALLOC);
     return p;
 }
 
@@ -172,8 +195,7 @@ void *memalign(size_t align, size_t n)
         return rt_arena_alloc(n, align);
     resolve();
     void *p = rt_real.memalign(align, n);
-    if (p && want(n))
-        rt_on_alloc(p, n, OT_ALLOC_MEMALIGN, RW, 0);
+    note(p, n, OT_ALLOC_MEMALIGN);
     return p;
 }
 
@@ -183,8 +205,7 @@ void *valloc(size_t n)
         return rt_arena_alloc(n, 4096);
     resolve();
     void *p = rt_real.valloc(n);
-    if (p && want(n))
-        rt_on_alloc(p, n, OT_ALLOC_VALLOC, RW, 0);
+    note(p, n, OT_ALLOC_VALLOC);
     return p;
 }
 
@@ -194,7 +215,6 @@ void *pvalloc(size_t n)
         return rt_arena_alloc(n, 4096);
     resolve();
     void *p = rt_real.pvalloc(n);
-    if (p && want(n))
-        rt_on_alloc(p, n, OT_ALLOC_PVALLOC, RW, 0);
+    note(p, n, OT_ALLOC_PVALLOC);
     return p;
 }

@@ -21,6 +21,9 @@
 
 _Atomic uint64_t rt_min_size = UINT64_MAX;
 static _Atomic uint64_t seq_counter; /* ALLOC and FREE order, from 1 */
+_Atomic uint64_t rt_site_threshold;  /* 0 = no small block sampled */
+uint32_t rt_site_period;
+static _Atomic uint64_t site_seq; /* SITE_ALLOC and SITE_FREE order, from 1 */
 
 /* ---- records ------------------------------------------------------------------- */
 
@@ -68,6 +71,41 @@ void rt_on_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot, int is
         return;
     rt_guard++;
     track_alloc(addr, size, kind, prot, is_map, rt_context_capture(&rt_w));
+    rt_guard--;
+}
+
+void rt_on_site_alloc(void *addr, uint64_t size, uint16_t kind)
+{
+    if (!rt_active())
+        return;
+    rt_guard++;
+    ot_site_alloc_record r = {.context = rt_context_capture(&rt_w),
+                              .time_ns = rt_now_ns(),
+                              .seq = atomic_fetch_add(&site_seq, 1) + 1,
+                              .addr = (uint64_t)(uintptr_t)addr,
+                              .size = size,
+                              .tid = rt_tid(),
+                              .period = rt_site_period,
+                              .kind = kind};
+    rt_tbuf *t = rt_thread_buffers(0);
+    if (t)
+        rt_append(&rt_w, t, RT_BUF_SITE_ALLOC, &r, 0);
+    rt_guard--;
+}
+
+void rt_on_site_free(void *addr, uint16_t kind)
+{
+    if (!rt_active())
+        return;
+    rt_guard++;
+    ot_site_free_record r = {.time_ns = rt_now_ns(),
+                             .seq = atomic_fetch_add(&site_seq, 1) + 1,
+                             .addr = (uint64_t)(uintptr_t)addr,
+                             .tid = rt_tid(),
+                             .kind = kind};
+    rt_tbuf *t = rt_thread_buffers(0);
+    if (t)
+        rt_append(&rt_w, t, RT_BUF_SITE_FREE, &r, 0);
     rt_guard--;
 }
 

@@ -1,7 +1,9 @@
 """`objtier objects run.otr [--sort density|samples|size] [--top N]`: the objects table.
 
 A recording made with --sampler trace shows exact loads, stores and LLC-model misses per
-object and per calling context (objects_view decides which table a recording shows)."""
+object and per calling context (objects_view decides which table a recording shows). Then the
+coverage line (how much of the footprint the objects hold, analysis.coverage) and, when the
+recording sampled small blocks, the allocation sites (analysis.sites)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,15 @@ def run(args) -> int:
         contexts = exact_context_table(trace, labels=not args.no_symbols)
         console.print(contexts_rich_table(contexts, args.top))
     console.print(view.outside_line)
+    from objtier.analysis.coverage import coverage, coverage_line
+    from objtier.analysis.sites import has_sites, site_table, sites_period
+
+    console.print(coverage_line(coverage(trace)))
+    if has_sites(trace):
+        from objtier.report.summary import sites_rich_table
+
+        console.print(sites_rich_table(site_table(trace, labels=not args.no_symbols), args.top,
+                                       sites_period(trace)))
     if not args.no_symbols:
         from objtier.objects_view import missing_line_note
 

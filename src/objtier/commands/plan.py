@@ -410,6 +410,10 @@ def run(args: argparse.Namespace) -> int:
                     basis=basis, loads_stores=loads_stores)
     for phase, placement in made.placements.items():
         print(summary_line(placement, phase if args.phases else None, basis))
+    if getattr(profile, "traces", None):   # how much of the footprint the plan can see
+        from objtier.analysis.coverage import coverage, coverage_line
+
+        print(coverage_line(coverage(profile.traces[0])))
     if memory is not None:
         for line in model_lines(made, memory):
             print(line)

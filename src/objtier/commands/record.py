@@ -146,6 +146,10 @@ def summarize(output: Path, elapsed: float, returncode: int, say,
         stores = sum(counts.column("stores").to_pylist())
         say(f"exact counts: {loads} loads, {stores} stores over "
             f"{counts.num_rows} (object, context) pairs")
+    from objtier.analysis.coverage import coverage, coverage_line
+
+    for line in coverage_line(coverage(trace)).splitlines():
+        say(line)
     for warning in trace.warnings:
         say(f"warning: {warning}")
     from objtier.record.launcher import launcher_hint

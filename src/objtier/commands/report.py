@@ -49,5 +49,7 @@ def run(args) -> int:
     stdout = make_console()
     stdout.print(objects_rich_table(report.objects, args.top, exact=report.view.exact))
     stdout.print(report.view.outside_line)
+    if report.coverage_line:
+        stdout.print(report.coverage_line)
     print(f"report: {report.index_html}", flush=True)  # one unwrapped line, for scripts
     return 0

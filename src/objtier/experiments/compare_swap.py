@@ -400,6 +400,11 @@ def run_compare(command: list[str], settings: CompareSettings,
     profiles = record_profile(command, settings, say)
     from objtier.trace import open_trace
 
+    from objtier.analysis.coverage import coverage_line, coverage_of
+
+    covered = coverage_of(footprint, open_trace(profiles[0]), "the unlimited run's cgroup peak "
+                          "less page cache", page_cache)
+    say(coverage_line(covered).replace("\ncoverage: ", "; "))
     short = short_profile_warning(unlimited.wall_s, open_trace(profiles[0]).windows.num_rows > 0)
     if short:
         warnings.append(short)
@@ -503,6 +508,7 @@ def run_compare(command: list[str], settings: CompareSettings,
         summary["dynamic"] = moving["objtier-dynamic"].summary()
     if "objtier-online" in moving:
         summary["online"] = moving["objtier-online"].summary()
+    summary["coverage"] = covered.as_dict()   # the footprint the profile's objects cover
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)
 

@@ -6,6 +6,9 @@ one counter per record). Names and units:
                           pswpout, pgmajfault, pgfault (cumulative, pages or events)
   node<N>.memused_bytes   /sys/devices/system/node/node<N>/meminfo MemUsed (bytes)
   proc.rss_bytes, proc.swap_bytes    /proc/<pid>/status VmRSS, VmSwap (bytes)
+  proc.rss_anon_bytes, proc.rss_file_bytes, proc.rss_shmem_bytes, proc.stack_bytes,
+  proc.exe_bytes, proc.lib_bytes     /proc/<pid>/status RssAnon, RssFile, RssShmem, VmStk,
+                          VmExe, VmLib (bytes)
   proc.cpu_percent        utime+stime over the interval, % of one CPU
   proc.node<N>_bytes      the process's pages on node N from /proc/<pid>/numa_maps (bytes;
                           only on machines with more than one node)
@@ -31,6 +34,11 @@ MEMCG_STAT_FIELDS = ("rss", "cache", "swap", "pgmajfault", "pgfault", "pgpgin", 
 _NODE_PAGES = re.compile(r"\bN(\d+)=(\d+)")
 _PAGE_KB = re.compile(r"kernelpagesize_kB=(\d+)")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# /proc/<pid>/status fields [kB] -> counters [bytes]: the RSS split by kind, the main thread's
+# stack and the code's mapped sizes (VmStk, VmExe, VmLib: virtual sizes)
+STATUS_SPLIT = {"RssAnon:": "proc.rss_anon_bytes", "RssFile:": "proc.rss_file_bytes",
+                "RssShmem:": "proc.rss_shmem_bytes", "VmStk:": "proc.stack_bytes",
+                "VmExe:": "proc.exe_bytes", "VmLib:": "proc.lib_bytes"}
 NO_LIMIT = 1 << 60
 
 
@@ -67,6 +75,9 @@ def read_process(pid: int, per_node: bool = True) -> dict[str, int]:
                 out["proc.rss_bytes"] = int(line.split()[1]) * 1024
             elif line.startswith("VmSwap:"):
                 out["proc.swap_bytes"] = int(line.split()[1]) * 1024
+            elif line.startswith(tuple(STATUS_SPLIT)):   # what the RSS holds (analysis/coverage.py)
+                name, value = line.split()[:2]
+                out[STATUS_SPLIT[name]] = int(value) * 1024
         stat = Path(f"/proc/{pid}/stat").read_text()
         fields = stat[stat.rindex(")") + 2:].split()
         out["proc.cpu_ticks"] = int(fields[11]) + int(fields[12])  # utime + stime

@@ -47,6 +47,7 @@ class Report:
     basis: str = ""            # what `accesses` and density hold, for the page
     touches: D.Distribution | None = None   # Fig. 4's data, or why it is withheld
     reuse: D.Distribution | None = None     # Fig. 5's data, or why it is withheld
+    coverage_line: str = ""    # analysis.coverage: the footprint the objects cover
 
     @property
     def index_html(self) -> Path:
@@ -115,6 +116,12 @@ def build_report(trace, out_dir: str | Path, top: int = 10, progress=None,
         if report.hottest is not None and not D.is_window_sampler(sampler) else np.zeros(0)
     report.reuse = D.reuse(trace, mapped, report.hottest, sampler, shift, intervals)
     report.tables["objects"] = objects
+    from objtier.analysis.coverage import coverage, coverage_line
+    from objtier.analysis.sites import has_sites, site_table
+
+    report.coverage_line = coverage_line(coverage(trace))
+    if has_sites(trace):   # small blocks by calling context (estimates)
+        report.tables["sites"] = site_table(trace, labels=labels)
     if report.touches.table is not None:
         report.tables["touches"] = report.touches.table
     if report.reuse.values is not None:   # statistics of the values Fig. 5 draws [s]
@@ -263,6 +270,7 @@ def _render(report: Report, trace, top: int) -> None:
         basis=report.basis or "sampled accesses", sampler=report.sampler,
         unmapped_share=(report.unmapped / report.total_samples) if report.total_samples else 0.0,
         outside_note=view.outside_note if view else "",
+        coverage=report.coverage_line.splitlines(),
         objects_count=report.objects.num_rows, hottest=report.hottest,
         objects_html=_objects_table_html(ranked.select(shown), shown, report.stacks), top=top,
         shown_rows=min(report.objects.num_rows, MAX_TABLE_ROWS),

@@ -115,3 +115,22 @@ def contexts_rich_table(contexts: pa.Table, top: int) -> Table:
                       str(r["stores"]), str(r["llc_misses"]),
                       "-" if r["top_object"] < 0 else str(r["top_object"]), r["stack"])
     return table
+
+
+def sites_rich_table(sites: pa.Table, top: int, period: int | None) -> Table:
+    """Top allocation sites (small blocks grouped by calling context, analysis.sites) by
+    estimated peak live bytes. est_* figures are the sampled blocks times the period."""
+    rows = sites.slice(0, top).to_pylist()
+    table = Table(title=f"top {len(rows)} of {sites.num_rows} allocation sites (blocks below "
+                  f"--min-size) by peak live bytes; estimates: 1 in {period} blocks sampled")
+    for name in ("site", "pid", "blocks (est)", "mean size", "peak live (est)",
+                 "live at end (est)", "samples (est)"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("allocated at", justify="left", overflow="fold", min_width=24)
+    for r in rows:
+        table.add_row(str(r["site"]), str(r["pid"]), f"{r['est_blocks']:,}",
+                      human_bytes(r["mean_size"]), human_bytes(r["est_peak_bytes"]),
+                      human_bytes(r["est_live_end_bytes"]),
+                      f"{r['est_samples']:,}" if r["sampled_samples"] else "0",
+                      r["label"] or "")
+    return table

@@ -11,7 +11,7 @@ import numpy as np
 
 MAGIC = b"OBJTIER\0"
 VERSION_MAJOR = 1
-VERSION_MINOR = 3
+VERSION_MINOR = 4
 BLOCK_MAGIC = 0x4B42544F  # "OTBK"
 
 FILE_PROCESS = 1
@@ -37,6 +37,8 @@ TAG_PLACEMENT = 16
 TAG_WINDOW = 17  # since 1.1
 TAG_ACCESS = 18  # since 1.2
 TAG_REGION = 19  # since 1.3
+TAG_SITE_ALLOC = 20  # since 1.4
+TAG_SITE_FREE = 21  # since 1.4
 
 TAG_NAMES = {
     TAG_PROCESS: "PROCESS", TAG_MODULE: "MODULE", TAG_CONTEXT: "CONTEXT", TAG_ALLOC: "ALLOC",
@@ -45,6 +47,7 @@ TAG_NAMES = {
     TAG_SAMPLER_STATS: "SAMPLER_STATS", TAG_END: "END", TAG_ACCESS_COUNT: "ACCESS_COUNT",
     TAG_CCT_NODE: "CCT_NODE", TAG_RESIDENCY: "RESIDENCY", TAG_PLACEMENT: "PLACEMENT",
     TAG_WINDOW: "WINDOW", TAG_ACCESS: "ACCESS", TAG_REGION: "REGION",
+    TAG_SITE_ALLOC: "SITE_ALLOC", TAG_SITE_FREE: "SITE_FREE",
 }
 
 ALLOC_KINDS = {1: "malloc", 2: "calloc", 3: "realloc", 4: "posix_memalign", 5: "aligned_alloc",
@@ -147,6 +150,30 @@ REGION = np.dtype([
     ("depth", "<u2"), ("reserved", "<u4"),
 ])
 
+# Sampled small blocks (allocation sites), since 1.4; selection: site_hash / site_threshold
+SITE_ALLOC = np.dtype([
+    ("time_ns", "<u8"), ("seq", "<u8"), ("addr", "<u8"), ("size", "<u8"), ("tid", "<u4"),
+    ("context", "<u4"), ("period", "<u4"), ("kind", "<u2"), ("flags", "<u2"),
+])
+
+SITE_FREE = np.dtype([
+    ("time_ns", "<u8"), ("seq", "<u8"), ("addr", "<u8"), ("tid", "<u4"), ("kind", "<u2"),
+    ("flags", "<u2"),
+])
+SITE_HASH_MUL = 0x9E3779B97F4A7C15
+
+
+def site_hash(addr: np.ndarray) -> np.ndarray:
+    """ot_site_hash: (addr >> 4) * SITE_HASH_MUL mod 2**64 (uint64 arrays)."""
+    with np.errstate(over="ignore"):
+        return (np.asarray(addr, np.uint64) >> np.uint64(4)) * np.uint64(SITE_HASH_MUL)
+
+
+def site_threshold(period: int) -> int:
+    """ot_site_threshold: a block is sampled iff site_hash(addr) < this."""
+    return (2**64 - 1) // period if period else 0
+
+
 # Variable-size record heads (followed by their strings/arrays).
 PROCESS_HEAD = np.dtype([("pid", "<u4"), ("ppid", "<u4"), ("time_ns", "<u8"), ("argc", "<u4"),
                          ("config_len", "<u4")])
@@ -163,6 +190,7 @@ FIXED = {
     TAG_PHASE: PHASE, TAG_SAMPLER_STATS: SAMPLER_STATS, TAG_END: END,
     TAG_ACCESS_COUNT: ACCESS_COUNT, TAG_CCT_NODE: CCT_NODE, TAG_RESIDENCY: RESIDENCY,
     TAG_PLACEMENT: PLACEMENT, TAG_WINDOW: WINDOW, TAG_ACCESS: ACCESS, TAG_REGION: REGION,
+    TAG_SITE_ALLOC: SITE_ALLOC, TAG_SITE_FREE: SITE_FREE,
 }
 VARIABLE = {TAG_PROCESS, TAG_MODULE, TAG_CONTEXT, TAG_COUNTER_DEF, TAG_NAME}
 
@@ -174,6 +202,7 @@ C_STRUCTS = {
     "ot_access_count_record": ACCESS_COUNT, "ot_cct_node_record": CCT_NODE,
     "ot_residency_record": RESIDENCY, "ot_placement_record": PLACEMENT,
     "ot_window_record": WINDOW, "ot_access_record": ACCESS, "ot_region_record": REGION,
+    "ot_site_alloc_record": SITE_ALLOC, "ot_site_free_record": SITE_FREE,
     "ot_process_record": PROCESS_HEAD, "ot_module_record": MODULE_HEAD, "ot_frame": FRAME,
     "ot_context_record": CONTEXT_HEAD, "ot_counter_def_record": COUNTER_DEF_HEAD,
     "ot_name_record": NAME_HEAD,

@@ -407,6 +407,18 @@ class Trace:
         return self._fixed_table(F.TAG_REGION)
 
     @cached_property
+    def site_allocations(self) -> pa.Table:
+        """Sampled small blocks (SITE_ALLOC, since 1.4), sorted by (pid, seq)."""
+        return self._fixed_table(F.TAG_SITE_ALLOC).sort_by([("pid", "ascending"),
+                                                            ("seq", "ascending")])
+
+    @cached_property
+    def site_frees(self) -> pa.Table:
+        """Frees of sampled small blocks (SITE_FREE, since 1.4), sorted by (pid, seq)."""
+        return self._fixed_table(F.TAG_SITE_FREE).sort_by([("pid", "ascending"),
+                                                           ("seq", "ascending")])
+
+    @cached_property
     def ends(self) -> pa.Table:
         return self._fixed_table(F.TAG_END)
 

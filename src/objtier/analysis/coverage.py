@@ -1,0 +1,216 @@
+"""How much of a program's footprint its tracked objects cover, and what holds the rest.
+
+coverage(trace) reads the counters timeline (record/counters.py): the footprint is the peak of
+proc.rss_bytes + proc.swap_bytes (resident plus swapped memory of the recorded process), and
+the tracked objects' bytes are the bytes of the objects live at the time of that peak
+(requested sizes, resident or not; a share never exceeds 100 %). The rest is split where the
+recording can tell, at the same counters sample:
+
+  small      anonymous memory (proc.rss_anon_bytes + swap) less the tracked objects and the
+             main thread's stack: heap in blocks below --min-size, allocator slack, thread
+             stacks and other anonymous mappings the runtime does not track
+  stack      the main thread's stack (VmStk: its mapped size, an upper bound)
+  file       code and mapped files (RssFile: resident file-backed pages)
+  shmem      shared memory (RssShmem)
+  page_cache the memory cgroup's page cache (memcg.cache), only when the recording ran in a
+             cgroup with a limit; file page cache is never part of RSS
+
+Recordings made before the split counters existed give only the total outside the objects.
+coverage_of(footprint, trace, basis) is the same for a footprint measured elsewhere (compare's
+unlimited run): the objects' bytes are then their peak of live bytes.
+
+When the recording has sampled small-block sites (analysis.sites), `sites_bytes` is their
+estimated live bytes at the peak (sampled blocks times the sampling period: an estimate).
+
+All sizes are bytes; times are seconds since trace.start_ns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from objtier.analysis.timeline import counter_series
+
+# parts of the footprint outside the tracked objects, in the order lines print them
+PART_NAMES = {
+    "small": "heap in small blocks and other anonymous memory",
+    "stack": "main stack",
+    "file": "code and mapped files",
+    "shmem": "shared memory",
+}
+WATCHING = ("fault", "pageout", "wp")   # window samplers: they arm tracked objects' pages only
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The footprint and what holds it [bytes]."""
+
+    footprint_bytes: int | None    # None: the recording has no RSS counters
+    basis: str                     # what the footprint is ("peak RSS + swap", ...)
+    objects_bytes: int             # tracked objects live at the peak (or their peak)
+    peak_s: float | None = None    # time of the footprint's peak [s since start]
+    parts: dict[str, int] = field(default_factory=dict)   # PART_NAMES keys -> bytes
+    page_cache_bytes: int | None = None
+    sites_bytes: int | None = None  # estimated small-block bytes of sampled sites
+    unwatched_by: str = ""          # window sampler that watches tracked objects only
+
+    @property
+    def covered_bytes(self) -> int:
+        """Tracked-object bytes counted against the footprint (never above it)."""
+        if self.footprint_bytes is None:
+            return self.objects_bytes
+        return min(self.objects_bytes, self.footprint_bytes)
+
+    @property
+    def share(self) -> float | None:
+        """Fraction of the footprint the tracked objects cover; None without a footprint."""
+        if not self.footprint_bytes:
+            return None
+        return self.covered_bytes / self.footprint_bytes
+
+    @property
+    def outside_bytes(self) -> int | None:
+        if self.footprint_bytes is None:
+            return None
+        return self.footprint_bytes - self.covered_bytes
+
+    def as_dict(self) -> dict:
+        """JSON-ready (summary.json's `coverage`)."""
+        return {"footprint_bytes": self.footprint_bytes, "basis": self.basis,
+                "objects_bytes": self.objects_bytes, "covered_share": self.share,
+                "outside_bytes": self.outside_bytes, "peak_s": self.peak_s,
+                "parts_bytes": dict(self.parts), "page_cache_bytes": self.page_cache_bytes,
+                "sites_bytes_estimated": self.sites_bytes,
+                "unwatched_by": self.unwatched_by or None}
+
+
+def root_pids(trace) -> set[int]:
+    """The recorded processes the counters describe: those whose parent was not recorded (the
+    program the recorder launched, across its execs)."""
+    processes = list(getattr(trace, "processes", []))
+    pids = {p.pid for p in processes}
+    return {p.pid for p in processes if p.ppid not in pids} or pids
+
+
+def _live_bytes_at(allocs, frees, t_ns: int, pids: set[int] | None) -> int:
+    """Bytes of the ranges of allocs live at t_ns (analysis.mapping.live_ranges)."""
+    from objtier.analysis.mapping import live_ranges
+
+    if not allocs.num_rows:
+        return 0
+    r = live_ranges(allocs, frees)
+    live = (r.t_begin <= np.uint64(t_ns)) & (r.t_end > np.uint64(t_ns))
+    if pids is not None:
+        live &= np.isin(r.pid, np.fromiter(pids, np.uint32, len(pids)))
+    return int((r.end[live] - r.start[live]).sum())
+
+
+def _peak_live_bytes(allocs, frees) -> int:
+    from objtier.analysis.mapping import live_ranges
+    from objtier.plan.budget import peak_live_bytes
+
+    if not allocs.num_rows:
+        return 0
+    r = live_ranges(allocs, frees)
+    free_ns = np.where(r.t_end == np.iinfo(np.uint64).max, -1, r.t_end.astype(np.int64))
+    return peak_live_bytes((r.end - r.start).astype(np.int64), r.t_begin.astype(np.int64),
+                           free_ns)
+
+
+def unwatched_by(trace) -> str:
+    """The window sampler(s) the recording used, which watch tracked objects only ("" for
+    perf and trace, whose samples fall anywhere)."""
+    samplers = {p.config.get("OBJTIER_SAMPLER", "") for p in getattr(trace, "processes", [])}
+    return "/".join(sorted(s for s in samplers if s in WATCHING))
+
+
+def _sites_bytes(trace, t_ns: int | None) -> int | None:
+    from objtier.analysis.sites import has_sites, live_site_bytes
+
+    if not has_sites(trace):
+        return None
+    return live_site_bytes(trace, t_ns)
+
+
+def coverage(trace) -> Coverage:
+    """The footprint of the recorded program and its split (module docstring)."""
+    series = counter_series(trace.counters, trace.start_ns)
+    watch = unwatched_by(trace)
+    if "proc.rss_bytes" not in series or not len(series["proc.rss_bytes"][0]):
+        return Coverage(None, "no RSS counters in the recording",
+                        _peak_live_bytes(trace.allocations, trace.frees),
+                        sites_bytes=_sites_bytes(trace, None), unwatched_by=watch)
+    t, rss, _ = series["proc.rss_bytes"]
+
+    def at(name: str) -> np.ndarray | None:
+        if name not in series or not len(series[name][0]):
+            return None
+        ts, values, _ = series[name]
+        return np.interp(t, ts, values)
+
+    swap = at("proc.swap_bytes")
+    total = rss + (swap if swap is not None else 0.0)
+    i = int(np.argmax(total))
+    peak_ns = int(trace.start_ns + t[i] * 1e9)
+    objects = _live_bytes_at(trace.allocations, trace.frees, peak_ns, root_pids(trace))
+    footprint = int(total[i])
+    parts: dict[str, int] = {}
+    anon = at("proc.rss_anon_bytes")
+    if anon is not None:
+        anon_i = anon[i] + (swap[i] if swap is not None else 0.0)
+        stack = at("proc.stack_bytes")
+        stack_i = min(float(stack[i]), anon_i) if stack is not None else 0.0
+        parts["small"] = int(max(0.0, anon_i - min(objects, anon_i) - stack_i))
+        parts["stack"] = int(stack_i)
+        for key, name in (("file", "proc.rss_file_bytes"), ("shmem", "proc.rss_shmem_bytes")):
+            values = at(name)
+            if values is not None:
+                parts[key] = int(values[i])
+    cache = at("memcg.cache")
+    return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
+                    int(cache[i]) if cache is not None else None,
+                    _sites_bytes(trace, peak_ns), watch)
+
+
+def coverage_of(footprint_bytes: int, trace, basis: str,
+                page_cache_bytes: int | None = None) -> Coverage:
+    """Coverage of a footprint measured in another run (compare's unlimited run) by the
+    objects of `trace` (a recording of the same program): their peak of live bytes."""
+    return Coverage(int(footprint_bytes), basis,
+                    _peak_live_bytes(trace.allocations, trace.frees),
+                    page_cache_bytes=page_cache_bytes, sites_bytes=_sites_bytes(trace, None),
+                    unwatched_by=unwatched_by(trace))
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def coverage_line(c: Coverage) -> str:
+    """One line (two with a window sampler): the footprint's coverage and its split."""
+    if c.footprint_bytes is None:
+        return (f"coverage: tracked objects peak at {_mib(c.objects_bytes)}; footprint unknown "
+                f"({c.basis}: record with --counters-interval above 0)")
+    when = f" at {c.peak_s:.2f} s" if c.peak_s is not None else ""
+    text = (f"coverage: tracked objects {_mib(c.covered_bytes)} of the "
+            f"{_mib(c.footprint_bytes)} footprint ({c.share:.1%}; {c.basis}{when})")
+    if c.objects_bytes > c.footprint_bytes:
+        text += f"; the objects' {_mib(c.objects_bytes)} are partly never touched"
+    if c.parts:
+        text += "; outside them: " + ", ".join(
+            f"{_mib(c.parts[k])} {name}" for k, name in PART_NAMES.items()
+            if c.parts.get(k) or k == "small")
+    else:
+        text += f"; {_mib(c.outside_bytes)} outside them"
+    if c.sites_bytes is not None:
+        text += f"; sampled small-block sites about {_mib(c.sites_bytes)} (estimate)"
+    if c.page_cache_bytes is not None:
+        text += f"; page cache {_mib(c.page_cache_bytes)} (not in the footprint)"
+    if c.unwatched_by and c.outside_bytes:
+        share = c.outside_bytes / c.footprint_bytes
+        text += (f"\ncoverage: the {c.unwatched_by} sampler watches tracked objects only: "
+                 f"accesses to the other {share:.1%} of the footprint are not sampled")
+    return text
+
