@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "statistics kernel reclaim decides from (default 10, the pressure "
                         "guard's period, and 2 while the cgroup's major faults grow; 0: off "
                         "— the kernel arm may be OOM-killed and the ratios are not fair)")
+    parser.add_argument("--spare-reclaim", choices=("auto", "on", "off"), default=None,
+                        help="swap: the objtier arm's reclaim runs ahead on a spare CPU "
+                        "(auto, the default: where the unlimited run leaves a CPU idle and "
+                        "one CPU can reclaim the pages the plan is predicted to swap; "
+                        "docs/compare.md)")
     parser.add_argument("--arm", dest="arms", action="append", default=[],
                         choices=["objtier-noguard", "kernel-raw", "objtier-online"],
                         help="swap: add an arm to each repetition: objtier-noguard (the plan "
@@ -210,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--profiles applies to --tier swap only")
         if args.phases:
             raise UsageError("--phases applies to --tier swap only")
+        if args.spare_reclaim is not None:
+            raise UsageError("--spare-reclaim applies to --tier swap only")
         if args.follow_forks:
             raise UsageError("--follow-forks applies to --tier swap only")
         return run_numa(args, command)
@@ -243,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
                                timeout_s=args.timeout, follow_forks=args.follow_forks,
                                phase_memory=args.phase_memory != "off",
+                               spare_reclaim=args.spare_reclaim or "auto",
                                output=Path(args.output), force=args.force)
 
     def say(text: str) -> None:

@@ -89,6 +89,7 @@ class CompareSettings:
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
     follow_forks: bool = False     # record and place child processes too (per-program sections)
     phase_memory: bool = True      # objtier-online: also at phase switches, scores per phase
+    spare_reclaim: str = "auto"    # objtier arm: reclaim on a spare CPU (tiers.spare_reclaim)
     output: Path = Path("compare-out")
     force: bool = False
 
@@ -444,6 +445,8 @@ def run_compare(command: list[str], settings: CompareSettings,
             contextlib.ExitStack() as landing:
         moving = _moving_arms(arms, profiles[0], limit, settings.output, say, landing,
                               settings.phase_memory)
+        spare = None            # decided after the first kernel run (tiers.spare_reclaim)
+        spare_counts = [0, 0.0]
         for i in range(1, settings.repeat + 1):
             for config in arms:
                 order = len(rows) + 1
@@ -463,9 +466,18 @@ def run_compare(command: list[str], settings: CompareSettings,
                                           follow_forks=settings.follow_forks)
                     env = runtime_env(run.settings())
                 flush = 0.0 if config == "kernel-raw" else settings.stat_flush_ms
-                with spool or contextlib.nullcontext():
+                helper = (spare_helper(tier) if config == "objtier" and spare is not None
+                          and spare.use else None)
+                with spool or contextlib.nullcontext(), helper or contextlib.nullcontext():
                     row = one_run(tier, config, i, order, command, env, timeout, runs_dir,
                                   plan, trace_dir, flush, spool)
+                if helper is not None:
+                    spare_counts[0] += helper.reclaims
+                    spare_counts[1] += helper.seconds
+                if spare is None and config == "baseline":
+                    spare = decide_spare(settings.spare_reclaim, tier, unlimited, plan, row)
+                    say(f"spare-CPU reclaim {'on' if spare.use else 'off'} for the objtier "
+                        f"arm: {spare.why}")
                 if config in moving:
                     moving[config].collect(order, i, runs_dir)
                 if row.returncode == -signal.SIGINT:
@@ -473,6 +485,10 @@ def run_compare(command: list[str], settings: CompareSettings,
                 rows.append(row)
                 on_row(row)
     summary = summarize(rows)
+    if spare is not None:
+        summary["spare_reclaim"] = {**spare.as_dict(), "mode": settings.spare_reclaim,
+                                    "reclaims": spare_counts[0],
+                                    "seconds": round(spare_counts[1], 3)}
     summary["model_check"] = model_check(plan, summary, unlimited.wall_s)
     for line in model_lines(summary["model_check"]):
         say(line)
@@ -511,6 +527,34 @@ def run_compare(command: list[str], settings: CompareSettings,
     summary["coverage"] = covered.as_dict()   # the footprint the profile's objects cover
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)
+
+
+def spare_helper(tier):
+    """The spare-CPU reclaimer for one run in the tier's cgroup (memory cgroup v1 only)."""
+    from objtier.tiers.spare_reclaim import SpareReclaimer
+
+    return SpareReclaimer(tier.cgroup.path) if tier.cgroup.version == 1 else None
+
+
+def decide_spare(mode: str, tier, unlimited, plan: dict[str, Any], kernel: RunRow):
+    """tiers.spare_reclaim.decide from the unlimited run, the plan's model section and the
+    first kernel-reclaim run."""
+    from objtier.tiers.spare_reclaim import Decision, decide
+
+    if tier.cgroup.version != 1 and mode != "off":
+        return Decision(False, "memory cgroup v2: the spare-CPU reclaimer is built for v1")
+    model = plan.get("model") or {}
+    predicted = (model.get("predicted_swapins") or {}).get("plan")
+    kernel_in = kernel.memcg_refault_anon or kernel.pswpin
+    wall = None
+    if predicted is not None and kernel_in and kernel.ok:
+        cost = max(0.0, (kernel.wall_s - unlimited.wall_s) / kernel_in)
+        wall = unlimited.wall_s + cost * predicted
+    cpu = ((unlimited.user_s or 0.0) + (unlimited.system_s or 0.0)
+           if unlimited.user_s is not None else None)
+    swapouts = kernel.memcg_pswpout if kernel.memcg_pswpout is not None else kernel.pswpout
+    return decide(mode, os.cpu_count() or 1, cpu, unlimited.wall_s, predicted, wall,
+                  kernel.system_s, swapouts)
 
 
 def model_check(plan: dict[str, Any], summary: dict[str, Any],

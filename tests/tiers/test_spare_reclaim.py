@@ -1,0 +1,42 @@
+"""Reclaim on a spare CPU: the helper lowers and restores a real cgroup v1 limit while a program
+swaps under it, and the decision follows idle CPU and the reclaim rate it would need."""
+
+from __future__ import annotations
+
+import pytest
+
+from objtier.experiments.measure import run_measured
+from objtier.tiers.spare_reclaim import SpareReclaimer, decide
+from objtier.tiers.swap import SwapTier
+
+from .test_swap_tier import TOUCH
+
+
+@pytest.mark.root
+def test_the_helper_reclaims_ahead_and_leaves_the_limit_as_it_was(compile_c):
+    exe = compile_c(TOUCH, "touch")
+    with SwapTier(48 << 20) as tier:
+        if tier.cgroup.version != 1:
+            pytest.skip("the spare-CPU reclaimer is built for memory cgroup v1")
+        plain = run_measured("plain", [str(exe), "96", "2"], preexec=tier.preexec)
+        with SpareReclaimer(tier.cgroup.path) as helper:
+            helped = run_measured("helped", [str(exe), "96", "2"], preexec=tier.preexec)
+        assert tier.cgroup.limit_bytes == 48 << 20           # written back
+    assert plain.ok and helped.ok, helped.stderr
+    assert helped.stdout == plain.stdout                      # same output
+    assert helper.reclaims > 0 and helper.seconds > 0        # it did reclaim, in itself
+
+
+def test_decide_follows_idle_cpu_and_the_needed_rate():
+    base = dict(cpus=2, unlimited_cpu_s=1.0, unlimited_wall_s=1.0, predicted_swapins=50_000,
+                predicted_wall_s=1.0, kernel_system_s=1.0, kernel_swapouts=200_000)
+    assert decide("auto", **base).use
+    busy = decide("auto", **{**base, "unlimited_cpu_s": 1.8})
+    assert not busy.use and "idle" in busy.why
+    fast = decide("auto", **{**base, "predicted_swapins": 250_000})
+    assert not fast.use and fast.needed_pages_per_s > fast.capacity_pages_per_s
+    assert not decide("auto", **{**base, "cpus": 1}).use
+    assert decide("on", **{**base, "unlimited_cpu_s": 1.9}).use
+    assert not decide("off", **base).use
+    unknown = decide("auto", **{**base, "predicted_swapins": None})
+    assert not unknown.use and "no prediction" in unknown.why
