@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--local", default=None, metavar="SIZE|PCT",
                         help="swap tier: run inside a memory cgroup limited to SIZE, or PCT of "
                         "the plan's footprint, with zram swap behind it (needs root)")
+    parser.add_argument("--spare-reclaim", choices=("on", "off"), default="off",
+                        help="with --local: reclaim for the program's cgroup on a spare CPU "
+                        "ahead of its faults (cgroup v1; compare decides it per program, "
+                        "docs/compare.md)")
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="with --local: memory left unlocked for the rest of the program "
                         "(default: for a plan the kernel model chose, what the program holds outside its "
@@ -87,6 +91,8 @@ def _check_args(args: argparse.Namespace) -> None:
     else:
         if args.fast_nodes is not None or args.slow_nodes is not None:
             raise UsageError("--fast-nodes and --slow-nodes apply to --tier numa only")
+        if args.spare_reclaim == "on" and args.local is None:
+            raise UsageError("--spare-reclaim needs --local (a memory cgroup to reclaim for)")
         if args.mlock_margin is not None and args.local is None:
             raise UsageError("--mlock-margin needs --local")
         if args.stat_flush is not None and args.local is None:
@@ -102,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
     from objtier.outputs import write_private
     from objtier.record.session import prepare_output
+    from objtier.tiers.spare_reclaim import SpareReclaimer
     from objtier.tiers.spool import Spool
     from objtier.tiers.statflush import StatFlushReader, stats_line
     from objtier.tiers.swap import SwapTier, large_folio_swapin_note
@@ -190,7 +197,10 @@ def run(args: argparse.Namespace) -> int:
         with tier if tier is not None else contextlib.nullcontext():
             if tier is not None:
                 reader = StatFlushReader(tier.cgroup.path, period)
-            with reader if reader is not None else contextlib.nullcontext():
+            helper = (SpareReclaimer(tier.cgroup.path) if tier is not None
+                      and args.spare_reclaim == "on" and tier.cgroup.version == 1 else None)
+            with reader if reader is not None else contextlib.nullcontext(), \
+                    helper if helper is not None else contextlib.nullcontext():
                 returncode = run_program(command, env, preexec=tier.preexec if tier else None,
                                          name="objtier run")
             memcg = tier.cgroup.stat() if tier is not None else None
@@ -211,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
             say(f"{found.matched} of {found.objects} objects matched the plan; "
                 f"{found.locked_bytes >> 20} MiB locked, {found.cold_bytes >> 20} MiB advised "
                 f"cold, {folios}{found.failed_actions} failed action(s)")
+        if helper is not None:
+            say(f"spare-CPU reclaim: {helper.reclaims:,} lowerings of the limit, "
+                f"{helper.seconds:.2f} s of reclaim on CPU {helper.cpu}")
         if memcg is not None:
             for line in model_check_lines(plan, local, memcg):
                 say(line)
@@ -258,7 +271,8 @@ def model_check_lines(plan: dict, local: int, memcg: dict) -> list[str]:
     where = "" if model.get("local_bytes") == local else (
         f" (predicted for {model['local_bytes'] >> 20} MiB local, not this run's "
         f"{local >> 20} MiB)")
-    text = (f"model: {predicted:,} swap-ins predicted (estimated), {measured:,} measured"
+    text = (f"model: {predicted:,} swap-ins predicted (estimated, for the recorded run), "
+            f"{measured:,} measured"
             f"{where}")
     if is_off(predicted, measured):
         text += f" — the model is off by more than {100 * OFF:.0f} % (and {FLOOR} swap-ins) here"
