@@ -10,7 +10,7 @@ swap-ins per arm (pages), the kernel model's predicted vs measured swap-ins per 
 every run; then the geometric mean of the speedups per local size.
 
     bench/third_party/setup.sh
-    .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph]
+    .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph,vector]
         [--local 70%,50%] [-o bench-out/compare-suite]
 
 Needs root (compare makes a memory cgroup and a zram device, and removes both).
@@ -36,6 +36,7 @@ OBJTIER = ROOT / ".venv" / "bin" / "objtier"
 PROGRAMS: dict[str, tuple[str, list[str], str]] = {
     "cg": ("cg.py", [], "scipy"),
     "graph": ("graph_igraph.py", [], "igraph"),
+    "vector": ("vector_hnswlib.py", [], "hnswlib"),
 }
 
 #: the measured swap-ins of an arm, in the order model_check reads them (pages)

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Installs the third-party programs of the compare suite (bench/compare_suite.py):
-# Python libraries from PyPI into a private venv under build/third-party/venv, and
-# Debian packages with apt. Idempotent: a second run installs nothing new.
+# Installs the third-party libraries of the compare suite (bench/compare_suite.py) from
+# PyPI into a private venv under build/third-party/venv. Idempotent: a second run installs
+# nothing new. PYTHON picks the interpreter the venv is made from (default python3).
 #
-#   bench/third_party/setup.sh            # venv + PyPI libraries + Debian packages
-#   NO_APT=1 bench/third_party/setup.sh   # skip apt (PyPI only)
+#   bench/third_party/setup.sh
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -13,7 +12,7 @@ python="${PYTHON:-python3}"
 
 # Required: the CG solver and a graph library. Optional: installed when PyPI has them.
 required=(numpy scipy igraph)
-optional=(networkit hnswlib duckdb)
+optional=(hnswlib)
 
 if [ ! -x "$venv/bin/python" ]; then
     mkdir -p "$(dirname "$venv")"
@@ -32,19 +31,10 @@ for pkg in "${optional[@]}"; do
         || echo "setup.sh: optional $pkg did not install; its program is skipped" >&2
 done
 
-if [ -z "${NO_APT:-}" ] && command -v apt-get >/dev/null; then
-    if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            redis-server redis-tools >/dev/null \
-            || echo "setup.sh: redis-server did not install" >&2
-    fi
-fi
-
 echo "third-party venv: $venv"
 "$venv/bin/python" - <<'PY'
 import importlib
-for name in ("scipy", "igraph", "networkit", "hnswlib", "duckdb"):
+for name in ("scipy", "igraph", "hnswlib"):
     try:
         mod = importlib.import_module(name)
         print(f"  {name} {getattr(mod, '__version__', '?')}")

@@ -51,7 +51,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400_000)
     parser.add_argument("--bands", type=int, default=10, help="off-diagonal bands per side")
-    parser.add_argument("--iters", type=int, default=40, help="CG iterations (fixed)")
+    parser.add_argument("--iters", type=int, default=25, help="CG iterations (fixed)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
