@@ -64,6 +64,32 @@ def _params(items: list[str]) -> dict[str, str]:
     return out
 
 
+def model_line(path: str, fast: str) -> str | None:
+    """The kernel model's swap-tier prediction for this recording, with --fast as the memory
+    limit (objtier.model; docs/model.md); None when the recording has no scan windows."""
+    from pathlib import Path
+
+    from objtier import plan as planner
+    from objtier.planning import (ModelMemory, make_plan, other_bytes, read_recordings,
+                                  recorded_footprint)
+
+    profile = read_recordings([Path(path)])
+    if not profile.traces or not profile.traces[0].windows.num_rows:
+        return None
+    foot = recorded_footprint(profile) or profile.footprint_bytes()
+    local = planner.parse_budget(fast, foot).bytes
+    made = make_plan(profile, "auto", planner.Budget(local, fast, None, foot),
+                     memory=ModelMemory(local, other_bytes(foot, profile.objects)))
+    c = made.choice
+    if c is None:
+        return f"kernel model not used: {made.model_note}"
+    locked = (f", {c.placement.used_bytes / 2**20:.1f} MiB locked" if c.placement is not None
+              else "")
+    return (f"kernel model (swap tier, LRU; estimated): in {local / 2**20:.1f} MiB of memory, "
+            f"{c.nothing.swapins:,.0f} swap-ins with nothing locked, {c.chosen.swapins:,.0f} "
+            f"with its plan ('{c.name}'{locked}); `compare --tier swap` measures both")
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -91,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
                    progress=lambda p: console.print(f"[dim]simulated {p}[/dim]"))
     # a pipe or file gets the full table rather than the 80-column default
     print_table(sim, Console() if sys.stdout.isatty() else Console(width=160))
+    line = model_line(args.trace, args.fast)
+    if line:
+        console.print(line)
     for note in sim.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
     for warning in sim.warnings:   # the samples cannot support the answer (sim.scaling)
