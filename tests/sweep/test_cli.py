@@ -188,3 +188,109 @@ def test_report_of_a_sweep_dir_writes_its_page_again(tmp_path):
     bad = objtier("report", str(out))
     lines = bad.stderr.strip().splitlines()
     assert bad.returncode != 0 and len(lines) == 1 and "malformed" in lines[0], bad.stderr
+
+
+# A program whose FoM is noise around a mean per level: run k of level L (OMP_NUM_THREADS)
+# prints VALUES[L][k] when given, else MEAN[L] * (1 + 0.3 * (u - 0.5)) with u the k-th draw of
+# Random(L * 1000 + k) (+-15 %); the run count per level is kept in files under DIR.
+NOISY = '''
+import os, pathlib, random, sys
+state, means, values = pathlib.Path(sys.argv[1]), eval(sys.argv[2]), eval(sys.argv[3])
+level = int(os.environ["OMP_NUM_THREADS"])
+count = state / f"runs-{level}"
+k = int(count.read_text()) if count.exists() else 0
+count.write_text(str(k + 1))
+if level in values:
+    value = values[level][k % len(values[level])]
+else:
+    value = means[level] * (1 + 0.3 * (random.Random(level * 1000 + k).random() - 0.5))
+print(f"FOM noisy={value:.4f} n time=0")
+'''
+
+
+def noisy_command(tmp_path, means=None, values=None):
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY)
+    state = tmp_path / "state"
+    state.mkdir()
+    return [sys.executable, str(script), str(state), repr(means or {}), repr(values or {})]
+
+
+def test_issue_40_a_noisy_sweep_declares_no_threshold_and_names_the_dip(tmp_path):
+    """Case 4 of issue 40 end to end: the issue's runs (medians 55.1 / 35.0 / 53.2, three
+    runs a level, +-20 %) through a real sweep. Before: T90 = T75 = the middle level, the dip
+    unnamed. Now: not resolved (noise) with the runs that would resolve it, in the table, in
+    sweep.json and on the page; the curve's rise after the dip is named."""
+    out = tmp_path / "o"
+    values = {1: [55.1, 48.0, 64.0], 2: [35.0, 33.0, 60.0], 3: [53.2, 45.0, 66.0]}
+    run = objtier("sweep", "--knob", "threads=1,2,3", "--repeat", "3", "-q", "-o", str(out),
+                  "--", *noisy_command(tmp_path, values=values))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    assert [lv["median"] for lv in doc["levels"]] == [55.1, 35.0, 53.2]
+    assert doc["thresholds"] == {"90": None, "75": None, "50": None}
+    for percent in ("90", "75"):
+        status = doc["threshold_status"][percent]
+        assert status["status"] == "not resolved" and status["repeats_needed"] > 3
+    assert doc["threshold_status"]["50"]["status"] == "not reached"
+    middle = doc["levels"][1]
+    assert middle["sides"] == {"90": "noise", "75": "noise", "50": "above"}
+    assert middle["ratio_ci"][0] < 0.75 and middle["ratio_ci"][1] > 0.90
+    assert doc["non_monotonic"] == [{"dip": 2, "rise": 3, "percents": [90, 75],
+                                     "beyond_noise": False}]
+    text = " ".join(run.stdout.split())        # the table, whatever rich's line breaks
+    assert "T90 = not resolved (noise), T75 = not resolved (noise), T50 = not reached" in text
+    assert "T75? noise (~" in text
+    assert "non-monotonic curve: the median falls below 90% and 75% of the baseline at 2 " \
+           "threads and is back above at 3 threads" in text
+    page = (out / "sweep.html").read_text()
+    assert "T90 = not resolved (noise)" in page and "non-monotonic curve" in page
+
+
+def test_repeat_auto_adds_runs_where_noise_decides_until_resolved(tmp_path):
+    """--repeat auto on a real sweep: 3 runs a level leave T90 to noise; the sweep adds runs
+    only at the levels that decide it and the baseline level until every threshold is
+    resolved, and says so; with a lower cap it stops there and says that."""
+    means = {1: 100, 2: 98, 3: 60, 4: 30}
+    out = tmp_path / "o"
+    run = objtier("sweep", "--knob", "threads=1,2,3,4", "--repeat", "auto", "-o", str(out),
+                  "--", *noisy_command(tmp_path, means=means))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "sweep.json").read_text())
+    auto = doc["config"]["repeat_auto"]
+    assert doc["config"]["repeat"] == "auto" and auto["start"] == 3 and auto["max"] == 20
+    assert auto["stopped"] == "every threshold resolved"
+    runs = [len(lv["fom"]) for lv in doc["levels"]]
+    assert runs[2] == runs[3] == 3 and 3 < runs[0] == runs[1] < 20, runs
+    assert doc["thresholds"] == {"90": 3, "75": 3, "50": 4}
+    assert "--repeat auto: every threshold resolved" in run.stdout
+    assert "--repeat auto:" in run.stderr and "more run(s) at 1 thread" in run.stderr
+    capped = tmp_path / "capped"
+    (tmp_path / "state").rename(tmp_path / "state-1")
+    run = objtier("sweep", "--knob", "threads=1,2,3,4", "--repeat", "auto", "--max-repeat",
+                  "5", "-q", "-o", str(capped), "--", *noisy_command(tmp_path, means=means))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((capped / "sweep.json").read_text())
+    assert doc["config"]["repeat_auto"]["stopped"] == (
+        "stopped at the cap of 5 runs per level (--max-repeat): T90 not resolved")
+    assert max(len(lv["fom"]) for lv in doc["levels"]) == 5
+    assert doc["threshold_status"]["90"]["status"] == "not resolved"
+    assert "stopped at the cap of 5 runs per level" in " ".join(run.stdout.split())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--repeat", "auto", "--bisect"], "--bisect picks its levels"),
+    (["--repeat", "3", "--max-repeat", "9"], "--max-repeat: only with --repeat auto"),
+    (["--repeat", "auto", "--max-repeat", "2"], "--max-repeat must be at least 3"),
+    (["--repeat", "many"], "expected a whole number or auto"),
+])
+def test_repeat_auto_bad_input_is_one_line(tmp_path, capsys, args, message):
+    from objtier.cli import main
+
+    try:
+        code = main(["sweep", "--knob", "threads=1,2", *args, "-o", str(tmp_path / "out"),
+                     "--", "true"])
+    except SystemExit as exit_:
+        code = exit_.code
+    stderr = capsys.readouterr().err
+    assert code != 0 and one_line(stderr) and message in stderr, stderr

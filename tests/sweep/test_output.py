@@ -51,13 +51,28 @@ def test_files_have_the_documented_layout_and_private_modes(tmp_path):
 
 def test_threads_series_each_get_a_metric(tmp_path):
     levels = [LevelInfo(100, "100%", "emulated", "-"), LevelInfo(10, "10%", "emulated", "-")]
-    records = [record(1, 100, 10.0, "emulated", 1), record(2, 10, 9.5, "emulated", 1),
-               record(3, 100, 20.0, "emulated", 2), record(4, 10, 5.0, "emulated", 2)]
+    # two runs per level: one run shows no noise, and no threshold is declared on it
+    records = [record(i + 1, level, fom, "emulated", threads) for i, (level, fom, threads) in
+               enumerate([(100, 10.0, 1), (10, 9.5, 1), (100, 20.0, 2), (10, 5.0, 2)] * 2)]
     doc, metrics = build_document(records, levels, [1, 2], {"knob": "mba"}, True)
     assert [s["threads"] for s in doc["series"]] == [1, 2]
     assert doc["series"][0]["thresholds"]["90"] is None
+    assert doc["series"][0]["threshold_status"]["90"]["status"] == "not reached"
     assert doc["series"][1]["thresholds"]["90"] == 10
+    assert doc["series"][1]["threshold_status"]["90"] == {
+        "status": "reached", "level": 10, "label": "10%", "noise": [], "repeats_needed": None,
+        "reason": ""}
+    assert doc["series"][1]["levels"][1]["ratio_ci"] == [0.25, 0.25]
+    assert doc["series"][1]["levels"][1]["sides"] == {"90": "below", "75": "below",
+                                                      "50": "below"}
     assert doc["thresholds"] == doc["series"][0]["thresholds"]
+    assert doc["threshold_status"] == doc["series"][0]["threshold_status"]
+    # one run per level: nothing is resolved, and sweep.json says so with the reason
+    one, _ = build_document(records[:4], levels, [1, 2], {"knob": "mba"}, True)
+    status = one["series"][1]["threshold_status"]["90"]
+    assert status["status"] == "not resolved" and status["level"] is None
+    assert status["label"] == "not resolved (noise)" and "no noise" in status["reason"]
+    assert one["series"][1]["levels"][1]["sides"]["90"] == "noise"
 
 
 def test_output_directory_rules(tmp_path):

@@ -115,8 +115,9 @@ def test_calibration_heatmaps_and_fom_figure(tmp_path, artifacts_dir):
                                                      for v in lv["fom"]))
     assert fom["shapes"] == 3                        # the 90, 75 and 50 % lines
     for percent, level in doc["thresholds"].items():
-        label = next((lv["label"] for lv in doc["levels"] if lv["level"] == level),
-                     "not reached")
+        label = doc["threshold_status"][percent]["label"]     # a level, not reached, or
+        if level is not None:                                 # not resolved (noise)
+            assert label == next(lv["label"] for lv in doc["levels"] if lv["level"] == level)
         assert f"{percent}%: T{percent} = {label}" in fom["annotations"]
 
 
@@ -147,4 +148,21 @@ def test_per_object_page(tmp_path):
     assert set(plots) == {"plot-objects", "plot-pairs", "plot-curve"}
     (pairs,) = plots["plot-pairs"]["traces"]
     assert pairs["x"] == ["main > points + main > labels"] and pairs["y"] == [0.3]
+    # a timed-out arm is drawn as its bound, a killed one as a mark at 0, both labelled
+    arms[0].statuses, arms[0].walls = ["ok"] * 3, [0.5, 0.5, 0.5]
+    arms += [Arm(3, "main > grid", (2,), size=8 << 20, foms=[None, None],
+                 statuses=["timeout", "timeout"], walls=[10.0, 10.0]),
+             Arm(4, "main > tmp", (3,), size=8 << 20, foms=[None], statuses=["OOM-killed"],
+                 walls=[1.0])]
+    doc.pop("pairs")
+    doc["objects"] = ratios(arms, True)
+    plots = probe(write_sweep_page(out, perobject=doc), tmp_path)
+    traces = {t["name"]: t for t in plots["plot-objects"]["traces"]}
+    assert set(traces) == {"measured", "timed out: ratio at most", "killed or failed: no ratio"}
+    assert traces["timed out: ratio at most"]["x"] == ["main > grid"]
+    assert traces["timed out: ratio at most"]["y"] == pytest.approx([0.05])     # <= 1/20
+    assert traces["killed or failed: no ratio"]["x"] == ["main > tmp"]
+    assert traces["measured"]["x"] == ["main > points", "main > labels"]
+    page = (out / "sweep.html").read_text()
+    assert "\\u2265 20\\u00d7 slower" in page       # the bar's label, in the figure's JSON
 

@@ -20,15 +20,71 @@ def test_ratios_sort_most_sensitive_first_and_count_failures_worst():
     arms = [Arm(0, "all fast", (), foms=[10.0, 10.0, 10.0]),
             Arm(1, "a", (0,), size=1 << 20, foms=[9.0, 9.0, 9.0]),
             Arm(2, "b", (1,), size=4 << 20, foms=[5.0, 5.0, 5.0]),
-            Arm(3, "c", (2,), size=1 << 20, foms=[None, None, 8.0])]
+            Arm(3, "c", (2,), size=1 << 20, foms=[None, None, 8.0]),
+            Arm(4, "d", (3,), size=1 << 20, foms=[None, 8.0, 8.0])]
     rows = ratios(arms, higher_is_better=True)
-    assert [r["object"] for r in rows] == ["c", "b", "a"]
+    assert [r["object"] for r in rows] == ["c", "b", "d", "a"]
     assert rows[1]["median_ratio"] == pytest.approx(0.5)
     assert rows[1]["loss"] == pytest.approx(1.0)
-    assert rows[0]["median_ratio"] == 0.0 and math.isinf(rows[0]["loss"])
+    # most runs failed: no ratio (not 0.000 as data), an infinite loss, first in the order
+    assert rows[0]["result"] == "failed" and rows[0]["median_ratio"] is None
+    assert math.isinf(rows[0]["loss"]) and rows[0]["ci"] == [None, None]
+    # one failure in three: measured, the failure counting worst in the median
+    assert rows[2]["result"] == "measured" and rows[2]["median_ratio"] == pytest.approx(0.8)
+    assert rows[2]["failures"] == {"failed": 1}
     times = ratios([Arm(0, "all fast", (), foms=[2.0]), Arm(1, "a", (0,), size=1, foms=[4.0])],
                    higher_is_better=False)
     assert times[0]["median_ratio"] == pytest.approx(0.5)
+
+
+def test_timed_out_and_killed_arms_are_bounds_not_data():
+    """Issue 40, case 5: an arm whose runs ran into the timeout says "at least the timeout
+    slower" (wall time against the all-fast runs); a killed arm says nothing about speed."""
+    def arm(index, label, size, foms, statuses, walls):
+        made = Arm(index, label, (index - 1,) if index else (), size=size, foms=foms)
+        made.statuses, made.walls = statuses, walls     # what keep_run records per run
+        return made
+
+    fast = arm(0, "all fast", 0, [10.0, 10.0], ["ok", "ok"], [0.5, 0.5])
+    slow = arm(1, "hot", 4 << 20, [None, None], ["timeout", "timeout"], [15.0, 15.1])
+    oom = arm(2, "big", 8 << 20, [None, 9.0, None], ["OOM-killed", "ok", "killed by signal 9"],
+              [1.0, 0.6, 2.0])
+    cold = arm(3, "cold", 1 << 20, [9.0, 10.0], ["ok", "ok"], [0.55, 0.5])
+    # one run measured, one timed out: at most half succeeded, every failure a timeout
+    mixed = arm(4, "mixed", 2 << 20, [5.0, None], ["ok", "timeout"], [1.0, 15.0])
+    rows = {r["object"]: r for r in ratios([fast, slow, oom, cold, mixed], True)}
+    hot = rows["hot"]
+    assert hot["median_ratio"] is None                     # not "ratio 0.000"
+    assert hot["result"] == "bound"
+    assert hot["median_fom"] is None and hot["ci"] == [None, None]
+    assert hot["slower_at_least"] == pytest.approx(15.05 / 0.5)
+    assert hot["ratio_at_most"] == pytest.approx(0.5 / 15.05)
+    assert hot["result_text"] == "≥ 30.1× slower"
+    assert hot["loss"] == pytest.approx(15.05 / 0.5 - 1) and hot["loss_is_bound"]
+    assert hot["failures"] == {"timeout": 2}
+    assert rows["big"]["result"] == "killed" and rows["big"]["median_ratio"] is None
+    assert rows["big"]["result_text"] == "killed (1 OOM-killed, 1 killed by signal 9)"
+    assert math.isinf(rows["big"]["loss"]) and not rows["big"]["loss_is_bound"]
+    assert rows["cold"]["result"] == "measured" and rows["cold"]["result_text"] == "0.950"
+    # the median of 1.0 / 0.5 = 2x and >= 15 / 0.5 = 30x: at least 16x
+    assert rows["mixed"]["result"] == "bound"
+    assert rows["mixed"]["slower_at_least"] == pytest.approx(16.0)
+    ordered = [r["object"] for r in ratios([fast, slow, oom, cold, mixed], True)]
+    assert ordered == ["big", "hot", "mixed", "cold"]
+    # the curve: a point with the timed-out object slow predicts at most its value
+    curve = cumulative_curve([hot, rows["cold"]], 5 << 20)
+    assert [p["added"] for p in curve] == [None, "hot", "cold"]      # most loss per byte
+    assert [p["upper_bound"] for p in curve] == [True, False, False]
+    assert curve[-1]["predicted_fom"] == pytest.approx(1.0) and not curve[-1]["upper_bound"]
+    from objtier.sweep.perobject import arm_result, pair_ratios, pair_table
+
+    assert arm_result(slow, fast, True)["result"] == "bound"
+    # a pair that timed out: a bound too, its ratio bound in the pairwise table
+    pair = Arm(5, "hot + cold", (0, 2), kind="pair", foms=[None], statuses=["timeout"],
+               walls=[15.0])
+    (row,) = pair_ratios([fast, slow, cold, pair], True)
+    assert row["result"] == "bound" and row["result_text"] == "≥ 30× slower"
+    assert pair_table([row])[frozenset(("hot", "cold"))] == pytest.approx(1 / 30)
 
 
 def test_curve_adds_objects_by_loss_per_byte_and_ends_at_one():
@@ -76,8 +132,9 @@ def test_pair_arms_are_every_pair_of_the_most_accessed_and_not_objects():
     assert [r["object"] for r in singles] == ["b", "a", "c"]      # pairs are not objects
     pairs = pair_ratios(arms, higher_is_better=True)
     assert [(p["objects"], p["median_ratio"], p["failed"]) for p in pairs] == [
-        (["a", "b"], pytest.approx(0.2), 0), (["a", "c"], 0.0, 1),
+        (["a", "b"], pytest.approx(0.2), 0), (["a", "c"], None, 1),     # failed: no ratio
         (["b", "c"], pytest.approx(0.4), 0)]
+    assert pairs[1]["result"] == "failed"
     assert pair_table(pairs)[frozenset(("a", "b"))] == pytest.approx(0.2)
 
 
@@ -110,7 +167,9 @@ def test_per_object_hot_array_is_most_sensitive(compile_c, tmp_path):
     assert len(labels) == 2
     assert "alloc_hot" in labels[0] and "alloc_cold" in labels[1]
     hot, cold = doc["objects"]
-    assert hot["median_ratio"] < cold["median_ratio"]
+    # the hot arm timed out (a bound: its ratio is at most ...) or, on a fast day, finished
+    assert (hot["median_ratio"] if hot["result"] == "measured" else hot["ratio_at_most"]) \
+        < cold["median_ratio"]
     assert doc["curve"][-1]["predicted_fom"] == pytest.approx(1.0)
     runs = (out / "sweep.csv").read_text().splitlines()[1:]
     assert len(runs) == 3
@@ -130,6 +189,69 @@ def test_per_object_hot_array_is_most_sensitive(compile_c, tmp_path):
     assert not any("not in the planned table" in w for w in plan["warnings"])
     fast = [e for e in plan["entries"] if e["tier"] == "fast"]
     assert [e["context_key"] for e in fast] == [hot["context_key"]]
+
+
+@pytest.mark.root
+@needs_enforcement
+def test_issue_40_a_timed_out_arm_is_a_bound_in_the_table_json_and_page(compile_c, tmp_path):
+    """Case 5 of issue 40 end to end: `objtier sweep --per-object` where the hot array's arm
+    runs into a short --timeout. Before: "runs ok 0/1, median FoM 0, ratio 0.000, loss/MiB
+    inf", exit 0. Now the row says what was learned: at least the timeout slower, in wall
+    time, in the table, perobject.json and sweep.html, with a warning."""
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    from objtier.record.session import RecordSettings, record_program
+    from objtier.sweep.page import perobject_figures
+
+    exe = compile_c((PROGS / "hotcold.c").read_text(), "hotcold")
+    command = [str(exe), "16", "24", "1"]
+    recording = tmp_path / "hc.otr"
+    returncode, _ = record_program(command, recording, RecordSettings(rate=200_000),
+                                   force=True)
+    assert returncode == 0
+    before = machine_state()
+    out = tmp_path / "po"
+    run = subprocess.run([sys.executable, "-m", "objtier", "sweep", "--per-object",
+                          str(recording), "--repeat", "1", "--timeout", "4", "-o", str(out),
+                          "--", *command], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "COLUMNS": "200"})
+    assert leftovers(before, before, machine_state()) == []
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((out / "perobject.json").read_text())
+    hot = next(r for r in doc["objects"] if "alloc_hot" in r["object"])
+    if hot["runs"] - hot["failed"]:     # never on this machine: the hot arm takes minutes
+        pytest.skip(f"the hot array's arm finished within 4 s ({hot['median_ratio']})")
+    # the table: the bound where the ratio was, the runs' failure, no "0.000" / "inf"
+    line = next(line for line in run.stdout.splitlines() if "alloc_hot" in line)
+    assert "0.000" not in line and "inf" not in line, line
+    assert hot["result_text"] in line and "0/1 (1 timeout)" in line, run.stdout
+    assert hot["result"] == "bound" and hot["failures"] == {"timeout": 1}
+    assert doc["timeout_s"] == 4
+    assert hot["median_ratio"] is None and hot["median_fom"] is None
+    with open(out / "sweep.csv", newline="") as f:
+        fast_wall = next(float(r["wall_s"]) for r in csv.DictReader(f)
+                         if r["label"] == "all fast")
+    assert hot["slower_at_least"] >= 4 / fast_wall * 0.99          # at least the timeout
+    assert hot["ratio_at_most"] == pytest.approx(1 / hot["slower_at_least"])
+    assert hot["result_text"] == f"≥ {hot['slower_at_least']:.3g}× slower"
+    assert doc["objects"][0]["object"] == hot["object"]             # most sensitive first
+    assert "ran into the timeout (4.0 s): their rows are bounds in wall time" in \
+        " ".join(run.stderr.split())
+    # sensitivity.csv: the lower bound of the loss, marked
+    with open(out / "sensitivity.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(r for r in rows if r["label"] == hot["object"])
+    assert row["result"] == "bound" and float(row["loss"]) == pytest.approx(hot["loss"])
+    # the page: a hatched bar at the ratio's bound, labelled, and a note
+    figures = dict(perobject_figures(doc))
+    bound = next(t for t in figures["objects"].data if t.name == "timed out: ratio at most")
+    assert list(bound.x) == [hot["object"]] and list(bound.text) == [hot["result_text"]]
+    page = (out / "sweep.html").read_text()
+    assert "timed out: ratio at most" in page
+    assert "ran into the timeout: their bars are bounds in wall time" in page
 
 
 def test_candidates_are_objects_with_one_percent_of_accesses():

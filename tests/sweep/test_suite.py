@@ -66,7 +66,7 @@ def test_suite_with_a_calibration_states_each_programs_thresholds_in_units(tmp_p
          "gbps": 10.0 / level, "ns": 100.0 * level} for level in (1, 2, 4)]}))
     out = tmp_path / "o"
     run = subprocess.run([sys.executable, "-m", "objtier", "sweep", "--suite", str(suite),
-                          "--knob", "threads=1,2,4", "--repeat", "1", "--calibration",
+                          "--knob", "threads=1,2,4", "--repeat", "2", "--calibration",
                           str(calibration), "-q", "-o", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -19,7 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "root), threads=1,2, bandit=0,50,100 (co-running load, %% of time), "
                         "mba=100:10:-10 (resctrl), slow-share=0,50,100 (%% of pages on the "
                         "slow NUMA node), sim=1,2,4,8 (slow-tier multiplier on --recording)")
-    parser.add_argument("--repeat", type=int, default=10, help="runs per level (10)")
+    parser.add_argument("--repeat", type=_repeat, default=10, metavar="N|auto",
+                        help="runs per level (10); auto: start with 3 and add runs where a "
+                        "threshold is not resolved (noise), up to --max-repeat")
+    parser.add_argument("--max-repeat", type=int, default=None, metavar="N",
+                        help="--repeat auto: at most N runs per level (20)")
     fom = parser.add_mutually_exclusive_group()
     fom.add_argument("--fom", metavar="REGEX",
                      help="figure of merit: first capture group of REGEX on stdout (last "
@@ -101,6 +105,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-- CMD [ARGS...]: the program to sweep")
 
 
+def _repeat(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or auto, got {text!r}") \
+            from None
+
+
 def _command(args: argparse.Namespace) -> list[str]:
     from objtier.record.launch import resolve_command
 
@@ -130,9 +144,20 @@ def run(args: argparse.Namespace) -> int:
     from objtier.sweep.fom import make_source
     from objtier.sweep.levels import parse_int_list
     from objtier.sweep.output import print_tables
-    from objtier.sweep.runner import SweepSettings
+    from objtier.sweep.runner import AUTO_MAX, AUTO_START, SweepSettings
 
-    if args.repeat < 1:
+    auto = args.repeat == "auto"
+    if args.max_repeat is not None and not auto:
+        raise UsageError("--max-repeat: only with --repeat auto")
+    if auto:
+        if args.per_object:
+            raise UsageError("--repeat auto: not with --per-object (give --repeat N)")
+        max_repeat = AUTO_MAX if args.max_repeat is None else args.max_repeat
+        if max_repeat < AUTO_START:
+            raise UsageError(f"--max-repeat must be at least {AUTO_START} (the runs --repeat "
+                             f"auto starts with), got {max_repeat}")
+        args.repeat = AUTO_START
+    elif args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
@@ -153,9 +178,13 @@ def run(args: argparse.Namespace) -> int:
     knob = knob_from_args(args)
     if threads and knob.name == "threads":
         raise UsageError("--threads with --knob threads: sweep threads once")
+    if auto and args.bisect:
+        raise UsageError("--bisect picks its levels from the first runs' medians: use a fixed "
+                         "--repeat with it, not --repeat auto")
     settings = SweepSettings(repeat=args.repeat, fom=fom, threads=threads,
                              output=Path(args.output), timeout_s=args.timeout,
-                             force=args.force, resume=args.resume, bisect=args.bisect)
+                             force=args.force, resume=args.resume, bisect=args.bisect,
+                             auto=auto, max_repeat=max_repeat if auto else AUTO_MAX)
     console = make_console()
     err = make_console(stderr=True)
     if args.calibrate:
@@ -233,7 +262,7 @@ def _run_suite(args, settings, console, err, calibration=None) -> int:
 
     rows, out = run_suite(entries, lambda: knob_from_args(args), settings, say, one)
     table = Table(title=f"objtier sweep --suite: {args.knob}, most sensitive first")
-    for name in ("program", "max avg FoM", "T50", "T75", "T90", "unstable"):
+    for name in ("program", "max avg FoM", "T50", "T75", "T90", "warnings"):
         table.add_column(name, justify="left" if name == "program" else "right")
     for r in rows:
         if r["error"]:
@@ -290,27 +319,54 @@ def _run_per_object(args, fom) -> int:
         table.add_column(name, justify="left" if name == "object" else "right")
     for row in doc["objects"]:
         table.add_row(row["object"][:60], f"{row['size'] / 2**20:.1f}",
-                      f"{100 * row['access_share']:.1f}",
-                      f"{row['runs'] - row['failed']}/{row['runs']}",
+                      f"{100 * row['access_share']:.1f}", _runs_ok(row),
                       "-" if row["median_fom"] is None else f"{row['median_fom']:.4g}",
-                      "-" if row["median_ratio"] is None else f"{row['median_ratio']:.3f}",
-                      f"{row['loss_per_mib']:.3g}",
+                      row["result_text"], _loss_per_mib(row),
                       f"{100 * row['room_share']:.0f}%")
     console.print(table)
     for pair in doc.get("pairs") or []:
         console.print(f"pair slow: {' + '.join(o[:40] for o in pair['objects'])}: ratio "
-                      + ("-" if pair["median_ratio"] is None else f"{pair['median_ratio']:.3f}"))
+                      f"{pair['result_text']}")
+    bounds = [row for row in doc["objects"] + (doc.get("pairs") or [])
+              if row["result"] == "bound"]
+    if bounds:
+        err.print(f"[yellow]warning:[/yellow] {len(bounds)} arm(s) ran into the timeout "
+                  f"({doc.get('timeout_s') or '?'} s): their rows are bounds in wall time "
+                  f"(≥ N× slower than all fast), not measurements; a longer --timeout "
+                  f"measures them")
+    lost = [row for row in doc["objects"] + (doc.get("pairs") or [])
+            if row["result"] in ("killed", "failed")]
+    if lost:
+        err.print(f"[yellow]warning:[/yellow] {len(lost)} arm(s) were killed or failed in most "
+                  f"runs: they have no ratio and no bound (see sweep.csv)")
     small = [row["object"] for row in doc["objects"] if row["room_share"] >= 0.25]
     if small:
         err.print(f"[yellow]warning:[/yellow] {len(small)} object(s) are at most 4x the 4 MiB "
                   f"the runtime leaves unlocked (room >= 25%): much of them stays resident, so "
                   f"their ratios understate their sensitivity")
     console.print(f"predicted FoM ({doc['model']} model) by fraction of bytes fast: " + ", ".join(
-        f"{100 * p['fast_fraction']:.0f}% -> {p['predicted_fom']:.2f}" for p in doc["curve"]))
+        f"{100 * p['fast_fraction']:.0f}% -> {'≤ ' if p.get('upper_bound') else ''}"
+        f"{p['predicted_fom']:.2f}" for p in doc["curve"]))
     out = settings.output
     console.print(f"wrote {out / 'perobject.json'}, {out / 'sensitivity.csv'}, "
                   f"{out / 'sweep.csv'} and {out / 'sweep.html'}")
     return 0
+
+
+def _runs_ok(row) -> str:
+    """"2/3", or "0/2 (2 timeout)" with the failures."""
+    text = f"{row['runs'] - row['failed']}/{row['runs']}"
+    failures = row.get("failures") or {}
+    return text + (" (" + ", ".join(f"{n} {s}" for s, n in failures.items()) + ")"
+                   if failures else "")
+
+
+def _loss_per_mib(row) -> str:
+    if row["result"] == "bound":
+        return f"≥ {row['loss_per_mib']:.3g}"
+    if row["result"] != "measured":
+        return "-"
+    return f"{row['loss_per_mib']:.3g}"
 
 
 def _add_units(doc, calibration, out, console) -> None:

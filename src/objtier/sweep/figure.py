@@ -18,7 +18,7 @@ def plot_sweep(doc: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from objtier.sweep.output import write_private
+    from objtier.sweep.output import threshold_text, write_private
 
     series = doc["series"]
     fig, axes = plt.subplots(1, len(series), figsize=(5.5 * len(series), 4), squeeze=False)
@@ -44,10 +44,7 @@ def plot_sweep(doc: dict[str, Any], path: Path) -> None:
                 line = s["baseline"] * int(percent) / 100.0
                 if not (doc.get("fom") or {}).get("higher_is_better", True):
                     line = s["baseline"] * 100.0 / int(percent)
-                crossed = s["thresholds"].get(percent)
-                label = f"{percent}%: T{percent} = " + (
-                    next(lv["label"] for lv in levels if lv["level"] == crossed)
-                    if crossed is not None else "not reached")
+                label = f"{percent}%: T{percent} = {threshold_text(s, percent)}"
                 ax.axhline(line, color=color, linestyle="--", linewidth=1, label=label)
         ax.set_xticks(xs, [lv["label"] for lv in levels], rotation=45, ha="right")
         ax.set_xlabel(f"{doc['knob']} level ({levels[0]['kind'] if levels else ''})")

@@ -7,10 +7,15 @@ Ctrl-C never leaves half a file); sweep.csv grows by one appended row per run. F
 
     knob, kind (real|emulated|simulated), command, config, tool_version, machine,
     fom {source, unit, higher_is_better},
-    levels [{level, label, applied, kind, fom [...], failures [...], mean, median, ci, performance}]
-    thresholds {"90": level|null, "75": ..., "50": ...}, baseline, baseline_level, warnings
-    series [{threads, levels, thresholds, baseline, baseline_level, warnings}]
+    levels [{level, label, applied, kind, fom [...], failures [...], mean, median, ci, performance,
+             ratio_ci, sides {"90": above|below|noise, ...}, repeats_needed {"90": N|null}}]
+    thresholds {"90": level|null, "75": ..., "50": ...}   (null: not reached or not resolved)
+    threshold_status {"90": {status, level, label, noise [levels], repeats_needed, reason}}
+    non_monotonic [{dip, rise, percents, beyond_noise}], baseline, baseline_level, warnings
+    series [{threads, levels, thresholds, threshold_status, non_monotonic, baseline,
+             baseline_level, warnings}]
         one per --threads value; the top-level levels/thresholds are the first series'
+    config.repeat   N, or "auto" with config.repeat_auto {start, max, runs, stopped}
     objects [...]   with --per-object (objtier.sweep.perobject)
 """
 
@@ -27,7 +32,7 @@ from typing import Any
 
 from objtier import __version__
 from objtier.errors import UsageError
-from objtier.sweep.metric import THRESHOLDS, Metric, compute_metric
+from objtier.sweep.metric import THRESHOLDS, Metric, Threshold, compute_metric
 
 FORMAT = "objtier-sweep"
 VERSION = 1
@@ -78,7 +83,9 @@ def series_metric(records: list[RunRecord], levels: list[LevelInfo], threads: in
     rows = [(info.level, info.label,
              [r.fom for r in records if r.level == info.level and r.threads == threads])
             for info in levels]
-    return compute_metric(rows, higher_is_better)
+    # a simulated level is a prediction, not a run: one value has no noise to show
+    deterministic = bool(levels) and all(info.kind == "simulated" for info in levels)
+    return compute_metric(rows, higher_is_better, deterministic)
 
 
 def _level_doc(metric: Metric, levels: list[LevelInfo], records: list[RunRecord],
@@ -96,7 +103,10 @@ def _level_doc(metric: Metric, levels: list[LevelInfo], records: list[RunRecord]
             "applied": applied[0] if len(applied) == 1 else applied,
             "fom": s.foms, "failures": [r.status for r in mine if r.fom is None],
             "mean": s.mean, "median": _finite(s.median),
-            "ci": [_finite(s.ci_low), _finite(s.ci_high)], "performance": s.performance,
+            "ci": [_finite(s.ci_low), _finite(s.ci_high)], "performance": _finite(s.performance),
+            "ratio_ci": [_finite(s.ratio_low), _finite(s.ratio_high)],
+            "sides": {str(p): side for p, side in s.sides.items()},
+            "repeats_needed": {str(p): n for p, n in s.repeats_needed.items()},
             **({"measured": extras} if extras else {}),
         })
     return out
@@ -113,6 +123,12 @@ def _thresholds(metric: Metric) -> dict[str, float | None]:
     return {str(p): metric.thresholds[p] for p in THRESHOLDS}
 
 
+def _status(detail: Threshold) -> dict[str, Any]:
+    return {"status": detail.status, "level": detail.level, "label": detail.label,
+            "noise": detail.noise, "repeats_needed": detail.repeats_needed,
+            "reason": detail.reason}
+
+
 def build_document(records: list[RunRecord], levels: list[LevelInfo],
                    threads: list[int | None], head: dict[str, Any],
                    higher_is_better: bool) -> tuple[dict[str, Any], list[Metric]]:
@@ -122,11 +138,16 @@ def build_document(records: list[RunRecord], levels: list[LevelInfo],
         metric = series_metric(records, levels, t, higher_is_better)
         metrics.append(metric)
         series.append({"threads": t, "levels": _level_doc(metric, levels, records, t),
-                       "thresholds": _thresholds(metric), "baseline": metric.baseline,
+                       "thresholds": _thresholds(metric),
+                       "threshold_status": {str(p): _status(d)
+                                            for p, d in metric.details.items()},
+                       "non_monotonic": metric.non_monotonic, "baseline": metric.baseline,
                        "baseline_level": metric.baseline_level, "warnings": metric.warnings})
     first = series[0]
     doc = {"format": FORMAT, "version": VERSION, **head,
            "levels": first["levels"], "thresholds": first["thresholds"],
+           "threshold_status": first["threshold_status"],
+           "non_monotonic": first["non_monotonic"],
            "baseline": first["baseline"], "baseline_level": first["baseline_level"],
            "warnings": first["warnings"], "series": series}
     return doc, metrics
@@ -283,8 +304,42 @@ def _fmt(value: float | None) -> str:
     return f"{value:.4g}"
 
 
+def threshold_text(series: dict[str, Any], percent: str) -> str:
+    """A threshold of a sweep.json series as shown: the level's label, "not reached" or "not
+    resolved (noise)" (documents without threshold_status: from thresholds alone)."""
+    status = (series.get("threshold_status") or {}).get(percent)
+    if status and status.get("label"):
+        return status["label"]
+    crossed = (series.get("thresholds") or {}).get(percent)
+    return next((lv["label"] for lv in series.get("levels") or [] if lv.get("level") == crossed
+                 and crossed is not None), "not reached")
+
+
+def _ratio_ci(s) -> str:
+    """The ratio's bootstrap interval in % of the baseline ("78..109")."""
+    if s.ratio_low is None or s.ratio_high is None:
+        return "-"
+    return "..".join("inf" if v == float("inf") else f"{100 * v:.0f}"
+                     for v in (s.ratio_low, s.ratio_high))
+
+
+def level_marks(metric: Metric, s) -> str:
+    """The "crosses" cell of a level: T90 where it is declared; T90? where this level's noise
+    keeps it from being resolved, with the runs per level that would resolve it."""
+    marks = []
+    for p in THRESHOLDS:
+        detail = metric.details.get(p)
+        if metric.thresholds[p] == s.level:
+            marks.append(f"T{p}")
+        elif detail is not None and detail.status == "not resolved" and s.level in detail.noise:
+            needed = s.repeats_needed.get(p)
+            marks.append(f"T{p}? noise" + (f" (~{needed} runs)" if needed else ""))
+    return ", ".join(marks)
+
+
 def print_tables(console, doc: dict[str, Any], metrics: list[Metric]) -> None:
-    """One table per series: level, kind, applied, runs, median [CI], mean, % of baseline, T."""
+    """One table per series: level, kind, applied, runs, median [CI], mean, % of baseline, the
+    ratio's 95 % interval, T; then the thresholds and the warnings."""
     from rich.table import Table
 
     unit = doc.get("fom", {}).get("unit") or ""
@@ -293,11 +348,10 @@ def print_tables(console, doc: dict[str, Any], metrics: list[Metric]) -> None:
             f", {series['threads']} threads" if series["threads"] is not None else "")
         table = Table(title=title)
         for name in ("level", "kind", "applied", "runs ok", f"median {unit}".strip(),
-                     "95% CI", "mean", "% of baseline", "crosses"):
+                     "95% CI", "mean", "% of baseline", "95% CI of %", "crosses"):
             table.add_column(name, justify="left" if name in ("level", "kind", "applied",
                                                              "crosses") else "right")
         for level, s in zip(series["levels"], metric.levels):
-            marks = [f"T{p}" for p in THRESHOLDS if metric.thresholds[p] == s.level]
             applied = level["applied"]
             applied = ", ".join(applied) if isinstance(applied, list) else applied
             took = [v for v in level.get("measured", {}).get("bandit_gbps", []) if v is not None]
@@ -306,8 +360,8 @@ def print_tables(console, doc: dict[str, Any], metrics: list[Metric]) -> None:
             table.add_row(s.label, level["kind"], applied, f"{s.ok_runs}/{len(s.foms)}",
                           _fmt(s.median), f"{_fmt(s.ci_low)}..{_fmt(s.ci_high)}", _fmt(s.mean),
                           "-" if s.performance is None else f"{100 * s.performance:.1f}",
-                          " ".join(marks), style="bold" if s.level == metric.baseline_level
-                          else None)
+                          _ratio_ci(s), level_marks(metric, s),
+                          style="bold" if s.level == metric.baseline_level else None)
         console.print(table)
         console.print("thresholds: " + ", ".join(
             f"T{p} = {metric.threshold_label(p)}" for p in THRESHOLDS)
@@ -315,3 +369,6 @@ def print_tables(console, doc: dict[str, Any], metrics: list[Metric]) -> None:
               f"{next((s.label for s in metric.levels if s.level == metric.baseline_level), '-')})")
         for warning in metric.warnings:
             console.print(f"[yellow]warning:[/yellow] {warning}")
+    auto = (doc.get("config") or {}).get("repeat_auto")
+    if auto:
+        console.print(f"--repeat auto: {auto['stopped']}")

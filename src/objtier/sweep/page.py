@@ -26,6 +26,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from objtier.sweep.output import threshold_text
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 LINES = {"90": "#2ca02c", "75": "#ff7f0e", "50": "#d62728"}
 PAGE_NAME = "sweep.html"
@@ -40,6 +42,17 @@ def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
                       template="plotly_white", margin={"t": 70, "l": 70, "r": 20, "b": 90},
                       legend={"font": {"size": 10}})
     return fig
+
+
+def _ratio_text(level: dict[str, Any]) -> str:
+    """Hover text: the ratio's 95 % interval and which lines it resolves."""
+    low, high = (level.get("ratio_ci") or [None, None])[:2]
+    if _number(low) is None or _number(high) is None:
+        return ""
+    sides = level.get("sides") or {}
+    noise = [f"T{p}" for p, side in sides.items() if side == "noise"]
+    return (f"{100 * low:.0f}..{100 * high:.0f}% of the baseline (95% CI)"
+            + (f"; noise at the {', '.join(noise)} line(s)" if noise else ""))
 
 
 def fom_figure(doc: dict[str, Any]) -> go.Figure:
@@ -70,9 +83,9 @@ def fom_figure(doc: dict[str, Any]) -> go.Figure:
                                for h, m in zip(high, medians)],
                      "arrayminus": [max(0.0, m - lo) if lo is not None and m is not None
                                     else 0.0 for lo, m in zip(low, medians)]},
-            customdata=[[lv["kind"], lv["applied"]] for lv in levels],
+            customdata=[[lv["kind"], lv["applied"], _ratio_text(lv)] for lv in levels],
             hovertemplate="%{x} (%{customdata[0]}, applied %{customdata[1]}): median "
-                          "%{y:.4g}<extra></extra>"), row=1, col=col)
+                          "%{y:.4g}<br>%{customdata[2]}<extra></extra>"), row=1, col=col)
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="run",
                                  marker={"color": "#555555", "size": 6, "opacity": 0.6},
                                  showlegend=col == 1, legendgroup="run",
@@ -89,11 +102,9 @@ def fom_figure(doc: dict[str, Any]) -> go.Figure:
         if baseline:
             for percent, color in LINES.items():
                 line = baseline * int(percent) / 100 if higher else baseline * 100 / int(percent)
-                crossed = (s.get("thresholds") or {}).get(percent)
-                at = next((lv["label"] for lv in s["levels"] if lv["level"] == crossed), None)
                 fig.add_hline(y=line, line={"color": color, "dash": "dash", "width": 1},
                               annotation_text=f"{percent}%: T{percent} = "
-                              f"{at if at is not None else 'not reached'}",
+                              f"{threshold_text(s, percent)}",
                               annotation_position="top right", annotation_font_size=10,
                               row=1, col=col)
         fig.update_xaxes(type="category", categoryorder="array",
@@ -131,11 +142,37 @@ def calibration_figures(rows: list[dict[str, Any]], knob: str = "", kind: str = 
     return out
 
 
+def _bound_traces(rows: list[dict[str, Any]], label) -> list[go.BaseTraceType]:
+    """Arms that are no measurement (perobject.arm_result): a bound as a hatched bar at the
+    ratio's bound, labelled "≥ N× slower"; a killed or failed arm as a red x at 0, labelled."""
+    traces = []
+    bound = [r for r in rows if r.get("result") == "bound"]
+    if bound:
+        traces.append(go.Bar(
+            x=[label(r) for r in bound], y=[float(r["ratio_at_most"]) for r in bound],
+            name="timed out: ratio at most", marker={"color": "#b0b0b0",
+                                                   "pattern": {"shape": "/"}},
+            text=[r["result_text"] for r in bound], textposition="outside",
+            hovertemplate="%{x}<br>%{text} (wall time; timed out): ratio at most %{y:.3g}"
+                          "<extra></extra>"))
+    lost = [r for r in rows if r.get("result") in ("killed", "failed")]
+    if lost:
+        traces.append(go.Scatter(
+            x=[label(r) for r in lost], y=[0.0] * len(lost), mode="markers+text",
+            name="killed or failed: no ratio", text=[r["result_text"] for r in lost],
+            textposition="top center", marker={"color": "#d62728", "symbol": "x", "size": 10},
+            hovertemplate="%{x}<br>%{text}<extra></extra>"))
+    return traces
+
+
 def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
-    """The per-object ratios (measured) and the cumulative curve (estimated)."""
-    rows = [r for r in doc.get("objects") or [] if _number(r.get("median_ratio")) is not None]
+    """The per-object ratios (measured; bounds and killed arms marked as such) and the
+    cumulative curve (estimated)."""
+    every = doc.get("objects") or []
+    rows = [r for r in every if _number(r.get("median_ratio")) is not None]
+    others = _bound_traces(every, lambda r: r["object"])
     out = []
-    if rows:
+    if rows or others:
         base = [v for v in (doc.get("all_fast") or {}).get("fom") or [] if v is not None]
         import numpy as np
 
@@ -149,27 +186,39 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
                                for c, v in zip(ci, ratio)],
                      "arrayminus": [max(0.0, v - c[0] / median) if _number(c[0]) is not None
                                     else 0 for c, v in zip(ci, ratio)]}
-        fig = go.Figure(go.Bar(
-            x=[r["object"] for r in rows], y=ratio, error_y=error,
+        fig = go.Figure([go.Bar(
+            x=[r["object"] for r in rows], y=ratio, error_y=error, name="measured",
             customdata=[[r["size"] / 2**20, 100 * r.get("access_share", 0.0)] for r in rows],
             hovertemplate="%{x}<br>ratio %{y:.3f}, %{customdata[0]:.1f} MiB, "
-                          "%{customdata[1]:.1f}% of accesses<extra></extra>"))
+                          "%{customdata[1]:.1f}% of accesses<extra></extra>")]
+            if rows else [])
+        for trace in others:
+            fig.add_trace(trace)
         fig.add_hline(y=1.0, line={"color": "#555", "dash": "dot", "width": 1})
         fig.update_xaxes(title_text="object (only it slow), most sensitive first",
-                         tickangle=30)
+                         tickangle=30, type="category", categoryorder="array",
+                         categoryarray=[r["object"] for r in every])
         fig.update_yaxes(title_text="median FoM / all-fast median FoM", rangemode="tozero")
         out.append(("objects", _layout(fig, "Per object: FoM with only that object slow "
                                        f"(real, {doc.get('tier') or 'swap'} tier)",
                                        height=460)))
-    pairs = [r for r in doc.get("pairs") or [] if _number(r.get("median_ratio")) is not None]
-    if pairs:
-        fig = go.Figure(go.Bar(
-            # the last frame of each label on the axis (the caller, which tells objects from
-            # one allocation wrapper apart), the whole labels on hover
-            x=[" + ".join(o.split(" <- ")[-1] for o in r["objects"]) for r in pairs],
-            y=[float(r["median_ratio"]) for r in pairs],
-            text=[" + ".join(r["objects"]) for r in pairs], textposition="none",
-            hovertemplate="%{text}<br>ratio %{y:.3f}<extra></extra>"))
+    every_pair = doc.get("pairs") or []
+    pairs = [r for r in every_pair if _number(r.get("median_ratio")) is not None]
+
+    def pair_label(r):
+        # the last frame of each label on the axis (the caller, which tells objects from one
+        # allocation wrapper apart), the whole labels on hover
+        return " + ".join(o.split(" <- ")[-1] for o in r["objects"])
+
+    pair_others = _bound_traces(every_pair, pair_label)
+    if pairs or pair_others:
+        fig = go.Figure([go.Bar(
+            x=[pair_label(r) for r in pairs], y=[float(r["median_ratio"]) for r in pairs],
+            name="measured", text=[" + ".join(r["objects"]) for r in pairs],
+            textposition="none",
+            hovertemplate="%{text}<br>ratio %{y:.3f}<extra></extra>")] if pairs else [])
+        for trace in pair_others:
+            fig.add_trace(trace)
         fig.add_hline(y=1.0, line={"color": "#555", "dash": "dot", "width": 1})
         fig.update_xaxes(title_text="pair of objects (both slow, the rest fast)", tickangle=30)
         fig.update_yaxes(title_text="median FoM / all-fast median FoM", rangemode="tozero")
@@ -181,7 +230,9 @@ def perobject_figures(doc: dict[str, Any]) -> list[tuple[str, go.Figure]]:
         fig = go.Figure(go.Scatter(
             x=[100 * p["fast_fraction"] for p in curve], y=[p["predicted_fom"] for p in curve],
             mode="lines+markers", line={"shape": "hv"},   # whole objects: steps
-            text=[p["added"] or "(objects under 1 %)" for p in curve],
+            text=[(p["added"] or "(objects under 1 %)")
+                  + (" - at most: a timed-out object is slow" if p.get("upper_bound") else "")
+                  for p in curve],
             hovertemplate="%{x:.1f}% of bytes fast: %{y:.3f}<br>added %{text}<extra></extra>"))
         fig.update_xaxes(title_text="bytes on the fast tier (%)", range=[0, 100])
         fig.update_yaxes(title_text="predicted FoM / all fast", range=[0, 1.05])
@@ -248,6 +299,16 @@ def write_sweep_page(out: Path, doc: dict[str, Any] | None = None,
         figures.extend(perobject_figures(perobject))
         notes.append(f"The cumulative curve is estimated "
                      f"({perobject.get('model') or 'additive'} model), not measured.")
+        rows = (perobject.get("objects") or []) + (perobject.get("pairs") or [])
+        bound = [r for r in rows if r.get("result") == "bound"]
+        if bound:
+            notes.append(f"{len(bound)} arm(s) ran into the timeout: their bars are bounds "
+                         f"in wall time (≥ N× slower than all fast), not measurements; the "
+                         f"curve's points with them slow are upper bounds.")
+        lost = [r for r in rows if r.get("result") in ("killed", "failed")]
+        if lost:
+            notes.append(f"{len(lost)} arm(s) were killed or failed in most runs: no ratio, no "
+                         f"bound.")
     title = (f"objtier sweep: {main.get('knob', '')}"
              + (" calibration" if calibration is not None and doc is None else ""))
     files = sorted(p.name for p in out.iterdir()

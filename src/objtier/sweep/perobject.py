@@ -19,7 +19,16 @@ sampled accesses (MIN_SHARE) gets an arm in which only it is on the slow side, o
 
 Arms run in interleaved rounds (all fast, X1, X2, ..., all fast, X1, ...), `repeat` rounds,
 each run with the stat-flush reader. Per object: median FoM and its ratio to the all-fast
-median (performance: < 1 = slower), sorted most sensitive first. With `pairs`, one more arm
+median (performance: < 1 = slower), sorted most sensitive first. An arm is a measurement only
+when more than half its runs succeeded (arm_result); otherwise what its runs say is:
+
+    bound     every failed run ran into the timeout: the median run took at least
+              N x the all-fast median wall time, "≥ N× slower" (N: the median over the arm's
+              runs of wall time / the all-fast median wall time, a timed-out run counting its
+              wall time, which its finish would have exceeded); the ratio is at most 1/N and
+              the loss at least N - 1
+    killed    a failed run was killed (OOM kill, signal): nothing about its speed
+    failed    a failed run exited non-zero or printed no FoM With `pairs`, one more arm
 per pair of the most accessed objects (both slow). The cumulative curve predicts the FoM when
 the objects are made fast one by one in the order of measured loss per byte (the most loss
 avoided per fast byte first), by the multiplicative model, or the pairwise one when pairs
@@ -31,7 +40,8 @@ were measured (objtier.sweep.interaction):
 
 The curve is estimated, not measured; docs/sweep.md says how to check it.
 Outputs in DIR: perobject.json (sweep.json's "objects" and "curve"), sensitivity.csv (one row
-per measured object: context_key, occurrence, size, label, median_ratio, loss, loss_per_mib),
+per measured object: context_key, occurrence, size, label, median_ratio, loss, loss_per_mib,
+result; a bound's loss is its lower bound N - 1, a killed or failed arm's inf),
 sweep.csv (every run), runs/ (each run's trace of PLACEMENT records).
 """
 
@@ -76,56 +86,118 @@ def _median(values, higher_is_better: bool) -> float | None:
     return float(np.median(counted)) if counted else None
 
 
+def _statuses(arm: Arm) -> list[str]:
+    """Each run's status (an arm made by hand may have none: then ok or failed)."""
+    if len(arm.statuses) == len(arm.foms):
+        return list(arm.statuses)
+    return ["ok" if v is not None else "failed" for v in arm.foms]
+
+
+def _slower(value: float) -> str:
+    return f"≥ {value:.3g}× slower"
+
+
+def arm_result(arm: Arm, all_fast: Arm, higher_is_better: bool) -> dict[str, Any]:
+    """What an arm's runs say (the module docstring): result (measured | bound | killed |
+    failed), result_text as shown, median_fom and median_ratio (measured only), ratio_at_most
+    and slower_at_least (bound only), failures {status: runs}."""
+    statuses = _statuses(arm)
+    failures: dict[str, int] = {}
+    for status in statuses:
+        if status != "ok":
+            failures[status] = failures.get(status, 0) + 1
+    out: dict[str, Any] = {"result": "measured", "result_text": "", "median_fom": None,
+                           "median_ratio": None, "ratio_at_most": None,
+                           "slower_at_least": None, "failures": failures}
+    ok = sum(v is not None for v in arm.foms)
+    if arm.foms and 2 * ok > len(arm.foms):
+        m = _median(arm.foms, higher_is_better)
+        ratio = performance(m, _median(all_fast.foms, higher_is_better), higher_is_better)
+        out.update(median_fom=m, median_ratio=ratio,
+                   result_text="-" if ratio is None else f"{ratio:.3f}")
+        return out
+    base = [w for w, v in zip(all_fast.walls, all_fast.foms) if v is not None and w]
+    walls = [w for w in arm.walls if w]
+    if failures and set(failures) == {"timeout"} and base and len(walls) == len(arm.foms):
+        slower = float(np.median(walls)) / float(np.median(base))
+        out.update(result="bound", slower_at_least=slower, ratio_at_most=1.0 / slower,
+                   result_text=_slower(slower))
+        return out
+    killed = [s for s in failures if s == "OOM-killed" or s.startswith("killed")]
+    if killed or "timeout" in failures:
+        out.update(result="killed", result_text="killed (" + ", ".join(
+            f"{failures[s]} {s}" for s in failures) + ")")
+    else:
+        out.update(result="failed", result_text="failed (" + ", ".join(
+            f"{failures[s]} {s}" for s in failures) + ")" if failures else "no runs")
+    return out
+
+
+def _loss(result: dict[str, Any]) -> float:
+    """1 / ratio - 1 for a measurement, the lower bound N - 1 for a bound, inf otherwise."""
+    if result["result"] == "measured":
+        ratio = result["median_ratio"]
+        return (1.0 / ratio - 1.0) if ratio else float("inf")
+    if result["result"] == "bound":
+        return result["slower_at_least"] - 1.0
+    return float("inf")
+
+
+def _sort_key(row: dict[str, Any]) -> float:
+    """Most sensitive first: the ratio, or its bound; killed and failed arms before all."""
+    for key in ("median_ratio", "ratio_at_most"):
+        if row.get(key) is not None:
+            return row[key]
+    return -1.0
+
+
 def ratios(arms: list[Arm], higher_is_better: bool,
            room: int = RUNTIME_UNLOCKED_BYTES) -> list[dict[str, Any]]:
-    """Per object arm (arms[1:] but pairs): median FoM, its bootstrap interval, and the ratio
-    (performance) to the all-fast arm's median; sorted most sensitive (lowest ratio) first.
-    Failed runs count as the worst FoM, as in the metric. room: bytes the slow object could
-    keep in fast memory anyway (the swap tier's unlocked room; 0 on the NUMA tier)."""
-    def median(values):
-        return _median(values, higher_is_better)
-
-    base = median(arms[0].foms)
+    """Per object arm (arms[1:] but pairs): what its runs say (arm_result), the median FoM's
+    bootstrap interval (measured arms), the loss (a lower bound for a bound: loss_is_bound);
+    sorted most sensitive (lowest ratio or ratio bound) first. Failed runs count as the worst
+    FoM in a measured arm's median, as in the metric. room: bytes the slow object could keep
+    in fast memory anyway (the swap tier's unlocked room; 0 on the NUMA tier)."""
     out = []
     for arm in arms[1:]:
         if arm.kind == "pair":
             continue
-        m = median(arm.foms)
+        result = arm_result(arm, arms[0], higher_is_better)
         counted = [v if v is not None else worst(higher_is_better) for v in arm.foms]
-        low, high = bootstrap_median_ci(counted) if counted else (None, None)
-        ratio = performance(m, base, higher_is_better)
-        loss = (1.0 / ratio - 1.0) if ratio else float("inf")
+        low, high = (bootstrap_median_ci(counted) if counted and result["result"] == "measured"
+                     else (None, None))
+        loss = _loss(result)
         out.append({"object": arm.label, "context_key": arm.context_key,
                     "occurrence": arm.occurrence, "size": arm.size,
                     "access_share": round(arm.share, 6),
                     "room_share": round(min(1.0, room / max(arm.size, 1)), 4),
                     "runs": len(arm.foms),
-                    "failed": sum(v is None for v in arm.foms), "median_fom": m,
-                    "ci": [low, high], "median_ratio": ratio, "loss": loss,
+                    "failed": sum(v is None for v in arm.foms), **result,
+                    "ci": [low, high], "loss": loss,
+                    "loss_is_bound": result["result"] == "bound",
                     "loss_per_mib": loss / max(arm.size / (1 << 20), 1e-9)})
-    out.sort(key=lambda row: (row["median_ratio"] if row["median_ratio"] is not None
-                              else -1.0))
+    out.sort(key=_sort_key)
     return out
 
 
 def pair_ratios(arms: list[Arm], higher_is_better: bool) -> list[dict[str, Any]]:
-    """Per pair arm: the two objects (labels), runs, failures and the median ratio to all
-    fast."""
-    base = _median(arms[0].foms, higher_is_better)
+    """Per pair arm: the two objects (labels), runs, failures and what its runs say
+    (arm_result: the median ratio to all fast, or a bound)."""
     out = []
     for arm in arms[1:]:
         if arm.kind != "pair":
             continue
-        m = _median(arm.foms, higher_is_better)
         out.append({"objects": list(arm.label.split(" + ", 1)), "size": arm.size,
                     "runs": len(arm.foms), "failed": sum(v is None for v in arm.foms),
-                    "median_fom": m, "median_ratio": performance(m, base, higher_is_better)})
+                    **arm_result(arm, arms[0], higher_is_better)})
     return out
 
 
 def pair_table(pairs: list[dict[str, Any]]) -> dict[frozenset, float]:
-    """{frozenset of the two labels: median ratio} of pair_ratios() rows."""
-    return {frozenset(p["objects"]): p["median_ratio"] for p in pairs}
+    """{frozenset of the two labels: median ratio} of pair_ratios() rows; a bound pair by its
+    ratio bound (its loss is then a lower bound), a killed or failed one by None."""
+    return {frozenset(p["objects"]): p["median_ratio"] if p.get("median_ratio") is not None
+            else p.get("ratio_at_most") for p in pairs}
 
 
 def cumulative_curve(rows: list[dict[str, Any]], total_bytes: int,
@@ -133,11 +205,13 @@ def cumulative_curve(rows: list[dict[str, Any]], total_bytes: int,
                      terms: dict[frozenset, float] | None = None) -> list[dict[str, Any]]:
     """The cumulative curve: objects made fast in order of loss per byte; each point is
     (fraction of bytes fast, predicted relative FoM by `model` (objtier.sweep.interaction),
-    the additive model's prediction, the object just made fast)."""
+    the additive model's prediction, the object just made fast; upper_bound: a slow object's
+    loss is a lower bound (a timed-out arm), so the prediction is at most that)."""
     from objtier.sweep.interaction import predict
 
     order = sorted(rows, key=lambda r: -r["loss_per_mib"])
     losses = {r["object"]: r["loss"] for r in rows}
+    bounds = {r["object"] for r in rows if r.get("loss_is_bound")}
     measured = sum(r["size"] for r in rows)
     fast_bytes = max(0, total_bytes - measured)   # objects under MIN_SHARE: kept fast
     points = []
@@ -148,14 +222,15 @@ def cumulative_curve(rows: list[dict[str, Any]], total_bytes: int,
         points.append({"fast_fraction": fast_bytes / total_bytes if total_bytes else 0.0,
                        "predicted_fom": predict(model, slow, losses, terms),
                        "predicted_additive": predict("additive", slow, losses),
-                       "added": order[k - 1]["object"] if k else None})
+                       "added": order[k - 1]["object"] if k else None,
+                       "upper_bound": bool(bounds.intersection(slow))})
     return points
 
 
 def sensitivity_csv(rows: list[dict[str, Any]]) -> str:
     text = io.StringIO()
     fields = ("context_key", "occurrence", "size", "label", "access_share", "median_ratio",
-              "loss", "loss_per_mib", "runs", "failed")
+              "loss", "loss_per_mib", "runs", "failed", "result")
     writer = csv.DictWriter(text, fieldnames=fields)
     writer.writeheader()
     for r in rows:
@@ -245,7 +320,13 @@ def run_per_object(command: list[str], settings: PerObjectSettings, fom,
         pairs = pair_ratios(arms, fom.higher_is_better)
         terms = pair_terms({r["object"]: r["loss"] for r in ranked}, pair_table(pairs))
         model = "pairwise" if pairs else "multiplicative"
+        # the timeout: as given, or (the default, set after the first run) what the runs it
+        # killed lasted
+        timed = [w for arm in arms for w, s in zip(arm.walls, arm.statuses)
+                 if s == "timeout" and w]
+        timeout = settings.timeout_s or (round(min(timed), 1) if timed else None)
         return {**_head(command, settings, fom), "footprint_bytes": footprint,
+                "timeout_s": timeout,
                 "tier": settings.tier, **({"numa": numa.describe()} if numa else {}),
                 "all_fast": {"fom": arms[0].foms}, "objects": ranked, "pairs": pairs,
                 "model": model, "curve": cumulative_curve(ranked, fast_total, model, terms)}

@@ -26,6 +26,8 @@ class Arm:
     context_key: str = ""      # the slow object's, for a one-object arm
     occurrence: int = 0
     foms: list[float | None] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)   # each run's: ok | timeout | ... (runner)
+    walls: list[float | None] = field(default_factory=list)   # each run's wall time [s]
     room_bytes: int = 0        # unlocked room added to the arm's cgroup limit [bytes]: lets
                                # arms with different fast sets run under one limit
     kind: str = "object"       # "all fast" | "object" (one slow) | "pair" (two slow) | "set"
@@ -119,6 +121,8 @@ def keep_run(records: list, arm: Arm, repeat: int, m, judged, applied: str,
 
     value, unit, problem, status = judged
     arm.foms.append(value)
+    arm.statuses.append(status)
+    arm.walls.append(m.wall_s)
     records.append(RunRecord(
         order=len(records) + 1, threads=None, level=float(arm.index), label=arm.label,
         repeat=repeat, kind="real", applied=applied, status=status, returncode=m.returncode,

@@ -8,6 +8,15 @@ error, so what finished is kept and --resume runs only what is missing. A failed
 status, OOM kill, timeout, no FoM) is a data point, never the end of the sweep — except the
 very first run: when the program fails or prints no FoM with no throttling at all, the sweep
 stops with that one-line error.
+
+With --repeat auto (settings.auto) the sweep starts with `repeat` rounds (AUTO_START) and then
+adds runs while a threshold is "not resolved" (metric: a level's interval spans its line): each
+step gives the levels that decide an unresolved threshold, and the baseline level (its noise is
+in every ratio), more runs, interleaved, up to the runs the metric estimates would resolve it,
+but at most twice the runs they have and at most max_repeat. It stops when every threshold of
+every series is resolved or the cap is reached, and says which in config.repeat_auto.stopped.
+Each step is a look at the data: few looks (doubling) keep the chance that noise separates by
+luck small, but not zero (docs/sweep.md).
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from objtier.sweep.output import (LevelInfo, RunRecord, SweepOutcome, append_rec
 
 MIN_TIMEOUT_S = 60.0
 TIMEOUT_FACTOR = 30.0   # default timeout: this many times the first run's wall time
+AUTO_START = 3          # --repeat auto: rounds before the first look
+AUTO_MAX = 20           # --repeat auto: runs per level at most (--max-repeat)
 
 
 @dataclass
@@ -42,6 +53,8 @@ class SweepSettings:
     force: bool = False
     resume: bool = False
     bisect: bool = False
+    auto: bool = False            # --repeat auto: add runs until resolved (repeat = the start)
+    max_repeat: int = AUTO_MAX    # --repeat auto: the cap, runs per level
 
 
 def status_of(returncode: int, timed_out: bool, oom_kills: int, fom_problem: str | None) -> str:
@@ -67,6 +80,36 @@ def plan_runs(knob: Knob, threads: list[int | None], repeat: int
     return [(t, r, level) for t in threads for r in range(1, repeat + 1) for level in knob.levels]
 
 
+def auto_step(metric: Metric, cap: int) -> dict[float, int]:
+    """--repeat auto, one step for one series: {level: runs it should have} for the levels
+    that decide an unresolved threshold and the baseline level; {} when every threshold is
+    resolved or those levels are at the cap. The target: the runs the metric estimates would
+    resolve them (twice the runs when it cannot tell), at most twice the runs they have, at
+    least one more, at most cap."""
+    unresolved = metric.unresolved()
+    if not unresolved:
+        return {}
+    have = {s.level: len(s.foms) for s in metric.levels}
+    wanted = {level for d in unresolved for level in d.noise}
+    if metric.baseline_level is not None:
+        wanted.add(metric.baseline_level)
+    n = max(have[level] for level in wanted)
+    estimates = [d.repeats_needed for d in unresolved]
+    want = max(estimates) if None not in estimates else 2 * n
+    target = min(cap, max(n + 1, min(want, 2 * n)))
+    return {level: target for level in wanted if have[level] < target}
+
+
+def auto_stopped(metrics: list[Metric], cap: int, threads: list[int | None]) -> str:
+    """The sentence config.repeat_auto.stopped holds once auto_step has nothing to add."""
+    left = [(t, d) for t, m in zip(threads, metrics) for d in m.unresolved()]
+    if not left:
+        return "every threshold resolved"
+    names = ", ".join(f"T{d.percent}" + (f" ({t} threads)" if t is not None else "")
+                      for t, d in left)
+    return f"stopped at the cap of {cap} runs per level (--max-repeat): {names} not resolved"
+
+
 def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
               say: Callable[[str], None] = lambda text: None,
               on_record: Callable[[RunRecord, int, int], None] = lambda r, i, n: None
@@ -76,6 +119,12 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
 
     if settings.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {settings.repeat}")
+    if settings.auto and settings.bisect:
+        raise UsageError("--bisect picks its levels from the first runs' medians: use a fixed "
+                         "--repeat with it, not --repeat auto")
+    if settings.auto and settings.max_repeat < settings.repeat:
+        raise UsageError(f"--max-repeat must be at least {settings.repeat}, got "
+                         f"{settings.max_repeat}")
     prepare_output(settings.output, settings.force, settings.resume)
     threads: list[int | None] = list(settings.threads) if settings.threads else [None]
     records = read_records(settings.output) if settings.resume else []
@@ -87,11 +136,20 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
     head = {"knob": knob.name, "kind": knob.kind, "command": command}
     timeout = settings.timeout_s
     machine = machine_info()      # read once: the document is rebuilt after every run
+    auto: dict[str, Any] | None = ({"start": settings.repeat, "max": settings.max_repeat,
+                                    "runs": {}, "stopped": "interrupted"}
+                                   if settings.auto else None)
 
     def document() -> tuple[dict[str, Any], list[Metric]]:
+        repeat: dict[str, Any] = {"repeat": settings.repeat}
+        if auto is not None:
+            auto["runs"] = {f"{t}:{info.label}" if t is not None else info.label:
+                            sum(r.level == info.level and r.threads == t for r in records)
+                            for t in threads for info in levels}
+            repeat = {"repeat": "auto", "repeat_auto": auto}
         full = {**head, "fom": {"source": settings.fom.describe(), "unit": unit,
                                 "higher_is_better": settings.fom.higher_is_better},
-                "config": {"repeat": settings.repeat, "levels": knob.levels,
+                "config": {**repeat, "levels": knob.levels,
                            "threads": settings.threads, "timeout_s": timeout,
                            **knob.describe()},
                 "tool_version": tool_version(), "machine": machine}
@@ -99,6 +157,7 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
 
     plan = plan_runs(knob, threads, settings.repeat)
     todo = [run for run in plan if run not in done]
+    total = len(plan)
     if settings.resume:
         say(f"resuming: {len(plan) - len(todo)} of {len(plan)} runs already done")
     try:
@@ -143,7 +202,7 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
                     timeout = max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * m.wall_s)
                 record.overhead_s = round(time.monotonic() - started - m.wall_s, 6)
                 append_record(settings.output, record)
-                on_record(record, len(records), len(plan))
+                on_record(record, len(records), max(total, len(records)))
 
             if settings.bisect:
                 for t in threads:
@@ -156,6 +215,36 @@ def run_sweep(command: list[str], knob: Knob, settings: SweepSettings,
             else:
                 for t, repeat, level in todo:
                     run_one(t, repeat, level)
+            if auto is not None:
+                while True:
+                    metrics = [series_metric(records, levels, t, settings.fom.higher_is_better)
+                               for t in threads]
+                    step = {(t, level): n for t, m in zip(threads, metrics)
+                            for level, n in auto_step(m, settings.max_repeat).items()}
+                    if not step:
+                        auto["stopped"] = auto_stopped(metrics, settings.max_repeat, threads)
+                        say(f"--repeat auto: {auto['stopped']}")
+                        break
+
+                    def runs(t, level):
+                        return max((r.repeat for r in records
+                                    if r.threads == t and r.level == level), default=0)
+
+                    more = sum(n - runs(t, level) for (t, level), n in step.items())
+                    total = len(records) + more
+                    say(f"--repeat auto: {more} more run(s) at "
+                        + ", ".join(sorted({knob.label(level) for _, level in step},
+                                           key=lambda label: [knob.label(v) for v in
+                                                              knob.levels].index(label)))
+                        + f" (up to {max(step.values())} per level)")
+                    pending = [key for t in threads for level in knob.levels
+                               if (key := (t, level)) in step]
+                    while pending:           # round-robin over the levels: interleaved
+                        for t, level in list(pending):
+                            if runs(t, level) >= step[(t, level)]:
+                                pending.remove((t, level))
+                                continue
+                            run_one(t, runs(t, level) + 1, level)
     finally:
         # sweep.csv gets every run as it ends; sweep.json (the metric), the Parquet copy and
         # the figure are written at the end, also when the sweep is interrupted

@@ -97,7 +97,7 @@ def table_rows(rows: list[SuiteRow]) -> list[dict[str, Any]]:
 
 
 def markdown(rows: list[dict[str, Any]], knob: str) -> str:
-    lines = ["| program | max avg FoM | T50 | T75 | T90 | unstable |",
+    lines = ["| program | max avg FoM | T50 | T75 | T90 | warnings |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         if r["error"]:
