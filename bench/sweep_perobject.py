@@ -47,6 +47,20 @@ WORKLOADS = {
 }
 
 
+
+def ratio_cell(row: dict) -> str:
+    """An arm's FoM ratio, or its bound ("≥ Nx slower") / "killed" when it has none."""
+    if row.get("median_ratio") is not None:
+        return f"{row['median_ratio']:.3f}"
+    if row.get("slower_at_least") is not None:
+        return f"≥ {row['slower_at_least']:.3g}× slower"
+    return row.get("result") or "no result"
+
+
+def ci_cell(row: dict) -> str:
+    ci = row.get("ci") or [None, None]
+    return "–" if ci[0] is None or ci[1] is None else f"{ci[0]:.4g}..{ci[1]:.4g}"
+
 def short(label: str) -> str:
     return label.split(" <- ")[-1]
 
@@ -106,10 +120,9 @@ def main() -> int:
         print("| object | size MiB | accesses % | FoM ratio (only it slow) | 95% CI of its median FoM | loss |")
         print("|---|---|---|---|---|---|")
         for row in doc["objects"]:
-            ci = row["ci"]
             print(f"| {row['object']} | {row['size'] / 2**20:.1f} | "
-                  f"{100 * row['access_share']:.1f} | {row['median_ratio']:.3f} | "
-                  f"{ci[0]:.4g}..{ci[1]:.4g} | {row['loss']:.3g} |")
+                  f"{100 * row['access_share']:.1f} | {ratio_cell(row)} | {ci_cell(row)} | "
+                  f"{row['loss']:.3g}{' (bound)' if row.get('loss_is_bound') else ''} |")
         print(f"\ncurve (predicted, {doc['model']} model): " + ", ".join(
             f"{100 * p['fast_fraction']:.0f}% fast -> {p['predicted_fom']:.3f}"
             for p in doc["curve"]) + "\n")
@@ -123,7 +136,7 @@ def main() -> int:
             for pair in doc["pairs"]:
                 w = terms.get(frozenset(pair["objects"]))
                 print(f"| {' + '.join(short(o) for o in pair['objects'])} | "
-                      f"{pair['median_ratio']:.3f} | {w:+.3g} |")
+                      f"{ratio_cell(pair)} | {w:+.3g} |")
             print()
         order = [p["added"] for p in doc["curve"][1:]]      # labels, most loss per byte first
         rows_of = {str(objects.label[r]): int(r) for r in np.flatnonzero(objects.plannable)}

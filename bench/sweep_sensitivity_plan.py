@@ -113,9 +113,11 @@ def main() -> int:
         predicted = 1.0 / (1.0 + sum(max(0.0, loss.get(k, 0.0)) for k in slow_keys))
         labels = ", ".join(str(objects.label[row_of[k]]).split(" <- ")[-1]
                            for k in sorted(fast) if k in row_of) or "none"
+        measured = ("–" if arm["median_ratio"] is None else f"{arm['median_ratio']:.3f}")
+        ci = arm.get("ci") or [None, None]
+        interval = "–" if None in ci else f"{ci[0]:.4g}..{ci[1]:.4g}"
         print(f"| {name} | {labels} | {arm['size'] / 2**20:.1f} | {predicted:.3f} | "
-              f"{arm['median_ratio']:.3f} | {arm['ci'][0]:.4g}..{arm['ci'][1]:.4g} | "
-              f"{arm['failed']} |")
+              f"{measured} | {interval} | {arm['failed']} |")
         report[name] = {"fast": sorted(map(list, fast)), "predicted": predicted,
                         "measured": arm["median_ratio"], "ci": arm["ci"],
                         "foms": arms[1 if name == "sampled" else 2].foms}
