@@ -36,11 +36,21 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def discover_commands() -> list[ModuleType]:
+def discover_commands(only: str | None = None) -> list[ModuleType]:
+    """Every subcommand module; with `only`, just the module of that subcommand when one is
+    named after it ("export-damos" -> export_damos.py), else every module (so that argparse
+    lists the choices). Importing one module instead of all keeps `objtier record` quick."""
     import objtier.commands as package
 
+    infos = sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name)
+    if only and not only.startswith("_"):
+        wanted = only.replace("-", "_")
+        if any(info.name == wanted for info in infos):
+            module = importlib.import_module(f"objtier.commands.{wanted}")
+            if getattr(module, "NAME", None) == only and hasattr(module, "run"):
+                return [module]
     modules = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+    for info in infos:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"objtier.commands.{info.name}")
@@ -49,7 +59,7 @@ def discover_commands() -> list[ModuleType]:
     return modules
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="objtier",
         description="Object-level tiered memory: record which allocations are hot, plan which "
@@ -57,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"objtier {__version__}")
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
-    for module in discover_commands():
+    for module in discover_commands(only):
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
@@ -65,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()

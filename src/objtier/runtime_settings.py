@@ -35,6 +35,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_OUTPUT", PATH, ""),
     Setting("OBJTIER_SAMPLER", SAMPLER, "fault"),
     Setting("OBJTIER_RATE", U64, "2000", 1, 10_000_000),
+    Setting("OBJTIER_OVERHEAD_BP", U64, "0", 0, 10_000),
     Setting("OBJTIER_MIN_SIZE", U64, "131072", 1, _HALF),
     Setting("OBJTIER_STACK_DEPTH", U64, "8", 1, 32),
     Setting("OBJTIER_FOLLOW_FORKS", BOOL, "0"),

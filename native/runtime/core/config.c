@@ -22,6 +22,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_OUTPUT", T_PATH, "", 0, 0, F(output)},
     {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 5, F(sampler)},
     {"OBJTIER_RATE", T_U64, "2000", 1, 10000000, F(rate)},
+    {"OBJTIER_OVERHEAD_BP", T_U64, "0", 0, 10000, F(overhead_bp)},
     {"OBJTIER_MIN_SIZE", T_U64, "131072", 1, UINT64_MAX / 2, F(min_size)},
     {"OBJTIER_STACK_DEPTH", T_U64, "8", 1, RT_MAX_STACK_DEPTH, F(stack_depth)},
     {"OBJTIER_FOLLOW_FORKS", T_BOOL, "0", 0, 1, F(follow_forks)},

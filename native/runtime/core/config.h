@@ -67,6 +67,8 @@ typedef struct rt_config {
     int online_phases;       /* OBJTIER_ONLINE_PHASES: 1 = scores kept per phase (online.c) */
     int statics;             /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
                                 OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
+    uint32_t overhead_bp;    /* OBJTIER_OVERHEAD_BP: the pageout sampler's cost budget, basis
+                                points of the program's CPU time; 0 = no pacing (overhead.h) */
     uint32_t site_period;    /* OBJTIER_SITE_PERIOD: 1 in N heap blocks below min_size are
                                 sampled as allocation sites (trace_format.h); 0 = none */
 } rt_config;

@@ -28,6 +28,11 @@
  *     the fault sampler: every armed page costs a compression, touched or not); tokens
  *     accrue at OBJTIER_RATE per second, so at most OBJTIER_RATE pages per second are pushed
  *     to swap and at most as many sampled major faults are taken.
+ *   - Cost budget (overhead.h): the scanner measures its own CPU time and the sampled faults,
+ *     each charged the swap-in cost it measured at start on pages of its own, and lowers the
+ *     token rate so that their sum stays within OBJTIER_OVERHEAD_BP of the program's CPU
+ *     time; its counters (recorder.*) go to the trace every step. The scanner's own
+ *     calibration faults (its tid) are not samples.
  *   - Needs an active swap device with free space (zram is enough); without one start()
  *     logs why and returns -ENODEV (the trace then has no samples; `objtier record`
  *     checks this first and says so).
@@ -36,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include "sampler.h"
+#include "overhead.h"
 #include "perf_ring.h"
 #include "sampler_scan.h"
 #include "window_log.h"
@@ -59,12 +65,13 @@
 #define MADV_PAGEOUT 21
 #endif
 
-#define TICK_NS    5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
-#define DWELL_NS   50000000ULL /* a window is watched at most 50 ms */
-#define RING_PAGES 64          /* perf ring data pages per CPU (power of two) */
-#define MAX_CPUS   256
-#define PM_SWAPPED (1ULL << 62)
-#define PM_PRESENT (1ULL << 63)
+#define TICK_NS     5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
+#define IDLE_MAX_NS 20000000ULL /* longest sleep waiting for tokens, 20 ms (stop waits it) */
+#define DWELL_NS    50000000ULL /* a window is watched at most 50 ms */
+#define RING_PAGES  64          /* perf ring data pages per CPU (power of two) */
+#define MAX_CPUS    256
+#define PM_SWAPPED  (1ULL << 62)
+#define PM_PRESENT  (1ULL << 63)
 
 static const rt_config *cfg;
 static pthread_t scanner;
@@ -89,6 +96,8 @@ static rt_scan_window win; /* win.pages == 0: no window */
 static uint64_t w_arm_ns;
 static uint64_t w_armed[RT_MAX_WINDOW_PAGES / 64], w_touched[RT_MAX_WINDOW_PAGES / 64];
 static rt_scan_budget budget; /* scanner thread only */
+static rt_overhead ovh;       /* scanner thread only */
+static uint32_t scanner_tid;  /* its calibration faults are not samples */
 
 static inline uint64_t page_down(uint64_t a)
 {
@@ -137,7 +146,7 @@ static void on_record(void *ctx, const struct perf_event_header *h, const unsign
     memcpy(&tid, p + 4, 4);
     memcpy(&t, p + 8, 8);
     memcpy(&addr, p + 16, 8);
-    if (pid != my_pid)
+    if (pid != my_pid || tid == scanner_tid)
         return;
     int64_t i = win.pages ? rt_scan_armed_index(&win, page_down(addr), rt_page_bytes) : -1;
     if (i < 0) {
@@ -268,6 +277,7 @@ static uint64_t arm_next(void)
     for (uint64_t k = 0; k < win.m; k++)
         read_swapped(rt_scan_cluster_at(&win, k, rt_page_bytes), k, rt_scan_cluster_pages(&win, k));
     budget.tokens -= (double)win.pages;
+    ovh.pages += win.pages;
     return win.pages;
 }
 
@@ -277,12 +287,29 @@ static void *scan_loop(void *arg)
     rt_guard = 1;
     rt_thread_stay_home();
     rt_scan_budget_init(&budget, cfg);
+    scanner_tid = rt_tid();
+    rt_overhead_init(&ovh, cfg);
+    rt_overhead_calibrate(&ovh, pagemap_fd);
+    drain_all(); /* the calibration's faults: the scanner's own, dropped */
+    double rate = ovh.rate;
     while (!atomic_load(&stop_flag)) {
+        ovh.faults = atomic_load(&wlog.samples) + atomic_load(&wlog.lost) +
+                     atomic_load_explicit(&n_outside, memory_order_relaxed);
+        double paced = rt_overhead_step(&ovh, 0);
+        if (paced != rate) {
+            rate = paced;
+            rt_scan_budget_set_rate(&budget, cfg, rate);
+            scan.rate = (uint64_t)rate;
+        }
         rt_scan_budget_refill(&budget);
         uint64_t n = budget.tokens >= 1.0 ? arm_next() : 0;
         if (!n) {
             drain_all(); /* faults outside windows: counted, not recorded */
-            rt_scan_sleep_ns(TICK_NS);
+            /* no token yet: sleep until one accrues (at most IDLE_MAX_NS), else a tick */
+            double wait = budget.tokens < 1.0 ? (1.0 - budget.tokens) / budget.per_ns : 0;
+            rt_scan_sleep_ns(wait > (double)IDLE_MAX_NS ? IDLE_MAX_NS
+                             : wait > (double)TICK_NS   ? (uint64_t)wait
+                                                        : TICK_NS);
             continue;
         }
         uint64_t until = w_arm_ns + DWELL_NS;
@@ -295,6 +322,9 @@ static void *scan_loop(void *arg)
                  popcount_words(w_touched, w_touched, n) < armed);
         end_window();
     }
+    ovh.faults = atomic_load(&wlog.samples) + atomic_load(&wlog.lost) +
+                 atomic_load_explicit(&n_outside, memory_order_relaxed);
+    rt_overhead_step(&ovh, 1); /* the run's totals */
     return NULL;
 }
 
@@ -380,6 +410,7 @@ static void pageout_fork_child(int restart)
         close(pagemap_fd);
     pagemap_fd = -1;
     scanner_started = 0;
+    scanner_tid = 0;
     win.pages = 0;
     rt_scan_free(&scan); /* the child's copy of the parent's snapshot */
     rt_window_log_reset(&wlog);

@@ -25,6 +25,7 @@ void rt_scan_init(rt_scan *s, const rt_config *cfg)
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->period = s->cluster = 1;
+    s->rate = cfg->rate;
 }
 
 void rt_scan_free(rt_scan *s)
@@ -65,7 +66,7 @@ static void take_snapshot(rt_scan *s)
         if (last > first)
             pages += (last - first) / rt_page_bytes;
     }
-    uint64_t by_rate = s->cfg->rate ? s->cfg->rate : 1;
+    uint64_t by_rate = s->rate ? s->rate : 1;
     uint64_t by_time = (uint64_t)PASS_WINDOWS * s->cfg->window_pages;
     uint64_t per_pass = by_rate < by_time ? by_rate : by_time;
     uint64_t fraction = (pages + per_pass - 1) / per_pass;
@@ -153,11 +154,17 @@ int64_t rt_scan_armed_index(const rt_scan_window *w, uint64_t page_addr, uint64_
     return (int64_t)(off / w->period * w->cluster + off % w->period);
 }
 
-void rt_scan_budget_init(rt_scan_budget *b, const rt_config *cfg)
+/* per_ns and cap at OBJTIER_RATE */
+static void rt_scan_budget_init_rate(rt_scan_budget *b, const rt_config *cfg)
 {
     b->per_ns = (double)cfg->rate / 1e9;
     b->cap = (double)cfg->window_pages > (double)cfg->rate ? (double)cfg->window_pages
                                                            : (double)cfg->rate;
+}
+
+void rt_scan_budget_init(rt_scan_budget *b, const rt_config *cfg)
+{
+    rt_scan_budget_init_rate(b, cfg);
     b->last = rt_now_ns();
     b->tokens = (double)cfg->rate / 10.0;
 }
@@ -169,6 +176,18 @@ void rt_scan_budget_refill(rt_scan_budget *b)
     if (b->tokens > b->cap)
         b->tokens = b->cap;
     b->last = now;
+}
+
+void rt_scan_budget_set_rate(rt_scan_budget *b, const rt_config *cfg, double rate)
+{
+    if (rate >= (double)cfg->rate) {
+        rt_scan_budget_init_rate(b, cfg);
+        return;
+    }
+    b->per_ns = rate / 1e9;
+    b->cap = rate > RT_SCAN_CLUSTER_PAGES ? rate : RT_SCAN_CLUSTER_PAGES;
+    if (b->tokens > b->cap)
+        b->tokens = b->cap;
 }
 
 void rt_scan_sleep_ns(uint64_t ns)

@@ -28,6 +28,7 @@ typedef struct rt_scan {
     uint64_t cursor;                 /* next page to arm in snap[snap_i]; 0 = start of object */
     uint64_t period, cluster, phase; /* this pass's pattern [pages] */
     uint64_t pass_count;
+    uint64_t rate; /* pages a pass arms: OBJTIER_RATE, or the paced rate (overhead.h) */
 } rt_scan;
 
 /* One window: m clusters one period apart from `start`, the last one last_pages long;
@@ -72,6 +73,9 @@ typedef struct rt_scan_budget {
 } rt_scan_budget;
 void rt_scan_budget_init(rt_scan_budget *b, const rt_config *cfg);
 void rt_scan_budget_refill(rt_scan_budget *b);
+/* A paced rate (pages per second, at most OBJTIER_RATE): tokens accrue at `rate`, up to the
+ * usual cap at OBJTIER_RATE, else up to max(rate, RT_SCAN_CLUSTER_PAGES). */
+void rt_scan_budget_set_rate(rt_scan_budget *b, const rt_config *cfg, double rate);
 
 /* Sleeps ns nanoseconds, resuming after signals. */
 void rt_scan_sleep_ns(uint64_t ns);

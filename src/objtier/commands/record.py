@@ -14,6 +14,8 @@ from objtier.record.sampler_swap import sampler_swap
 from objtier.record.session import RecordSettings, record_program
 from objtier.units import format_bytes
 
+OVERHEAD_DEFAULT = 3.0  # % of the program's CPU time the sampler may cost (--overhead)
+
 # What --sampler fault guarantees and what it cannot (docs/runtime.md has the full list).
 FAULT_SAMPLER_NOTE = (
     "--sampler fault makes sampled pages PROT_NONE for up to 50 ms and serves their first "
@@ -51,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=B.int_option(1, B.RATE_MAX, "samples per second"),
                         default=2000,
                         help=f"most access samples per second (default 2000, 1 to {B.RATE_MAX})")
+    parser.add_argument("--overhead", type=_overhead_option, default=OVERHEAD_DEFAULT,
+                        metavar="PERCENT",
+                        help=f"most the sampler may cost, in %% of the program's CPU time "
+                        f"(default {OVERHEAD_DEFAULT:g}; 0 = no bound): the pageout sampler "
+                        f"measures its own cost and lowers its rate below --rate to stay "
+                        f"within it")
     parser.add_argument("--min-size", default="128K", type=B.bytes_option(1, B.BYTES_MAX // 2),
                         help="smallest allocation recorded as an object (default 128K)")
     parser.add_argument("--stack-depth", type=B.int_option(1, B.STACK_DEPTH_MAX, "frames"),
@@ -85,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{command[0]} is built with {sanitizer}, whose runtime must be the "
                          f"first library loaded; objtier's preloaded runtime cannot come after "
                          f"it. Record a build without -fsanitize")
+    from objtier.record.elfcheck import unrecordable
+
+    problem = unrecordable(command[0])
+    if problem:
+        raise UsageError(f"cannot record: {problem}")
     sampler, reason = choose_sampler(args.sampler, transparent_default=True)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
                               min_size=args.min_size,
@@ -92,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
                               counters_interval_ms=args.counters_interval,
                               follow_forks=args.follow_forks,
                               trace_limit=args.trace_limit, llc=_parse_llc(args.llc),
-                              extra_env={"OBJTIER_SAMPLER_REASON": _setting_text(reason)})
+                              extra_env={"OBJTIER_SAMPLER_REASON": _setting_text(reason),
+                                         "OBJTIER_OVERHEAD_BP": str(round(args.overhead * 100))})
     settings.validate()
     output = Path(args.output)
     say = (lambda text: None) if args.quiet else (
@@ -100,10 +114,30 @@ def run(args: argparse.Namespace) -> int:
     say(f"sampler {sampler}: {reason}")
     from objtier.record.launcher import ChildWatcher
 
+    import resource
+
+    stats: dict = {}
     with sampler_swap(sampler, say), ChildWatcher() as watcher:   # watcher: record.launcher
-        returncode, elapsed = record_program(command, output, settings, force=args.force)
-    summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        returncode, elapsed = record_program(command, output, settings, force=args.force,
+                                             stats=stats)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    program_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks,
+              cost=(stats.get("counters_cpu_s", 0.0), program_cpu_s))
     return exit_code(returncode)
+
+
+def _overhead_option(text: str) -> float:
+    """--overhead PERCENT: 0 (no bound) to 100, kept by the runtime in basis points."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got '{text}'") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 100 (% of the program's CPU "
+                                         f"time), got {text}")
+    return value
 
 
 def _setting_text(text: str, limit: int = 255) -> str:
@@ -123,8 +157,10 @@ def _parse_llc(text: str | None) -> tuple[int, int, int] | None:
 
 
 def summarize(output: Path, elapsed: float, returncode: int, say,
-              children: dict[int, str] | None = None, follow_forks: bool = False) -> None:
-    """Read the trace back and print what it holds."""
+              children: dict[int, str] | None = None, follow_forks: bool = False,
+              cost: tuple[float, float] | None = None) -> None:
+    """Read the trace back and print what it holds; with cost = (counters thread CPU s,
+    program CPU s), end with the recorder's cost (objtier.record.cost)."""
     from objtier.errors import TraceError
     from objtier.trace import open_trace
 
@@ -161,3 +197,7 @@ def summarize(output: Path, elapsed: float, returncode: int, say,
         say("warning: the runtime wrote no process trace (is the program statically linked, "
             "or setuid?)")
     say(f"trace written to {output}/ ({format_bytes(size)})")
+    if cost is not None:
+        from objtier.record.cost import cost_line, recorder_cost
+
+        say(cost_line(recorder_cost(trace), *cost))

@@ -24,8 +24,6 @@ import threading
 import time
 from pathlib import Path
 
-from objtier.trace.writer import TraceWriter
-
 VMSTAT_PREFIXES = ("numa_", "pgpromote_", "pgdemote_", "pgmigrate_", "pswpin", "pswpout",
                    "pgmajfault", "pgfault", "promo", "thp_migration")
 MEMCG_STAT_FIELDS = ("rss", "cache", "swap", "pgmajfault", "pgfault", "pgpgin", "pgpgout",
@@ -150,7 +148,14 @@ class CountersCollector:
         self.path = path
         self.pid = pid
         self.interval_s = interval_s
-        self._writer = TraceWriter(path, kind="counters", pid=0)
+        # The TraceWriter is made by a second thread, so that its import (numpy) overlaps the
+        # program's run; points sampled before it exists wait in _pending (time order kept).
+        self._writer = None
+        self._error: OSError | None = None
+        self._opener = threading.Thread(target=self._open, name="objtier-counters-open",
+                                        daemon=True)
+        self._pending: list[tuple[int, dict[str, int]]] = []
+        self.cpu_s = 0.0  # CPU time of the collector thread (s), known once it has stopped
         self._ids: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="objtier-counters", daemon=True)
@@ -159,12 +164,33 @@ class CountersCollector:
         self.samples = 0
 
     def start(self) -> None:
+        self._opener.start()
         self._thread.start()
 
     def stop(self) -> None:
+        """Ends the threads and closes the file; re-raises an error met opening it."""
         self._stop.set()
         self._thread.join()
-        self._writer.close()
+        self._opener.join()
+        if self._writer is not None:
+            self._drain()
+            self._writer.close()
+        if self._error is not None:
+            raise self._error
+
+    def _open(self) -> None:
+        try:
+            from objtier.trace.writer import TraceWriter
+
+            self._writer = TraceWriter(self.path, kind="counters", pid=0)
+        except OSError as error:
+            self._error = error
+
+    def _drain(self) -> None:
+        """Writes the points sampled before the writer existed."""
+        pending, self._pending = self._pending, []
+        for point in pending:
+            self._emit(*point)
 
     def _emit(self, now_ns: int, values: dict[str, int]) -> None:
         for name, value in values.items():
@@ -175,6 +201,16 @@ class CountersCollector:
             self._writer.counter(now_ns, counter_id, int(value))
 
     def sample_once(self) -> None:
+        point = self._collect()
+        if self._writer is None:
+            self._pending.append(point)
+        else:
+            if self._pending:
+                self._drain()
+            self._emit(*point)
+        self.samples += 1
+
+    def _collect(self) -> tuple[int, dict[str, int]]:
         now_ns = time.monotonic_ns()
         values = read_vmstat()
         values.update(read_node_memory())
@@ -191,22 +227,30 @@ class CountersCollector:
         memcg = memory_cgroup_dir(self.pid)
         if memcg is not None:
             values.update(read_memcg(memcg))
-        self._emit(now_ns, values)
-        self.samples += 1
+        return now_ns, values
 
     def _loop(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.cpu_s = time.thread_time()
+
+    def _last_point(self) -> None:
+        try:
+            self.sample_once()  # the last point, at the end of the run
+        except OSError:
+            pass
+
+    def _run(self) -> None:
         flushed = time.monotonic()
         while True:
             try:
                 self.sample_once()
             except OSError:
                 pass  # the process went away between reads; the next tick or stop() ends it
-            if time.monotonic() - flushed > 1.0:
+            if time.monotonic() - flushed > 1.0 and self._writer is not None:
                 self._writer.flush()
                 flushed = time.monotonic()
             if self._stop.wait(self.interval_s):
-                try:
-                    self.sample_once()  # the last point, at the end of the run
-                except OSError:
-                    pass
+                self._last_point()
                 return

@@ -80,8 +80,10 @@ def _make_private(output: Path) -> None:
 
 
 def record_program(command: list[str], output: Path, settings: RecordSettings,
-                   force: bool = False, preexec=None) -> tuple[int, float]:
-    """Run command under the runtime; returns (raw returncode, seconds). The trace is in output."""
+                   force: bool = False, preexec=None,
+                   stats: dict | None = None) -> tuple[int, float]:
+    """Run command under the runtime; returns (raw returncode, seconds). The trace is in output.
+    stats, when given, receives "counters_cpu_s": the counters thread's CPU time (s)."""
     settings.validate()
     env = runtime_env(settings.runtime_settings(output))  # fails early when not built
     prepare_output(output, force)
@@ -99,7 +101,11 @@ def record_program(command: list[str], output: Path, settings: RecordSettings,
         returncode = run_program(command, env, on_start=start_counters, preexec=preexec,
                                  name="objtier record")
     finally:
-        for collector in collectors:
-            collector.stop()
-        _make_private(output)
+        try:
+            for collector in collectors:
+                collector.stop()
+        finally:
+            if stats is not None:
+                stats["counters_cpu_s"] = sum(c.cpu_s for c in collectors)
+            _make_private(output)
     return returncode, time.monotonic() - started

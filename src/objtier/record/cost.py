@@ -1,0 +1,94 @@
+"""What a recording cost the program: the sampler's own measure (the recorder.* counters the
+runtime writes, native/runtime/sample/overhead.h) plus the counters thread of `objtier record`,
+as one line for the end of `record`.
+
+recorder.* counters are cumulative per process file: the last value of each counts, summed
+over the processes of the recording.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RECORDER_COUNTERS = ("recorder.cost_ns", "recorder.sampler_cpu_ns", "recorder.sampled_faults",
+                     "recorder.fault_cost_ns", "recorder.program_cpu_ns", "recorder.rate",
+                     "recorder.rate_max", "recorder.overhead_bp")
+
+
+@dataclass
+class RecorderCost:
+    """The sampler's measured cost over a recording (all processes)."""
+
+    processes: int = 0          # process files with recorder counters
+    cost_ns: int = 0            # estimated cost: sampler thread CPU + faults x fault cost
+    sampler_cpu_ns: int = 0     # the scanner threads' CPU time
+    sampled_faults: int = 0
+    fault_cost_ns: int = 0      # the largest per-fault cost measured (ns)
+    program_cpu_ns: int = 0     # the programs' CPU time without the sampler's cost
+    rate_max: int = 0           # OBJTIER_RATE, pages per second
+    rate_last: int = 0          # the rate in force at the end (smallest over processes)
+    rate_lowest: int = 0        # the lowest rate in force at any step
+    overhead_bp: int = 0        # the budget, basis points (0 = none)
+
+
+def recorder_cost(trace) -> RecorderCost:
+    """The recorder.* counters of every process file of a trace (objtier.trace.Trace)."""
+    from objtier.trace import format as F
+    from objtier.trace.reader import decode_named
+
+    total = RecorderCost()
+    for raw in trace.files:
+        defs = {d["id"]: d["name"] for d in (decode_named(b, F.COUNTER_DEF_HEAD)
+                                             for b in raw.variable.get(F.TAG_COUNTER_DEF, []))
+                if d["name"] in RECORDER_COUNTERS}
+        records = raw.records(F.TAG_COUNTERS)
+        if not defs or not len(records):
+            continue
+        last: dict[str, int] = {}
+        lowest = None
+        for counter_id, value in zip(records["id"].tolist(), records["value"].tolist()):
+            name = defs.get(counter_id)
+            if name is None:
+                continue
+            last[name] = value  # records are in time order within a file
+            if name == "recorder.rate":
+                lowest = value if lowest is None else min(lowest, value)
+        if not last:
+            continue
+        total.processes += 1
+        total.cost_ns += last.get("recorder.cost_ns", 0)
+        total.sampler_cpu_ns += last.get("recorder.sampler_cpu_ns", 0)
+        total.sampled_faults += last.get("recorder.sampled_faults", 0)
+        total.fault_cost_ns = max(total.fault_cost_ns, last.get("recorder.fault_cost_ns", 0))
+        total.program_cpu_ns += last.get("recorder.program_cpu_ns", 0)
+        total.rate_max = max(total.rate_max, last.get("recorder.rate_max", 0))
+        rate = last.get("recorder.rate", 0)
+        total.rate_last = rate if total.processes == 1 else min(total.rate_last, rate)
+        if lowest is not None:
+            total.rate_lowest = lowest if total.processes == 1 else min(total.rate_lowest,
+                                                                        lowest)
+        total.overhead_bp = max(total.overhead_bp, last.get("recorder.overhead_bp", 0))
+    return total
+
+
+def cost_line(cost: RecorderCost, counters_cpu_s: float, program_cpu_s: float) -> str:
+    """The last line of `record`: the recorder's cost in % of the program's CPU time.
+    program_cpu_s (the children's CPU time from the kernel, the runtime's threads included)
+    serves when the sampler wrote no recorder counters."""
+    counters = f"counters thread {counters_cpu_s:.2f} s CPU"
+    if not cost.processes:
+        if program_cpu_s <= 0:
+            return f"recorder cost: {counters}; the program used no measurable CPU time"
+        return (f"recorder cost: {100 * counters_cpu_s / program_cpu_s:.1f} % of the program's "
+                f"CPU time ({counters}); this sampler does not measure its own cost")
+    program_s = cost.program_cpu_ns / 1e9
+    spent_s = cost.cost_ns / 1e9 + counters_cpu_s
+    share = f"{100 * spent_s / program_s:.1f} %" if program_s > 0 else "all"
+    text = (f"recorder cost: {share} of the program's CPU time (estimated: sampler thread "
+            f"{cost.sampler_cpu_ns / 1e9:.3f} s CPU + {cost.sampled_faults} sampled faults x "
+            f"{cost.fault_cost_ns / 1e3:.1f} us; {counters})")
+    if cost.overhead_bp and cost.rate_lowest and cost.rate_lowest < cost.rate_max:
+        text += (f"; sampling rate lowered from {cost.rate_max} to {cost.rate_last} pages/s "
+                 f"(lowest {cost.rate_lowest}) to keep within --overhead "
+                 f"{cost.overhead_bp / 100:g} %")
+    return text
