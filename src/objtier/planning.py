@@ -92,22 +92,40 @@ class ModelMemory:
     local_bytes: int
     other_bytes: int
     cap_bytes: int | None = None   # the most to lock (a margin the user gave); None: derived
+    footprint_bytes: int | None = None  # the program's footprint (bounds its objects' pages)
 
 
-def model_curves(profile: Profile):
+def model_curves(profile: Profile, footprint_bytes: int | None = None,
+                 other: int = 0, spans: list[tuple[int, int]] | None = None):
     """The profile's touch-time curves for the kernel model (objtier.model.lru.Curves), or
-    None with the reason when its recordings cannot give them."""
+    None with the reason when its recordings cannot give them.
+
+    Which pages are ever resident: an object no scan window armed had no page resident when
+    the scanner came (the scan covers every tracked object each pass; pageout arms only
+    resident pages), so it counts as absent; the watched objects' pages are scaled so that
+    with `other` they fill no more than the footprint (reserved mappings, never-touched
+    buffers: tracked bytes can exceed what the program ever holds). spans: of the windows
+    armed within them only (reuse_curves)."""
+    import numpy as np
+
     from objtier.analysis.reuse_curves import reuse_curves
     from objtier.model import Curves
 
     if not profile.traces or not any(t.windows.num_rows for t in profile.traces):
         return None, ("the recordings have no scan windows (record with the pageout, fault or "
                       "wp sampler for the kernel model)")
-    found = reuse_curves(profile.traces)
+    found = reuse_curves(profile.traces, spans)
     if not found.known.any():
         return None, "no tracked object was watched by a scan window"
+    present = found.known.astype(np.float64)
+    if footprint_bytes:
+        size = profile.objects.size.astype(np.float64)
+        watched = float((size * found.live_share * present).sum())
+        room = max(0.0, float(footprint_bytes) - float(other))
+        if watched > room > 0:
+            present *= room / watched
     return Curves(found.horizon_ns, found.share, found.tail_slope, found.live_share,
-                  found.duration_ns), None
+                  found.duration_ns, present), None
 
 
 def recorded_footprint(profile: Profile) -> int | None:
@@ -426,19 +444,18 @@ def _phase_prediction(profile: Profile, merge: Any, placements: dict[str, planne
     """Swap-ins the kernel model predicts for one plan per phase: each surviving phase's
     placement against the curves of the first recording's windows armed while its plan is in
     force (the switches' own cost not counted). None without curves for a phase."""
-    from objtier.analysis.reuse_curves import reuse_curves
-    from objtier.model import Curves
     from objtier.plan import by_model
 
     spans = planner.phase_spans(merge, profile.executions, trace_end_ns(profile.traces[0]))
     capacity_pages = float(max(0, memory.local_bytes - memory.other_bytes) // page)
     total = 0.0
     for name, placement in placements.items():
-        found = reuse_curves(profile.traces, spans.get(name, []))
-        if len(found) != len(placed):
+        curves, _ = model_curves(profile, memory.footprint_bytes, memory.other_bytes,
+                                 spans.get(name, []))
+        if curves is None:
+            continue            # no window armed while this plan was in force
+        if len(curves.horizon_ns) != len(placed):
             return None
-        curves = Curves(found.horizon_ns, found.share, found.tail_slope, found.live_share,
-                        found.duration_ns)
         total += by_model.predicted(curves, placed, page, capacity_pages,
                                     by_model.locked_pages(placement)).swapins
     return total
@@ -449,7 +466,7 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
     """(plan.by_model.Choice, None), or (None, why the model cannot choose)."""
     from objtier.plan import by_model
 
-    curves, why = model_curves(profile)
+    curves, why = model_curves(profile, memory.footprint_bytes, memory.other_bytes)
     if curves is None:
         return None, why
     if len(curves.horizon_ns) != len(placed):

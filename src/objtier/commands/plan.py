@@ -292,7 +292,8 @@ def _model_memory(args: argparse.Namespace, profile: Any, peak: int | None):
         raise UsageError("--local plans a static placement: not with --dynamic")
     footprint = peak or recorded_footprint(profile) or profile.footprint_bytes()
     local = planner_budget_bytes(args.local, footprint)
-    return ModelMemory(local, other_bytes(footprint, profile.objects))
+    return ModelMemory(local, other_bytes(footprint, profile.objects),
+                       footprint_bytes=footprint)
 
 
 def planner_budget_bytes(text: str, footprint: int) -> int:

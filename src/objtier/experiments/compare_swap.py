@@ -249,7 +249,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
     # a margin the user gave bounds every candidate; else the model derives its own
     memory = ModelMemory(local, other_bytes(footprint, profile.objects),
-                         limit if settings.margin is not None else None)
+                         limit if settings.margin is not None else None, footprint)
 
     def fit(place, unlocked):
         if settings.margin is not None:

@@ -43,6 +43,8 @@ class Curves:
     tail_slope: np.ndarray   # float64 (n,) [1/ns]
     live_share: np.ndarray   # float64 (n,) (0..1]
     duration_ns: float
+    present: np.ndarray | None = None  # float64 (n,): share of each object's pages ever
+                                       # resident (None: all); planning.model_curves
 
 
 @dataclass(frozen=True)

@@ -45,14 +45,19 @@ def locked_pages(placement: Placement) -> np.ndarray:
     return pages(placement.fast_bytes, placement.page_bytes).astype(np.float64)
 
 
-def object_pages(objects: ObjectTable, page_bytes: int) -> np.ndarray:
-    return (objects.size // page_bytes).astype(np.float64)
+def object_pages(objects: ObjectTable, page_bytes: int, curves: Curves | None = None
+                 ) -> np.ndarray:
+    """Whole pages per object; with curves, only the share ever resident (Curves.present)."""
+    pages_ = (objects.size // page_bytes).astype(np.float64)
+    if curves is not None and curves.present is not None:
+        pages_ = np.floor(pages_ * curves.present)
+    return pages_
 
 
 def predicted(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
               locked: np.ndarray) -> Prediction:
     """The prediction for `locked` pages per object and capacity_pages for all objects."""
-    total = object_pages(objects, page_bytes)
+    total = object_pages(objects, page_bytes, curves)
     locked = np.minimum(locked, total)
     return predict(curves, total - locked, capacity_pages - float(locked.sum()))
 
