@@ -149,6 +149,38 @@ def recorded_footprint(profile: Profile) -> int | None:
     return int(rss.max()) if len(rss) else None
 
 
+SLICES = 6   # the whole run's prediction: the sum over this many equal slices of it
+
+
+def model_slices(profile: Profile, footprint_bytes: int | None = None, other: int = 0):
+    """The kernel model's view of the run as SLICES equal slices of the first recording, each
+    with the objects live in it (their live share within the slice) and the curves of the
+    windows armed in it — an object no window armed in a slice keeps its whole-run curve —,
+    or None with the reason. What is live changes over a run (a generation phase's
+    temporaries, then a solver's matrix): one average over the run would miss the moments
+    the live set does not fit."""
+    import numpy as np
+
+    from objtier.analysis.reuse_curves import reuse_curves
+    from objtier.model import Curves
+
+    whole, why = model_curves(profile, footprint_bytes, other)
+    if whole is None:
+        return None, why
+    trace = profile.traces[0]
+    start, end = int(trace.start_ns), trace_end_ns(trace)
+    views = []
+    for k in range(SLICES):
+        span = [(start + (end - start) * k // SLICES, start + (end - start) * (k + 1) // SLICES)]
+        found = reuse_curves(profile.traces, span)
+        known = found.known
+        views.append(Curves(np.where(known, found.horizon_ns, whole.horizon_ns),
+                            np.where(known[:, None], found.share, whole.share),
+                            np.where(known, found.tail_slope, whole.tail_slope),
+                            found.live_share, found.duration_ns, whole.present))
+    return views, None
+
+
 def other_bytes(footprint_bytes: int, objects: planner.ObjectTable) -> int:
     """What the program holds outside its tracked objects [bytes]: the footprint less the
     peak of the objects' live bytes (never below 0)."""
@@ -466,10 +498,10 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
     """(plan.by_model.Choice, None), or (None, why the model cannot choose)."""
     from objtier.plan import by_model
 
-    curves, why = model_curves(profile, memory.footprint_bytes, memory.other_bytes)
+    curves, why = model_slices(profile, memory.footprint_bytes, memory.other_bytes)
     if curves is None:
         return None, why
-    if len(curves.horizon_ns) != len(placed):
+    if len(curves[0].horizon_ns) != len(placed):
         return None, "the object table does not come from the first recording"
     cap = by_model.lock_cap(memory.local_bytes, memory.other_bytes, memory.cap_bytes)
     # spill's fill at a share of the cap: the greedy set grows one chunk at a time and can

@@ -245,5 +245,14 @@ def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> Re
     end = float(trace_end_ns(first))
     start = float(first.start_ns)
     free = np.where(np.isnan(free) | (free < 0), end, free)
-    live = np.clip((free - np.maximum(alloc, start)) / max(1.0, end - start), 1e-3, 1.0)
+    lo = np.maximum(alloc, start)
+    if spans is None:
+        live = (free - lo) / max(1.0, end - start)
+    else:                   # the share of the spans' time each object is live
+        covered = np.zeros(n)
+        for b, e in spans:
+            covered += np.clip(np.minimum(free, min(e, end)) - np.maximum(lo, max(b, start)),
+                               0.0, None)
+        live = covered / max(1.0, sum(max(0.0, min(e, end) - max(b, start)) for b, e in spans))
+    live = np.clip(live, 0.0, 1.0)
     return ReuseCurves(horizon, share, slope, armed, touched, duration, live)

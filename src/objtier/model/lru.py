@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BISECTIONS = 60
+BISECTIONS = 40   # T to 1e-12 of its bracket: far below the curves' resolution
 
 
 @dataclass(frozen=True)
@@ -105,9 +105,14 @@ def predict(curves: Curves, unlocked_pages: np.ndarray, capacity_pages: float) -
     cap = max(0.0, float(capacity_pages))
     if need <= cap:
         return Prediction(0.0, np.zeros(len(u)), float("inf"), cap, need)
+    # only the objects with unlocked live pages matter: solve on them alone
+    rows = np.flatnonzero(u > 0)
+    sub = Curves(curves.horizon_ns[rows], curves.share[rows], curves.tail_slope[rows],
+                 curves.live_share[rows], curves.duration_ns)
+    u_sub = u[rows]
 
     def occupancy(t: float) -> float:
-        return float((u * at(curves, t)[0]).sum())
+        return float((u_sub * at(sub, t)[0]).sum())
 
     lo, hi = 0.0, max(1.0, float(curves.horizon_ns.max(initial=0.0)))
     while occupancy(hi) < cap and hi < 1e18:
@@ -119,5 +124,6 @@ def predict(curves: Curves, unlocked_pages: np.ndarray, capacity_pages: float) -
         else:
             hi = mid
     t = 0.5 * (lo + hi)
-    per = u * at(curves, t)[1] * curves.duration_ns
+    per = np.zeros(len(u))
+    per[rows] = u_sub * at(sub, t)[1] * curves.duration_ns
     return Prediction(float(per.sum()), per, t, cap, need)

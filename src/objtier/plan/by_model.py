@@ -45,31 +45,46 @@ def locked_pages(placement: Placement) -> np.ndarray:
     return pages(placement.fast_bytes, placement.page_bytes).astype(np.float64)
 
 
-def object_pages(objects: ObjectTable, page_bytes: int, curves: Curves | None = None
+Views = Curves | list[Curves]   # one view of the run, or one per slice of it (summed)
+
+
+def views_of(curves: Views) -> list[Curves]:
+    return curves if isinstance(curves, list) else [curves]
+
+
+def object_pages(objects: ObjectTable, page_bytes: int, curves: Views | None = None
                  ) -> np.ndarray:
     """Whole pages per object; with curves, only the share ever resident (Curves.present)."""
     pages_ = (objects.size // page_bytes).astype(np.float64)
-    if curves is not None and curves.present is not None:
-        pages_ = np.floor(pages_ * curves.present)
+    present = views_of(curves)[0].present if curves is not None else None
+    if present is not None:
+        pages_ = np.floor(pages_ * present)
     return pages_
 
 
-def predicted(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+def predicted(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
               locked: np.ndarray) -> Prediction:
-    """The prediction for `locked` pages per object and capacity_pages for all objects."""
+    """The prediction for `locked` pages per object and capacity_pages for all objects; over
+    several views (slices of the run), their sum."""
     total = object_pages(objects, page_bytes, curves)
     locked = np.minimum(locked, total)
-    return predict(curves, total - locked, capacity_pages - float(locked.sum()))
+    parts = [predict(view, total - locked, capacity_pages - float(locked.sum()))
+             for view in views_of(curves)]
+    if len(parts) == 1:
+        return parts[0]
+    return Prediction(sum(p.swapins for p in parts), sum(p.per_object for p in parts),
+                      min(p.characteristic_ns for p in parts), parts[0].capacity_pages,
+                      max(p.demand_pages for p in parts))
 
 
-def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+def greedy(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
            cap_pages: float) -> np.ndarray:
     """Locked pages per object, grown step by step: each step tries, for every object, locks
     of 1, 2, 4, ... chunks more (up to the object and the cap) and takes the one that lowers
     the prediction most per page locked; it stops when no lock lowers it. Looking further
     than one chunk matters: under LRU a lock of a swept object gains only once the part left
     unlocked fits the room, or a hot object misses only once T has fallen."""
-    total = object_pages(objects, page_bytes)
+    total = object_pages(objects, page_bytes, curves)
     can = objects.plannable & (total > 0) & curves_known(curves)
     locked = np.zeros(len(total))
     chunk = max(1.0, float(np.floor(cap_pages / STEPS)))
@@ -96,8 +111,8 @@ def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages
     return locked
 
 
-def curves_known(curves: Curves) -> np.ndarray:
-    return curves.horizon_ns > 0
+def curves_known(curves: Views) -> np.ndarray:
+    return np.logical_or.reduce([view.horizon_ns > 0 for view in views_of(curves)])
 
 
 def as_placement(objects: ObjectTable, locked: np.ndarray, page_bytes: int, limit: int,
@@ -121,7 +136,7 @@ def lock_cap(local_bytes: int, other_bytes: int, given: int | None = None) -> in
     return derived if given is None else max(0, int(given))
 
 
-def choose(objects: ObjectTable, curves: Curves, page_bytes: int, local_bytes: int,
+def choose(objects: ObjectTable, curves: Views, page_bytes: int, local_bytes: int,
            other_bytes: int, rules: tuple[str, int, Placement],
            extra: list[tuple[str, int, Placement]] = (), cap: int | None = None) -> Choice:
     """The candidate with the lowest predicted swap-ins (module docstring). rules: the
