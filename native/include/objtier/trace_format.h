@@ -388,7 +388,9 @@ _Static_assert(sizeof(ot_window_record) == 48, "ot_window_record is 48 bytes");
 
 /* Exact tracing, OBJTIER_TRACE_STREAM=N: one record per load or store of the instrumented
  * code, in program order per thread, for the first N accesses of the process (tracked objects
- * or not: stack, globals and small heap blocks too). `order` is one process-wide counter taken
+ * or not: stack, globals and small heap blocks too), or for windows of accesses spread over
+ * the run (OBJTIER_TRACE_STREAM_WINDOW; each window's opening is two COUNTERS records,
+ * "trace.stream.window" and "trace.stream.window_order"). `order` is one process-wide counter taken
  * at each access, so sorting all threads' records by order gives one interleaving the program
  * really had (up to the few instructions between the callback and the access). `dep` names a
  * data dependence seen at run time, on one of this thread's last eight 4- or 8-byte loads: the

@@ -38,9 +38,11 @@
  *
  * For 4- and 8-byte loads the value about to be loaded is read first (the program reads the
  * same bytes next), to name the data dependence of later accesses on it
- * (ot_access_record.dep): through a pointer (the address lies within STREAM_DEP_SPAN above the
- * value) or, for a load, through an index (the address is element v of the tracked object
- * holding it, for an element size 2^j, j < STREAM_SHIFTS: (addr - start) >> j == v). Stores
+ * (ot_access_record.dep): through a pointer (the address lies within STREAM_DEP_SPAN above
+ * one of the last STREAM_VALUES 8-byte values of at least that much) or, for a load, through
+ * an index (one of the last STREAM_VALUES other values; tr_thread.values), when the address
+ * is element v of the tracked object holding it, for an element size 2^j, j < STREAM_SHIFTS:
+ * (addr - start) >> j == v. Stores
  * take no index dependence: a store waiting for its address holds up no later access in an
  * out-of-order core, and the stores of `a[i] = f(a[i])` loops over identity-filled arrays would
  * match their own index.
@@ -80,10 +82,11 @@
 #define NEG_PAGES       64 /* per-thread direct-mapped cache of object-free pages */
 #define NEG_SHIFT       12 /* 4 KiB pages for the negative cache (any page size is correct) */
 #define STREAM_CHUNK    (OT_BLOCK_TARGET_BYTES / sizeof(ot_access_record)) /* records per block */
-#define STREAM_VALUES   8           /* last 4- and 8-byte loaded values kept for dependences */
-#define STREAM_DEP_SPAN 4096        /* an address this far above a loaded value depends on it */
-#define STREAM_SHIFTS   7           /* index dependences: element sizes 1, 2, 4, ... 64 bytes */
-#define STREAM_GRID     16          /* windows per grid step before the step doubles */
+#define STREAM_VALUES   4    /* loaded values kept per kind: pointers, indices */
+#define STREAM_DEP_SPAN 4096 /* an address this far above a loaded value depends on it */
+#define STREAM_SHIFTS   7    /* index dependences: element sizes 1, 2, 4, ... 64 bytes */
+#define STREAM_IDX_MAX  (UINT64_C(1) << 40) /* an 8-byte value below this may be an index */
+#define STREAM_GRID     16                  /* windows per grid step before the step doubles */
 #define STREAM_BATCH    1024        /* accesses a thread counts before adding them to stream_seen */
 #define STREAM_CTR_G    0xFFFF0001U /* COUNTER_DEF ids of the window records (above the ids */
 #define STREAM_CTR_O    0xFFFF0002U /* region_pmu.c gives: phase * events + term) */
@@ -123,16 +126,20 @@ typedef struct tr_thread {
     rt_llc llc;
     rt_cct cct;
     /* ordered access stream (OBJTIER_TRACE_STREAM) */
-    unsigned char *sbuf;            /* block header + STREAM_CHUNK records; NULL until first use */
-    uint32_t sn, scap;              /* records in sbuf / records claimed for it from the budget */
-    int sdone;                      /* the budget is spent: record nothing more */
-    uint32_t vpos;                  /* next slot of values[] */
-    uint64_t nacc;                  /* this thread's stream index of the next record */
-    uint64_t values[STREAM_VALUES]; /* last 4- and 8-byte loaded values (0 = none) */
-    uint64_t value_at[STREAM_VALUES]; /* their stream indices */
-    uint64_t sseen;                   /* windows: accesses not yet added to stream_seen */
-    uint64_t swin;                    /* windows: stream_gen of the records claimed in sbuf */
-    int sclosed;                      /* windows: window swin had no records left to claim */
+    unsigned char *sbuf; /* block header + STREAM_CHUNK records; NULL until first use */
+    uint32_t sn, scap;   /* records in sbuf / records claimed for it from the budget */
+    int sdone;           /* the budget is spent: record nothing more */
+    uint32_t vpos[2];    /* next slot of values[kind] */
+    uint64_t nacc;       /* this thread's stream index of the next record */
+    /* last loaded values (0 = none): [0] pointers (8-byte loads, at least STREAM_DEP_SPAN),
+     * [1] index candidates (4-byte loads, and 8-byte loads below STREAM_IDX_MAX: not a
+     * pointer nor a double's bits), kept apart so that a loop of float loads does not push
+     * the row pointer it reads through out of [0] */
+    uint64_t values[2][STREAM_VALUES];
+    uint64_t value_at[2][STREAM_VALUES]; /* their stream indices */
+    uint64_t sseen;                      /* windows: accesses not yet added to stream_seen */
+    uint64_t swin;                       /* windows: stream_gen of the records claimed in sbuf */
+    int sclosed;                         /* windows: window swin had no records left to claim */
 } tr_thread;
 
 /* ---- shared state ------------------------------------------------------------------ */
@@ -488,21 +495,25 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
      * that same value, so that a value reloaded from a stack slot (an unoptimised build) leads
      * back to the load that first returned it */
     uint64_t dep = 0, off = a - base, dv = 0;
-    for (int k = 0; k < STREAM_VALUES; k++) {
-        uint64_t v = t->values[k], back = me - t->value_at[k];
-        if (!v || back > UINT16_MAX || (dep && back >= dep))
-            continue;
-        int hit = v >= STREAM_DEP_SPAN && a - v < STREAM_DEP_SPAN; /* through a pointer */
-        for (int j = 0; base && !store && !hit && j < STREAM_SHIFTS; j++)
-            hit = (off >> j) == v; /* through an index: element v of 2^j bytes */
-        if (hit)
-            dep = back, dv = v;
-    }
-    for (int k = 0; dep && k < STREAM_VALUES; k++) {
-        uint64_t back = me - t->value_at[k];
-        if (t->values[k] == dv && back > dep && back <= UINT16_MAX)
-            dep = back;
-    }
+    for (int kind = 0; kind < 2; kind++)
+        for (int k = 0; k < STREAM_VALUES; k++) {
+            uint64_t v = t->values[kind][k], back = me - t->value_at[kind][k];
+            if (!v || back > UINT16_MAX || (dep && back >= dep))
+                continue;
+            int hit = 0;
+            if (kind == 0) /* through a pointer */
+                hit = a - v < STREAM_DEP_SPAN;
+            for (int j = 0; kind == 1 && base && !store && !hit && j < STREAM_SHIFTS; j++)
+                hit = (off >> j) == v; /* through an index: element v of 2^j bytes */
+            if (hit)
+                dep = back, dv = v;
+        }
+    for (int kind = 0; dep && kind < 2; kind++)
+        for (int k = 0; k < STREAM_VALUES; k++) {
+            uint64_t back = me - t->value_at[kind][k];
+            if (t->values[kind][k] == dv && back > dep && back <= UINT16_MAX)
+                dep = back;
+        }
     if (!store && (size == 8 || size == 4)) {
         uint64_t v; /* the bytes the program loads next */
         if (size == 8) {
@@ -512,10 +523,15 @@ static NOINST __attribute__((noinline)) void stream_record(tr_thread *t, uint64_
             memcpy(&w, (const void *)(uintptr_t)a, 4);
             v = w;
         }
-        if (v) {
-            t->values[t->vpos] = v;
-            t->value_at[t->vpos] = me;
-            t->vpos = (t->vpos + 1) % STREAM_VALUES;
+        for (int kind = 0; kind < 2; kind++) {
+            int keep = kind == 0 ? size == 8 && v >= STREAM_DEP_SPAN
+                                 : v && (size == 4 || v < STREAM_IDX_MAX);
+            if (keep) {
+                uint32_t at = t->vpos[kind];
+                t->values[kind][at] = v;
+                t->value_at[kind][at] = me;
+                t->vpos[kind] = (at + 1) % STREAM_VALUES;
+            }
         }
     }
     ot_access_record *r = (ot_access_record *)(t->sbuf + sizeof(ot_block_header)) + t->sn++;

@@ -141,6 +141,10 @@ def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
             regions.append(e)
     errors = [apc_identity_error(t) for t in totals]
     timing = timing_mode(counts)
+    coverage = stream.coverage
+    if coverage is not None and coverage["mode"] == "windows":
+        coverage = {**coverage, "mem_first_touch_share": first_touch_share(
+            stream, counts, int(params["hierarchy"]["line_bytes"]))}
     if stream.coverage is not None and timing["mode"] == "sampled":
         timing["counts_of"] = ("the modelled windows" if stream.coverage["mode"] == "windows"
                                else "the stream")
@@ -153,7 +157,7 @@ def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
         "machine": machine_info(),
         "source": "sim",
         "timing": timing,
-        "coverage": stream.coverage,
+        "coverage": coverage,
         "parameters": params,
         "levels": [schema_level(LEVELS[l], totals[l]) for l in range(n)],
         "objects": objects,
@@ -170,6 +174,20 @@ def report(stream: Stream, counts: SimCounts, params: dict) -> dict:
         "checks": {"apc_identity_max_error": max((e for e in errors if e is not None),
                                                  default=None)},
     }
+
+
+def first_touch_share(stream: Stream, counts: SimCounts, line_bytes: int) -> float | None:
+    """Distinct cache lines of the modelled accesses over the accesses that reached memory: how
+    many of the memory accesses can be a line's first touch in the model. With windows, a line
+    the run touched between two windows looks new to the model, so this share bounds the
+    memory accesses that the gaps may have turned from LLC hits into misses (1 = all of them
+    may be). None without memory accesses."""
+    mem = int(counts.totals[MEM]["accesses"])
+    if not mem:
+        return None
+    shift = max(line_bytes.bit_length() - 1, 0)
+    lines = np.unique(stream.accesses["addr"] >> np.uint64(shift))
+    return min(1.0, len(lines) / mem)
 
 
 EXACT_TERMS = ["MR", "accesses", "misses", "coherence_misses", "false_sharing_misses",

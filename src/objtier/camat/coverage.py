@@ -26,6 +26,7 @@ SKIPPED_COUNTER = "trace.stream.window_skipped"  # the first window due after th
 SHORT_WINDOW = 0.75  # a window with fewer records than this share of the longest is left out
                      # (the run ended inside it)
 CUT = 0.99           # a modelled share below this is reported as cut
+COLD_NOTE = 0.25     # windows: a first-touch share of memory accesses worth naming
 
 
 def run_accesses(trace, pid: int | None = None) -> int | None:
@@ -132,8 +133,14 @@ def describe(cov: dict) -> str:
              f"the first {100 * cov['share']:.3g} % of the run" if cov["share"] is not None
              else "the run (its total is not recorded)")
     of = f" of {total:,}" if total else ""
-    return (f"modelled: {cov['windows_modelled']} windows of {cov['window']:,} accesses, one "
+    line = (f"modelled: {cov['windows_modelled']} windows of {cov['window']:,} accesses, one "
             f"per {cov['grid_step_accesses']:,}, spread over {where} ({n:,}{of} accesses)")
+    cold = cov.get("mem_first_touch_share")
+    if cold is not None and cold >= COLD_NOTE:
+        line += (f"; up to {100 * cold:.3g} % of the memory accesses may be LLC hits in the run "
+                 "(lines the model first sees in a window: the run may have touched them "
+                 "between windows)")
+    return line
 
 
 def warning(cov: dict) -> str | None:
