@@ -16,6 +16,13 @@ blocks by their period, so it is an estimate of the whole site (columns say est_
   est_live_end_bytes   live at the end of the trace * period
   sampled_samples access samples whose address lies in a sampled block live at their time
   est_samples     sampled_samples * period (samples the whole site would have had)
+  stream_accesses loads and stores of the exact ordered stream (--sampler trace with
+                  OBJTIER_TRACE_STREAM) that fell in a sampled block: not scaled
+
+The window samplers (fault, pageout, wp) arm tracked objects only, so their samples never
+fall in a small block; perf samples (PEBS/IBS data addresses) do. Page-fault samples
+(perf-swfault) mostly do not: the first touch of a heap page is malloc's own write of the
+next chunk's header, before that block exists.
 
 A block is live from its SITE_ALLOC to the SITE_FREE of its address (analysis.mapping's
 live ranges: a free closes the latest earlier allocation at its address; unmatched frees are
@@ -83,12 +90,13 @@ def _step_peak(t_begin: np.ndarray, t_end: np.ndarray, weight: np.ndarray) -> fl
     return float(max(np.cumsum(delta[order]).max(), 0.0)) if len(order) else 0.0
 
 
-def sample_sites(trace) -> np.ndarray:
-    """Sampled-block index (row of trace.site_allocations) per row of trace.samples; -1 where
-    the sample lies in no sampled block."""
+def sample_sites(trace, table: pa.Table | None = None) -> np.ndarray:
+    """Sampled-block index (row of trace.site_allocations) per row of `table` (pid, addr,
+    time_ns: trace.samples by default, or trace.accesses); -1 where the address lies in no
+    sampled block live at that time."""
     from objtier.analysis.mapping import ObjectIndex
 
-    samples = trace.samples
+    samples = trace.samples if table is None else table
     if not samples.num_rows or not has_sites(trace):
         return np.full(samples.num_rows, -1, dtype=np.int64)
     index = ObjectIndex(*_as_objects(trace))
@@ -131,6 +139,12 @@ def site_table(trace, labels: bool = True) -> pa.Table:
     sampled_samples = np.bincount(site_of[hits[hit]], minlength=n).astype(np.int64)
     est_samples = np.bincount(site_of[hits[hit]], weights=period[hits[hit]], minlength=n)
 
+    stream = getattr(trace, "accesses", None)   # the exact ordered stream, when recorded
+    stream_hits = sample_sites(trace, stream) if stream is not None and stream.num_rows \
+        else np.zeros(0, np.int64)
+    stream_accesses = np.bincount(site_of[stream_hits[stream_hits >= 0]],
+                                  minlength=n).astype(np.int64)
+
     first = np.zeros(n, dtype=np.int64)
     first[site_of[::-1]] = np.arange(len(site_of))[::-1]
     keys, label = _context_columns(trace, pid[first], ctx[first], labels)
@@ -148,6 +162,7 @@ def site_table(trace, labels: bool = True) -> pa.Table:
         "est_live_end_bytes": pa.array(live_end.round().astype(np.int64)),
         "sampled_samples": pa.array(sampled_samples),
         "est_samples": pa.array(est_samples.round().astype(np.int64)),
+        "stream_accesses": pa.array(stream_accesses),
         "label": pa.array(label.tolist(), pa.string()),
     }).sort_by([("est_peak_bytes", "descending"), ("pid", "ascending"),
                 ("context", "ascending")])
