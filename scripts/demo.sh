@@ -16,3 +16,10 @@ echo "== record: BFS on the graph"
 
 echo "== report"
 "$objtier" report "$out/bfs.otr" -o "$out/report"
+
+echo "== plan: what to lock at 50 % of the footprint, chosen by the kernel model's prediction"
+"$objtier" plan "$out/bfs.otr" --local 50% --algo auto -o "$out/plan.json"
+
+echo "== next: measure it against the kernel (needs root; a few minutes), e.g."
+echo "   $objtier compare --tier swap --local 50% --repeat 3 -o $out/compare -- $bin/bfs -f $out/kron20.graph -n 64"
+echo "   $objtier run --plan $out/plan.json --local 50% -- $bin/bfs -f $out/kron20.graph -n 64"

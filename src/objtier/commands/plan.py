@@ -333,8 +333,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give one of --fast SIZE|PCT (a fast-tier budget) or --local SIZE|PCT "
                          "(the memory the program will run in, planned by the kernel model)")
     memory = _model_memory(args, profile, peak)
-    budget = planner.parse_budget(args.fast if args.fast is not None else str(
-        memory.local_bytes), profile.footprint_bytes(peak))
+    # with --local the footprint is the model's (the recorded resident + swapped peak), so
+    # that `run --local PCT` of this plan means the same memory
+    budget = planner.parse_budget(
+        args.fast if args.fast is not None else str(memory.local_bytes),
+        memory.footprint_bytes if memory is not None else profile.footprint_bytes(peak))
     made = make_plan(profile, args.algo, budget, phases=args.phases,
                      backfill=not args.no_backfill, lifetimes=not args.no_lifetimes,
                      page_bytes=args.page_bytes, params=params,
