@@ -11,7 +11,10 @@ every run; then the geometric mean of the speedups per local size.
 
     bench/third_party/setup.sh
     .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph,vector]
-        [--local 70%,50%] [-o bench-out/compare-suite]
+        [--local 70%,50%] [-o bench-out/compare-suite] [--report-only]
+
+The min–max beside each median is the spread of that arm's finished runs: where the two arms'
+spreads overlap, the speedup is within the noise of the machine.
 
 Needs root (compare makes a memory cgroup and a zram device, and removes both).
 """
@@ -19,6 +22,7 @@ Needs root (compare makes a memory cgroup and a zram device, and removes both).
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import shutil
@@ -52,10 +56,14 @@ def missing_module(module: str) -> str | None:
     return None if done.returncode == 0 else f"{module} not installed in the venv"
 
 
-def run_compare(name: str, local: str, repeat: int, out: Path) -> dict[str, Any]:
-    """One `objtier compare --tier swap`; returns its summary.json (raises on failure)."""
+def compare_dir(out: Path, name: str, local: str) -> Path:
+    return out / f"{name}-{local.rstrip('%')}"
+
+
+def run_compare(name: str, local: str, repeat: int, out: Path) -> Path:
+    """One `objtier compare --tier swap`; returns its output directory (raises on failure)."""
     script, args, _module = PROGRAMS[name]
-    target = out / f"{name}-{local.rstrip('%')}"
+    target = compare_dir(out, name, local)
     command = [str(OBJTIER), "compare", "--tier", "swap", "--local", local,
                "--repeat", str(repeat), "-o", str(target), "-f", "--",
                str(VENV_PYTHON), str(PROGRAMS_DIR / script), *args]
@@ -64,15 +72,27 @@ def run_compare(name: str, local: str, repeat: int, out: Path) -> dict[str, Any]
         done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"compare exited {done.returncode} (see {log.name})")
-    return json.loads((target / "summary.json").read_text())
+    return target
 
 
 def swapins(medians: dict[str, Any]) -> float | None:
     return next((medians[k] for k in SWAPIN_KEYS if medians.get(k) is not None), None)
 
 
-def row_of(name: str, local: str, summary: dict[str, Any]) -> dict[str, Any]:
-    """The table's cells for one compare."""
+def wall_range(target: Path) -> dict[str, tuple[float, float]]:
+    """Per arm, the fastest and slowest finished run's wall time (s), from compare.csv."""
+    walls: dict[str, list[float]] = {}
+    with open(target / "compare.csv") as f:
+        for run in csv.DictReader(f):
+            if run["returncode"] == "0":
+                walls.setdefault(run["config"], []).append(float(run["wall_s"]))
+    return {arm: (min(w), max(w)) for arm, w in walls.items()}
+
+
+def row_of(name: str, local: str, target: Path) -> dict[str, Any]:
+    """The table's cells for the compare in target."""
+    summary = json.loads((target / "summary.json").read_text())
+    spread = wall_range(target)
     med = summary["medians"]
     check = summary.get("model_check") or {}
     model = check.get("arms", {})
@@ -82,6 +102,7 @@ def row_of(name: str, local: str, summary: dict[str, Any]) -> dict[str, Any]:
             "footprint_mib": summary["unlimited"]["footprint_bytes"] / 2**20,
             "locked_mib": (med["objtier"].get("locked_bytes") or 0) / 2**20,
             "kernel_s": med["baseline"]["wall_s"], "objtier_s": med["objtier"]["wall_s"],
+            "kernel_range_s": spread.get("baseline"), "objtier_range_s": spread.get("objtier"),
             "speedup": summary["ratios"].get("speedup"),
             "kernel_swapins": swapins(med["baseline"]),
             "objtier_swapins": swapins(med["objtier"]),
@@ -101,6 +122,12 @@ def fmt(value: float | None, spec: str) -> str:
     return "–" if value is None else format(value, spec)
 
 
+def range_cell(median: float | None, span: tuple[float, float] | None) -> str:
+    if median is None:
+        return "–"
+    return f"{median:.2f}" + (f" ({span[0]:.1f}–{span[1]:.1f})" if span else "")
+
+
 def model_cell(predicted: float | None, measured: float | None) -> str:
     if predicted is None:
         return "–"
@@ -111,15 +138,17 @@ def model_cell(predicted: float | None, measured: float | None) -> str:
 
 def table(rows: list[dict[str, Any]], failed: list[str]) -> str:
     """The markdown table, then the geometric means and what did not run."""
-    lines = ["| program | local | footprint MiB | locked MiB | kernel s | objtier s | speedup "
+    lines = ["| program | local | footprint MiB | locked MiB | kernel s (min–max) "
+             "| objtier s (min–max) | speedup "
              "| swap-ins kernel | swap-ins objtier | model kernel (pred / meas) "
              "| model objtier (pred / meas) | both arms alive |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(
             f"| {r['program']} | {r['local']} | {r['footprint_mib']:.0f} "
-            f"| {r['locked_mib']:.1f} | {fmt(r['kernel_s'], '.2f')} "
-            f"| {fmt(r['objtier_s'], '.2f')} | {fmt(r['speedup'], '.2f')}× "
+            f"| {r['locked_mib']:.1f} | {range_cell(r['kernel_s'], r['kernel_range_s'])} "
+            f"| {range_cell(r['objtier_s'], r['objtier_range_s'])} "
+            f"| {fmt(r['speedup'], '.2f')}× "
             f"| {fmt(r['kernel_swapins'], ',.0f')} | {fmt(r['objtier_swapins'], ',.0f')} "
             f"| {model_cell(r['predicted']['baseline'], r['kernel_swapins'])} "
             f"| {model_cell(r['predicted']['objtier'], r['objtier_swapins'])} "
@@ -142,25 +171,29 @@ def main() -> int:
     parser.add_argument("--local", default="70%,50%",
                         help="comma-separated local sizes, PCT of the footprint or SIZE")
     parser.add_argument("-o", "--output", type=Path, default=ROOT / "bench-out/compare-suite")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: the table of the compares already in --output")
     args = parser.parse_args()
     names = [p for p in args.programs.split(",") if p]
     unknown = sorted(set(names) - set(PROGRAMS))
     if unknown:
         parser.error(f"unknown program(s) {', '.join(unknown)}")
-    if args.output.exists():
-        shutil.rmtree(args.output)
-    args.output.mkdir(parents=True)
+    if not args.report_only:
+        if args.output.exists():
+            shutil.rmtree(args.output)
+        args.output.mkdir(parents=True)
 
     rows, failed = [], []
     for name in names:
-        why = missing_module(PROGRAMS[name][2])
+        why = None if args.report_only else missing_module(PROGRAMS[name][2])
         if why:
             failed.append(f"{name}: {why}")
             continue
         for local in args.local.split(","):
             try:
-                rows.append(row_of(name, local, run_compare(name, local, args.repeat,
-                                                            args.output)))
+                target = (compare_dir(args.output, name, local) if args.report_only
+                          else run_compare(name, local, args.repeat, args.output))
+                rows.append(row_of(name, local, target))
             except (RuntimeError, OSError, KeyError, json.JSONDecodeError) as err:
                 failed.append(f"{name} at {local}: {err}")
     text = table(rows, failed)
