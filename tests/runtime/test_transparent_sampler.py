@@ -47,8 +47,9 @@ def run_plain(exe: Path, mode: str, work: Path) -> subprocess.CompletedProcess:
 
 def run_recorded(exe: Path, mode: str, work: Path, out: Path,
                  sampler: str = "pageout") -> subprocess.CompletedProcess:
+    # --overhead 0: these short programs must be sampled in every buffer, whatever it costs
     return subprocess.run([sys.executable, "-m", "objtier", "record", "--sampler", sampler,
-                           "-o", str(out), "--", str(exe), mode, str(work)],
+                           "--overhead", "0", "-o", str(out), "--", str(exe), mode, str(work)],
                           capture_output=True, text=True, timeout=180)
 
 
@@ -152,11 +153,13 @@ def active_swap_devices() -> set[str]:
 
 
 @pytest.mark.root
-def test_temporary_zram_swap_is_removed_after_the_recording_and_on_error(monkeypatch):
+def test_temporary_zram_swap_is_removed_after_the_recording_and_on_error(monkeypatch, tmp_path):
     """record's temporary swap device: on while the program runs, gone after — also when the
-    recording ends by an exception (Ctrl-C arrives as KeyboardInterrupt)."""
+    recording ends by an exception (Ctrl-C arrives as KeyboardInterrupt). A state directory of
+    its own: recordings elsewhere on the machine would share the device (sampler_swap.py)."""
     from objtier.record import sampler_swap as record_command
 
+    monkeypatch.setattr(record_command, "RUN_DIR", tmp_path / "run")
     monkeypatch.setattr(record_command, "needs_temporary_swap", lambda sampler: True)
     before = active_swap_devices()
     said = []

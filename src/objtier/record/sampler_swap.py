@@ -1,25 +1,144 @@
-"""A temporary zram swap device for the pageout sampler on a machine without swap."""
+"""A temporary zram swap device for the pageout sampler on a machine without swap.
+
+Recordings that overlap in time share one device: the first creates it, the others join it,
+and the last one to end removes it (swapoff, reset, hot_remove), on exit, error, Ctrl-C and
+SIGTERM alike. So one recording never takes the swap away from another that still samples
+with it. The bookkeeping lives in /run/objtier (root only, mode 0700):
+  sampler-swap        the shared device's zram index, as decimal text
+  sampler-swap.lock   flock LOCK_EX while a recording joins, creates or leaves (short)
+  sampler-swap.users  flock LOCK_SH by every recording using the device, for as long as it
+                      uses it; the one that can turn its lock into LOCK_EX is the last
+The kernel drops a process's flocks when it dies, so a recording killed by SIGKILL stops
+counting as a user; if it was the last one, the device stays until the next recording that
+joins it ends.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+from pathlib import Path
 
-from objtier.record.sampler_choice import needs_temporary_swap
+from objtier.record.sampler_choice import PROC_SWAPS, needs_temporary_swap
+
+RUN_DIR = Path("/run/objtier")
+STATE = "sampler-swap"
+
+
+def _active_swaps(swaps: Path = PROC_SWAPS) -> list[str]:
+    """Names of the active swap devices and files with free space."""
+    try:
+        lines = swaps.read_text().splitlines()[1:]
+    except OSError:
+        return []
+    return [f[0] for f in (line.split() for line in lines)
+            if len(f) >= 4 and f[2].isdigit() and f[3].isdigit() and int(f[2]) > int(f[3])]
+
+
+def shared_device(run_dir: Path | None = None) -> str | None:
+    """The shared sampler device (/dev/zramN) when it exists and is swapped on, else None."""
+    run_dir = run_dir or RUN_DIR
+    try:
+        index = int((run_dir / STATE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    device = f"/dev/zram{index}"
+    return device if device in _active_swaps() else None
+
+
+def _other_swap(device: str | None) -> bool:
+    """True when a swap device other than `device` is active with free space."""
+    return any(name != device for name in _active_swaps())
+
+
+class _Lease:
+    """This recording's use of the shared device (see the module docstring)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.users_fd: int | None = None
+
+    def _mutex(self) -> int:
+        fd = os.open(self.run_dir / "sampler-swap.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                     0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    def take(self, size_bytes: int, say) -> None:
+        """Joins the shared device, or creates it when there is none."""
+        from objtier.restore import Restorer
+        from objtier.tiers.swap import ZramSwap
+
+        self.run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mutex = self._mutex()
+        try:
+            self.users_fd = os.open(self.run_dir / "sampler-swap.users",
+                                    os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.flock(self.users_fd, fcntl.LOCK_SH)
+            device = shared_device(self.run_dir)
+            if device:
+                say(f"temporary swap device {device} (zram) shared with another recording; "
+                    f"the last recording using it removes it")
+                return
+            undo = Restorer()  # not entered: holds the creation's undo until the device is up
+            try:
+                zram = ZramSwap(size_bytes, undo, priority=0)
+            except BaseException:
+                undo.restore()
+                raise
+            (self.run_dir / STATE).write_text(f"{zram.index}\n")
+            say(f"temporary swap device {zram.device} (zram, removed at exit, or by the last "
+                f"recording using it)")
+        finally:
+            os.close(mutex)
+
+    def leave(self) -> None:
+        """Stops using the device; the last user removes it."""
+        from objtier.tiers.swap import remove_zram
+
+        if self.users_fd is None:
+            return
+        mutex = self._mutex()
+        try:
+            try:
+                fcntl.flock(self.users_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # another recording still samples with it
+            state = self.run_dir / STATE
+            try:
+                index = int(state.read_text().strip())
+            except (OSError, ValueError):
+                return
+            state.unlink(missing_ok=True)
+            remove_zram(index)
+        finally:
+            os.close(self.users_fd)
+            self.users_fd = None
+            os.close(mutex)
 
 
 @contextlib.contextmanager
 def sampler_swap(sampler: str, say):
     """A temporary zram swap device while the pageout sampler records on a machine without
-    swap; removed on exit, error, Ctrl-C and SIGTERM (Restorer)."""
-    if not needs_temporary_swap(sampler):
+    swap (shared with the recordings that overlap this one); the last recording using it
+    removes it on exit, error, Ctrl-C and SIGTERM (Restorer)."""
+    if sampler != "pageout":
         yield
         return
+    shared = shared_device(RUN_DIR)
+    if shared is None:
+        if not needs_temporary_swap(sampler):
+            yield
+            return
+    elif _other_swap(shared) or os.geteuid() != 0:
+        yield  # another swap device serves as well, or no lease can be taken: use it as it is
+        return
     from objtier.restore import Restorer
-    from objtier.tiers.swap import ZramSwap
 
     with Restorer() as restorer:
+        lease = _Lease(RUN_DIR)
+        restorer.push("temporary zram swap device", lease.leave)
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        zram = ZramSwap(min(total // 4, 8 << 30), restorer, priority=0)
-        say(f"temporary swap device {zram.device} (zram, removed at exit)")
+        lease.take(min(total // 4, 8 << 30), say)
         yield

@@ -163,6 +163,16 @@ class ZramSwap:
             (ZRAM_CONTROL / "hot_remove").write_text(str(self.index))
 
 
+def remove_zram(index: int) -> None:
+    """Swap off and remove zram device `index` (a device another process may have created:
+    the pageout sampler's shared device, objtier.record.sampler_swap)."""
+    device, sysfs = f"/dev/zram{index}", Path(f"/sys/block/zram{index}")
+    subprocess.run(["swapoff", device], capture_output=True)  # fails quietly when not on
+    if sysfs.exists():
+        (sysfs / "reset").write_text("1")
+        (ZRAM_CONTROL / "hot_remove").write_text(str(index))
+
+
 class DeviceSwap:
     """An existing swap device or file; swapped on for the experiment if it was not already."""
 
