@@ -11,7 +11,7 @@
    line (measured by the sampler itself, native/runtime/sample/overhead.h).
 
     .venv/bin/python bench/record_fixed_cost.py [--repeat 5] [--passes 40] [--mib 256]
-        [--sampler auto] [--skip-programs]
+        [--sampler auto] [--threads 1,2] [--skip-programs]
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ def main() -> int:
     parser.add_argument("--passes", type=int, default=40)
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--sampler", default="auto")
+    parser.add_argument("--threads", default="1,2", help="program variants: threads, e.g. 1,2")
     parser.add_argument("--skip-programs", action="store_true")
     args = parser.parse_args()
     load = os.getloadavg()
@@ -163,7 +164,7 @@ def main() -> int:
         print("| program | plain wall s | recorded wall s | wall ratio | plain CPU s | "
               "recorded CPU s | CPU ratio | recorder cost (its own measure) |")
         print("|---|---:|---:|---:|---:|---:|---:|---|")
-        for threads in (1, 2):
+        for threads in (int(t) for t in args.threads.split(",")):
             program = [str(exe), str(args.mib), str(args.passes), str(threads)]
             plain, recorded, costs = [], [], []
             for _ in range(args.repeat):

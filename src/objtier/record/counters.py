@@ -141,6 +141,23 @@ def unit_of(name: str) -> str:
     return "pages" if name.startswith("vmstat.p") or name.startswith("vmstat.numa_pages") else "events"
 
 
+def _import_trace_package() -> None:
+    """Imports objtier.trace (numpy, pyarrow) with one BLAS thread when numpy is not loaded
+    yet: the recorder does no linear algebra, and OpenBLAS's start-up threads cost more CPU
+    than the rest of the import. Runs only after the program has started, whose environment
+    was copied before, so the program never sees the variable."""
+    import sys
+
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        import objtier.trace  # noqa: F401
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import objtier.trace  # noqa: F401
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+
+
 class CountersCollector:
     """Samples counters for a process every `interval_s` in a background thread."""
 
@@ -180,6 +197,7 @@ class CountersCollector:
 
     def _open(self) -> None:
         try:
+            _import_trace_package()
             from objtier.trace.writer import TraceWriter
 
             self._writer = TraceWriter(self.path, kind="counters", pid=0)
