@@ -41,7 +41,7 @@ void rt_overhead_init(rt_overhead *o, const rt_config *cfg)
     o->max_rate = (double)(cfg->rate ? cfg->rate : 1);
     o->rate = o->max_rate;
     o->fault_ns = RT_OVERHEAD_FAULT_GUESS;
-    o->step_ns = rt_now_ns();
+    o->step_ns = o->start_ns = rt_now_ns();
     o->cpu0_ns = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
@@ -81,7 +81,7 @@ void rt_overhead_calibrate(rt_overhead *o, int pagemap_fd)
         }
     o->fault_ns = n ? t[n / 2] : RT_OVERHEAD_FAULT_GUESS;
     o->cpu0_ns = cpu_ns(CLOCK_THREAD_CPUTIME_ID); /* calibration is not the program's cost */
-    o->step_ns = rt_now_ns();
+    o->step_ns = o->start_ns = rt_now_ns();
 }
 
 static void write_counters(rt_overhead *o)
@@ -113,7 +113,9 @@ static void write_counters(rt_overhead *o)
 double rt_overhead_step(rt_overhead *o, int force)
 {
     uint64_t now = rt_now_ns();
-    if (!force && now - o->step_ns < RT_OVERHEAD_STEP_NS)
+    uint64_t period =
+        now - o->start_ns < 1000000000ULL ? RT_OVERHEAD_EARLY_NS : RT_OVERHEAD_STEP_NS;
+    if (!force && now - o->step_ns < period)
         return o->rate;
     double wall_s = (double)(now - o->step_ns) / 1e9;
     o->step_ns = now;

@@ -14,7 +14,8 @@
  * Program CPU [ns] = CLOCK_PROCESS_CPUTIME_ID - cost (every thread of the process, the
  * runtime's others included, which cost far less than the scanner).
  *
- * Pacing: every RT_OVERHEAD_STEP_NS the rate (pages armed per second) becomes
+ * Pacing: every RT_OVERHEAD_STEP_NS (RT_OVERHEAD_EARLY_NS during the first second, so that
+ * a short run is paced too) the rate (pages armed per second) becomes
  *     budget x program CPU per second of the last step / cost per armed page
  * (cost per page from the whole run so far), times budget / spent when the run so far has
  * spent more than the budget, moved at most x2 up and /4 down a step, within
@@ -40,6 +41,7 @@
 #include "config.h"
 
 #define RT_OVERHEAD_STEP_NS     200000000ULL /* pacing period, 200 ms */
+#define RT_OVERHEAD_EARLY_NS    50000000ULL  /* pacing period in the first second, 50 ms */
 #define RT_OVERHEAD_MIN_RATE    16.0         /* pages per second: one cluster */
 #define RT_OVERHEAD_COUNTER_ID  0x4f540000u  /* first counter id ("OT"); 8 ids follow */
 #define RT_OVERHEAD_FAULT_GUESS 5000ULL      /* ns per fault when calibration swapped nothing */
@@ -50,6 +52,7 @@ typedef struct rt_overhead {
     double rate;        /* the rate in force, pages per second */
     uint64_t fault_ns;  /* cost of one sampled fault, ns */
     uint64_t step_ns;   /* CLOCK_MONOTONIC of the last step */
+    uint64_t start_ns;  /* CLOCK_MONOTONIC when pacing started (after calibration) */
     uint64_t cpu0_ns;   /* scanner thread CPU at start (calibration excluded) */
     uint64_t last_prog; /* program CPU at the last step, ns */
     uint64_t pages;     /* pages armed so far */
@@ -66,7 +69,7 @@ void rt_overhead_init(rt_overhead *o, const rt_config *cfg);
  * median. The scanner thread's CPU spent here is not charged to the program. */
 void rt_overhead_calibrate(rt_overhead *o, int pagemap_fd);
 
-/* Once per RT_OVERHEAD_STEP_NS (earlier calls return at once) and with force at stop:
+/* Once per pacing period (earlier calls return at once) and with force at stop:
  * updates the costs from o->pages and o->faults, writes the counters, and returns the rate
  * to use, pages per second. */
 double rt_overhead_step(rt_overhead *o, int force);

@@ -65,13 +65,14 @@
 #define MADV_PAGEOUT 21
 #endif
 
-#define TICK_NS     5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
-#define IDLE_MAX_NS 20000000ULL /* longest sleep waiting for tokens, 20 ms (stop waits it) */
-#define DWELL_NS    50000000ULL /* a window is watched at most 50 ms */
-#define RING_PAGES  64          /* perf ring data pages per CPU (power of two) */
-#define MAX_CPUS    256
-#define PM_SWAPPED  (1ULL << 62)
-#define PM_PRESENT  (1ULL << 63)
+#define TICK_NS      5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
+#define SLOW_TICK_NS 20000000ULL /* the same while paced below half OBJTIER_RATE, 20 ms */
+#define IDLE_MAX_NS  20000000ULL /* longest sleep waiting for tokens, 20 ms (stop waits it) */
+#define DWELL_NS     50000000ULL /* a window is watched at most 50 ms */
+#define RING_PAGES   64          /* perf ring data pages per CPU (power of two) */
+#define MAX_CPUS     256
+#define PM_SWAPPED   (1ULL << 62)
+#define PM_PRESENT   (1ULL << 63)
 
 static const rt_config *cfg;
 static pthread_t scanner;
@@ -314,8 +315,11 @@ static void *scan_loop(void *arg)
         }
         uint64_t until = w_arm_ns + DWELL_NS;
         unsigned armed;
+        /* paced down, the scanner's own wake-ups weigh: fewer of them (touch times come
+         * from the perf samples, not from the tick) */
+        uint64_t tick = rate * 2 < (double)cfg->rate ? SLOW_TICK_NS : TICK_NS;
         do {
-            rt_scan_sleep_ns(TICK_NS);
+            rt_scan_sleep_ns(tick);
             drain_all();
             armed = popcount_words(w_armed, w_touched, n);
         } while (!atomic_load(&stop_flag) && rt_now_ns() < until &&
