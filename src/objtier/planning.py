@@ -93,6 +93,7 @@ class ModelMemory:
     other_bytes: int
     cap_bytes: int | None = None   # the most to lock (a margin the user gave); None: derived
     footprint_bytes: int | None = None  # the program's footprint (bounds its objects' pages)
+    calibrate_to: float | None = None   # a measured kernel run's swap-ins to fit the model to
 
 
 def model_curves(profile: Profile, footprint_bytes: int | None = None,
@@ -464,7 +465,8 @@ def model_section(choice: Any) -> dict[str, Any]:
                                   "plan": round(choice.chosen.swapins)},
             "candidates": {k: round(v) for k, v in choice.predictions.items()},
             "per_object": {"kernel": [round(float(v)) for v in choice.nothing.per_object],
-                           "plan": [round(float(v)) for v in choice.chosen.per_object]}}
+                           "plan": [round(float(v)) for v in choice.chosen.per_object]},
+            **({"calibration": choice.calibration} if choice.calibration else {})}
 
 
 
@@ -505,7 +507,11 @@ def _phase_prediction(profile: Profile, merge: Any, placements: dict[str, planne
 
 def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
                   memory: ModelMemory, limit: int, rules: planner.Placement):
-    """(plan.by_model.Choice, None), or (None, why the model cannot choose)."""
+    """(plan.by_model.Choice, None), or (None, why the model cannot choose). With
+    memory.calibrate_to the model is first fitted to that measured kernel run
+    (by_model.calibrate) and the choice records the fit."""
+    import numpy as np
+
     from objtier.plan import by_model
 
     curves, why = model_slices(profile, memory.footprint_bytes, memory.other_bytes)
@@ -513,6 +519,15 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
         return None, why
     if len(curves[0].horizon_ns) != len(placed):
         return None, "the object table does not come from the first recording"
+    calibration = None
+    if memory.calibrate_to is not None:
+        capacity_pages = float(max(0, memory.local_bytes - memory.other_bytes) // page)
+        before = by_model.predicted(curves, placed, page, capacity_pages,
+                                    np.zeros(len(placed))).swapins
+        alpha, curves = by_model.calibrate(curves, placed, page, capacity_pages,
+                                           memory.calibrate_to)
+        calibration = {"to_swapins": round(memory.calibrate_to), "alpha": round(alpha, 4),
+                       "kernel_before": round(before)}
     cap = by_model.lock_cap(memory.local_bytes, memory.other_bytes, memory.cap_bytes)
     # spill's fill at a share of the cap: the greedy set grows one chunk at a time and can
     # stop where one chunk alone gains nothing but a larger lock would
@@ -521,7 +536,7 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
              for share in SPILL_SHARES if int(cap * share) >= page]
     choice = by_model.choose(placed, curves, page, memory.local_bytes, memory.other_bytes,
                              (rules.algorithm, limit, rules), extra, cap)
-    return choice, None
+    return (replace(choice, calibration=calibration) if calibration else choice), None
 
 
 def write_plan_files(plan: dict[str, Any], json_path: str | Path,

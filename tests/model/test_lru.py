@@ -99,3 +99,24 @@ def test_the_check_says_when_the_model_is_off():
     assert got["arms"]["objtier"]["predicted_wall_s"] == pytest.approx(1.0 + 20_000 * 2 / 100_500)
     text = lines(got)
     assert "off by more than 25 %" in text[1] and "off" not in text[0]
+
+
+def test_calibration_fits_the_unseen_tail_to_a_measured_kernel_run():
+    from objtier.plan import object_table
+    from objtier.plan.by_model import calibrate, predicted
+
+    # a sweep the windows saw only 30 % of within their dwell, and nothing beyond it
+    h = 20 * MS
+    share = np.linspace(0, 0.3, GRID)
+    c = Curves(np.array([h]), share[None, :], np.zeros(1), np.ones(1), 1000 * MS)
+    objects = object_table({"object": [0], "context_key": ["00000000000000aa"],
+                            "occurrence": [0], "size": [1000 * 4096], "accesses": [1.0],
+                            "label": ["a"]})
+    none = np.zeros(1)
+    before = predicted(c, objects, 4096, 600.0, none).swapins
+    alpha, fitted = calibrate(c, objects, 4096, 600.0, 50_000)
+    after = predicted(fitted, objects, 4096, 600.0, none).swapins
+    assert before < 50_000 and alpha > 0
+    assert after == pytest.approx(50_000, rel=0.02)
+    # a model that already predicts at least the measurement is left alone
+    assert calibrate(c, objects, 4096, 600.0, before)[0] == 0.0

@@ -229,7 +229,8 @@ def record_profile(command: list[str], settings: CompareSettings,
 
 
 def plan_profile(profiles: list[Path], command: list[str], settings: CompareSettings,
-                 footprint: int, local: int) -> tuple[dict[str, Any], int, int]:
+                 footprint: int, local: int, calibrate_to: float | None = None
+                 ) -> tuple[dict[str, Any], int, int]:
     """Plan the recordings (objtier.planning) for local bytes of local memory; writes
     plan.json/plan.txt. Returns the plan, the mlock limit it was made for and the margin
     (local - limit) [bytes]. Without settings.margin the margin is fitted (enforce.fit_margin):
@@ -249,7 +250,8 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
     # a margin the user gave bounds every candidate; else the model derives its own
     memory = ModelMemory(local, other_bytes(footprint, profile.objects),
-                         limit if settings.margin is not None else None, footprint)
+                         limit if settings.margin is not None else None, footprint,
+                         calibrate_to)
 
     def fit(place, unlocked):
         if settings.margin is not None:
@@ -474,6 +476,15 @@ def run_compare(command: list[str], settings: CompareSettings,
                 if helper is not None:
                     spare_counts[0] += helper.reclaims
                     spare_counts[1] += helper.seconds
+                if config == "baseline" and i == 1 and needs_calibration(plan, row):
+                    old = plan["model"]["chosen"]
+                    plan, limit, margin = plan_profile(profiles, command, settings, footprint,
+                                                       local, calibrate_to=kernel_swapins(row))
+                    guarded = settings.guard and enforce.locks_something(plan)
+                    fit = plan["model"].get("calibration", {})
+                    say(f"model calibrated on kernel run 1 ({kernel_swapins(row):,} swap-ins "
+                        f"measured, {fit.get('kernel_before', 0):,} predicted): plan "
+                        f"'{plan['model']['chosen']}' (was '{old}'), budget {limit >> 20} MiB")
                 if spare is None and config == "baseline":
                     spare = decide_spare(settings.spare_reclaim, tier, unlimited, plan, row)
                     say(f"spare-CPU reclaim {'on' if spare.use else 'off'} for the objtier "
@@ -527,6 +538,26 @@ def run_compare(command: list[str], settings: CompareSettings,
     summary["coverage"] = covered.as_dict()   # the footprint the profile's objects cover
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)
+
+
+def kernel_swapins(row: RunRow) -> int:
+    """A run's swap-ins in pages, as the model counts them (see model_check)."""
+    for value in (row.memcg_refault_anon, row.pswpin, row.memcg_pgmajfault):
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def needs_calibration(plan: dict[str, Any], kernel: RunRow) -> bool:
+    """Whether the first kernel run says the model the plan was chosen by is off (beyond
+    model.check's bounds) — then compare fits the model to that run and plans again, before
+    any objtier run."""
+    from objtier.model.check import is_off
+
+    model = plan.get("model") or {}
+    if not model.get("chosen") or not kernel.ok or "calibration" in model:
+        return False
+    return is_off(model["predicted_swapins"]["kernel"], kernel_swapins(kernel))
 
 
 def spare_helper(tier):

@@ -5,7 +5,8 @@ Inputs are plain numbers: the plan document's "model" section (planning.model_se
 medians of measured runs. Time is predicted as the unlimited run's wall time plus swap-ins x the
 cost of one swap-in, and that cost is measured from the kernel arm (its wall time over the
 unlimited one, per swap-in it took): so the kernel arm's time is the calibration, not a check,
-and only the plan arm's time is predicted. A prediction is off when it differs from the
+and only the plan arm's time is predicted. When compare fitted the model to its first kernel run
+(planning: calibrate_to), the kernel arm's prediction is no independent check, and says so. A prediction is off when it differs from the
 measurement by more than OFF of the larger of the two and by more than FLOOR swap-ins (a few
 hundred swap-ins either way are noise next to the program's own page faults).
 Units: swap-ins (counts), seconds.
@@ -58,6 +59,7 @@ def check(model: dict[str, Any] | None, measured: dict[str, dict[str, Any]],
             arms["objtier"]["wall_error"] = error(wall, got)
     return {"what": model.get("what", ""), "chosen": model["chosen"],
             "seconds_per_swapin": cost, "arms": arms,
+            "calibration": model.get("calibration"),
             "off": [a for a, r in arms.items() if r.get("off")]}
 
 
@@ -78,6 +80,8 @@ def lines(result: dict[str, Any] | None) -> list[str]:
         if "predicted_wall_s" in row and "measured_wall_s" in row:
             text += (f"; time {row['predicted_wall_s']:.2f} s predicted, "
                      f"{row['measured_wall_s']:.2f} s measured")
+        if arm == "baseline" and result.get("calibration"):
+            text += " (the model was fitted to kernel run 1: not an independent check)"
         if row.get("off"):
             text += f" — the model is off by more than {100 * OFF:.0f} % here"
         out.append(text)

@@ -1,10 +1,10 @@
 """Choosing a lock set by predicting what the kernel will do with it (objtier.model.lru).
 
 The candidates are placements of the same objects: locking nothing, the rules' own choice
-(`auto`, or whatever algorithm was asked), spill's prefix fill of the whole budget, and the
-model's own greedy set, grown MiB-chunk by chunk where the predicted swap-ins fall the most
-(which locks the part of a cyclically swept object that LRU would lose anyway, and nothing of
-an object LRU keeps as well by itself). The lowest prediction wins; a candidate that locks
+(`auto`, or whatever algorithm was asked), the caller's extra ones (planning adds spill's
+prefix fill at 25-100 % of the cap), and the model's own greedy set, grown where the predicted
+swap-ins fall the most per page locked (which locks the part of a cyclically swept object that
+LRU would lose anyway, and nothing of an object LRU keeps as well by itself). The lowest prediction wins; a candidate that locks
 more wins only by more than TIE of the best prediction, so "lock nothing" wins every tie.
 
 Memory: local_bytes is the cgroup's limit; other_bytes what the program holds outside its
@@ -31,13 +31,14 @@ TIE = 0.03              # a candidate locking more must predict this share fewer
 @dataclass(frozen=True)
 class Choice:
     name: str                     # the winning candidate
-    placement: Placement
+    placement: Placement | None   # its placement (None: one plan per phase, planning's)
     limit_bytes: int              # its lock budget
     predictions: dict[str, float]  # candidate -> predicted swap-ins
     nothing: Prediction           # locking nothing (the kernel arm)
     chosen: Prediction
     capacity_bytes: int           # local - other: what the objects share
     other_bytes: int
+    calibration: dict | None = None  # planning: the fit to a measured kernel run, if any
 
 
 def locked_pages(placement: Placement) -> np.ndarray:
@@ -174,3 +175,42 @@ def choose(objects: ObjectTable, curves: Views, page_bytes: int, local_bytes: in
          zip(placement.reason, prediction.per_object, nothing.per_object)], dtype=object))
     return Choice(name, placement, int(limit), {s[0]: s[3].swapins for s in scored},
                   nothing, prediction, capacity, other_bytes)
+
+
+ALPHA_MAX = 1e4       # most re-touches per run calibration may give the pages never seen again
+CALIBRATION_STEPS = 40
+
+
+def with_tail(curves: Views, alpha: float) -> Views:
+    """The curves with the pages no window saw touched again (1 - F(H)) re-touched alpha
+    times over the run at least: tail slope max(slope, alpha (1 - F(H)) / D)."""
+    def one(view: Curves) -> Curves:
+        floor = alpha * np.clip(1.0 - view.share[:, -1], 0.0, 1.0) / max(1.0, view.duration_ns)
+        return replace(view, tail_slope=np.maximum(view.tail_slope, floor))
+    return [one(v) for v in curves] if isinstance(curves, list) else one(curves)
+
+
+def calibrate(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+              measured_swapins: float) -> tuple[float, Views]:
+    """(alpha, curves) with the kernel arm's predicted swap-ins (nothing locked) matched to a
+    measured run's, by the one quantity the windows cannot see: how often the pages they did
+    not see touched again within their dwell are touched later (with_tail). A model that
+    already predicts at least the measurement is left as it is (alpha 0)."""
+    nothing = np.zeros(len(objects))
+
+    def kernel(alpha: float) -> float:
+        return predicted(with_tail(curves, alpha), objects, page_bytes, capacity_pages,
+                         nothing).swapins
+
+    if kernel(0.0) >= measured_swapins:
+        return 0.0, curves
+    lo, hi = 0.0, ALPHA_MAX
+    if kernel(hi) < measured_swapins:
+        return hi, with_tail(curves, hi)
+    for _ in range(CALIBRATION_STEPS):       # geometric steps: alpha spans decades
+        mid = np.sqrt(max(lo, 1e-3) * hi)
+        if kernel(mid) < measured_swapins:
+            lo = mid
+        else:
+            hi = mid
+    return hi, with_tail(curves, hi)
