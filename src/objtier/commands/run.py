@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
                         help="with --local: memory left unlocked for the rest of the program "
                         "(default: for a plan the kernel model chose, what the program holds outside its "
-                        "objects + 4M, as plan and compare planned it; else 10%% of local or 32M, "
-                        "at most half of local)")
+                        "objects + 4M, at least 8M, as plan and compare planned it; else 10%% of "
+                        "local or 32M, at most half of local)")
     parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
                         help="with --local: swap behind the cgroup (default: a new zram device)")
     parser.add_argument("--no-guard", dest="guard", action="store_false",
@@ -245,13 +245,13 @@ def local_limit(plan: dict, local: int, margin_text: str | None) -> tuple[int, i
     kernel model chose (plan --local, compare) keeps unlocked what the program holds outside
     its objects plus the model's slack — the margin plan and compare planned with; else
     compare's cap of a fitted margin (at most half of local memory), so that a small limit
-    still leaves room to lock."""
-    from objtier.plan.by_model import SLACK_BYTES
+    still leaves room to lock. (by_model.lock_cap: other + 4 MiB, at least 8 MiB.)"""
+    from objtier.plan.by_model import lock_cap
     from objtier.record import enforce
 
     model = plan.get("model") or {}
     if margin_text is None and model.get("chosen"):
-        margin = min(local - 4096, int(model["other_bytes"]) + SLACK_BYTES)
+        margin = min(local - 4096, local - lock_cap(local, int(model["other_bytes"])))
         return enforce.mlock_limit(local, str(max(0, margin)))
     return enforce.mlock_limit(local, margin_text, fitted=margin_text is None)
 

@@ -9,7 +9,8 @@ more wins only by more than TIE of the best prediction, so "lock nothing" wins e
 
 Memory: local_bytes is the cgroup's limit; other_bytes what the program holds outside its
 tracked objects (small allocations, stacks, code, page cache charged to the cgroup), which
-stays with the kernel and takes its room; the lock cap is local - other - SLACK_BYTES.
+stays with the kernel and takes its room; the lock cap is local - max(other + SLACK_BYTES,
+MIN_MARGIN_BYTES).
 Units: bytes, pages, swap-ins (estimated).
 """
 
@@ -24,6 +25,10 @@ from objtier.plan.placement import Placement, finish, pages
 from objtier.plan.table import ObjectTable
 
 SLACK_BYTES = 4 << 20   # room for runtime threads, page tables, reclaim's own slack
+# the unlocked margin is never below this: compare's fitted margin had the same floor, and a
+# 9 MiB limit with a 4.8 MiB lock (other + SLACK_BYTES only) OOM-killed BFS (scale 17) in 1
+# of 3 runs on 2026-12-01
+MIN_MARGIN_BYTES = 8 << 20
 STEPS = 32              # the greedy set grows by multiples of cap / STEPS (>= one page)
 TIE = 0.03              # a candidate locking more must predict this share fewer swap-ins
 
@@ -132,8 +137,8 @@ def as_placement(objects: ObjectTable, locked: np.ndarray, page_bytes: int, limi
 
 def lock_cap(local_bytes: int, other_bytes: int, given: int | None = None) -> int:
     """The most a plan may lock [bytes]: `given` (local less a margin the user chose), else
-    local - other - SLACK_BYTES."""
-    derived = max(0, local_bytes - other_bytes - SLACK_BYTES)
+    local - max(other + SLACK_BYTES, MIN_MARGIN_BYTES)."""
+    derived = max(0, local_bytes - max(other_bytes + SLACK_BYTES, MIN_MARGIN_BYTES))
     return derived if given is None else max(0, int(given))
 
 
