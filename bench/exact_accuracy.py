@@ -1,20 +1,32 @@
 """Accuracy of sampled object hotness against the exact profile, and the cost of exact tracing.
 
 For each workload: build an instrumented copy with `objtier cc -O2 -fopenmp` from workloads/
-sources, record it REPEATS times with each sampler compared (`objtier record --sampler pageout`,
-`--sampler fault` and `--sampler perf`; the instrumentation callbacks are inert then) and with the trace sampler
-(exact counts, LLC model of this machine). Objects are matched by (allocation context key,
-occurrence), which is stable because all runs use the same binary. Reported per workload and
-sampler, as the median (and range) over the sampled recordings, each against the first exact
-recording:
+sources (gemm: bench/gemm.c, a naive GEMM), record it REPEATS times with each sampler compared
+(`objtier record --sampler pageout`, `--sampler fault` and `--sampler perf`; the
+instrumentation callbacks are inert then) and with the trace sampler (exact loads, stores and
+LLC-model misses per object; LLC model of this machine, or the workload's own in
+TRACE_SETTINGS). Objects are matched by (allocation context key, occurrence, size), which is
+stable because all runs use the same binary. The sampled recordings of a workload in
+SAMPLED_ARGS run more repetitions of the same kernel than its exact recording, so that the
+samplers see it for seconds; the objects, and each object's share of the accesses, are the
+same. Each sampled recording is scored against the first exact recording on two exact
+metrics, loads and LLC-model misses (what leaves the caches, what the planner reads for a
+traced recording), by objtier.analysis.accuracy.score_tables; reported per workload, sampler
+and metric as the median (and range) over the sampled recordings:
 
-  sampled    sum of the sampled accesses (sample weights: 1 per fault sample, the period per
-             perf sample) over the objects, in one recording
-  spearman   rank correlation (scipy.stats.spearmanr) of sampled accesses vs exact LLC-model
-             misses, over objects holding >= 1% of the exact misses (nan when fewer than two
-             such objects or when their sampled or exact counts are all equal)
-  regret     1 - (exact misses in fast memory with a plan from sampled data) / (with a plan
-             from exact data); both plans: objtier.plan.rank at 50% of the footprint
+  sampled    sum of the sampled accesses (sample weights, or the watching samplers' estimated
+             touches) over the objects, in one recording
+  spearman   rank correlation (scipy.stats.spearmanr) of sampled accesses vs the exact metric,
+             over objects holding >= 1% of the exact loads or of the exact misses (nan when
+             fewer than two such objects or when their sampled or exact counts are all equal)
+  top-k      share of the k objects first by sampled accesses that are among the k first by
+             the exact metric, ties with the exact k-th included (k = a third of the scored
+             objects, at least 1)
+  regret     exact metric that a plan from the sampled accesses leaves in slow memory minus
+             what a plan from the exact metric leaves there, as a share of the metric's total;
+             both plans: objtier.plan.spill at 50% of the footprint
+  first      the object with the most sampled accesses: its share of the sampled accesses, of
+             the exact loads and of the exact misses
   slowdown   median wall time of the traced run / the gcc-built binary without objtier, and of
              the instrumented binary with the runtime inert / the gcc-built binary
 
@@ -24,7 +36,7 @@ first touches of pages, so its weights follow footprint, not accesses.
 With the pageout sampler on a machine without swap, `objtier record` adds a temporary zram swap
 device for each recording (root).
 
-Usage: python bench/exact_accuracy.py [--repeats N] [--only bfs,cc] [--samplers pageout,fault,perf]
+Usage: python bench/exact_accuracy.py [--repeats N] [--only bfs,gemm] [--samplers pageout,fault,perf]
                                       [--markdown]
 """
 
@@ -40,16 +52,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-from scipy.stats import spearmanr
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
+from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables  # noqa: E402
 from objtier.analysis.objects import object_table  # noqa: E402
-from objtier.exact.tree import exact_object_table  # noqa: E402
 from objtier.native import NATIVE_DIR  # noqa: E402
-from objtier.plan import rank  # noqa: E402
+from objtier.objects_view import objects_view  # noqa: E402
 from objtier.trace import open_trace  # noqa: E402
 
 WL = REPO / "workloads"
@@ -64,7 +74,15 @@ WORKLOADS = {  # name: (sources, arguments)
     "ptrchase": (["ptrchase/ptrchase.c"], ["-s", "64M", "-n", "1000000", "-t", "2"]),
     "gups": (["gups/gups.c"], ["-l", "22", "-t", "2"]),
     "kmeans": (["kmeans/kmeans.c"], ["-n", "200000", "-i", "15", "-t", "2"]),
+    # 3 x 512 KiB matrices, one thread: A and B take n^3 loads each, B nearly all the misses
+    "gemm": ([str(REPO / "bench" / "gemm.c")], ["-n", "256", "-r", "1"]),
 }
+# the exact recording's LLC model where this machine's would hold the whole working set
+TRACE_SETTINGS = {"gemm": {"OBJTIER_LLC_BYTES": "256K"}}
+# arguments of the sampled recordings where they differ: the same kernel repeated (gemm: 16
+# multiplications, about 2 s uninstrumented on the 2-core VM, against 1 traced)
+SAMPLED_ARGS = {"gemm": ["-n", "256", "-r", "16"]}
+METRIC_NAMES = {"loads": "loads", "llc_misses": "misses"}
 OBJTIER = [sys.executable, "-m", "objtier"]
 
 
@@ -74,13 +92,30 @@ def clean_env(**settings) -> dict[str, str]:
     return env
 
 
+def source_paths(sources: list[str]) -> list[str]:
+    """Paths of a workload's sources; workloads/ ones (relative) with the common wl.c."""
+    paths = [str(WL / s) for s in sources]
+    return paths + [str(WL / "common/wl.c")] if any(not Path(s).is_absolute()
+                                                    for s in sources) else paths
+
+
 def build(name: str, sources: list[str], out: Path) -> Path:
     exe = out / name
     cmd = [*OBJTIER, "cc", "-std=gnu11", "-O2", "-fopenmp", f"-I{WL / 'common'}",
-           f"-I{WL / 'graph'}", f"-I{NATIVE_DIR / 'include'}",
-           *[str(WL / s) for s in sources], str(WL / "common/wl.c"),
+           f"-I{WL / 'graph'}", f"-I{NATIVE_DIR / 'include'}", *source_paths(sources),
            "-lm", "-o", str(exe)]
     subprocess.run(cmd, check=True)
+    return exe
+
+
+def plain_binary(name: str, sources: list[str], out: Path) -> Path:
+    """The gcc-built binary without objtier: the native build's, else built here (-O2)."""
+    exe = NATIVE_DIR / "bin" / name
+    if exe.exists():
+        return exe
+    exe = out / f"{name}-plain"
+    subprocess.run(["gcc", "-std=gnu11", "-O2", "-fopenmp", f"-I{WL / 'common'}",
+                    *source_paths(sources), "-lm", "-o", str(exe)], check=True)
     return exe
 
 
@@ -90,40 +125,18 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def captured(table, placement, exact: np.ndarray) -> float:
-    """Exact misses served from the fast tier under a placement (split objects pro rata)."""
-    size = table.column("size").to_numpy().astype(np.float64)
-    fast = np.where(placement.tier == "fast", 1.0,
-                    np.where(placement.tier == "split",
-                             placement.fast_bytes / np.maximum(size, 1.0), 0.0))
-    return float((fast * exact).sum())
-
-
-def sampled_accesses(path: Path, keys: list) -> tuple[np.ndarray, int, int]:
-    """Sampled accesses aligned with the exact table's keys; (values, samples, matched)."""
-    table = object_table(open_trace(path), labels=False)
-    of = dict(zip(key(table), table.column("accesses").to_numpy().tolist()))
-    values = np.array([of.get(k, 0.0) for k in keys], dtype=np.float64)
-    return values, int(values.sum()), int(sum(k in of for k in keys))
-
-
-def key(table) -> list:
-    return list(zip(table.column("context_key").to_pylist(),
-                    table.column("occurrence").to_pylist()))
-
-
-def score(exact_t, exact: np.ndarray, sampled: np.ndarray) -> tuple[float, float]:
-    """(Spearman over objects with >= 1% of the exact misses, regret of the sampled plan)."""
-    big = exact >= 0.01 * exact.sum()
-    rho = float("nan")
-    if big.sum() >= 2 and np.ptp(sampled[big]) > 0 and np.ptp(exact[big]) > 0:
-        rho = float(spearmanr(sampled[big], exact[big]).statistic)
-    budget = int(exact_t.column("size").to_numpy().sum()) // 2
-    with_sampled = exact_t.set_column(exact_t.schema.get_field_index("accesses"), "accesses",
-                                      pa.array(sampled))
-    best = captured(exact_t, rank(exact_t, budget), exact)
-    got = captured(exact_t, rank(with_sampled, budget), exact)
-    return rho, (1.0 - got / best if best > 0 else 0.0)
+def first_object(exact_t, sampled_t) -> dict[str, float]:
+    """Shares [0..1] of the object with the most sampled accesses: of the sampled accesses,
+    of the exact loads, of the exact LLC-model misses."""
+    got, _ = sampled_on_exact(exact_t, sampled_t)
+    if not got.sum():
+        return {"sampled": float("nan"), **{m: float("nan") for m in METRICS}}
+    top = int(np.argmax(got))
+    shares = {"sampled": float(got[top] / got.sum())}
+    for m in METRICS:
+        counts = exact_t.column(m).to_numpy().astype(np.float64)
+        shares[m] = float(counts[top] / counts.sum()) if counts.sum() else float("nan")
+    return shares
 
 
 def median_range(values: list[float]) -> tuple[float, float, float]:
@@ -135,53 +148,65 @@ def median_range(values: list[float]) -> tuple[float, float, float]:
 
 def one(name: str, work: Path, repeats: int, samplers: list[str]) -> dict:
     sources, args = WORKLOADS[name]
+    sampled_args = SAMPLED_ARGS.get(name, args)
     exe = build(name, sources, work)
-    plain = [str(NATIVE_DIR / "bin" / name), *args]
+    plain = [str(plain_binary(name, sources, work)), *args]
     t_plain = statistics.median(timed(plain, clean_env()) for _ in range(repeats))
     t_inert = statistics.median(timed([str(exe), *args], clean_env()) for _ in range(repeats))
     traces = []
     for i in range(repeats):
         out = work / f"{name}-exact{i}.otr"
         traces.append(timed([str(exe), *args],
-                            clean_env(OBJTIER_OUTPUT=out, OBJTIER_SAMPLER="trace")))
+                            clean_env(OBJTIER_OUTPUT=out, OBJTIER_SAMPLER="trace",
+                                      **TRACE_SETTINGS.get(name, {}))))
     t_trace = statistics.median(traces)
 
-    exact_t = exact_object_table(open_trace(work / f"{name}-exact0.otr"), labels=False)
-    keys = key(exact_t)
-    exact = exact_t.column("accesses").to_numpy().astype(np.float64)
-    row = {"workload": name, "args": " ".join(args), "objects": int(len(exact)),
-           "hot_objects": int((exact >= 0.01 * exact.sum()).sum()), "t_plain": t_plain,
-           "t_inert": t_inert, "t_trace": t_trace, "slowdown_trace": t_trace / t_plain,
-           "slowdown_inert": t_inert / t_plain, "samplers": {}}
+    exact_t = objects_view(open_trace(work / f"{name}-exact0.otr"), labels=False).table
+    loads = exact_t.column("loads").to_numpy().astype(np.float64)
+    misses = exact_t.column("llc_misses").to_numpy().astype(np.float64)
+    hot = (loads >= 0.01 * loads.sum()) | (misses >= 0.01 * misses.sum())
+    row = {"workload": name, "args": " ".join(args), "sampled_args": " ".join(sampled_args),
+           "objects": int(len(misses)), "hot_objects": int(hot.sum()),
+           "loads": float(loads.sum()), "misses": float(misses.sum()),
+           "t_plain": t_plain, "t_inert": t_inert, "t_trace": t_trace,
+           "slowdown_trace": t_trace / t_plain, "slowdown_inert": t_inert / t_plain,
+           "samplers": {}}
     for sampler in samplers:
         runs = []
         for i in range(repeats):
             out = work / f"{name}-{sampler}{i}.otr"
             t = time.perf_counter()
             subprocess.run([*OBJTIER, "record", "-q", "-f", "--sampler", sampler, "-o",
-                            str(out), "--", str(exe), *args], check=True,
+                            str(out), "--", str(exe), *sampled_args], check=True,
                            stdout=subprocess.DEVNULL, env=clean_env())
             wall = time.perf_counter() - t
-            sampled, samples, matched = sampled_accesses(out, keys)
-            rho, regret = score(exact_t, exact, sampled)
-            runs.append({"samples": samples, "matched": matched, "spearman": rho,
-                         "regret": regret, "wall": wall})
-        row["samplers"][sampler] = {
-            "runs": runs,
-            "samples": statistics.median(r["samples"] for r in runs),
-            "spearman": median_range([r["spearman"] for r in runs]),
-            "regret": median_range([r["regret"] for r in runs]),
-            "wall": statistics.median(r["wall"] for r in runs)}
+            sampled_t = object_table(open_trace(out), labels=False)
+            scores = score_tables(exact_t, sampled_t)
+            got, matched = sampled_on_exact(exact_t, sampled_t)
+            runs.append({"samples": float(got.sum()), "matched": matched, "wall": wall,
+                         "scores": scores, "first": first_object(exact_t, sampled_t)})
+        summary = {"runs": runs, "samples": statistics.median(r["samples"] for r in runs),
+                   "wall": statistics.median(r["wall"] for r in runs)}
+        for m in METRICS:
+            for field in ("spearman", "overlap", "regret"):
+                summary[f"{field}_{m}"] = median_range(
+                    [getattr(r["scores"][m], field) for r in runs])
+            summary[f"first_{m}"] = median_range([r["first"][m] for r in runs])
+        summary["first_sampled"] = median_range([r["first"]["sampled"] for r in runs])
+        summary["top_k"] = runs[0]["scores"]["llc_misses"].top_k
+        row["samplers"][sampler] = summary
     return row
 
 
-def fmt_range(values: tuple[float, float, float], percent: bool = False) -> str:
+def fmt_range(values: tuple[float, float, float], percent: bool = False,
+              short: bool = False) -> str:
+    """Median (range); short: the median alone."""
     mid, lo, hi = values
     if np.isnan(mid):
         return "n/a"
     if percent:
-        return f"{100 * mid:.1f}% ({100 * lo:.1f}–{100 * hi:.1f})"
-    return f"{mid:.3f} ({lo:.2f}–{hi:.2f})"
+        return f"{100 * mid:.0f}%" if short else f"{100 * mid:.1f}% ({100 * lo:.1f}–{100 * hi:.1f})"
+    return f"{mid:.2f}" if short else f"{mid:.3f} ({lo:.2f}–{hi:.2f})"
 
 
 def main() -> int:
@@ -198,24 +223,41 @@ def main() -> int:
         for name in names:
             rows.append(one(name, Path(tmp), args.repeats, samplers))
             r = rows[-1]
-            print(f"{name:9s} objects {r['objects']:3d} hot {r['hot_objects']:2d} plain "
-                  f"{r['t_plain']:.2f}s inert {r['t_inert']:.2f}s ({r['slowdown_inert']:.1f}x) "
-                  f"trace {r['t_trace']:.2f}s ({r['slowdown_trace']:.1f}x)", flush=True)
+            print(f"{name:9s} objects {r['objects']:3d} scored {r['hot_objects']:2d} loads "
+                  f"{r['loads']:.3g} misses {r['misses']:.3g} plain {r['t_plain']:.2f}s inert "
+                  f"{r['t_inert']:.2f}s ({r['slowdown_inert']:.1f}x) trace {r['t_trace']:.2f}s "
+                  f"({r['slowdown_trace']:.1f}x)", flush=True)
             for sampler, s in r["samplers"].items():
-                runs = " ".join(f"[{x['samples']} sampled, {x['matched']} matched, "
-                                f"rho {x['spearman']:.3f}, regret {100 * x['regret']:.1f}%, "
-                                f"{x['wall']:.2f}s]" for x in s["runs"])
-                print(f"  {sampler:5s} {runs}", flush=True)
+                for x in s["runs"]:
+                    per = " ".join(
+                        f"{METRIC_NAMES[m]}: rho {x['scores'][m].spearman:.3f} "
+                        f"top{x['scores'][m].top_k} {x['scores'][m].overlap:.2f} "
+                        f"regret {100 * x['scores'][m].regret:.1f}%;" for m in METRICS)
+                    f = x["first"]
+                    print(f"  {sampler:7s} [{x['samples']:.0f} sampled, {x['matched']} matched, "
+                          f"{x['wall']:.2f}s] {per} first: {100 * f['sampled']:.0f}% of sampled, "
+                          f"{100 * f['loads']:.0f}% of loads, {100 * f['llc_misses']:.0f}% of "
+                          "misses", flush=True)
     if args.markdown:
-        print("\n| workload | sampler | objects (≥1% of misses) | sampled accesses on objects | "
-              "Spearman | regret | instrumented, inert | traced |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("\n| workload | sampler | objects (scored) | Spearman vs loads | Spearman vs "
+              "misses | top-k vs loads | top-k vs misses | regret on loads | regret on misses "
+              "| sampled first: share of sampled / loads / misses | instrumented, inert | "
+              "traced |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
+            args_text = r["args"] if r["args"] == r["sampled_args"] else (
+                f"{r['args']} (sampled: {r['sampled_args']})")
             for sampler, s in r["samplers"].items():
-                print(f"| {r['workload']} {r['args']} | {sampler} | {r['objects']} "
-                      f"({r['hot_objects']}) | {s['samples']:.0f} | {fmt_range(s['spearman'])} | "
-                      f"{fmt_range(s['regret'], percent=True)} | {r['slowdown_inert']:.1f}x | "
-                      f"{r['slowdown_trace']:.1f}x |")
+                first = " / ".join(fmt_range(s[f"first_{m}"], percent=True, short=True)
+                                   for m in ("sampled", *METRICS))
+                print(f"| {r['workload']} {args_text} | {sampler} | {r['objects']} "
+                      f"({r['hot_objects']}) | {fmt_range(s['spearman_loads'])} | "
+                      f"{fmt_range(s['spearman_llc_misses'])} | "
+                      f"{fmt_range(s['overlap_loads'], short=True)} | "
+                      f"{fmt_range(s['overlap_llc_misses'], short=True)} (k={s['top_k']}) | "
+                      f"{fmt_range(s['regret_loads'], percent=True)} | "
+                      f"{fmt_range(s['regret_llc_misses'], percent=True)} | {first} | "
+                      f"{r['slowdown_inert']:.1f}x | {r['slowdown_trace']:.1f}x |")
     return 0
 
 
