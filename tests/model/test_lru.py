@@ -120,3 +120,22 @@ def test_calibration_fits_the_unseen_tail_to_a_measured_kernel_run():
     assert after == pytest.approx(50_000, rel=0.02)
     # a model that already predicts at least the measurement is left alone
     assert calibrate(c, objects, 4096, 600.0, before)[0] == 0.0
+
+
+def test_the_models_lock_set_never_exceeds_its_cap_with_partial_last_pages():
+    from objtier.plan import object_table, spill
+    from objtier.plan.by_model import choose
+
+    # three swept objects of 4000 pages and 100 bytes: a whole one is charged 4001 pages
+    n = 3
+    size = 4000 * 4096 + 100
+    c = curves(sweep(10 * MS), sweep(10 * MS), sweep(10 * MS))
+    objects = object_table({"object": list(range(n)),
+                            "context_key": [f"{k + 1:016x}" for k in range(n)],
+                            "occurrence": [0] * n, "size": [size] * n,
+                            "accesses": [1.0] * n, "label": ["a", "b", "c"]})
+    local = 4000 * 4096 + (8 << 20)            # a cap of 4000 pages: a whole object is 4001
+    rules = ("spill", 3000 * 4096, spill(objects, 3000 * 4096, 4096))
+    got = choose(objects, c, 4096, local, 0, rules)
+    assert got.placement.used_bytes <= got.limit_bytes
+    assert got.chosen.swapins < got.nothing.swapins      # part of the sweeps is locked

@@ -124,9 +124,9 @@ def curves_known(curves: Views) -> np.ndarray:
 def as_placement(objects: ObjectTable, locked: np.ndarray, page_bytes: int, limit: int,
                  reason: str) -> Placement:
     """A prefix split per object of `locked` pages (spill's encoding), reasons filled in."""
-    total = objects.size
-    fast = np.minimum((locked.astype(np.int64) * page_bytes), total)
-    fast = np.where(locked >= object_pages(objects, page_bytes), total, fast)
+    # whole only when the locked pages cover every byte (ceil(size / page) of them): fast
+    # bytes are charged in whole pages, and the cap counts the locked pages
+    fast = np.minimum(locked.astype(np.int64) * page_bytes, objects.size)
     order = np.where(fast > 0, np.arange(len(fast)), -1)
     fill = np.cumsum(pages(fast, page_bytes) * page_bytes)
     why = np.array([reason if f > 0 else "model: left to the kernel" for f in fast],
