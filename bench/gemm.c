@@ -10,14 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((noinline)) static void gemm(long n, const double *a, const double *b, double *c) {
+__attribute__((noinline)) static void gemm(long n, const double *a, const double *b, double *c)
+{
     for (long i = 0; i < n; i++)
         for (long j = 0; j < n; j++)
             for (long k = 0; k < n; k++)
                 c[i * n + j] += a[i * n + k] * b[k * n + j];
 }
 
-static double *matrix(long n, double scale) {
+static double *matrix(long n, double scale)
+{
     double *m = malloc((size_t)(n * n) * sizeof(double));
     if (!m) {
         perror("malloc");
@@ -28,7 +30,8 @@ static double *matrix(long n, double scale) {
     return m;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     long n = 256, r = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-n"))

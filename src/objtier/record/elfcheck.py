@@ -135,8 +135,8 @@ def _read_dynamic(handle, head, info: ElfInfo, wide: bool, order: str, shoff: in
             info._symbols = (data, symbol, entsize)  # st_name first, st_shndx last
 
 
-def script_interpreter(path: str) -> str | None:
-    """The interpreter a #! script names (one level; `env NAME` looked up on PATH), else None."""
+def shebang_words(path: str | os.PathLike) -> list[str] | None:
+    """The words of a script's #! line (at most its first 256 bytes), else None."""
     try:
         with open(path, "rb") as handle:
             line = handle.readline(256)
@@ -144,7 +144,12 @@ def script_interpreter(path: str) -> str | None:
         return None
     if not line.startswith(b"#!"):
         return None
-    words = line[2:].decode("utf-8", "replace").split()
+    return line[2:].decode("utf-8", "replace").split() or None
+
+
+def script_interpreter(path: str) -> str | None:
+    """The interpreter a #! script names (one level; `env NAME` looked up on PATH), else None."""
+    words = shebang_words(path)
     if not words:
         return None
     if os.path.basename(words[0]) == "env":

@@ -42,15 +42,10 @@ def hidden_by(path: str | os.PathLike, repo: Path) -> str | None:
 
 def _interpreter(program: Path) -> str | None:
     """The interpreter a `#!` line names (its first word), or None."""
-    try:
-        with open(program, "rb") as f:
-            head = f.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    words = head[2:].split(b"\n", 1)[0].split()
-    return os.fsdecode(words[0]) if words else None
+    from objtier.record.elfcheck import shebang_words
+
+    words = shebang_words(program)
+    return words[0] if words else None
 
 
 def check_guest_command(command: list[str], repo: Path, cwd: str | os.PathLike | None = None
