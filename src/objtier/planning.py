@@ -94,6 +94,7 @@ class ModelMemory:
     cap_bytes: int | None = None   # the most to lock (a margin the user gave); None: derived
     footprint_bytes: int | None = None  # the program's footprint (bounds its objects' pages)
     calibrate_to: float | None = None   # a measured kernel run's swap-ins to fit the model to
+    choose: bool = True   # False: keep the algorithm's placement, the model only predicts it
 
 
 def model_curves(profile: Profile, footprint_bytes: int | None = None,
@@ -534,8 +535,11 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
     extra = [(f"spill {share:.0%}" if share < 1 else "spill", int(cap * share),
               planner.spill(placed, int(cap * share), page))
              for share in SPILL_SHARES if int(cap * share) >= page]
+    if not memory.choose:
+        extra = []
     choice = by_model.choose(placed, curves, page, memory.local_bytes, memory.other_bytes,
-                             (rules.algorithm, limit, rules), extra, cap)
+                             (rules.algorithm, limit, rules), extra, cap,
+                             keep_rules=not memory.choose)
     return (replace(choice, calibration=calibration) if calibration else choice), None
 
 

@@ -39,8 +39,7 @@ def recording(tmp_path_factory):
 
 def test_plan_local_locks_part_of_the_sweep_by_prediction(recording, tmp_path):
     plan_path = tmp_path / "plan.json"
-    done = objtier("plan", str(recording), "--local", "50%", "--algo", "auto", "-o",
-                   str(plan_path))
+    done = objtier("plan", str(recording), "--local", "50%", "-o", str(plan_path))
     assert done.returncode == 0, done.stderr
     model = json.loads(plan_path.read_text())["model"]
     assert model["chosen"] != "nothing"

@@ -30,9 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "size or a percentage of its recorded footprint; the kernel model then "
                         "chooses what to lock among candidates (locking nothing, --algo's "
                         "placement, spill, its own) by predicted swap-ins, and prints them")
-    parser.add_argument("--algo", default="halving",
+    parser.add_argument("--algo", default=None,
                         choices=["rank", "spill", "reuse", "halving", "exact", "pages", "auto"],
-                        help="placement algorithm (default: halving)")
+                        help="placement algorithm (default: halving; with --local, auto and the "
+                        "kernel model chooses among candidates — a given --algo is kept, and "
+                        "the model only predicts it)")
     parser.add_argument("--alpha", type=B.float_option(0, EXPONENT_MAX), default=None,
                         help=f"halving: accesses exponent (1; 0 to {EXPONENT_MAX})")
     parser.add_argument("--beta", type=B.float_option(0, EXPONENT_MAX), default=None,
@@ -293,7 +295,8 @@ def _model_memory(args: argparse.Namespace, profile: Any, peak: int | None):
     footprint = peak or recorded_footprint(profile) or profile.footprint_bytes()
     local = planner_budget_bytes(args.local, footprint)
     return ModelMemory(local, other_bytes(footprint, profile.objects),
-                       footprint_bytes=footprint)
+                       footprint_bytes=footprint,
+                       choose=getattr(args, "model_chooses", True))
 
 
 def planner_budget_bytes(text: str, footprint: int) -> int:
@@ -324,6 +327,8 @@ def run(args: argparse.Namespace) -> int:
     from objtier import plan as planner
     from objtier.planning import make_plan, write_plan_files
 
+    args.model_chooses = args.algo is None       # --local without --algo: the model chooses
+    args.algo = args.algo or ("auto" if args.local is not None else "halving")
     params = _params(args)
     profile = _profile(args)
     # a --sensitivity table re-weights the objects every placement below reads (cached)

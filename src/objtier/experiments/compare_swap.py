@@ -251,7 +251,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     # a margin the user gave bounds every candidate; else the model derives its own
     memory = ModelMemory(local, other_bytes(footprint, profile.objects),
                          limit if settings.margin is not None else None, footprint,
-                         calibrate_to)
+                         calibrate_to, choose=settings.algo == "auto")
 
     def fit(place, unlocked):
         if settings.margin is not None:
@@ -476,7 +476,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                 if helper is not None:
                     spare_counts[0] += helper.reclaims
                     spare_counts[1] += helper.seconds
-                if config == "baseline" and i == 1 and needs_calibration(plan, row):
+                if (config == "baseline" and i == 1 and settings.algo == "auto"
+                        and needs_calibration(plan, row)):
                     old = plan["model"]["chosen"]
                     plan, limit, margin = plan_profile(profiles, command, settings, footprint,
                                                        local, calibrate_to=kernel_swapins(row))

@@ -144,16 +144,25 @@ def lock_cap(local_bytes: int, other_bytes: int, given: int | None = None) -> in
 
 def choose(objects: ObjectTable, curves: Views, page_bytes: int, local_bytes: int,
            other_bytes: int, rules: tuple[str, int, Placement],
-           extra: list[tuple[str, int, Placement]] = (), cap: int | None = None) -> Choice:
+           extra: list[tuple[str, int, Placement]] = (), cap: int | None = None,
+           keep_rules: bool = False) -> Choice:
     """The candidate with the lowest predicted swap-ins (module docstring). rules: the
     (name, lock limit, placement) the rules chose; extra: further candidates; cap: the most
-    to lock (default lock_cap's derived one)."""
+    to lock (default lock_cap's derived one). keep_rules (an algorithm the user named): the
+    rules' placement is kept whatever it locks, and only predicted beside locking nothing."""
     capacity = max(0, local_bytes - other_bytes)
     cap_bytes = lock_cap(local_bytes, other_bytes) if cap is None else cap
     cap_pages = float(cap_bytes // page_bytes)
     capacity_pages = float(capacity // page_bytes)
     nothing_locks = np.zeros(len(objects))
     nothing = predicted(curves, objects, page_bytes, capacity_pages, nothing_locks)
+    if keep_rules:
+        locked = locked_pages(rules[2])
+        chosen = predicted(curves, objects, page_bytes, capacity_pages, locked)
+        placement = _with_model_reasons(rules[2], rules[0], chosen, nothing)
+        return Choice(rules[0], placement, int(rules[1]),
+                      {"nothing": nothing.swapins, rules[0]: chosen.swapins}, nothing, chosen,
+                      capacity, other_bytes)
     own = greedy(curves, objects, page_bytes, capacity_pages, cap_pages)
     # locking nothing keeps the rules' budget (a plan's budget is at least one byte)
     candidates = [("nothing", rules[1], as_placement(objects, nothing_locks, page_bytes,
@@ -174,12 +183,18 @@ def choose(objects: ObjectTable, curves: Views, page_bytes: int, local_bytes: in
     # fewest locked pages among those within TIE of the best
     near = [s for s in scored if s[3].swapins <= best + TIE * max(best, 1.0)]
     name, limit, placement, prediction, _ = min(near, key=lambda s: (s[4], s[3].swapins))
-    placement = replace(placement, reason=np.array(
+    placement = _with_model_reasons(placement, name, prediction, nothing)
+    return Choice(name, placement, int(limit), {s[0]: s[3].swapins for s in scored},
+                  nothing, prediction, capacity, other_bytes)
+
+
+def _with_model_reasons(placement: Placement, name: str, prediction: Prediction,
+                        nothing: Prediction) -> Placement:
+    """The placement with each object's predicted swap-ins appended to its reason."""
+    return replace(placement, reason=np.array(
         [f"{r}; model ({name}): {mine:,.0f} of its swap-ins predicted, {kernel:,.0f} with "
          f"nothing locked (estimated)" for r, mine, kernel in
          zip(placement.reason, prediction.per_object, nothing.per_object)], dtype=object))
-    return Choice(name, placement, int(limit), {s[0]: s[3].swapins for s in scored},
-                  nothing, prediction, capacity, other_bytes)
 
 
 ALPHA_MAX = 1e4       # most re-touches per run calibration may give the pages never seen again
