@@ -162,7 +162,9 @@ int main(void) {
     if cc is None:
         pytest.skip("no C compiler")
     subprocess.run([cc, "-O1", "-o", str(tmp_path / "loop"), str(src)], check=True)
-    path = record(tmp_path, "fault", "--sampler", "fault", command=[str(tmp_path / "loop")])
+    # a high rate: on a loaded machine the scanner may arm little in one second
+    path = record(tmp_path, "fault", "--sampler", "fault", "--rate", "20000",
+                  command=[str(tmp_path / "loop")])
     out_dir = tmp_path / "sim"
     code, out, err = simulate(path, capsys, "-o", str(out_dir))
     assert code == 0, err

@@ -38,6 +38,7 @@ class GuestCompareSettings:
     env: dict[str, str] = field(default_factory=lambda: {"OMP_NUM_THREADS": "1"})
     profiles: int | None = None      # host recordings for the plan (None: compare's default)
     swap: GuestSwapSettings = field(default_factory=GuestSwapSettings)
+    algo: str = "auto"               # the planner (auto: the kernel model chooses)
 
 
 def _median(values: list[float]) -> float | None:
@@ -148,8 +149,9 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                 pdir = output / f"plan-{local.rstrip('%')}"
                 pdir.mkdir(mode=0o700)
                 plan, limit, margin = plan_profile(
-                    profiles, command, CompareSettings(output=pdir, local=local), footprint,
-                    local_bytes)
+                    profiles, command, CompareSettings(output=pdir, local=local,
+                                                       algo=settings.algo),
+                    footprint, local_bytes)
                 plans[local] = (plan, limit, pdir)
                 say(f"plan for {local}: mlock limit {limit >> 20} MiB (margin {margin >> 20} MiB)")
         runs = output / "runs"

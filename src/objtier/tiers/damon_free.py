@@ -75,7 +75,7 @@ def probe_text(proc: Path = Path("/proc"), sysfs: Path = Path("/sys")) -> str:
         name = _read(comm)
         if name.startswith("kdamond"):
             lines.append(f"thread {comm.parent.name} {name}")
-    return "\n".join(lines) + "\n"
+    return "".join(f"{line}\n" for line in lines)   # as the script prints: nothing for none
 
 
 def damon_busy_reason(proc: Path = Path("/proc"), sysfs: Path = Path("/sys")) -> str | None:
