@@ -22,10 +22,14 @@ removes the sampling noise that would otherwise make f jump from one grid cell t
 Beyond H, F continues with the slope it had over [H/2, H] up to 1: f is non-increasing in t
 (f = rate x P(interval > t)), so that slope bounds the true one from above; a cyclic sweep
 (F linear up to its period) is continued exactly, a page set that is never touched again has
-slope 0 and stays cold.
+slope 0 and stays cold. What this cannot see: pages touched only after their window closed
+look never touched again (the censoring that under-predicts large objects' re-use;
+plan.by_model.calibrate fits it to a measured kernel run).
 
 Units: times in ns; F is a share of the object's pages (0..1); slope in pages-share per ns.
-An object no window armed has no curve (armed = 0): the model treats it as always resident.
+An object no window armed has no curve (armed = 0): planning.model_curves counts it as never
+resident (the scan reaches every tracked object each pass, and arms only resident pages).
+The delays are corrected for the sampler's own stalls first (sampler_corrected).
 Several recordings of one program are pooled: an object of a later recording adds its windows
 and samples to the first recording's object with the same context key, occurrence and size.
 """
@@ -57,7 +61,7 @@ class ReuseCurves:
     armed: np.ndarray         # int64 (n,): pages armed over all windows
     touched: np.ndarray       # int64 (n,): of them touched within their window
     duration_ns: float        # the recorded run's length (mean over recordings) [ns]
-    live_share: np.ndarray    # float64 (n,): share of the run each object was live (0..1]
+    live_share: np.ndarray    # float64 (n,): share of the run (or spans) each object was live
     windows: np.ndarray | None = None  # int64 (n,): scan windows that armed each object
 
     def __len__(self) -> int:

@@ -13,15 +13,16 @@ page fits (the left side stays below C for all T) nothing is swapped in. A cycli
 pages with period P (F = t / P) gives T = P C / L < P when L > C: every page misses each sweep,
 and locking k pages of it removes k misses a sweep, as Belady's MIN would; pages referenced
 at random alike (F = 1 - exp(-t / m)) lose as many as a lock takes room, so a lock of them
-gains nothing. Objects without a curve (never watched) count as always resident: they take
-their room and never miss.
+gains nothing. Objects without a curve take their room (u_i of them) and never miss; the
+callers give never-resident objects u_i = 0 (Curves.present).
 
 Scope and limits, stated wherever a prediction is printed:
   - The same model stands for the classic active/inactive LRU of memory cgroup v1 and for
     MGLRU: both approximate recency; neither's second-chance details are modelled.
   - Pages of one object are alike: a lock of part of an object removes an average share of its
     misses (a ranked lock of its hottest pages gains more than predicted).
-  - Lifetimes enter as a share of the run; phases are not modelled.
+  - Lifetimes enter as a share of the run (or of a slice or phase: the caller's Curves);
+    first touches are not swap-ins, but a single pass counts as misses here.
 Units: pages, ns, swap-ins (counts, estimated).
 """
 
