@@ -25,15 +25,15 @@ def cyclic(compile_c) -> Path:
 def test_a_swept_array_larger_than_memory_is_partly_locked_and_swaps_in_less(cyclic, tmp_path):
     said: list[str] = []
     settings = CompareSettings(local="50%", repeat=1, output=tmp_path / "out")
-    result = run_compare([str(cyclic), "32", "4", "12"], settings, say=said.append)
+    result = run_compare([str(cyclic), "48", "4", "10"], settings, say=said.append)
     summary = result.summary
     model = summary["model_check"]
     assert model is not None and model["chosen"] != "nothing"
     med = summary["medians"]
     assert med["baseline"]["finished"] == med["objtier"]["finished"] == 1
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
-    swept = [e for e in plan["entries"] if e["size_min"] == 32 << 20]
-    assert swept and 0 < swept[0]["fast_bytes"] < 32 << 20      # part of the sweep is locked
+    swept = [e for e in plan["entries"] if e["size_min"] == 48 << 20]
+    assert swept and 0 < swept[0]["fast_bytes"] < 48 << 20      # part of the sweep is locked
     assert med["objtier"]["locked_bytes"] >= swept[0]["fast_bytes"] - (1 << 20)
     assert med["objtier"]["memcg_refault_anon"] < 0.8 * med["baseline"]["memcg_refault_anon"]
     arms = model["arms"]
