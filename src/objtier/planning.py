@@ -419,6 +419,9 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
             if choice is not None:
                 limits[planner.ROOT], placements[planner.ROOT] = (choice.limit_bytes,
                                                                   choice.placement)
+            elif memory.choose and model_note and model_note.startswith(BLIND):
+                placements[planner.ROOT] = _nothing(placed, page, limits[planner.ROOT],
+                                                    model_note)
         result: Any = placements[planner.ROOT]
     else:
         spans = (planner.phase_spans(merge, profile.executions,
@@ -499,8 +502,11 @@ SPILL_SHARES = (0.25, 0.5, 0.75, 1.0)
 # the model plans only when the profile's windows watched at least this share of what the
 # program holds in its tracked objects: on scipy CG (2026-12-01) four profiles armed no window
 # on its 96 MiB matrix (allocated after a pass over 700 MiB of tracked arenas began), and the
-# model, blind to it, predicted no swap-ins where the kernel took 1.09 M
+# model, blind to it, predicted no swap-ins where the kernel took 1.09 M. Blind, it locks
+# nothing: falling back to the rules' plan then ran CG at 70 % 0.51x and igraph 0.82-0.84x
+# the kernel (3 interleaved repeats each, 2026-12-01 21:53), locking nothing about 1.0x.
 MIN_WATCHED_SHARE = 0.5
+BLIND = "the profiles' scan windows watched"   # how a blind model's note begins
 
 
 def watched_too_little(profile: Profile, curves: Any, memory: ModelMemory) -> str | None:
@@ -513,10 +519,21 @@ def watched_too_little(profile: Profile, curves: Any, memory: ModelMemory) -> st
     watched = float((size * curves.live_share * (curves.horizon_ns > 0)).sum())
     if watched >= MIN_WATCHED_SHARE * held:
         return None
-    return (f"the profiles' scan windows watched {watched / 2**20:.0f} MiB of the "
+    return (f"{BLIND} {watched / 2**20:.0f} MiB of the "
             f"{held / 2**20:.0f} MiB the program holds in tracked objects (at least "
-            f"{MIN_WATCHED_SHARE:.0%} needed): the model would plan blind, so the "
-            f"algorithm's own plan stands (profile a longer run, or more profiles)")
+            f"{MIN_WATCHED_SHARE:.0%} needed): the model would plan blind, so nothing is "
+            f"locked (profile a longer run, or more profiles; a named --algo is kept)")
+
+
+def _nothing(placed: planner.ObjectTable, page: int, limit: int, why: str):
+    """The placement that locks nothing, each object's reason saying why."""
+    import numpy as np
+
+    from objtier.plan import by_model
+
+    nothing = by_model.as_placement(placed, np.zeros(len(placed)), page, limit, "")
+    return replace(nothing, reason=np.array([f"left to the kernel: {why}"] * len(placed),
+                                            dtype=object))
 PHASE_TIE = 0.03   # one plan for the run must predict this share fewer swap-ins than per-phase
 
 
