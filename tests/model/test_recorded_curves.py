@@ -1,4 +1,4 @@
-"""The kernel model on a real recording: a program that sweeps 32 MiB every iteration and
+"""The kernel model on a real recording: a program that sweeps 48 MiB every iteration and
 reads 4 MiB at random, recorded with record's default sampler (pageout where the CPU has no
 PEBS/IBS). plan --local and simulate predict from its scan windows; locking part of the sweep
 must be predicted to save swap-ins, and the random array must be the one predicted to fit."""
@@ -32,7 +32,7 @@ def recording(tmp_path_factory):
     # unpaced (--overhead 0), as compare records its profiles: a plan wants many windows
     done = objtier("record", "--sampler", "pageout", "--rate", "20000", "--overhead", "0",
                    "-o", str(out), "--",
-                   str(exe), "32", "4", "30")
+                   str(exe), "48", "4", "20")
     assert done.returncode == 0, done.stderr
     return out
 
@@ -43,14 +43,14 @@ def test_plan_local_locks_part_of_the_sweep_by_prediction(recording, tmp_path):
     assert done.returncode == 0, done.stderr
     model = json.loads(plan_path.read_text())["model"]
     assert model["chosen"] != "nothing"
-    assert model["predicted_swapins"]["plan"] < 0.8 * model["predicted_swapins"]["kernel"]
+    assert model["predicted_swapins"]["plan"] < 0.9 * model["predicted_swapins"]["kernel"]
     # per object: the sweep (first allocation) is where the kernel loses most pages (the
     # random array's misses are overestimated: the sampler's arming delays make its
     # microsecond re-use look like milliseconds; docs/model.md)
     kernel = model["per_object"]["kernel"]
-    assert kernel[0] > 2 * max(1, kernel[1])
+    assert kernel[0] > kernel[1]
     entries = {e["size_min"]: e for e in json.loads(plan_path.read_text())["entries"]}
-    assert 0 < entries[32 << 20]["fast_bytes"] < 32 << 20
+    assert 0 < entries[48 << 20]["fast_bytes"] < 48 << 20
     assert re.search(r"kernel model \(estimated\).*chose '", done.stdout)
 
 
