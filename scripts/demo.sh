@@ -18,7 +18,7 @@ echo "== report"
 "$objtier" report "$out/bfs.otr" -o "$out/report"
 
 echo "== plan: what to lock at 50 % of the footprint, chosen by the kernel model's prediction"
-"$objtier" plan "$out/bfs.otr" --local 50% --algo auto -o "$out/plan.json"
+"$objtier" plan "$out/bfs.otr" --local 50% -o "$out/plan.json"
 
 echo "== next: measure it against the kernel (needs root; a few minutes), e.g."
 echo "   $objtier compare --tier swap --local 50% --repeat 3 -o $out/compare -- $bin/bfs -f $out/kron20.graph -n 64"
