@@ -175,48 +175,6 @@ def recorded_footprint(profile: Profile) -> int | None:
     return int(rss.max()) if len(rss) else None
 
 
-# The whole run's prediction: the sum over this many equal slices of it. Measured
-# (2026-12-01, sweep program at 50 %, scipy CG at 70 %): 6 slices predicted +44 % / -74 % of
-# the kernel's measured swap-ins, one view +4 % / -100 %: a slice without windows of its own
-# falls back to the whole-run curve, which then also counts the initialisation's single pass
-# as sweeps. With the scanner's few windows on large objects (6 on CG's 64 MiB matrix in a
-# 7 s run) slices do not yet pay; one view it is.
-SLICES = 1
-MIN_SLICE_WINDOWS = 8   # windows an object needs in a slice for a curve of the slice's own
-
-
-def model_slices(profile: Profile, footprint_bytes: int | None = None, other: int = 0):
-    """The kernel model's view of the run as SLICES equal slices of the first recording, each
-    with the objects live in it (their live share within the slice) and the curves of the
-    windows armed in it — an object fewer than MIN_SLICE_WINDOWS windows armed in a slice
-    keeps its whole-run curve —,
-    or None with the reason. What is live changes over a run (a generation phase's
-    temporaries, then a solver's matrix): one average over the run would miss the moments
-    the live set does not fit."""
-    import numpy as np
-
-    from objtier.analysis.reuse_curves import reuse_curves
-    from objtier.model import Curves
-
-    whole, why = model_curves(profile, footprint_bytes, other)
-    if whole is None or SLICES == 1:
-        return (None if whole is None else [whole]), why
-    trace = profile.traces[0]
-    start, end = int(trace.start_ns), trace_end_ns(trace)
-    views = []
-    for k in range(SLICES):
-        span = [(start + (end - start) * k // SLICES, start + (end - start) * (k + 1) // SLICES)]
-        found = reuse_curves(profile.traces, span)
-        # a slice's own curve only from enough windows (a window's pages are touched together
-        # by a sweep: the windows, not the pages, are the independent observations)
-        known = found.known & (found.windows >= MIN_SLICE_WINDOWS)
-        views.append(Curves(np.where(known, found.horizon_ns, whole.horizon_ns),
-                            np.where(known[:, None], found.share, whole.share),
-                            np.where(known, found.tail_slope, whole.tail_slope),
-                            found.live_share, found.duration_ns, whole.present))
-    return views, None
-
-
 def other_bytes(footprint_bytes: int, objects: planner.ObjectTable) -> int:
     """What the program holds outside its tracked objects [bytes]: the footprint less the
     peak of the objects' live bytes (never below 0)."""
@@ -497,7 +455,6 @@ def model_section(choice: Any) -> dict[str, Any]:
             **({"calibration": choice.calibration} if choice.calibration else {})}
 
 
-
 SPILL_SHARES = (0.25, 0.5, 0.75, 1.0)
 # the model plans only when the profile's windows watched at least this share of what the
 # program holds in its tracked objects: on scipy CG (2026-12-01) four profiles armed no window
@@ -534,6 +491,8 @@ def _nothing(placed: planner.ObjectTable, page: int, limit: int, why: str):
     nothing = by_model.as_placement(placed, np.zeros(len(placed)), page, limit, "")
     return replace(nothing, reason=np.array([f"left to the kernel: {why}"] * len(placed),
                                             dtype=object))
+
+
 PHASE_TIE = 0.03   # one plan for the run must predict this share fewer swap-ins than per-phase
 
 
@@ -577,13 +536,17 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
 
     from objtier.plan import by_model
 
-    curves, why = model_slices(profile, memory.footprint_bytes, memory.other_bytes)
+    # one view of the whole run: six equal slices, each with its own live set and windows,
+    # were measured (2026-12-01) at +44 % / -74 % of the kernel's swap-ins on the sweep
+    # program and scipy CG against +4 % / -100 % for one view (a slice without windows of its
+    # own fell back to the whole-run curve, and counted the initialisation's pass as sweeps)
+    curves, why = model_curves(profile, memory.footprint_bytes, memory.other_bytes)
     if curves is None:
         return None, why
-    blind = watched_too_little(profile, curves[0], memory)
+    blind = watched_too_little(profile, curves, memory)
     if blind:
         return None, blind
-    if len(curves[0].horizon_ns) != len(placed):
+    if len(curves.horizon_ns) != len(placed):
         return None, "the object table does not come from the first recording"
     calibration = None
     if memory.calibrate_to is not None:

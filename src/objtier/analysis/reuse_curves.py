@@ -62,7 +62,6 @@ class ReuseCurves:
     touched: np.ndarray       # int64 (n,): of them touched within their window
     duration_ns: float        # the recorded run's length (mean over recordings) [ns]
     live_share: np.ndarray    # float64 (n,): share of the run (or spans) each object was live
-    windows: np.ndarray | None = None  # int64 (n,): scan windows that armed each object
 
     def __len__(self) -> int:
         return len(self.armed)
@@ -232,7 +231,6 @@ def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> Re
     share = np.zeros((n, GRID))
     slope = np.zeros(n)
     armed = np.zeros(n, dtype=np.int64)
-    windows = np.zeros(n, dtype=np.int64)
     touched = np.zeros(n, dtype=np.int64)
     for r in range(n):
         if not censored[r]:
@@ -241,7 +239,6 @@ def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> Re
         cns = np.concatenate([c for c, _ in censored[r]])
         cpg = np.concatenate([p for _, p in censored[r]])
         armed[r] = int(len(delays) + cpg.sum())
-        windows[r] = len(cns)
         touched[r] = len(delays)
         horizon[r], share[r], slope[r] = kaplan_meier(delays, cns, cpg)
     duration = float(np.mean(durations))
@@ -262,4 +259,4 @@ def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> Re
                                0.0, None)
         live = covered / max(1.0, sum(max(0.0, min(e, end) - max(b, start)) for b, e in spans))
     live = np.clip(live, 0.0, 1.0)
-    return ReuseCurves(horizon, share, slope, armed, touched, duration, live, windows)
+    return ReuseCurves(horizon, share, slope, armed, touched, duration, live)

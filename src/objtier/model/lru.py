@@ -21,7 +21,7 @@ Scope and limits, stated wherever a prediction is printed:
     MGLRU: both approximate recency; neither's second-chance details are modelled.
   - Pages of one object are alike: a lock of part of an object removes an average share of its
     misses (a ranked lock of its hottest pages gains more than predicted).
-  - Lifetimes enter as a share of the run (or of a slice or phase: the caller's Curves);
+  - Lifetimes enter as a share of the run (or of a phase: the caller's Curves);
     first touches are not swap-ins, but a single pass counts as misses here.
 Units: pages, ns, swap-ins (counts, estimated).
 """

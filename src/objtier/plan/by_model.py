@@ -51,39 +51,25 @@ def locked_pages(placement: Placement) -> np.ndarray:
     return pages(placement.fast_bytes, placement.page_bytes).astype(np.float64)
 
 
-Views = Curves | list[Curves]   # one view of the run, or one per slice of it (summed)
-
-
-def views_of(curves: Views) -> list[Curves]:
-    return curves if isinstance(curves, list) else [curves]
-
-
-def object_pages(objects: ObjectTable, page_bytes: int, curves: Views | None = None
+def object_pages(objects: ObjectTable, page_bytes: int, curves: Curves | None = None
                  ) -> np.ndarray:
     """Whole pages per object; with curves, only the share ever resident (Curves.present)."""
     pages_ = (objects.size // page_bytes).astype(np.float64)
-    present = views_of(curves)[0].present if curves is not None else None
+    present = curves.present if curves is not None else None
     if present is not None:
         pages_ = np.floor(pages_ * present)
     return pages_
 
 
-def predicted(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+def predicted(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
               locked: np.ndarray) -> Prediction:
-    """The prediction for `locked` pages per object and capacity_pages for all objects; over
-    several views (slices of the run), their sum."""
+    """The prediction for `locked` pages per object and capacity_pages for all objects."""
     total = object_pages(objects, page_bytes, curves)
     locked = np.minimum(locked, total)
-    parts = [predict(view, total - locked, capacity_pages - float(locked.sum()))
-             for view in views_of(curves)]
-    if len(parts) == 1:
-        return parts[0]
-    return Prediction(sum(p.swapins for p in parts), sum(p.per_object for p in parts),
-                      min(p.characteristic_ns for p in parts), parts[0].capacity_pages,
-                      max(p.demand_pages for p in parts))
+    return predict(curves, total - locked, capacity_pages - float(locked.sum()))
 
 
-def greedy(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
            cap_pages: float) -> np.ndarray:
     """Locked pages per object, grown step by step: each step tries, for every object, locks
     of 1, 2, 4, ... chunks more (up to the object and the cap) and takes the one that lowers
@@ -117,8 +103,8 @@ def greedy(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages:
     return locked
 
 
-def curves_known(curves: Views) -> np.ndarray:
-    return np.logical_or.reduce([view.horizon_ns > 0 for view in views_of(curves)])
+def curves_known(curves: Curves) -> np.ndarray:
+    return curves.horizon_ns > 0
 
 
 def as_placement(objects: ObjectTable, locked: np.ndarray, page_bytes: int, limit: int,
@@ -142,7 +128,7 @@ def lock_cap(local_bytes: int, other_bytes: int, given: int | None = None) -> in
     return derived if given is None else max(0, int(given))
 
 
-def choose(objects: ObjectTable, curves: Views, page_bytes: int, local_bytes: int,
+def choose(objects: ObjectTable, curves: Curves, page_bytes: int, local_bytes: int,
            other_bytes: int, rules: tuple[str, int, Placement],
            extra: list[tuple[str, int, Placement]] = (), cap: int | None = None,
            keep_rules: bool = False) -> Choice:
@@ -201,17 +187,15 @@ ALPHA_MAX = 1e4       # most re-touches per run calibration may give the pages n
 CALIBRATION_STEPS = 40
 
 
-def with_tail(curves: Views, alpha: float) -> Views:
+def with_tail(curves: Curves, alpha: float) -> Curves:
     """The curves with the pages no window saw touched again (1 - F(H)) re-touched alpha
     times over the run at least: tail slope max(slope, alpha (1 - F(H)) / D)."""
-    def one(view: Curves) -> Curves:
-        floor = alpha * np.clip(1.0 - view.share[:, -1], 0.0, 1.0) / max(1.0, view.duration_ns)
-        return replace(view, tail_slope=np.maximum(view.tail_slope, floor))
-    return [one(v) for v in curves] if isinstance(curves, list) else one(curves)
+    floor = alpha * np.clip(1.0 - curves.share[:, -1], 0.0, 1.0) / max(1.0, curves.duration_ns)
+    return replace(curves, tail_slope=np.maximum(curves.tail_slope, floor))
 
 
-def calibrate(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
-              measured_swapins: float) -> tuple[float, Views]:
+def calibrate(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+              measured_swapins: float) -> tuple[float, Curves]:
     """(alpha, curves) with the kernel arm's predicted swap-ins (nothing locked) matched to a
     measured run's, by the one quantity the windows cannot see: how often the pages they did
     not see touched again within their dwell are touched later (with_tail). A model that
