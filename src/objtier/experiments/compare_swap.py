@@ -501,6 +501,8 @@ def run_compare(command: list[str], settings: CompareSettings,
         summary["spare_reclaim"] = {**spare.as_dict(), "mode": settings.spare_reclaim,
                                     "reclaims": spare_counts[0],
                                     "seconds": round(spare_counts[1], 3)}
+    from objtier.model.check import lines as model_lines
+
     summary["model_check"] = model_check(plan, summary, unlimited.wall_s)
     for line in model_lines(summary["model_check"]):
         say(line)
@@ -542,11 +544,10 @@ def run_compare(command: list[str], settings: CompareSettings,
 
 
 def kernel_swapins(row: RunRow) -> int:
-    """A run's swap-ins in pages, as the model counts them (see model_check)."""
-    for value in (row.memcg_refault_anon, row.pswpin, row.memcg_pgmajfault):
-        if value is not None:
-            return int(value)
-    return 0
+    """A run's swap-ins in pages, as the model counts them (model.check.measured_swapins)."""
+    from objtier.model.check import measured_swapins
+
+    return int(measured_swapins(lambda field: getattr(row, field, None)) or 0)
 
 
 def needs_calibration(plan: dict[str, Any], kernel: RunRow) -> bool:
@@ -562,10 +563,11 @@ def needs_calibration(plan: dict[str, Any], kernel: RunRow) -> bool:
 
 
 def spare_helper(tier):
-    """The spare-CPU reclaimer for one run in the tier's cgroup (memory cgroup v1 only)."""
+    """The spare-CPU reclaimer for one run in the tier's cgroup (decide_spare turns it on
+    for memory cgroup v1 only)."""
     from objtier.tiers.spare_reclaim import SpareReclaimer
 
-    return SpareReclaimer(tier.cgroup.path) if tier.cgroup.version == 1 else None
+    return SpareReclaimer(tier.cgroup.path)
 
 
 def decide_spare(mode: str, tier, unlimited, plan: dict[str, Any], kernel: RunRow):
@@ -575,13 +577,15 @@ def decide_spare(mode: str, tier, unlimited, plan: dict[str, Any], kernel: RunRo
 
     if tier.cgroup.version != 1 and mode != "off":
         return Decision(False, "memory cgroup v2: the spare-CPU reclaimer is built for v1")
+    from objtier.model.check import seconds_per_swapin
+
     model = plan.get("model") or {}
     predicted = (model.get("predicted_swapins") or {}).get("plan")
-    kernel_in = kernel.memcg_refault_anon or kernel.pswpin
+    kernel_in = kernel_swapins(kernel)
     wall = None
     if predicted is not None and kernel_in and kernel.ok:
-        cost = max(0.0, (kernel.wall_s - unlimited.wall_s) / kernel_in)
-        wall = unlimited.wall_s + cost * predicted
+        wall = unlimited.wall_s + predicted * seconds_per_swapin(unlimited.wall_s,
+                                                                 kernel.wall_s, kernel_in)
     cpu = ((unlimited.user_s or 0.0) + (unlimited.system_s or 0.0)
            if unlimited.user_s is not None else None)
     swapouts = kernel.memcg_pswpout if kernel.memcg_pswpout is not None else kernel.pswpout
@@ -595,23 +599,16 @@ def model_check(plan: dict[str, Any], summary: dict[str, Any],
     swap-ins are pages, as the model counts them: the cgroup's anonymous refaults
     (memcg_refault_anon), else the pages swapped in (pswpin), else the major faults (a fault
     may bring a large folio of several pages)."""
-    from objtier.model.check import check
+    from objtier.model.check import check, measured_swapins
 
     measured = {}
     for arm in ("baseline", "objtier"):
         med = summary["medians"].get(arm) or {}
-        swapins = next((med[k] for k in ("memcg_refault_anon", "pswpin", "memcg_pgmajfault",
-                                          "major_faults") if med.get(k) is not None), None)
+        swapins = measured_swapins(med.get)
         alive = med.get("finished", 0) == med.get("runs", 0) and med.get("runs", 0) > 0
         measured[arm] = ({"swapins": swapins, "wall_s": med.get("wall_s")}
                          if alive and swapins is not None else {})
     return check(plan.get("model"), measured, unlimited_wall_s)
-
-
-def model_lines(result: dict[str, Any] | None) -> list[str]:
-    from objtier.model.check import lines
-
-    return lines(result)
 
 
 def stat_flush_summary(rows: list[RunRow], period_ms: float) -> dict[str, Any]:

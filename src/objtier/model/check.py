@@ -30,6 +30,23 @@ def is_off(predicted: float, measured: float) -> bool:
     return gap > FLOOR and gap > OFF * max(predicted, measured, 1.0)
 
 
+SWAPIN_FIELDS = ("memcg_refault_anon", "pswpin", "memcg_pgmajfault", "major_faults")
+
+
+def measured_swapins(get) -> float | None:
+    """A run's (or an arm's medians') swap-ins in pages, as the model counts them: the
+    cgroup's anonymous refaults, else the pages swapped in, else the major faults (a fault
+    may bring a large folio of several pages). get(field) reads one of SWAPIN_FIELDS."""
+    return next((get(k) for k in SWAPIN_FIELDS if get(k) is not None), None)
+
+
+def seconds_per_swapin(unlimited_wall_s: float, kernel_wall_s: float, kernel_swapins: float
+                       ) -> float:
+    """What one swap-in costs on this machine [s]: the kernel arm's time over the unlimited
+    run's, per swap-in it took."""
+    return max(0.0, (kernel_wall_s - unlimited_wall_s) / kernel_swapins)
+
+
 def check(model: dict[str, Any] | None, measured: dict[str, dict[str, Any]],
           unlimited_wall_s: float | None) -> dict[str, Any] | None:
     """Predicted vs measured per arm. measured: arm ("baseline", "objtier") -> medians with
@@ -50,7 +67,7 @@ def check(model: dict[str, Any] | None, measured: dict[str, dict[str, Any]],
     base = measured.get("baseline") or {}
     cost = None
     if unlimited_wall_s is not None and base.get("wall_s") and base.get("swapins"):
-        cost = max(0.0, (base["wall_s"] - unlimited_wall_s) / base["swapins"])
+        cost = seconds_per_swapin(unlimited_wall_s, base["wall_s"], base["swapins"])
         wall = unlimited_wall_s + cost * predicted["plan"]
         arms["objtier"]["predicted_wall_s"] = wall
         got = (measured.get("objtier") or {}).get("wall_s")
