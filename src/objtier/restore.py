@@ -8,6 +8,7 @@ failures are collected and reported, never silently dropped.
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import sys
 from collections.abc import Callable
@@ -52,3 +53,14 @@ class Restorer:
             for signum, handler in self._previous.items():
                 signal.signal(signum, handler)
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+PR_SET_PDEATHSIG = 1   # prctl(2)
+
+
+def die_with_parent(sig: int) -> Callable[[], None]:
+    """A preexec_fn for subprocess.Popen: the child gets signal `sig` when this process dies
+    (PR_SET_PDEATHSIG), so a helper or a QEMU it started cannot outlive it."""
+    def arm() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    return arm

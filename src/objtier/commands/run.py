@@ -199,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
                 reader = StatFlushReader(tier.cgroup.path, period)
             helper = (SpareReclaimer(tier.cgroup.path) if tier is not None
                       and args.spare_reclaim == "on" and tier.cgroup.version == 1 else None)
+            if tier is not None and args.spare_reclaim == "on" and helper is None:
+                warn("--spare-reclaim on: this is memory cgroup v2; the reclaimer is built "
+                     "for v1 and does not run")
             with reader if reader is not None else contextlib.nullcontext(), \
                     helper if helper is not None else contextlib.nullcontext():
                 returncode = run_program(command, env, preexec=tier.preexec if tier else None,

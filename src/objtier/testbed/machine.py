@@ -21,7 +21,6 @@ spool files that the host reads when the guest reports DONE.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import json
 import os
@@ -36,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from objtier.errors import EnvironmentProblem, ObjtierError
+from objtier.restore import die_with_parent
 from objtier.testbed.channel import Channel, ChannelClosed
 from objtier.testbed.fetch import KernelImage, fetch_kernel
 from objtier.testbed.initramfs import build_initramfs
@@ -44,7 +44,6 @@ from objtier.testbed.qemu import MachineConfig, qemu_command
 
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BOOT_TIMEOUT_S = 300.0      # TCG boot takes ~10 s on 2 host cores; generous for loaded CI hosts
-PR_SET_PDEATHSIG = 1
 # console lines that say why a guest kernel stopped; the first one found is reported
 CONSOLE_CAUSES = ("Kernel panic", "Oops", "BUG:", "Out of memory", "invoked oom-killer",
                   "Attempted to kill init", "objtier-init: powering off")
@@ -64,11 +63,6 @@ class GuestResult:
 
     def __iter__(self):   # rc, out, err = tb.run(...)
         return iter((self.returncode, self.stdout, self.stderr))
-
-
-def _pdeathsig_kill() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _pid_is_qemu(pid: int, sock: Path) -> bool:
@@ -151,7 +145,7 @@ class Testbed:
             self._proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=qlog, stderr=qlog, cwd=run,
                 start_new_session=detached,
-                preexec_fn=None if detached else _pdeathsig_kill)
+                preexec_fn=None if detached else die_with_parent(signal.SIGKILL))
         self.paths.pidfile.write_text(f"{self._proc.pid}\n")
         try:
             uptime = self._wait_ready(timeout)

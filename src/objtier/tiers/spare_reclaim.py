@@ -18,7 +18,6 @@ PR_SET_PDEATHSIG), and the cgroup is removed with its tier in any case.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -26,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from objtier.restore import die_with_parent
+
 HEADROOM_KIB = 1024      # reclaimed per lowering [KiB]
 MIN_IDLE_CPUS = 0.5      # idle CPU the program must leave (in CPUs)
-PR_SET_PDEATHSIG = 1
 MODES = ("auto", "on", "off")
 
 
@@ -88,11 +88,6 @@ def decide(mode: str, cpus: int, unlimited_cpu_s: float | None, unlimited_wall_s
                     f"reclaims {capacity:,.0f} (estimated)", idle, needed, capacity)
 
 
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
 class SpareReclaimer:
     """The helper for one run: `with SpareReclaimer(cgroup_dir): run the program`; reclaims
     (lowerings) and seconds spent are in .reclaims and .seconds afterwards."""
@@ -113,7 +108,7 @@ class SpareReclaimer:
             [str(binary("objtier-spare-reclaim")), str(self.cgroup_dir),
              str(self.headroom_kib), str(self.cpu)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=_die_with_parent)
+            preexec_fn=die_with_parent(signal.SIGTERM))
         return self
 
     def __exit__(self, *exc) -> None:
