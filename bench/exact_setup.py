@@ -1,5 +1,4 @@
-"""Set-up shared by the benchmarks that replay exact traces (sim_dynamic.py, swap_ceiling.py,
-swap_dynamic.py): build a workload with `objtier cc` (instrumented, so an exact recording and
+"""Set-up shared by the benchmarks that replay exact traces (swap_ceiling.py): build a workload with `objtier cc` (instrumented, so an exact recording and
 the measured runs have the same allocation contexts), its graph inputs, its arguments, and
 one exact recording with the trace sampler (every load and store to a tracked object)."""
 

@@ -14,13 +14,11 @@
 #include "memcg.h"
 #include "phase.h"
 #include "placement.h"
-#include "dynamic.h"
 #include "interpose_signal.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
 #include "sampler.h"
-#include "online.h"
 #include "statics.h"
 #include "track.h"
 #include "writer.h"
@@ -287,8 +285,6 @@ static void fork_child(void)
     }
     rt_phase_fork_child();
     rt_place_fork_child(follow);
-    rt_dyn_fork_child();
-    rt_online_fork_child();
     rt_guard--;
 }
 
@@ -302,8 +298,6 @@ static void finish(int status, int have_status)
     if (sampler)
         sampler->stop();
     rt_thread_stop(flusher, &flush_lock, &flush_cond, &flush_stop, &flusher_started);
-    rt_dyn_finish();
-    rt_online_finish();
     rt_place_finish();
     atomic_store(&rt_min_size, UINT64_MAX);
     atomic_store(&rt_site_threshold, 0);
@@ -370,14 +364,12 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     }
     rt_log_level = rt_cfg.log;
-    if (!rt_cfg.output[0] && !rt_cfg.plan[0] && !rt_cfg.dynamic[0] && !rt_cfg.online_ms)
+    if (!rt_cfg.output[0] && !rt_cfg.plan[0])
         goto out;
     if (!is_root_process() && !rt_cfg.follow_forks)
         goto out;
-    int online = rt_online_wanted(&rt_cfg);
-    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0] && !rt_cfg.dynamic[0] &&
-        !online)
-        goto out; /* no usable plan, schedule, online placement or trace: nothing to do */
+    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0])
+        goto out; /* no usable plan or trace: nothing to do */
     if (rt_reg_init() != 0 || rt_context_init(rt_cfg.stack_depth) != 0) {
         rt_log(1, "out of memory at start-up; not recording");
         goto out;
@@ -389,8 +381,8 @@ __attribute__((constructor(101))) static void rt_start(void)
     static const rt_signal_ops signal_ops = {.install = rt_signal_install,
                                              .chain = rt_signal_chain};
     rt_fault_set_signal_ops(&signal_ops);
-    /* no trace, no samples, unless the online placement follows them */
-    sampler = rt_cfg.output[0] || online ? rt_sampler_for(rt_cfg.sampler) : NULL;
+    /* no trace, no samples */
+    sampler = rt_cfg.output[0] ? rt_sampler_for(rt_cfg.sampler) : NULL;
     if (sampler && sampler->init(&rt_cfg) != 0)
         sampler = NULL;
     atomic_store(&rt_min_size, rt_cfg.min_size);
@@ -402,9 +394,6 @@ __attribute__((constructor(101))) static void rt_start(void)
     rt_home_cpu = rt_memcg_self()->limit != UINT64_MAX ? sched_getcpu() : -1;
     start_threads();
     rt_place_start();
-    rt_dyn_init(&rt_cfg);
-    if (online)
-        rt_online_init(&rt_cfg);
 out:
     atomic_store(&rt_state, state);
     rt_guard--;

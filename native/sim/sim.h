@@ -121,21 +121,6 @@ void sim_set_placement(sim_t *sim, const uint64_t *fast_bytes, const uint8_t *pa
 void sim_set_phase_placement(sim_t *sim, uint32_t nphases, const uint64_t *offsets,
                              const uint32_t *objs, const uint64_t *fast_bytes);
 
-/* Schedule for the "dynamic" policy (policy_dynamic.c), in CSR form: step k's actions are
- * entries [offsets[k], offsets[k + 1]): action[i] (enum sim_dyn_action) on object objs[i]'s
- * pages [first[i], first[i] + pages[i]) (page k counted from the page holding the object's
- * first byte). Step k runs at a SIM_EV_PHASE event with obj = k. Arrays (offsets: nsteps + 1
- * entries) are borrowed and must outlive the simulator. */
-enum sim_dyn_action {
-    SIM_DYN_UNLOCK = 1,   /* munlock */
-    SIM_DYN_PAGEOUT = 2,  /* munlock + MADV_PAGEOUT */
-    SIM_DYN_LOCK = 3,     /* MADV_WILLNEED + mlock */
-    SIM_DYN_WILLNEED = 4, /* MADV_WILLNEED */
-    SIM_DYN_SWEEP = 5,    /* prefetch ahead of faults in the object until the next step */
-};
-void sim_set_schedule(sim_t *sim, uint32_t nsteps, const uint64_t *offsets, const uint32_t *objs,
-                      const uint64_t *first, const uint64_t *pages, const uint8_t *action);
-
 /* Feed n events (time ordered, continuing the previous chunk). 0 on success, -1 on error
  * (sim_error tells which). */
 int sim_feed(sim_t *sim, const sim_event *events, size_t n);

@@ -19,9 +19,8 @@
 #define TICK_NS 1000000ull
 
 static const sim_policy_ops *const POLICIES[] = {
-    &sim_policy_first_touch, &sim_policy_numab2, &sim_policy_tpp,
-    &sim_policy_memtis,      &sim_policy_hemem,  &sim_policy_static,
-    &sim_policy_phases,      &sim_policy_belady, &sim_policy_dynamic,
+    &sim_policy_first_touch, &sim_policy_numab2, &sim_policy_tpp,    &sim_policy_memtis,
+    &sim_policy_hemem,       &sim_policy_static, &sim_policy_phases, &sim_policy_belady,
 };
 #define NPOLICIES (sizeof POLICIES / sizeof POLICIES[0])
 
@@ -32,8 +31,7 @@ static const char *const COUNTER_NAMES[SIM_C_COUNT_] = {
     "numa_hint_faults", "numa_pte_updates",  "numa_pages_migrated", "pgmigrate_fail",
     "kswapd_wake",      "peak_pages",        "peak_fast_pages",     "hot_threshold_ms",
     "pswpin",           "pswpout",           "pgmajfault",          "pgfault_first_touch",
-    "phase_switches",   "pgmigrate_phase",   "swap_fault_pinned",   "pgprefetch",
-    "pglock_step",      "pgpageout_step",    "advice_calls_step",   "actions_dropped_step",
+    "phase_switches",   "pgmigrate_phase",   "swap_fault_pinned",
 };
 
 static const sim_policy_ops *find_policy(const char *name)
@@ -148,17 +146,6 @@ void sim_set_phase_placement(sim_t *s, uint32_t nphases, const uint64_t *offsets
     s->phase_offsets = offsets;
     s->phase_objs = objs;
     s->phase_fast_bytes = fast_bytes;
-}
-
-void sim_set_schedule(sim_t *s, uint32_t nsteps, const uint64_t *offsets, const uint32_t *objs,
-                      const uint64_t *first, const uint64_t *pages, const uint8_t *action)
-{
-    s->phase_count = nsteps;
-    s->dyn_offsets = offsets;
-    s->dyn_obj = objs;
-    s->dyn_first = first;
-    s->dyn_pages = pages;
-    s->dyn_action = action;
 }
 
 const char *sim_error(const sim_t *s)

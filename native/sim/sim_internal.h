@@ -74,11 +74,6 @@ enum sim_counter {
     SIM_C_SWAP_FAULT_PINNED, /* swap mode: faults that found every fast page pinned (no room
                               * to swap in: the access is charged slow, a real cgroup would
                               * reclaim harder or OOM-kill); also counted in pgmigrate_fail */
-    SIM_C_PGPREFETCH,        /* dynamic: pages swapped in ahead of their access (also in pswpin) */
-    SIM_C_PGLOCK,            /* dynamic: pages a step locked */
-    SIM_C_PGPAGEOUT,         /* dynamic: pages a step paged out (also in pswpout) */
-    SIM_C_ADVICE_CALLS,      /* dynamic: advice system calls the runtime would make */
-    SIM_C_ACTIONS_DROPPED,   /* dynamic: actions left over the call budget (dynamic.c) */
     SIM_C_COUNT_
 };
 
@@ -181,13 +176,6 @@ struct sim {
     const uint64_t *phase_offsets;
     const uint32_t *phase_objs;
     const uint64_t *phase_fast_bytes;
-
-    /* the dynamic policy's schedule (policy_dynamic.c), see sim_set_schedule; its steps are
-     * counted in phase_count, which bounds SIM_EV_PHASE's obj */
-    const uint64_t *dyn_offsets;
-    const uint32_t *dyn_obj;
-    const uint64_t *dyn_first, *dyn_pages;
-    const uint8_t *dyn_action;
 };
 
 /* Parameter value by name (must exist in ops->params). */
@@ -289,6 +277,5 @@ extern const sim_policy_ops sim_policy_hemem;
 extern const sim_policy_ops sim_policy_static;
 extern const sim_policy_ops sim_policy_phases;
 extern const sim_policy_ops sim_policy_belady;
-extern const sim_policy_ops sim_policy_dynamic;
 
 #endif /* OBJTIER_SIM_INTERNAL_H */

@@ -22,7 +22,6 @@ T = TypeVar("T")
 
 # Mirrors of native/runtime/core/config.c bounds (inclusive).
 RATE_MAX = 10_000_000                # OBJTIER_RATE: samples per second
-ADVICE_RATE_MAX = 1_000_000          # OBJTIER_ADVICE_RATE: advice system calls per second
 STACK_DEPTH_MAX = 32                 # OBJTIER_STACK_DEPTH: RT_MAX_STACK_DEPTH
 LLC_BYTES_MAX = 1 << 40              # OBJTIER_LLC_BYTES
 LLC_WAYS_MAX = 64                    # OBJTIER_LLC_WAYS

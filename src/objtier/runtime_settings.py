@@ -63,12 +63,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_RESIDENCY_MS", U64, "500", 0, 3_600_000),
     Setting("OBJTIER_SAMPLER_REASON", PATH, ""),
     Setting("OBJTIER_STATICS", BOOL, "1"),
-    Setting("OBJTIER_DYNAMIC", PATH, ""),
-    Setting("OBJTIER_DYNAMIC_STATS", PATH, ""),
-    Setting("OBJTIER_ADVICE_RATE", U64, "2000", 1, 1_000_000),
-    Setting("OBJTIER_ONLINE_MS", U64, "0", 0, 60_000),
-    Setting("OBJTIER_ONLINE_STATS", PATH, ""),
-    Setting("OBJTIER_ONLINE_PHASES", BOOL, "1"),
     Setting("OBJTIER_SITE_PERIOD", U64, "64", 0, 1 << 30),
 )
 BY_NAME = {s.name: s for s in SETTINGS}

@@ -40,7 +40,7 @@ PLANS = {
     "tier-unknown.json": "tier must be one of",
     "phase-unhashable.json": "unknown phase",
     "ranges-overlap.json": "sorted disjoint",
-    "version-2.json": "dynamic section: not an object",
+    "version-2.json": "schedules were removed",
     "key-with-newline.json": "context_key must be 16 lowercase hex digits",
     "lone-surrogate-phase.json": "not valid Unicode",
 }

@@ -54,8 +54,8 @@ def test_json_round_trip(tmp_path):
 @pytest.mark.parametrize("mutate, message", [
     (lambda p: p.update(format="other"), "not an objtier plan"),
     (lambda p: p.update(version=3), "plan version 3 is not supported"),
-    (lambda p: p.update(version=2), "dynamic section: not an object"),
-    (lambda p: p.update(dynamic={"page_bytes": 4096}), "a plan with a dynamic section has version 2"),
+    (lambda p: p.update(version=2), "schedules were removed"),
+    (lambda p: p.update(dynamic={"page_bytes": 4096}), "schedules were removed"),
     (lambda p: p.pop("version"), "no integer version"),
     (lambda p: p["entries"][0].update(tier="warm"), "tier must be one of"),
     (lambda p: p["entries"][0].update(context_key="XYZ"), "context_key"),

@@ -50,12 +50,6 @@ static const rt_setting settings[] = {
     {"OBJTIER_RESIDENCY_MS", T_U64, "500", 0, 3600000, F(residency_ms)},
     {"OBJTIER_SAMPLER_REASON", T_PATH, "", 0, 0, F(sampler_reason)},
     {"OBJTIER_STATICS", T_BOOL, "1", 0, 1, F(statics)},
-    {"OBJTIER_DYNAMIC", T_PATH, "", 0, 0, F(dynamic)},
-    {"OBJTIER_DYNAMIC_STATS", T_PATH, "", 0, 0, F(dynamic_stats)},
-    {"OBJTIER_ADVICE_RATE", T_U64, "2000", 1, 1000000, F(advice_rate)},
-    {"OBJTIER_ONLINE_MS", T_U64, "0", 0, 60000, F(online_ms)},
-    {"OBJTIER_ONLINE_STATS", T_PATH, "", 0, 0, F(online_stats)},
-    {"OBJTIER_ONLINE_PHASES", T_BOOL, "1", 0, 1, F(online_phases)},
     {"OBJTIER_SITE_PERIOD", T_U64, "64", 0, 1 << 30, F(site_period)},
 };
 #undef F

@@ -56,20 +56,11 @@ typedef struct rt_config {
     uint32_t residency_ms;    /* OBJTIER_RESIDENCY_MS: numa tier residency period; 0 = at exit */
     char sampler_reason[256]; /* OBJTIER_SAMPLER_REASON: why `objtier record` chose the
                                  sampler, kept in the trace's settings text; may be empty */
-    /* dynamic placement (dynamic.c) */
-    char dynamic[1024];       /* OBJTIER_DYNAMIC: text-form schedule; empty = none */
-    char dynamic_stats[1024]; /* OBJTIER_DYNAMIC_STATS: counts written here at exit; may be empty */
-    uint32_t advice_rate;     /* OBJTIER_ADVICE_RATE: dynamic steps' and the online placement's
-                                 system calls per second (one budget) */
-    /* online placement (online.c) */
-    uint32_t online_ms;      /* OBJTIER_ONLINE_MS: period of the online placement, ms; 0 = off */
-    char online_stats[1024]; /* OBJTIER_ONLINE_STATS: its counts written here at exit */
-    int online_phases;       /* OBJTIER_ONLINE_PHASES: 1 = scores kept per phase (online.c) */
-    int statics;             /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
+    int statics;              /* OBJTIER_STATICS: 1 (default) = .data/.bss symbols of at least
                                 OBJTIER_MIN_SIZE are objects (statics.c); 0 = heap and mmap only */
-    uint32_t overhead_bp;    /* OBJTIER_OVERHEAD_BP: the pageout sampler's cost budget, basis
+    uint32_t overhead_bp;     /* OBJTIER_OVERHEAD_BP: the pageout sampler's cost budget, basis
                                 points of the program's CPU time; 0 = no pacing (overhead.h) */
-    uint32_t site_period;    /* OBJTIER_SITE_PERIOD: 1 in N heap blocks below min_size are
+    uint32_t site_period;     /* OBJTIER_SITE_PERIOD: 1 in N heap blocks below min_size are
                                 sampled as allocation sites (trace_format.h); 0 = none */
 } rt_config;
 

@@ -7,8 +7,6 @@
  */
 #define _GNU_SOURCE
 #include "placement.h"
-#include "dynamic.h"
-#include "online.h"
 #include "real.h"
 #include "registry.h"
 #include "rt.h"
@@ -130,8 +128,6 @@ static void *realloc_common(void *p, size_t n, int array, size_t k)
         if (tracked) {
             rt_fault_disarm(old.addr, old.size);
             rt_place_release(old.addr); /* munlock before the real realloc moves it */
-            rt_dyn_release(old.addr);
-            rt_online_release(old.addr);
         }
         rt_guard--;
     }

@@ -8,8 +8,6 @@
 #define _GNU_SOURCE
 #include "track.h"
 #include "context.h"
-#include "dynamic.h"
-#include "online.h"
 #include "maps.h"
 #include "placement.h"
 #include "registry.h"
@@ -50,7 +48,6 @@ static void track_alloc(void *addr, uint64_t size, uint16_t kind, uint32_t prot,
                 .prot = prot,
                 .kind = kind};
     rt_place_on_alloc(&o, ctx); /* plan: mlock/mbind before the sampler can arm it */
-    rt_dyn_on_alloc(&o, ctx);
     if ((is_map ? rt_maps_add(&o) : rt_reg_insert(&o)) == 0)
         rt_reg_note_tracked(o.seq);
     ot_alloc_record r = {.time_ns = rt_now_ns(),
@@ -127,8 +124,6 @@ int rt_on_free(void *addr, uint16_t kind)
     if (tracked) {
         rt_fault_disarm(o.addr, o.size);
         rt_place_release(o.addr);
-        rt_dyn_release(o.addr);
-        rt_online_release(o.addr);
         if (rt_active())
             put_free(o.addr, 0, kind);
     }
@@ -160,8 +155,6 @@ static void on_piece(uint64_t start, uint64_t len, uint64_t seq, uint32_t prot, 
     if (c->first)
         c->prot = prot;
     rt_place_unmap(start, len);
-    rt_dyn_unmap(start, len);
-    rt_online_unmap(start, len);
     if (rt_active())
         put_free(start, len, c->kind);
     c->first = 0;

@@ -144,11 +144,6 @@ uint64_t rt_memcg_inactive_shortfall(const rt_memcg *m, int near, uint32_t inact
     return inactive < target ? target - inactive : 0;
 }
 
-uint64_t rt_memcg_moving_guard_want(const rt_memcg *m)
-{
-    return rt_memcg_inactive_shortfall(m, rt_memcg_near_limit(m), RT_MOVING_GUARD_PCT);
-}
-
 #define MIN_MARGIN   (32ull << 20) /* without OBJTIER_MLOCK_LIMIT: max(10 %, 32 MiB) unlocked */
 #define MIN_UNLOCKED (4ull << 20)  /* with OBJTIER_MLOCK_LIMIT: at least this stays unlocked */
 

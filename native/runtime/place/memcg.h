@@ -21,8 +21,8 @@ typedef struct rt_memcg {
 void rt_memcg_open(rt_memcg *m);
 
 /* This process's memory cgroup, read once (rt_memcg_open on the first call) and shared by
- * every start-up step that needs it (the swap tier, the online placement, where the runtime's
- * threads run). Start-up only: the first call is not thread-safe. */
+ * every start-up step that needs it (the swap tier, where the runtime's threads run).
+ * Start-up only: the first call is not thread-safe. */
 const rt_memcg *rt_memcg_self(void);
 
 /* Current usage of the binding cgroup [bytes], UINT64_MAX when it cannot be read. */
@@ -46,15 +46,6 @@ int rt_memcg_near_limit(const rt_memcg *m);
  * moves pages to the inactive list, where reclaim takes them unless they are touched again
  * first; advising only the shortfall leaves the kernel's page-level aging of the rest alone. */
 uint64_t rt_memcg_inactive_shortfall(const rt_memcg *m, int near, uint32_t inactive_pct);
-
-/* The pressure guard of the placements that move their locks (the online placement,
- * online.c, and dynamic schedules, dynamic.c): a pass every RT_MOVING_GUARD_NS advises cold
- * what rt_memcg_moving_guard_want returns — the inactive shortfall below RT_MOVING_GUARD_PCT %
- * of the limit while near it. Tighter than the swap tier's (OBJTIER_PRESSURE_MS, 10 ms;
- * OBJTIER_INACTIVE_PCT, 12 %): moving locks shrink the evictable room at any time. */
-#define RT_MOVING_GUARD_NS  2000000ull /* 2 ms */
-#define RT_MOVING_GUARD_PCT 25
-uint64_t rt_memcg_moving_guard_want(const rt_memcg *m);
 
 /* The value of the binding cgroup's own memory.stat line `key` (e.g. "unevictable": mlocked
  * memory, bytes), UINT64_MAX when it cannot be read. */

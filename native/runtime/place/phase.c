@@ -14,8 +14,6 @@
  */
 #define _GNU_SOURCE
 #include "phase.h"
-#include "dynamic.h"
-#include "online.h"
 #include "placement.h"
 #include "region_pmu.h"
 #include "rt.h"
@@ -122,10 +120,6 @@ __attribute__((visibility("default"))) void objtier_phase_end(void)
     if (!rt_active() || rt_guard)
         return;
     rt_guard++;
-    if (tls_phase) {
-        rt_dyn_switch();
-        rt_online_switch(0);
-    }
     write_events(0);
     rt_region_pmu_boundary(0);
     rt_place_phase(NULL, 0);
@@ -147,8 +141,6 @@ __attribute__((visibility("default"))) void objtier_phase(const char *name)
         write_events(id);
         rt_region_pmu_boundary(id);
         rt_fault_phase_changed();
-        rt_dyn_switch();
-        rt_online_switch(id);
     }
     rt_place_phase(name, n);
     rt_guard--;

@@ -58,7 +58,6 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "fault_internal.h"
-#include "recent.h"
 #include "sampler_scan.h"
 #include "window_log.h"
 #include "maps.h"
@@ -201,7 +200,6 @@ static void record_window_locked(uint64_t start, uint64_t end, uint64_t now)
     uint32_t touched = (uint32_t)(faults < armed_pages_now ? faults : armed_pages_now);
     rt_window_log_end(&wlog, win_seq, start, atomic_load(&win_arm_ns), now,
                       (uint32_t)armed_pages_now, touched);
-    rt_recent_note(start, end, (uint32_t)armed_pages_now, touched, now); /* online.c */
 }
 
 /* Caller holds arm_lock. */

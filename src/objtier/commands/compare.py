@@ -59,23 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "one CPU can reclaim the pages the plan is predicted to swap; "
                         "docs/compare.md)")
     parser.add_argument("--arm", dest="arms", action="append", default=[],
-                        choices=["objtier-noguard", "kernel-raw", "objtier-online"],
+                        choices=["objtier-noguard", "kernel-raw"],
                         help="swap: add an arm to each repetition: objtier-noguard (the plan "
                         "without the pressure guard, with the reader), kernel-raw (kernel "
-                        "reclaim without the reader: survival only, no ratio), objtier-online "
-                        "(as --dynamic online, beside --dynamic's arm); repeatable")
-    parser.add_argument("--dynamic", nargs="?", const="auto", default=None,
-                        choices=("auto", "online"),
-                        help="swap: add the arm objtier-dynamic: a dynamic schedule (plan "
-                        "--dynamic) learned from the profile for the same limit, next to the "
-                        "static plan and the baseline; `--dynamic online`: the arm "
-                        "objtier-online instead, the runtime's online placement (plan "
-                        "--dynamic --schedule online) locking at most what the static plan "
-                        "does")
-    parser.add_argument("--phase-memory", choices=("on", "off"), default=None,
-                        help="swap, arm objtier-online: on (default) the online placement "
-                        "also acts at each phase switch, starting a phase seen before with "
-                        "the ranges it found hot there; off: only every period")
+                        "reclaim without the reader: survival only, no ratio); repeatable")
     parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
                         help="swap: folio size for the objects the plan marks as swept, enabled "
                         "for madvised memory during both arms (default 16K; off: base pages)")
@@ -207,8 +194,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--profiles must be at least 1, got {args.profiles}")
     if args.tier == "numa":
         args.algo = args.algo or "spill"
-        if args.stat_flush is not None or args.arms or args.dynamic:
-            raise UsageError("--stat-flush, --arm and --dynamic apply to --tier swap only")
+        if args.stat_flush is not None or args.arms:
+            raise UsageError("--stat-flush and --arm apply to --tier swap only")
         if not args.guard:
             raise UsageError("--no-guard applies to --tier swap only")
         if args.profiles is not None and args.profiles > 1:
@@ -231,11 +218,6 @@ def run(args: argparse.Namespace) -> int:
     if "objtier-noguard" in args.arms and not args.guard:
         raise UsageError("--arm objtier-noguard with --no-guard: the objtier arm already runs "
                          "without the guard")
-    if args.dynamic:
-        args.arms.append("objtier-online" if args.dynamic == "online" else "objtier-dynamic")
-    if args.phase_memory is not None and "objtier-online" not in args.arms:
-        raise UsageError("--phase-memory applies to the arm objtier-online (--dynamic online "
-                         "or --arm objtier-online)")
     large_folio = args.large_folio or DEFAULT_LARGE_FOLIO
     parse_large_folio(large_folio)  # a bad size fails now, not after the profiles
     args.algo = args.algo or "auto"
@@ -249,7 +231,6 @@ def run(args: argparse.Namespace) -> int:
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
                                timeout_s=args.timeout, follow_forks=args.follow_forks,
-                               phase_memory=args.phase_memory != "off",
                                spare_reclaim=args.spare_reclaim or "auto",
                                output=Path(args.output), force=args.force)
 
@@ -267,11 +248,6 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"objtier compare: warning: {warning}\n")
     print_table(result)
     out = settings.output
-    for key in ("dynamic", "online"):
-        if key in result.summary:
-            from objtier.experiments.compare_dynamic import summary_line
-
-            print(summary_line(result.summary[key]))
     print(f"wrote {out / 'compare.csv'}, {out / 'summary.json'} and {out / 'compare.png'}")
     from objtier.experiments.results import run_warnings
 

@@ -73,51 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rank the objects measured in FILE (sensitivity.csv of `objtier "
                         "sweep --per-object`) by measured loss per byte instead of sampled "
                         "accesses (docs/planning.md)")
-    parser.add_argument("--dynamic", action="store_true",
-                        help="swap tier: a schedule of lock/page-out/prefetch steps at phase "
-                        "switches (and --window-ms windows) learned from the recording, "
-                        "instead of one fixed set (plan version 2; docs/planning.md)")
-    parser.add_argument("--window-ms", type=B.float_option(0, B.INTERVAL_MS_MAX, unit="ms"),
-                        default=0.0,
-                        help="dynamic: also a step every this many ms of recorded time inside "
-                        "a phase (0 = at phase switches only)")
-    parser.add_argument("--min-accesses", type=B.float_option(1, 1e18), default=2.0,
-                        help="dynamic: accesses in a window for a page to be locked (2)")
-    parser.add_argument("--schedule", choices=("auto", "hot", "nextuse", "static", "online"),
-                        default=None,
-                        help="dynamic: how the locked set moves: hot (most accessed pages "
-                        "of each window), nextuse (pages used soonest), static (the spill "
-                        "plan, never moved), auto (default: each simulated on the "
-                        "recording, the fewest swap-ins kept) or online (nothing learned "
-                        "ahead: the runtime locks what its fault sampler saw most accessed "
-                        "recently, every --online-ms)")
-    parser.add_argument("--online-ms", type=B.int_option(1, 60_000, "ms"), default=None,
-                        help="dynamic, schedule online: the period of the runtime's online "
-                        "placement (100)")
-    parser.add_argument("--phase-memory", choices=("on", "off"), default=None,
-                        help="dynamic, schedule online: on (default) the runtime also acts "
-                        "at each phase switch and starts a phase seen before with the "
-                        "ranges it found hot there; off: only every --online-ms")
-    parser.add_argument("--max-calls", type=B.int_option(0, B.COUNT_MAX, "calls"),
-                        default=0,
-                        help="dynamic, schedule auto: leave out schedules that need more "
-                        "advice system calls than this per run (0 = no limit; the runtime "
-                        "makes at most --advice-rate per second)")
-    parser.add_argument("--advice-rate", type=B.int_option(1, B.ADVICE_RATE_MAX, "calls/s"),
-                        default=None,
-                        help="dynamic: the advice-call budget the plan will run under "
-                        "(run --advice-rate; default the runtime's, 2000): schedule auto "
-                        "simulates each candidate within it; recorded in the plan")
-    parser.add_argument("--clock-scale", type=B.float_option(0, 1e6, lo_open=True), default=None,
-                        help="dynamic: seconds of run per recorded second (an exact trace "
-                        "runs tens of times slower than the program): the runtime scales "
-                        "the steps' offsets by it and the budget refills on that clock (1)")
-    parser.add_argument("--min-gain", type=B.float_option(0, 0.99), default=None,
-                        help="dynamic, schedule auto: share of the static schedule's "
-                        "simulated swap-ins another must save to be kept (0.05)")
-    parser.add_argument("--reserve", type=B.float_option(0, 0.99), default=0.1,
-                        help="dynamic: share of the budget never locked, left to the "
-                        "kernel's reclaim (0.1)")
     parser.add_argument("--per-rank", action="store_true",
                         help="a multi-process recording of an MPI-style program: one section "
                         "per rank (OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID) instead of "
@@ -194,68 +149,6 @@ def _processes(profile) -> list[Any]:
     return process_programs(profile.traces[0])
 
 
-def _add_schedule(args: argparse.Namespace, plan: dict[str, Any], budget_bytes: int,
-                  page: int) -> None:
-    """Replace the plan's fixed entries by a dynamic schedule learned from the recording.
-    Where schedule auto keeps the static candidate (no schedule that moves pages simulated
-    --min-gain fewer swap-ins), the plan keeps its fixed entries instead (version 1, made by
-    --algo): the runtime enforces them at each allocation, where a schedule's thread locks
-    the same pages just after it (measured slower: docs/benchmarks.md); what auto simulated
-    is kept in the plan's `dynamic_choice`."""
-    path = Path(args.input[0])
-    if not path.is_dir() or len(args.input) > 1 or args.phases or args.sensitivity:
-        raise UsageError("--dynamic takes one recording (run.otr/), without --phases or "
-                         "--sensitivity")
-    from objtier.plan.dynamic import MODES
-    from objtier.plan.dynamic_file import SECTION_VERSION
-    from objtier.sim.dynamic import section_from_trace
-    from objtier.trace import open_trace
-
-    lock = int(budget_bytes * (1.0 - args.reserve)) // page * page
-    if args.schedule == "online":
-        from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS, online_section
-        from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
-
-        if args.window_ms or args.min_accesses != 2.0 or args.max_calls or args.min_gain \
-                is not None or args.clock_scale is not None:
-            raise UsageError("--window-ms, --min-accesses, --max-calls, --min-gain and "
-                             "--clock-scale shape schedules learned ahead: not with "
-                             "--schedule online")
-        plan["dynamic"] = online_section(lock, page, args.online_ms or DEFAULT_ONLINE_MS,
-                                         args.advice_rate or DEFAULT_ADVICE_RATE,
-                                         phase_memory=args.phase_memory != "off")
-        plan["version"] = SECTION_VERSION
-        plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
-        plan["algorithm"] = {"name": "dynamic", "params": {
-            "schedule": "online", "period_ms": plan["dynamic"]["period_ms"],
-            "phase_memory": plan["dynamic"]["phase_memory"],
-            "reserve": args.reserve, "advice_rate": plan["dynamic"]["advice_rate"]}}
-        return
-    plan["dynamic"] = section_from_trace(open_trace(path), lock, page, args.window_ms,
-                                         args.min_accesses, fast_bytes=budget_bytes,
-                                         mode=MODES.index(args.schedule),
-                                         max_calls=args.max_calls,
-                                         advice_rate=args.advice_rate or 0,
-                                         clock_scale=args.clock_scale or 1.0,
-                                         min_gain=args.min_gain)
-    if args.schedule == "auto" and plan["dynamic"]["mode"] == "static":
-        section = plan.pop("dynamic")
-        plan["dynamic_choice"] = {k: section[k] for k in (
-            "mode", "simulated_swap_ins", "advice_rate", "clock_scale", "min_gain")}
-        return
-    plan["version"] = SECTION_VERSION
-    plan["entries"], plan["summary"], plan["large_folios"] = [], [], []
-    plan["algorithm"] = {"name": "dynamic", "params": {
-        "window_ms": args.window_ms, "min_accesses": args.min_accesses,
-        "reserve": args.reserve, "schedule": args.schedule, "max_calls": args.max_calls,
-        "advice_rate": plan["dynamic"]["advice_rate"],
-        "clock_scale": plan["dynamic"]["clock_scale"],
-        "min_gain": plan["dynamic"]["min_gain"]}}
-    if not plan["dynamic"]["steps"] or not plan["dynamic"]["objects"]:
-        plan["warnings"].append("the dynamic schedule is empty (no accesses to objects with a "
-                                "known allocation context)")
-
-
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if args.sensitivity and (args.phases or args.algo in ("pages", "auto")):
@@ -290,8 +183,6 @@ def _model_memory(args: argparse.Namespace, profile: Any, peak: int | None):
         return None
     from objtier.planning import ModelMemory, other_bytes, recorded_footprint
 
-    if args.dynamic:
-        raise UsageError("--local plans a static placement: not with --dynamic")
     footprint = peak or recorded_footprint(profile) or profile.footprint_bytes()
     local = planner_budget_bytes(args.local, footprint)
     return ModelMemory(local, other_bytes(footprint, profile.objects),
@@ -358,50 +249,7 @@ def run(args: argparse.Namespace) -> int:
     if not exe:
         plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
                                 "cannot be checked against the binary it is used with")
-    if (args.online_ms is not None or args.phase_memory is not None) and not (
-            args.dynamic and args.schedule == "online"):
-        raise UsageError("--online-ms and --phase-memory apply to --dynamic --schedule online "
-                         "only")
-    if args.dynamic:
-        args.schedule = args.schedule or "auto"
-        _add_schedule(args, plan, budget.bytes, args.page_bytes or profile.page_bytes)
-    elif (args.window_ms or args.min_accesses != 2.0 or args.reserve != 0.1
-          or args.schedule is not None or args.max_calls or args.advice_rate is not None
-          or args.clock_scale is not None or args.min_gain is not None):
-        raise UsageError("--window-ms, --min-accesses, --reserve, --schedule, --max-calls, "
-                         "--advice-rate, --clock-scale and --min-gain apply to --dynamic "
-                         "only")
     write_plan_files(plan, args.output, args.text)
-
-    if args.dynamic and "dynamic_choice" in plan:
-        choice = plan["dynamic_choice"]
-        print(f"kept the static plan (--algo {args.algo}): no schedule simulated "
-              f"{choice['min_gain']:.0%} fewer swap-ins than the static one within "
-              f"{choice['advice_rate']:,} advice calls/s: " + ", ".join(
-                  f"{k} {v:,}" for k, v in choice["simulated_swap_ins"].items()))
-    elif args.dynamic and plan["dynamic"]["mode"] == "online":
-        section = plan["dynamic"]
-        print(f"online placement: every {section['period_ms']} ms"
-              f"{' and at each phase switch' if section['phase_memory'] else ''} the runtime "
-              f"locks what its fault sampler saw most accessed"
-              f"{' (in the phase entered, when seen before)' if section['phase_memory'] else ''}"
-              f", at most {section['lock_bytes'] / 2**20:.1f} MiB, within "
-              f"{section['advice_rate']:,} advice calls/s")
-    elif args.dynamic:
-        section = plan["dynamic"]
-        actions = sum(len(st["actions"]) for st in section["steps"])
-        print(f"dynamic schedule: {len(section['steps'])} steps, {actions} actions on "
-              f"{len(section['objects'])} objects, at most "
-              f"{section['lock_bytes'] / 2**20:.1f} MiB locked")
-        if section.get("simulated_swap_ins"):
-            print(f"kept {section['mode']}; simulated swap-ins on the recording within "
-                  f"{section['advice_rate']:,} advice calls/s: " + ", ".join(
-                f"{k} {v:,}" for k, v in section["simulated_swap_ins"].items()))
-    if args.dynamic and "dynamic" in plan:
-        print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
-        for warning in plan["warnings"]:
-            sys.stderr.write(f"objtier plan: warning: {warning}\n")
-        return 0
 
     from objtier.objects_view import accesses_basis
     from objtier.plan.explain import explain, explain_phases, summary_line

@@ -57,11 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=8,
                         help="frames per allocation context; must equal the recording's "
                         "(default 8)")
-    parser.add_argument("--advice-rate", type=B.int_option(1, B.ADVICE_RATE_MAX, "calls/s"),
-                        default=None,
-                        help="swap tier, a plan with a dynamic schedule: at most this many "
-                        "mlock/munlock/madvise calls per second (default: the budget the plan was made "
-                        "for, else 2000)")
     parser.add_argument("--follow-forks", action="store_true",
                         help="apply the plan in child processes too (a launcher script, "
                         "python, make, mpirun): each process applies its own program's "
@@ -103,7 +98,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.record import dynamic_run, enforce
+    from objtier.record import enforce
     from objtier.plan import load_plan, to_text
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
     from objtier.outputs import write_private
@@ -118,9 +113,6 @@ def run(args: argparse.Namespace) -> int:
     command = resolve_command(command)
     folio_size = enforce.parse_large_folio(args.large_folio or enforce.DEFAULT_LARGE_FOLIO)
     plan = load_plan(args.plan)
-    if args.advice_rate is not None and not dynamic_run.has_schedule(plan):
-        raise UsageError("--advice-rate applies to a plan with a dynamic schedule "
-                         "(objtier plan --dynamic) only")
     fast_nodes = enforce.check_nodes(args.fast_nodes, "--fast-nodes")
     slow_nodes = enforce.check_nodes(args.slow_nodes, "--slow-nodes")
     local = margin = None
@@ -153,28 +145,15 @@ def run(args: argparse.Namespace) -> int:
             output.mkdir(mode=0o700)
         folio = folio_size if plan.get("large_folios") else None
         guarded = args.guard and enforce.locks_something(plan)  # nothing locked: no guard
-        # under a memory limit, what the runtime writes waits on tmpfs (tiers.spool): the
-        # trace, and a schedule's counts when the plan has one
-        spooled = [output, scratch_dir] if dynamic_run.has_schedule(plan) else [output]
-        spools = ([landing.enter_context(Spool(d)) for d in spooled]
-                  if local is not None else [])
+        # under a memory limit, what the runtime writes waits on tmpfs (tiers.spool)
+        spools = [landing.enter_context(Spool(output))] if local is not None else []
         trace_to = spools[0].path if spools else output
-        side_dir = spools[1].path if len(spools) > 1 else scratch_dir
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
                                    args.stack_depth, trace_to, args.tier, fast_nodes, slow_nodes,
                                    pressure_guard=guarded,
                                    large_folios=folio_size is not None,
                                    follow_forks=args.follow_forks)
         env = runtime_env(settings.settings())
-        stats_path = None
-        if dynamic_run.has_schedule(plan):
-            rate = dynamic_run.advice_rate(plan, args.advice_rate)
-            extra, stats_path = dynamic_run.schedule_env(plan, side_dir, rate, args.tier,
-                                                         mlock_limit=limit)
-            stats_path = scratch_dir / stats_path.name  # where it is once landed
-            env.update(extra)
-            if not plan.get("entries"):  # the schedule alone: no fixed placement to apply
-                env.pop("OBJTIER_PLAN", None)
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
                 f"at most {limit >> 20} MiB locked ({margin >> 20} MiB margin)")
@@ -213,10 +192,8 @@ def run(args: argparse.Namespace) -> int:
             say(stats_line(reader.stats))
         if args.follow_forks:
             _say_processes(plan, output, say, warn)
-        only_schedule = stats_path is not None and not plan.get("entries")
-        found = None if only_schedule else enforce.read_enforcement(plan, output)
-        for text in [] if only_schedule else enforce.enforcement_warnings(plan, found,
-                                                                           supported):
+        found = enforce.read_enforcement(plan, output)
+        for text in enforce.enforcement_warnings(plan, found, supported):
             warn(text)
         if found is not None:
             folios = (f"{found.large_folio_bytes >> 20} MiB on large folios, "
@@ -230,14 +207,6 @@ def run(args: argparse.Namespace) -> int:
         if memcg is not None:
             for line in model_check_lines(plan, local, memcg):
                 say(line)
-        if stats_path is not None:
-            stats = dynamic_run.read_stats(stats_path)
-            if stats is None:
-                warn("the runtime wrote no dynamic-schedule counts (the schedule did not run)"
-                     if "OBJTIER_DYNAMIC" in env else "the runtime wrote no online-placement "
-                     "counts (the online placement did not run)")
-            else:
-                say(dynamic_run.stats_line(stats))
         if args.output:
             say(f"trace written to {output}/")
     return exit_code(returncode)

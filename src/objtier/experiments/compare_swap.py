@@ -48,8 +48,7 @@ from objtier.tiers.statflush import (DEFAULT_PERIOD_MS, FAST_PERIOD_MS, StatFlus
 PAGE_PROFILES = 4
 MIN_FOOTPRINT_BYTES = 16 << 20   # below this a cgroup limit is mostly page cache and stacks
 MEMCG_KEYS = ("pgmajfault", "workingset_refault_anon", "pswpout")
-EXTRA_ARMS = ("objtier-noguard", "kernel-raw", "objtier-dynamic",   # compare_dynamic
-              "objtier-online")
+EXTRA_ARMS = ("objtier-noguard", "kernel-raw")
 NO_FLUSH_WARNING = ("--stat-flush 0: no arm gets the stat-flush reader; on memory cgroup v1 "
                     "the kernel arm may be OOM-killed and the ratios are not fair")
 
@@ -88,7 +87,6 @@ class CompareSettings:
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
     follow_forks: bool = False     # record and place child processes too (per-program sections)
-    phase_memory: bool = True      # objtier-online: also at phase switches, scores per phase
     spare_reclaim: str = "auto"    # objtier arm: reclaim on a spare CPU (tiers.spare_reclaim)
     output: Path = Path("compare-out")
     force: bool = False
@@ -354,31 +352,6 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
         stat_flush_max_gap_ms=round(reader.stats.max_gap_ms, 3))
 
 
-def _moving_arms(arms: tuple[str, ...], profile: Path, limit: int, directory: Path,
-                 say: Callable[[str], None], landing: contextlib.ExitStack,
-                 phase_memory: bool = True) -> dict[str, Any]:
-    """The arms whose placement moves (compare_dynamic.DynamicArm by name): a schedule learned
-    from `profile` for the same limit, and the runtime's online placement with the same lock
-    budget. Each is closed by `landing` (its counts' spool), also when a later one fails."""
-    moving: dict[str, Any] = {}
-    if "objtier-dynamic" not in arms and "objtier-online" not in arms:
-        return moving
-    from objtier.experiments import compare_dynamic
-    from objtier.plan.dynamic_file import DEFAULT_ONLINE_MS
-    from objtier.record.dynamic_run import DEFAULT_ADVICE_RATE
-
-    if "objtier-dynamic" in arms:
-        moving["objtier-dynamic"] = compare_dynamic.prepare(profile, limit, 4096, directory,
-                                                            DEFAULT_ADVICE_RATE, say)
-        landing.callback(moving["objtier-dynamic"].close)
-    if "objtier-online" in arms:
-        moving["objtier-online"] = compare_dynamic.prepare_online(
-            limit, 4096, directory, DEFAULT_ADVICE_RATE, DEFAULT_ONLINE_MS, say,
-            phase_memory=phase_memory)
-        landing.callback(moving["objtier-online"].close)
-    return moving
-
-
 def run_compare(command: list[str], settings: CompareSettings,
                 say: Callable[[str], None] = lambda text: None,
                 on_row: Callable[[RunRow], None] = lambda row: None) -> CompareResult:
@@ -443,10 +416,7 @@ def run_compare(command: list[str], settings: CompareSettings,
     say(f"stat-flush reader: memory.stat every {settings.stat_flush_ms:g} ms in "
         f"{', '.join(a for a in arms if a != 'kernel-raw')}" if settings.stat_flush_ms
         else "stat-flush reader off")
-    with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier, \
-            contextlib.ExitStack() as landing:
-        moving = _moving_arms(arms, profiles[0], limit, settings.output, say, landing,
-                              settings.phase_memory)
+    with SwapTier(local, swap=settings.swap, large_folio_bytes=folio) as tier:
         spare = None            # decided after the first kernel run (tiers.spare_reclaim)
         spare_counts = [0, 0.0]
         for i in range(1, settings.repeat + 1):
@@ -454,9 +424,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                 order = len(rows) + 1
                 say(f"run {order}/{len(arms) * settings.repeat}: {config} #{i}")
                 env = trace_dir = spool = None
-                if config in moving:
-                    env = moving[config].env
-                elif config.startswith("objtier"):
+                if config.startswith("objtier"):
                     trace_dir = runs_dir / f"{order:02d}-{config}-{i}.otr"
                     trace_dir.mkdir(mode=0o700)
                     spool = Spool(trace_dir)
@@ -490,8 +458,6 @@ def run_compare(command: list[str], settings: CompareSettings,
                     spare = decide_spare(settings.spare_reclaim, tier, unlimited, plan, row)
                     say(f"spare-CPU reclaim {'on' if spare.use else 'off'} for the objtier "
                         f"arm: {spare.why}")
-                if config in moving:
-                    moving[config].collect(order, i, runs_dir)
                 if row.returncode == -signal.SIGINT:
                     raise KeyboardInterrupt
                 rows.append(row)
@@ -534,10 +500,6 @@ def run_compare(command: list[str], settings: CompareSettings,
         "stat_flush": stat_flush_summary(rows, settings.stat_flush_ms),
         "warnings": warnings + run_warnings(rows),   # every warning compare prints
     })
-    if "objtier-dynamic" in moving:
-        summary["dynamic"] = moving["objtier-dynamic"].summary()
-    if "objtier-online" in moving:
-        summary["online"] = moving["objtier-online"].summary()
     summary["coverage"] = covered.as_dict()   # the footprint the profile's objects cover
     _write(rows, summary, settings.output, command)
     return CompareResult(rows, summary, warnings)

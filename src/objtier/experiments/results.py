@@ -25,9 +25,9 @@ from typing import Any
 
 CONFIGS = ("baseline", "objtier")
 #: every arm in the order a repetition runs them; the last two only on request
-ARMS = ("baseline", "objtier", "objtier-noguard", "kernel-raw", "objtier-dynamic")
+ARMS = ("baseline", "objtier", "objtier-noguard", "kernel-raw")
 #: arms compared with the baseline (ratios baseline / arm); kernel-raw never is
-RATIO_ARMS = ("objtier", "objtier-noguard", "objtier-dynamic")
+RATIO_ARMS = ("objtier", "objtier-noguard")
 
 
 @dataclass

@@ -37,7 +37,7 @@ from objtier.plan.table import ObjectTable
 
 FORMAT = "objtier-plan"
 VERSION = 1
-DYNAMIC_VERSION = 2  # a plan with a "dynamic" section (objtier.plan.dynamic_file); else 1
+DYNAMIC_VERSION = 2  # plans with a dynamic schedule (removed): refused with a reason
 _KEY = re.compile(r"^[0-9a-f]{16}$")
 MAX_BYTES = (1 << 63) - 1      # sizes, fast_bytes, budget: int64 in tables, u64 in the runtime
 MAX_PAGE_BYTES = 1 << 30       # the largest planning page (a 1 GiB huge page)
@@ -234,15 +234,11 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
     version = plan.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
         _fail(where, "plan has no integer version")
-    if version not in (VERSION, DYNAMIC_VERSION):
-        _fail(where, f"plan version {version} is not supported (this objtier reads {VERSION} "
-                     f"and {DYNAMIC_VERSION})")
     if version == DYNAMIC_VERSION or "dynamic" in plan:
-        from objtier.plan.dynamic_file import validate_section
-
-        if version != DYNAMIC_VERSION:
-            _fail(where, f"a plan with a dynamic section has version {DYNAMIC_VERSION}")
-        validate_section(plan.get("dynamic"), where)
+        _fail(where, "a plan with a dynamic schedule (version 2): schedules were removed, "
+                     "plan again without --dynamic")
+    if version != VERSION:
+        _fail(where, f"plan version {version} is not supported (this objtier reads {VERSION})")
     budget = plan.get("budget")
     if not isinstance(budget, dict) or not _is_int(budget.get("bytes")) \
             or not _is_int(budget.get("page_bytes")):

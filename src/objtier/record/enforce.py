@@ -156,7 +156,6 @@ def check_nodes(text: str | None, what: str) -> str | None:
 def plan_min_size(plan: dict[str, Any]) -> int:
     """Allocation size from which the runtime must track objects to see every planned one."""
     sizes = [int(e["size_min"]) for e in plan.get("entries", [])]
-    sizes += [int(o["size"]) for o in (plan.get("dynamic") or {}).get("objects", [])]
     return max(1, min(sizes)) if sizes else DEFAULT_MIN_SIZE
 
 
@@ -227,10 +226,7 @@ def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike,
     else:
         warnings = list(check_plan_binary(plan, exe))
     entries = plan.get("entries", [])
-    section = plan.get("dynamic") or {}
-    if not entries and (section.get("objects") or section.get("mode") == "online"):
-        pass  # a dynamic schedule or the online placement (record.dynamic_run) places
-    elif not entries:
+    if not entries:
         warnings.append("the plan has no entries: it matches no object, the program runs as "
                         "without objtier")
     elif not any(e["tier"] in ("fast", "split") for e in entries):

@@ -47,7 +47,6 @@ def library() -> ctypes.CDLL:
     lib.sim_set_param.argtypes = [vp, ctypes.c_char_p, ctypes.c_double]
     lib.sim_set_placement.argtypes = [vp, vp, vp, vp]
     lib.sim_set_phase_placement.argtypes = [vp, ctypes.c_uint32, vp, vp, vp]
-    lib.sim_set_schedule.argtypes = [vp, ctypes.c_uint32, vp, vp, vp, vp, vp]
     lib.sim_feed.argtypes = [vp, vp, ctypes.c_size_t]
     lib.sim_finish.argtypes = [vp, ctypes.c_uint64]
     lib.sim_error.restype = ctypes.c_char_p
@@ -117,18 +116,6 @@ class Simulator:
         self._keep_phases = arrays  # the C side borrows them
         self._lib.sim_set_phase_placement(self._sim, len(arrays[0]) - 1,
                                           *[a.ctypes.data for a in arrays])
-
-    def set_schedule(self, offsets: np.ndarray, objs: np.ndarray, first: np.ndarray,
-                     pages: np.ndarray, action: np.ndarray) -> None:
-        """The dynamic policy's schedule (sim.h sim_set_schedule, objtier.plan.dynamic)."""
-        arrays = [np.ascontiguousarray(offsets, dtype=np.uint64),
-                  np.ascontiguousarray(objs, dtype=np.uint32),
-                  np.ascontiguousarray(first, dtype=np.uint64),
-                  np.ascontiguousarray(pages, dtype=np.uint64),
-                  np.ascontiguousarray(action, dtype=np.uint8)]
-        self._keep_schedule = arrays  # the C side borrows them
-        self._lib.sim_set_schedule(self._sim, len(arrays[0]) - 1,
-                                   *[a.ctypes.data for a in arrays])
 
     def feed(self, events: np.ndarray) -> None:
         events = np.ascontiguousarray(events, dtype=EVENT)

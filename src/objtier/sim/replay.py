@@ -1,6 +1,5 @@
 """One policy replayed over an event source in the native simulator (pure: no printing, no
-files). Below both the driver that runs policies side by side (sim.run) and the dynamic
-schedules, whose candidates it replays (sim.dynamic)."""
+files). Below the driver that runs policies side by side (sim.run)."""
 
 from __future__ import annotations
 
@@ -25,14 +24,11 @@ def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: in
     placement: set_placement's arrays, or for phases a PhasePlan (its events must be in
     source.phase_ev). object_swap_ins, if given (source.objects entries), receives the
     swap-ins per object."""
-    from objtier.plan.dynamic import Schedule
     from objtier.sim.phases import PhasePlan
 
     with Simulator(native_policy(policy), fast_bytes, source.start_ns, bin_ns, page_shift,
                    max(source.objects, 1), params, swap) as s:
-        if isinstance(placement, Schedule):
-            s.set_schedule(*placement.csr())
-        elif isinstance(placement, PhasePlan):
+        if isinstance(placement, PhasePlan):
             s.set_phase_placement(placement.offsets, placement.objs, placement.fast_bytes)
         elif placement is not None:
             s.set_placement(*placement)

@@ -14,7 +14,7 @@ from objtier.sim.events import CHUNK_SAMPLES, EventSource
 from objtier.sim.replay import STATIC, native_policy, run_policy
 
 POLICIES = ("first-touch", "numab2", "tpp", "memtis", "hemem", "object", "spill", "phases",
-            "oracle", "belady", "dynamic")
+            "oracle", "belady")
 DRIVER_PARAMS = {"page", "bin_ms", "period", "chunk", "swap", "swap_reserve", "scale", "expand",
                  "seed"}
 # Swap mode: share of the fast tier that plans made here leave unpinned, so that the pages
@@ -217,15 +217,6 @@ def footprint_bytes(source: EventSource) -> int:
     return peak_live_bytes(source.size, source.alloc_ns, source.free_ns)
 
 
-def _schedule_score(source: EventSource, fast_bytes: int, page_shift: int, bin_ns: int,
-                    params: dict[str, float], chunk: int):
-    """(swap-ins, major faults) of a dynamic schedule replayed on the swap tier, and per phase
-    execution in its per_phase (objtier.sim.dynamic.PhaseEvaluator)."""
-    from objtier.sim.dynamic import PhaseEvaluator
-
-    return PhaseEvaluator(source, fast_bytes, page_shift, params, bin_ns, chunk)
-
-
 def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
              params: dict[str, str] | None = None, plan_doc: dict | None = None,
              progress=None) -> Simulation:
@@ -238,12 +229,6 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
     if unknown:
         raise UsageError(f"unknown policy {unknown[0]!r} (known: {', '.join(POLICIES)})")
     driver, per = split_params(params or {}, policies)
-    section = (plan_doc or {}).get("dynamic") or {}
-    if "dynamic" in per:   # a plan's schedule replays under the budget it was made for
-        if "advice_rate" in section:
-            per["dynamic"].setdefault("advice_rate", float(section["advice_rate"]))
-        if "clock_scale" in section:
-            per["dynamic"].setdefault("time_scale", float(section["clock_scale"]))
     page_shift = parse_page(driver.get("page", "4K"))
     try:
         bin_ns = int(float(driver.get("bin_ms", 100)) * 1e6)
@@ -275,10 +260,6 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         if not user_scale > 0 or user_scale != user_scale or user_scale == float("inf"):
             raise UsageError("--param scale must be a positive number")
     check_driver_memory(trace.samples.num_rows, policies, trace.samples.nbytes)
-    for needs_swap in ("belady", "dynamic"):
-        if needs_swap in policies and not swap:
-            raise UsageError(f"policy {needs_swap} needs the swap tier: a swap preset (zram, "
-                             "nvme, rdma) or --param swap=1")
     if "belady" in policies and not swap:
         raise UsageError("policy belady needs the swap tier: a swap preset (zram, nvme, rdma) "
                          "or --param swap=1")
@@ -351,17 +332,6 @@ def simulate(trace, policies: list[str], fast: str | int, model: CostModel,
         elif policy == "phases":
             placement = phase_placement(trace, source, plan_bytes, page_shift, plan_doc,
                                         default_weight, cache)
-        elif policy == "dynamic":
-            from objtier.sim.dynamic import schedule_for
-
-            placement = schedule_for(trace, source, plan_bytes, page_shift, plan_doc,
-                                     per[policy], default_weight,
-                                     evaluate=_schedule_score(source, fast_bytes, page_shift,
-                                                              bin_ns, per[policy], chunk))
-            if placement.evaluated:
-                sim.notes.append(f"dynamic: kept {placement.mode} of the simulated swap-ins "
-                                 + ", ".join(f"{k} {v:,}" for k, v in
-                                             placement.evaluated.items()))
         per_object = np.zeros(source.objects, dtype=np.uint64) if swap else None
         counters, bins = run_policy(source, policy, fast_bytes, page_shift, bin_ns, per[policy],
                                     placement, chunk, swap, per_object)
