@@ -27,20 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from objtier import workloads
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "src" / "objtier" / "_native" / "bin"
 WL = REPO / "workloads"
-
-# name -> (source, arguments for the traced run, arguments for the swap-tier run)
-WORKLOADS = {
-    "ptrchase": ("ptrchase/ptrchase.c", ["-s", "4M", "-n", "300000", "-t", "1"],
-                 ["-s", "64M", "-n", "2000000", "-t", "1"]),
-    "gups": ("gups/gups.c", ["-l", "16", "-t", "1"], ["-l", "22", "-t", "1"]),
-    "stream": ("stream/stream.c", ["-s", "100000", "-n", "3", "-t", "1"],
-               ["-s", "2000000", "-n", "4", "-t", "1"]),
-    "kmeans": ("kmeans/kmeans.c", ["-n", "8000", "-d", "16", "-i", "2", "-t", "1"],
-               ["-n", "200000", "-d", "34", "-i", "4", "-t", "1"]),
-}
 
 
 def sim(args) -> None:
@@ -53,11 +44,11 @@ def sim(args) -> None:
     percents = [float(p) for p in args.percents.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (src, run_args, _) in WORKLOADS.items():
+        for name, run_args in workloads.arguments("camat-trace").items():
             exe = Path(tmp) / name
             subprocess.run([sys.executable, "-m", "objtier", "cc", "-O2", "-fopenmp", "-o",
-                            str(exe), str(WL / src), str(WL / "common" / "wl.c"), "-lm"],
-                           check=True)
+                            str(exe), *(str(WL / src) for src in workloads.SOURCES[name]),
+                            str(WL / "common" / "wl.c"), "-lm"], check=True)
             rec = Path(tmp) / f"{name}.otr"
             env = dict(os.environ, OBJTIER_OUTPUT=str(rec), OBJTIER_SAMPLER="trace",
                        OBJTIER_TRACE_STREAM=str(args.stream), OBJTIER_MIN_SIZE="4096")
@@ -108,7 +99,7 @@ def swap(args) -> None:
     percents = [float(p) for p in args.percents.split(",")]
     print("workload | Lmem s | " + " | ".join(f"Xmem({p:g}) slowdown, major faults"
                                              for p in percents))
-    for name, (_, _, run_args) in WORKLOADS.items():
+    for name, run_args in workloads.arguments("camat-swap").items():
         if args.workloads and name not in args.workloads.split(","):
             continue
         cmd = [str(BIN / name), *run_args]

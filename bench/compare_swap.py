@@ -27,7 +27,6 @@ import argparse
 import csv
 import datetime as _dt
 import json
-import math
 import os
 import platform
 import statistics
@@ -35,49 +34,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from objtier import workloads
+from objtier.errors import UsageError
+from objtier.workloads import SUITE, make_graphs
+
 REPO = Path(__file__).resolve().parent.parent
 #: how the docs' section names --phases / --no-phases / compare's default
 PHASES_NOTE = {None: "", True: " (--phases)", False: " (--no-phases)"}
 PY = sys.executable
-
-
-def workloads(scale: int, factor: float, graphs: Path, bin_dir: Path,
-              trials: float = 1.0, gups_log2: int | None = None,
-              gups_updates: int | None = None) -> dict[str, list[str]]:
-    """trials scales the graph kernels' repetitions (at 1.0 BFS 256 sources, BC 12, CC 128:
-    about 4 s each unlimited at scale 20 here, 15-40 s under a 70 % limit; at least 1).
-    gups_log2 overrides GUPS's table size (2^N words, 4 x 2^N updates), which otherwise follows
-    factor: GUPS's random updates fault on about every other access under a 50 % limit, so it
-    needs a much smaller table than the others to finish in the same time. gups_updates
-    (GUPS -u) caps the updates instead, so that a table large enough for the limit to leave
-    the program room still finishes."""
-    b = lambda name: str(bin_dir / name)  # noqa: E731
-    kron, urand = str(graphs / f"kron{scale}.csr"), str(graphs / f"urand{scale}.csr")
-    n = lambda base: str(max(1, round(base * trials)))  # noqa: E731
-    return {
-        "bfs_kron": [b("bfs"), "-f", kron, "-n", n(256)],
-        "bc_kron": [b("bc"), "-f", kron, "-i", n(12)],
-        "cc_kron": [b("cc"), "-f", kron, "-n", n(128)],
-        "bfs_urand": [b("bfs"), "-f", urand, "-n", n(256)],
-        "bc_urand": [b("bc"), "-f", urand, "-i", n(12)],
-        "cc_urand": [b("cc"), "-f", urand, "-n", n(128)],
-        "stream": [b("stream"), "-s", str(int(4_000_000 * factor)), "-n", "10"],
-        "gups": [b("gups"), "-l", str(gups_log2 if gups_log2 is not None else
-                                       max(16, 24 + round(math.log2(max(factor, 1e-9)))))]
-                + (["-u", str(gups_updates)] if gups_updates else []),
-        "ptrchase": [b("ptrchase"), "-s", f"{max(1, int(100 * factor))}M", "-n",
-                     str(max(1000, int(2_000_000 * trials)))],
-        "kmeans": [b("kmeans"), "-n", str(int(700_000 * factor)), "-i", "5"],
-    }
-
-
-def make_graphs(scale: int, graphs: Path, bin_dir: Path) -> None:
-    graphs.mkdir(parents=True, exist_ok=True)
-    for kind, flag in (("kron", "-g"), ("urand", "-u")):
-        path = graphs / f"{kind}{scale}.csr"
-        if not path.exists():
-            subprocess.run([str(bin_dir / "graphgen"), flag, str(scale), "-o", str(path)],
-                           check=True, capture_output=True)
 
 
 def fmt(value, digits=3) -> str:
@@ -234,8 +198,7 @@ def main() -> int:
     if args.gups_updates is not None and args.gups_updates < 1:
         parser.error("--gups-updates must be at least 1")
     if args.table_only:
-        names = args.workloads.split(",") if args.workloads else list(
-            workloads(args.scale, args.size_factor, Path("."), Path(".")))
+        names = args.workloads.split(",") if args.workloads else list(SUITE)
         print(HEADER + "\n" + "\n".join(table_from(Path(args.output), names,
                                                      args.local.split(","))))
         return 0
@@ -246,10 +209,14 @@ def main() -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     bin_dir = NATIVE_DIR / "bin"
-    make_graphs(args.scale, out / "graphs", bin_dir)
-    suite = workloads(args.scale, args.size_factor, out / "graphs", bin_dir, args.trials,
-                      args.gups_log2, args.gups_updates)
-    chosen = args.workloads.split(",") if args.workloads else list(suite)
+    make_graphs(args.scale, out / "graphs", bin_dir=bin_dir)
+    chosen = args.workloads.split(",") if args.workloads else list(SUITE)
+    try:
+        suite = workloads.suite("host", chosen, graphs=out / "graphs", scale=args.scale,
+                                bin_dir=bin_dir, trials=args.trials, factor=args.size_factor,
+                                gups_log2=args.gups_log2, gups_updates=args.gups_updates)
+    except UsageError as error:
+        parser.error(str(error))
     lines, enforced = [], None
     for local in args.local.split(","):
         groups = []

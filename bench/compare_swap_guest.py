@@ -35,50 +35,19 @@ import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+from objtier import workloads
+from objtier.errors import ObjtierError
+from objtier.experiments.guest_compare import (GuestCompareSettings, rows_from_csv,
+                                               run_guest_compare, summarize)
+from objtier.experiments.guest_swap import ARMS, GuestSwapSettings
 
-from objtier.errors import ObjtierError  # noqa: E402
-from objtier.experiments.guest_compare import (GuestCompareSettings, rows_from_csv,  # noqa: E402
-                                           run_guest_compare, summarize)
-from objtier.experiments.guest_swap import ARMS, GuestSwapSettings  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 BIN = REPO / "src" / "objtier" / "_native" / "bin"
 HEADING = "## Swap tier in the guest: modern kernel baselines (emulated)"
-
-
-def workloads(scale: int, graphs: Path) -> dict[str, list[str]]:
-    """The host suite's workloads sized for TCG: each a few seconds unlimited on the guest
-    clock, seconds to tens of seconds under a 50 % limit. GUPS and the pointer chase fault on
-    about every other access there (some 140 us per swap-in under TCG), so they take few
-    steps: GUPS 100 k updates (timed, and again to verify) on a 32 MiB table."""
-    b = lambda name: str(BIN / name)  # noqa: E731
-    kron, urand = str(graphs / f"kron{scale}.csr"), str(graphs / f"urand{scale}.csr")
-    return {
-        "bfs_kron": [b("bfs"), "-f", kron, "-n", "16"],
-        "bc_kron": [b("bc"), "-f", kron, "-i", "2"],
-        "cc_kron": [b("cc"), "-f", kron, "-n", "8"],
-        "bfs_urand": [b("bfs"), "-f", urand, "-n", "12"],
-        "bc_urand": [b("bc"), "-f", urand, "-i", "1"],
-        "cc_urand": [b("cc"), "-f", urand, "-n", "4"],
-        "stream": [b("stream"), "-s", "1200000", "-n", "3", "-t", "1"],
-        "gups": [b("gups"), "-l", "22", "-u", "100000", "-t", "1"],
-        "ptrchase": [b("ptrchase"), "-s", "32M", "-n", "30000", "-t", "1"],
-        "kmeans": [b("kmeans"), "-n", "200000", "-i", "3", "-t", "1"],
-    }
-
-
-def make_graphs(scale: int, graphs: Path, chosen: list[str]) -> None:
-    graphs.mkdir(parents=True, exist_ok=True)
-    for kind, flag in (("kron", "-g"), ("urand", "-u")):
-        out = graphs / f"{kind}{scale}.csr"
-        if any(w.endswith("_" + kind) for w in chosen) and not out.exists():
-            subprocess.run([str(BIN / "graphgen"), flag, str(scale), "-t", "1", "-o", str(out)],
-                           check=True, stdout=subprocess.DEVNULL)
 
 
 def fmt_time(v) -> str:
@@ -107,8 +76,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--local", default="50%")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--workloads", default="bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,"
-                   "stream,gups,ptrchase,kmeans")
+    p.add_argument("--workloads", default=",".join(workloads.SUITE))
     p.add_argument("--scale", type=int, default=18)
     p.add_argument("--arms", default="kernel,damon-reclaim,psi-reclaim,damos-pageout,objtier")
     p.add_argument("--stat-flush", type=float, default=10.0)
@@ -121,7 +89,7 @@ def main() -> int:
     arms = tuple(a for a in args.arms.split(",") if a)
     bad = [a for a in arms if a not in ARMS]
     chosen = [w for w in args.workloads.split(",") if w]
-    known = workloads(args.scale, out / "graphs")
+    known = workloads.suite("guest", graphs=out / "graphs", scale=args.scale, bin_dir=BIN)
     unknown = [w for w in chosen if w not in known]
     if bad or unknown or args.repeat < 1:
         print(f"compare_swap_guest: unknown arm/workload or bad --repeat: {bad + unknown}",
@@ -150,7 +118,9 @@ def main() -> int:
         return 4
     from objtier.testbed import Testbed, TestbedPaths
 
-    make_graphs(args.scale, out / "graphs", chosen)
+    workloads.make_graphs(args.scale, out / "graphs", bin_dir=BIN, threads=1,
+                          kinds=[k for k in workloads.GRAPH_KINDS
+                                 if any(workloads.graph_kind(w) == k for w in chosen)])
     settings = GuestCompareSettings(locals=locals_, repeat=args.repeat, arms=arms,
                                     swap=GuestSwapSettings(flush_ms=args.stat_flush))
     base = TestbedPaths.default()

@@ -53,28 +53,20 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+from objtier import workloads
+from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables
+from objtier.analysis.objects import object_table
+from objtier.native import NATIVE_DIR
+from objtier.objects_view import objects_view
+from objtier.trace import open_trace
 
-from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables  # noqa: E402
-from objtier.analysis.objects import object_table  # noqa: E402
-from objtier.native import NATIVE_DIR  # noqa: E402
-from objtier.objects_view import objects_view  # noqa: E402
-from objtier.trace import open_trace  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 WL = REPO / "workloads"
-GRAPH = ["graph/graph_gen.c", "graph/graph_io.c"]
-# Sizes that trace in seconds on 2 cores; trial/iteration counts long enough that the
-# fault sampler (passes of ~250 ms) makes several passes over the kernels' objects.
+# Sizes that trace in seconds on 2 cores (the registry's "trace" size), plus a matrix product:
+# 3 x 512 KiB matrices, one thread: A and B take n^3 loads each, B nearly all the misses.
 WORKLOADS = {  # name: (sources, arguments)
-    "bfs": (["graph/bfs.c", *GRAPH], ["-g", "17", "-n", "4", "-t", "2"]),
-    "bc": (["graph/bc.c", *GRAPH], ["-g", "15", "-i", "16", "-n", "4", "-t", "2"]),
-    "cc": (["graph/cc.c", *GRAPH], ["-g", "17", "-n", "2", "-t", "2"]),
-    "stream": (["stream/stream.c"], ["-s", "2000000", "-n", "16", "-t", "2"]),
-    "ptrchase": (["ptrchase/ptrchase.c"], ["-s", "64M", "-n", "1000000", "-t", "2"]),
-    "gups": (["gups/gups.c"], ["-l", "22", "-t", "2"]),
-    "kmeans": (["kmeans/kmeans.c"], ["-n", "200000", "-i", "15", "-t", "2"]),
-    # 3 x 512 KiB matrices, one thread: A and B take n^3 loads each, B nearly all the misses
+    **{name: (workloads.SOURCES[name], args) for name, args in workloads.arguments("trace").items()},
     "gemm": ([str(REPO / "bench" / "gemm.c")], ["-n", "256", "-r", "1"]),
 }
 # the exact recording's LLC model where this machine's would hold the whole working set

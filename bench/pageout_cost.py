@@ -25,7 +25,6 @@ from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
 
 CONFIGS = (  # (label, mode, pages per call, worker CPU (-1 none), adviser CPU)
     ("pageout, program idle", "pageout", 1, -1, 0),

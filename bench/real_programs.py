@@ -448,7 +448,6 @@ def run_recorded(prepared: Prepared, sampler: str, trace: Path) -> Run:
 
 def read_trace(trace: Path) -> tuple[int | None, str, str]:
     """(objects, warnings, objects per allocation call) of a trace; None objects if unreadable."""
-    sys.path.insert(0, str(REPO / "src"))
     from collections import Counter
 
     from objtier.errors import ObjtierError

@@ -23,34 +23,22 @@ import platform
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+from objtier import workloads
+from objtier.native import binary
+from objtier.record.launch import runtime_env
+from objtier.record.sampler_choice import choose_sampler, needs_temporary_swap
+from objtier.record.session import RecordSettings
+from objtier.restore import Restorer
+from objtier.trace import open_trace
+from objtier.workloads import parse_fom
 
-from objtier.restore import Restorer  # noqa: E402
-from objtier.native import binary  # noqa: E402
-from objtier.record.sampler_choice import choose_sampler, needs_temporary_swap  # noqa: E402
-from objtier.record.launch import runtime_env  # noqa: E402
-from objtier.record.session import RecordSettings  # noqa: E402
-from objtier.trace import open_trace  # noqa: E402
-from objtier.workloads import parse_fom  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 OBJTIER = REPO / ".venv" / "bin" / "objtier"
-
-
-def workloads(graph: Path) -> dict[str, list[str]]:
-    return {
-        "bfs": [str(binary("bfs")), "-f", str(graph), "-n", "16"],
-        "bc": [str(binary("bc")), "-f", str(graph), "-i", "4"],
-        "cc": [str(binary("cc")), "-f", str(graph), "-n", "8"],
-        "stream": [str(binary("stream")), "-s", "20000000"],
-        "gups": [str(binary("gups"))],
-        "kmeans": [str(binary("kmeans"))],
-    }
 
 
 CPU_SECONDS: list[float] = []  # user + system seconds of the last timed() run's process tree
@@ -91,7 +79,7 @@ def measure(args, samplers: list[str]) -> None:
     subprocess.run([str(binary("graphgen")), "-g", str(args.scale), "-o", str(graph)],
                    check=True, capture_output=True)
     rows = []
-    for name, command in workloads(graph).items():
+    for name, command in workloads.suite("record", graph=graph).items():
         if args.only and name not in args.only.split(","):
             continue
         plain, plain_fom, plain_cpu = [], [], []

@@ -39,7 +39,6 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
 
 COUNTS = re.compile(r"replay_prefetch: ((?:faults|reclaims) .*)")
 USAGE = re.compile(r"replay_prefetch: child (.*)")

@@ -10,15 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-
-from objtier.analysis.mapping import ObjectIndex  # noqa: E402
-from report_synthetic import synthetic_tables  # noqa: E402
+from objtier.analysis.mapping import ObjectIndex
+from report_synthetic import synthetic_tables  # bench/report_synthetic.py, next to this script
 
 
 def main() -> int:

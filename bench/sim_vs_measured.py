@@ -28,19 +28,14 @@ import sys
 import time
 from pathlib import Path
 
-from objtier import native
+from objtier import native, workloads
 
-WORKLOADS = {  # name -> (binary, arguments): a few seconds each unlimited
-    "bfs": ("bfs", ["-u", "19", "-n", "4"]),
-    "kmeans": ("kmeans", ["-n", "400000", "-i", "8"]),
-    "stream": ("stream", ["-s", "6000000", "-n", "6"]),
-    "gups": ("gups", ["-l", "22"]),   # random updates: slow under swap at any local size
-}
+WORKLOADS = workloads.arguments("sim")  # name -> arguments: a few seconds each unlimited
 OBJTIER = [sys.executable, "-m", "objtier"]
 
 
 def compare(name: str, local: str, repeat: int, out: Path) -> dict:
-    binary, argv = WORKLOADS[name]
+    binary, argv = workloads.program_of(name), WORKLOADS[name]
     cmd = [*OBJTIER, "compare", "--tier", "swap", "--sampler", "fault", "--local", local,
            "--repeat", str(repeat), "-f", "-q", "-o", str(out), "--",
            str(native.binary(binary)), *argv]

@@ -31,21 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
+from objtier import workloads
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
 BIN = REPO / "src" / "objtier" / "_native" / "bin"
 OBJTIER = REPO / ".venv" / "bin" / "objtier"
 
 MAX_SUBSET_OBJECTS = 4     # up to 4 measured objects: check every slow set of 2 or more (11)
 
-WORKLOADS = {
-    "stream": [str(BIN / "stream"), "-s", "3000000", "-n", "4", "-t", "{t}"],
-    "kmeans": [str(BIN / "kmeans"), "-n", "250000", "-d", "34", "-i", "6", "-t", "{t}"],
-    # loads a graph written once by graphgen: generation's temporaries (the largest objects
-    # of a run that generates its graph) are then not in the recording
-    "bfs": [str(BIN / "bfs"), "-f", "{graph}", "-n", "4", "-t", "{t}"],
-}
-
+WORKLOADS = workloads.suite("sweep", bin_dir=BIN)  # {graph} and {t} filled in per run
 
 
 def ratio_cell(row: dict) -> str:

@@ -31,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+from objtier import workloads
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "bench"))
+BIN = REPO / "src" / "objtier" / "_native" / "bin"
 OBJTIER = REPO / ".venv" / "bin" / "objtier"
 
 
@@ -43,7 +44,6 @@ def main() -> int:
     from objtier.sweep.fom import FomSource
     from objtier.sweep.perobject import (Arm, PerObjectSettings, candidate_rows, live_peak,
                                          load_objects, ratios, run_arms)
-    from sweep_perobject import WORKLOADS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="source", default="/tmp/sweep-perobject")
@@ -59,7 +59,7 @@ def main() -> int:
     args = parser.parse_args()
     source = Path(args.source)
     graph = source / f"kron{args.graph_scale}.graph"
-    command = [c.replace("{graph}", str(graph)) for c in WORKLOADS[args.workload]]
+    command = workloads.suite("sweep", [args.workload], graph=graph, bin_dir=BIN)[args.workload]
     recording = source / f"{args.workload}.otr"
     table = source / f"{args.workload}-objects" / "sensitivity.csv"
     out = source / f"{args.workload}-plans-{args.fast}-{args.limit}"

@@ -27,18 +27,13 @@ import sys
 import time
 from pathlib import Path
 
+from objtier import workloads
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / "src" / "objtier" / "_native" / "bin"
 OBJTIER = REPO / ".venv" / "bin" / "objtier"
 
-SUITE = [
-    ("stream", [str(BIN / "stream"), "-s", "1500000", "-n", "4", "-t", "{t}"]),
-    ("ptrchase", [str(BIN / "ptrchase"), "-s", "48M", "-n", "300000", "-t", "{t}"]),
-    ("kmeans", [str(BIN / "kmeans"), "-n", "250000", "-d", "34", "-i", "6", "-t", "{t}"]),
-    ("gups", [str(BIN / "gups"), "-l", "22", "-t", "{t}"]),
-    ("bfs", [str(BIN / "bfs"), "-f", "{graph}", "-n", "4", "-t", "{t}"]),
-    ("cc", [str(BIN / "cc"), "-f", "{graph}", "-n", "2", "-t", "{t}"]),
-]
+SUITE = list(workloads.suite("sweep-suite", bin_dir=BIN).items())  # {t}, {graph} filled below
 
 
 def main() -> int:
@@ -72,7 +67,6 @@ def main() -> int:
                "--force"]
     calibration = None
     if args.calibration:
-        sys.path.insert(0, str(REPO / "src"))
         from objtier.sweep.calibrate import in_units, load_calibration
 
         calibration = load_calibration(Path(args.calibration))

@@ -13,12 +13,11 @@ import datetime
 import platform
 import statistics
 
+from objtier import workloads
 from objtier.workloads import run_workload
 
-CASES = [
-    ("bfs", []), ("bc", []), ("cc", []), ("stream", []), ("ptrchase", []), ("gups", []),
-    ("kmeans", []), ("kmeans", ["--padded"]),
-]
+CASES = [(workloads.program_of(name), args)
+         for name, args in workloads.arguments("defaults").items()]
 
 
 def main() -> int:
