@@ -1,4 +1,6 @@
-"""`objtier bench NAME [args...]`: run one of the built-in workloads."""
+"""`objtier bench NAME [args...]`: run one of the built-in workloads; `--list` lists them,
+`--sizes` the sizes the benchmarks and tests run them at, `--benchmarks` the benchmark registry
+(bench/ scripts with the question each answers, its command and where its results go)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import subprocess
 import sys
 
 from objtier.errors import UsageError
-from objtier.workloads import WORKLOADS, workload_binary
+from objtier.benchmarks import BENCHMARKS, DOCS
+from objtier.workloads import SIZES, WORKLOADS, arguments, workload_binary
 
 NAME = "bench"
 HELP = "run a built-in workload (bfs, bc, cc, stream, ptrchase, gups, kmeans, graphgen)"
@@ -16,12 +19,40 @@ HELP = "run a built-in workload (bfs, bc, cc, stream, ptrchase, gups, kmeans, gr
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+    parser.add_argument("--sizes", action="store_true",
+                        help="list the workload sizes of the benchmarks and tests and exit")
+    parser.add_argument("--benchmarks", action="store_true",
+                        help=f"list the benchmarks behind {DOCS} and exit")
     parser.add_argument("name", nargs="?", metavar="NAME", help="workload to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                         help="arguments passed to the workload (NAME -h shows them)")
 
 
+def list_benchmarks() -> None:
+    width = max(len(b.name) for b in BENCHMARKS)
+    for b in BENCHMARKS:
+        needs = f"; needs {b.needs}" if b.needs else ""
+        pending = f" (no row yet: {b.pending})" if b.pending else ""
+        print(f"{b.name:<{width}}  {b.question} [{b.kind}{needs}]{pending}")
+        print(f"{'':<{width}}    .venv/bin/python {b.script} {b.command}".rstrip()
+              + f"  -> {b.results}")
+    print(f"(each is run on its own; its figures go to {DOCS})")
+
+
+def list_sizes() -> None:
+    for size, entry in SIZES.items():
+        print(f"{size}: {entry.description}")
+        for name, argv in arguments(size).items():   # at the size's default parameters
+            print(f"    {name:<14} {' '.join(argv)}".rstrip())
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.benchmarks:
+        list_benchmarks()
+        return 0
+    if args.sizes:
+        list_sizes()
+        return 0
     if args.list:
         width = max(map(len, WORKLOADS))
         for name, description in WORKLOADS.items():
