@@ -39,7 +39,7 @@
 
 #define OT_MAGIC              "OBJTIER\0" /* 8 bytes, includes the NUL */
 #define OT_VERSION_MAJOR      1           /* readers reject a different major version */
-#define OT_VERSION_MINOR      4           /* additions only: new tags, new trailing fields */
+#define OT_VERSION_MINOR      5           /* additions only: new tags, new trailing fields */
 #define OT_BLOCK_MAGIC        0x4B42544FU /* "OTBK" read as a little-endian uint32 */
 #define OT_BLOCK_TARGET_BYTES (64 * 1024) /* writers flush a block at about this size */
 
@@ -50,6 +50,8 @@
 enum ot_file_kind {
     OT_FILE_PROCESS = 1,  /* runtime inside a traced process */
     OT_FILE_COUNTERS = 2, /* recorder's system counters timeline */
+    OT_FILE_PERF = 3,     /* since 1.5: SAMPLE records of one process imported from perf
+                             (record --with-perf, import-perf); they replace the runtime's */
 };
 
 typedef struct ot_file_header {
@@ -188,6 +190,7 @@ enum ot_mem_level {
 #define OT_SAMPLE_WRITE    0x1 /* store (else load, or unknown when OT_SAMPLE_RW_KNOWN clear) */
 #define OT_SAMPLE_RW_KNOWN 0x2 /* the sampler knows load vs store */
 #define OT_SAMPLE_MAJOR    0x4 /* a major page fault */
+#define OT_SAMPLE_PERF     0x8 /* since 1.5: recorded by perf record (an OT_FILE_PERF file) */
 
 /* ot_sample_record.tlb */
 #define OT_TLB_UNKNOWN 0

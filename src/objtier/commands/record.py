@@ -77,6 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llc", default=None, metavar="SIZE,WAYS,LINE",
                         help="--sampler trace: last-level-cache model, e.g. 32M,16,64 "
                         "(default: this machine's LLC)")
+    parser.add_argument("--with-perf", nargs="?", const="auto", default=None, metavar="EVENT",
+                        help="also run the program under perf record -d and take perf's "
+                        "samples as the recording's: EVENT mem (perf mem record), a perf "
+                        "event name, or by default perf mem where the CPU has it, else "
+                        "major faults (pageout sampler) or page faults (docs/runtime.md)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to record")
@@ -98,7 +103,13 @@ def run(args: argparse.Namespace) -> int:
     problem = unrecordable(command[0])
     if problem:
         raise UsageError(f"cannot record: {problem}")
-    sampler, reason = choose_sampler(args.sampler, transparent_default=True)
+    perf = None
+    if args.with_perf:
+        from objtier.record.perf_source import PerfSource
+
+        perf = PerfSource.choose(args.with_perf, args.sampler)
+    sampler, reason = choose_sampler(perf.sampler if perf else args.sampler,
+                                     transparent_default=True)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
                               min_size=args.min_size,
                               stack_depth=args.stack_depth,
@@ -112,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda text: None) if args.quiet else (
         lambda text: print(f"objtier record: {text}", file=sys.stderr))
     say(f"sampler {sampler}: {reason}")
+    if perf:
+        perf.settle(sampler, say)
     from objtier.record.launcher import ChildWatcher
 
     import resource
@@ -119,11 +132,16 @@ def run(args: argparse.Namespace) -> int:
     stats: dict = {}
     with sampler_swap(sampler, say), ChildWatcher() as watcher:   # watcher: record.launcher
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        returncode, elapsed = record_program(command, output, settings, force=args.force,
-                                             stats=stats)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            returncode, elapsed = record_program(command, output, settings, force=args.force,
+                                                 stats=stats, launch=perf and perf.launch)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)   # perf script not counted
+        finally:
+            if perf:
+                perf.finish(output, say)
     program_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks,
+    children = perf.children(watcher.children) if perf else watcher.children
+    summarize(output, elapsed, returncode, say, children, args.follow_forks,
               cost=(stats.get("counters_cpu_s", 0.0), program_cpu_s))
     return exit_code(returncode)
 

@@ -81,15 +81,19 @@ def _make_private(output: Path) -> None:
 
 def record_program(command: list[str], output: Path, settings: RecordSettings,
                    force: bool = False, preexec=None,
-                   stats: dict | None = None) -> tuple[int, float]:
+                   stats: dict | None = None, launch=None) -> tuple[int, float]:
     """Run command under the runtime; returns (raw returncode, seconds). The trace is in output.
-    stats, when given, receives "counters_cpu_s": the counters thread's CPU time (s)."""
+    stats, when given, receives "counters_cpu_s": the counters thread's CPU time (s).
+    launch(command, env) -> (command, env, pid_of), when given, starts the program through
+    another one (record --with-perf: perf); pid_of(started pid) is the program's pid."""
     settings.validate()
     env = runtime_env(settings.runtime_settings(output))  # fails early when not built
     prepare_output(output, force)
     collectors: list[CountersCollector] = []
+    command, env, pid_of = launch(command, env) if launch else (command, env, None)
 
     def start_counters(pid: int) -> None:
+        pid = pid_of(pid) if pid_of else pid
         if settings.counters_interval_ms > 0:
             collector = CountersCollector(output / "counters.otr", pid,
                                           settings.counters_interval_ms / 1000)

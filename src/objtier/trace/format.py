@@ -11,11 +11,12 @@ import numpy as np
 
 MAGIC = b"OBJTIER\0"
 VERSION_MAJOR = 1
-VERSION_MINOR = 4
+VERSION_MINOR = 5
 BLOCK_MAGIC = 0x4B42544F  # "OTBK"
 
 FILE_PROCESS = 1
 FILE_COUNTERS = 2
+FILE_PERF = 3  # since 1.5: SAMPLE records of one process imported from perf
 
 # enum ot_tag — never renumbered
 TAG_PROCESS = 1
@@ -65,6 +66,7 @@ MEM_LEVELS = {0: "unknown", 1: "L1", 2: "LFB", 3: "L2", 4: "L3", 5: "DRAM", 6: "
 SAMPLE_WRITE = 0x1
 SAMPLE_RW_KNOWN = 0x2
 SAMPLE_MAJOR = 0x4
+SAMPLE_PERF = 0x8  # since 1.5: recorded by perf record (a FILE_PERF file)
 TLB_NAMES = {0: "unknown", 1: "hit", 2: "miss"}
 NODE_UNKNOWN = 0xFFFF
 

@@ -273,6 +273,7 @@ class Trace:
         self.files = [read_file(f) for f in files]
         self.warnings = [w for f in self.files for w in f.warnings]
         self._process_files = [f for f in self.files if int(f.header["kind"]) == F.FILE_PROCESS]
+        self._perf_files = [f for f in self.files if int(f.header["kind"]) == F.FILE_PERF]
         self._process_files.sort(key=lambda f: (int(f.header["pid"]),
                                                 int(f.header["start_mono_ns"])))
         self._number_images()
@@ -361,8 +362,20 @@ class Trace:
 
     @cached_property
     def samples(self) -> pa.Table:
-        """Samples in file order (time order per thread; merge-sort by time_ns if needed)."""
+        """Samples in file order (time order per thread; merge-sort by time_ns if needed):
+        perf's (perf_samples) when the recording has perf files, else the runtime's."""
+        return self.perf_samples if self._perf_files else self.runtime_samples
+
+    @cached_property
+    def runtime_samples(self) -> pa.Table:
+        """The runtime sampler's samples (the process files)."""
         return self._fixed_table(F.TAG_SAMPLE)
+
+    @cached_property
+    def perf_samples(self) -> pa.Table:
+        """Samples imported from perf (perf-<pid>.otr, format 1.5+: record --with-perf,
+        import-perf); empty when the recording has none."""
+        return self._fixed_table(F.TAG_SAMPLE, self._perf_files)
 
     @cached_property
     def phases(self) -> pa.Table:

@@ -17,7 +17,7 @@ import numpy as np
 from objtier.outputs import open_private
 from objtier.trace import format as F
 
-_KINDS = {"process": F.FILE_PROCESS, "counters": F.FILE_COUNTERS}
+_KINDS = {"process": F.FILE_PROCESS, "counters": F.FILE_COUNTERS, "perf": F.FILE_PERF}
 
 
 def _pad8(data: bytes) -> bytes:
