@@ -13,6 +13,7 @@
 #include "maps.h"
 #include "memcg.h"
 #include "phase.h"
+#include "arena.h"
 #include "placement.h"
 #include "interpose_signal.h"
 #include "real.h"
@@ -364,11 +365,12 @@ __attribute__((constructor(101))) static void rt_start(void)
         goto out;
     }
     rt_log_level = rt_cfg.log;
-    if (!rt_cfg.output[0] && !rt_cfg.plan[0])
+    int arena_all = strcmp(rt_cfg.arena, "all") == 0; /* arenas with no plan (arena.h) */
+    if (!rt_cfg.output[0] && !rt_cfg.plan[0] && !arena_all)
         goto out;
     if (!is_root_process() && !rt_cfg.follow_forks)
         goto out;
-    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0])
+    if (!rt_place_init(&rt_cfg, rt_cfg.output[0] != 0) && !rt_cfg.output[0] && !arena_all)
         goto out; /* no usable plan or trace: nothing to do */
     if (rt_reg_init() != 0 || rt_context_init(rt_cfg.stack_depth) != 0) {
         rt_log(1, "out of memory at start-up; not recording");
@@ -394,6 +396,7 @@ __attribute__((constructor(101))) static void rt_start(void)
     rt_home_cpu = rt_memcg_self()->limit != UINT64_MAX ? sched_getcpu() : -1;
     start_threads();
     rt_place_start();
+    rt_sarena_init(&rt_cfg);
 out:
     atomic_store(&rt_state, state);
     rt_guard--;

@@ -64,6 +64,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_SAMPLER_REASON", PATH, ""),
     Setting("OBJTIER_STATICS", BOOL, "1"),
     Setting("OBJTIER_SITE_PERIOD", U64, "64", 0, 1 << 30),
+    Setting("OBJTIER_ARENA", PATH, ""),
+    Setting("OBJTIER_ARENA_STATS", PATH, ""),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -51,6 +51,8 @@ static const rt_setting settings[] = {
     {"OBJTIER_SAMPLER_REASON", T_PATH, "", 0, 0, F(sampler_reason)},
     {"OBJTIER_STATICS", T_BOOL, "1", 0, 1, F(statics)},
     {"OBJTIER_SITE_PERIOD", T_U64, "64", 0, 1 << 30, F(site_period)},
+    {"OBJTIER_ARENA", T_PATH, "", 0, 0, F(arena)},
+    {"OBJTIER_ARENA_STATS", T_PATH, "", 0, 0, F(arena_stats)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

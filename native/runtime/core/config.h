@@ -62,6 +62,11 @@ typedef struct rt_config {
                                 points of the program's CPU time; 0 = no pacing (overhead.h) */
     uint32_t site_period;     /* OBJTIER_SITE_PERIOD: 1 in N heap blocks below min_size are
                                 sampled as allocation sites (trace_format.h); 0 = none */
+    /* segregated arenas (place/arena.c) */
+    char arena[8];          /* OBJTIER_ARENA: "" = the plan's `site` records, "all" = every
+                               small block from an arena of its calling address, "off" */
+    char arena_stats[1024]; /* OBJTIER_ARENA_STATS: one line of arena counts per process
+                               appended here at exit; may be empty */
 } rt_config;
 
 #define RT_MAX_STACK_DEPTH  32

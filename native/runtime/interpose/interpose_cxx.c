@@ -6,6 +6,7 @@
  * Without a C++ runtime in the process nothing calls these; the fallbacks use malloc.
  */
 #define _GNU_SOURCE
+#include "arena.h"
 #include "real.h"
 #include "rt.h"
 #include "track.h"
@@ -41,6 +42,11 @@ static void *fallback(size_t n, size_t align, int nothrow)
 #define NEW_BODY(fn, call, n, align, nothrow)                                                      \
     rt_real_init();                                                                                \
     void *p;                                                                                       \
+    if (RT_UNLIKELY(atomic_load_explicit(&rt_sarena_serving, memory_order_relaxed)) &&             \
+        rt_guard == 0 && (p = rt_sarena_alloc(n, align, __builtin_return_address(0), 0))) {        \
+        note(p, n); /* an arena block of a served site (arena.h) */                                \
+        return p;                                                                                  \
+    }                                                                                              \
     rt_guard++;                                                                                    \
     p = rt_real.fn ? call : fallback(n, align, nothrow);                                           \
     rt_guard--;                                                                                    \

@@ -3,9 +3,12 @@
  * when not recording) and, below it, the site-sampling test of the returned address (one
  * multiply and compare, track.h rt_site_hit); free() of untracked memory costs a load of
  * rt_reg_live and, only when objects are tracked, malloc_usable_size() < min size, then
- * the same site test of the pointer.
+ * the same site test of the pointer. Segregated arenas (arena.h) add one load of
+ * rt_sarena_serving to each allocation and one of rt_sarena_nregions to each release while
+ * off; while on, arena blocks are recognised by address and never reach the real allocator.
  */
 #define _GNU_SOURCE
+#include "arena.h"
 #include "placement.h"
 #include "real.h"
 #include "registry.h"
@@ -20,6 +23,14 @@
 #include <sys/mman.h>
 
 #define RW (PROT_READ | PROT_WRITE)
+
+/* An arena block for the program's call of n bytes returning to ip, or NULL (arena.h). */
+#define SERVE_AT(n, align, zero, ip)                                                               \
+    (RT_UNLIKELY(atomic_load_explicit(&rt_sarena_serving, memory_order_relaxed)) && rt_guard == 0  \
+         ? rt_sarena_alloc((n), (align), (ip), (zero))                                             \
+         : NULL)
+#define SERVE(n, align, zero) SERVE_AT(n, align, zero, __builtin_return_address(0))
+#define POW2(a)               ((a) != 0 && ((a) & ((a)-1)) == 0)
 
 static inline int want(size_t n)
 {
@@ -65,7 +76,9 @@ void *malloc(size_t n)
     if (RT_UNLIKELY(rt_resolving))
         return rt_arena_alloc(n, 16);
     resolve();
-    void *p = rt_real.malloc(n);
+    void *p = SERVE(n, 0, 0);
+    if (!p)
+        p = rt_real.malloc(n);
     note(p, n, OT_ALLOC_MALLOC);
     return p;
 }
@@ -78,7 +91,9 @@ void *calloc(size_t k, size_t n)
         return rt_arena_alloc(k * n, 16);
     }
     resolve();
-    void *p = rt_real.calloc(k, n);
+    void *p = n && k > SIZE_MAX / n ? NULL : SERVE(k * n, 0, 1);
+    if (!p)
+        p = rt_real.calloc(k, n);
     if (!n || k <= SIZE_MAX / n)
         note(p, k * n, OT_ALLOC_CALLOC);
     return p;
@@ -92,11 +107,39 @@ void free(void *p)
         return;
     resolve();
     release(p, OT_FREE_FREE);
-    rt_real.free(p);
+    if (RT_UNLIKELY(rt_sarena_owns(p)))
+        rt_sarena_free(p);
+    else
+        rt_real.free(p);
 }
 
 
-static void *realloc_common(void *p, size_t n, int array, size_t k)
+/* realloc of an arena block (arena.h): in place or moved, with its site records. */
+static void *realloc_arena(void *p, size_t bytes)
+{
+    int site_old = !rt_guard && rt_site_hit(p);
+    if (site_old)
+        rt_on_site_free(p, OT_FREE_REALLOC);
+    void *q = rt_sarena_realloc(p, bytes, rt_real.malloc);
+    if (site_old && !q && bytes != 0)
+        rt_on_site_alloc(p, rt_sarena_usable(p), OT_ALLOC_REALLOC);
+    note(q, bytes, OT_ALLOC_REALLOC);
+    return q;
+}
+
+size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (RT_UNLIKELY(rt_in_arena(p)))
+        return rt_arena_size(p);
+    if (RT_UNLIKELY(rt_sarena_owns(p)))
+        return rt_sarena_usable(p);
+    RT_REAL_LAZY(size_t, malloc_usable_size, (void *))
+    return fn_malloc_usable_size ? fn_malloc_usable_size(p) : 0;
+}
+
+static void *realloc_common(void *p, size_t n, int array, size_t k, const void *ip)
 {
     if (RT_UNLIKELY(rt_resolving || rt_in_arena(p))) {
         if (array && n && k > SIZE_MAX / n)
@@ -117,6 +160,15 @@ static void *realloc_common(void *p, size_t n, int array, size_t k)
             return NULL;
         }
         bytes = k * n;
+    }
+    if (RT_UNLIKELY(p && rt_sarena_owns(p)))
+        return realloc_arena(p, bytes);
+    if (!p) { /* realloc(NULL, n) is malloc(n): an arena block when its site is served */
+        void *q = SERVE_AT(bytes, 0, 0, ip);
+        if (q) {
+            note(q, bytes, OT_ALLOC_REALLOC);
+            return q;
+        }
     }
     rt_obj old;
     int tracked = 0;
@@ -154,12 +206,12 @@ static void *realloc_common(void *p, size_t n, int array, size_t k)
 
 void *realloc(void *p, size_t n)
 {
-    return realloc_common(p, n, 0, 0);
+    return realloc_common(p, n, 0, 0, __builtin_return_address(0));
 }
 
 void *reallocarray(void *p, size_t k, size_t n)
 {
-    return realloc_common(p, n, 1, k);
+    return realloc_common(p, n, 1, k, __builtin_return_address(0));
 }
 
 int posix_memalign(void **out, size_t align, size_t n)
@@ -169,6 +221,12 @@ int posix_memalign(void **out, size_t align, size_t n)
         return *out ? 0 : ENOMEM;
     }
     resolve();
+    void *q = POW2(align) && align >= sizeof(void *) ? SERVE(n, align, 0) : NULL;
+    if (q) {
+        *out = q;
+        note(q, n, OT_ALLOC_POSIX_MEMALIGN);
+        return 0;
+    }
     int r = rt_real.posix_memalign(out, align, n);
     if (r == 0)
         note(*out, n, OT_ALLOC_POSIX_MEMALIGN);
@@ -180,7 +238,9 @@ void *aligned_alloc(size_t align, size_t n)
     if (RT_UNLIKELY(rt_resolving))
         return rt_arena_alloc(n, align);
     resolve();
-    void *p = rt_real.aligned_alloc(align, n);
+    void *p = POW2(align) ? SERVE(n, align, 0) : NULL;
+    if (!p)
+        p = rt_real.aligned_alloc(align, n);
     note(p, n, OT_ALLOC_ALIGNED_ALLOC);
     return p;
 }
@@ -190,7 +250,9 @@ void *memalign(size_t align, size_t n)
     if (RT_UNLIKELY(rt_resolving))
         return rt_arena_alloc(n, align);
     resolve();
-    void *p = rt_real.memalign(align, n);
+    void *p = POW2(align) ? SERVE(n, align, 0) : NULL;
+    if (!p)
+        p = rt_real.memalign(align, n);
     note(p, n, OT_ALLOC_MEMALIGN);
     return p;
 }
@@ -200,7 +262,9 @@ void *valloc(size_t n)
     if (RT_UNLIKELY(rt_resolving))
         return rt_arena_alloc(n, 4096);
     resolve();
-    void *p = rt_real.valloc(n);
+    void *p = SERVE(n, rt_page_bytes, 0);
+    if (!p)
+        p = rt_real.valloc(n);
     note(p, n, OT_ALLOC_VALLOC);
     return p;
 }

@@ -390,6 +390,15 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
                  parse_match(&f, 1, &r.key, &r.occurrence, &r.size_min, &r.size_max) == 0;
             if (ok && pass == 2 && mine)
                 p->folios[p->n_folios++] = r;
+        } else if (f.count >= 1 && is_word(&f, 0, "site")) {
+            rt_plan_site r = {.tier = RT_PLAN_FAST, .line = number};
+            ok = f.count == 4 && parse_key(f.s[1], f.n[1], &r.key) == 0 &&
+                 parse_key(f.s[2], f.n[2], &r.frame0) == 0 &&
+                 (is_word(&f, 3, "fast") || is_word(&f, 3, "slow"));
+            if (ok && is_word(&f, 3, "slow"))
+                r.tier = RT_PLAN_SLOW;
+            if (ok && pass == 2 && mine)
+                p->sites[p->n_sites++] = r;
         } else if (f.count == 7 || (f.count == 8 && is_word(&f, 4, "pages"))) {
             rt_plan_entry e;
             memset(&e, 0, sizeof e);
@@ -452,8 +461,16 @@ int rt_plan_parse(rt_plan *p, const char *text, size_t len, char *err, size_t er
         rt_plan_free(p);
         return -1;
     }
+    p->map_sites_bytes = (size_t)lines * sizeof(rt_plan_site);
+    p->map_sites = rt_sys_mmap(p->map_sites_bytes);
+    if (!p->map_sites) {
+        snprintf(err, err_len, "out of memory reading the plan");
+        rt_plan_free(p);
+        return -1;
+    }
     p->entries = p->map_entries;
     p->folios = p->map_folios;
+    p->sites = p->map_sites;
     /* every range takes at least 4 bytes of the file ("0:1,"), so len / 4 + 1 bound them */
     p->map_ranges_bytes = ((size_t)len / 4 + 1) * sizeof(rt_plan_range);
     p->map_ranges = rt_sys_mmap(p->map_ranges_bytes);
@@ -537,6 +554,7 @@ void rt_plan_free(rt_plan *p)
     rt_sys_munmap(p->map_entries, p->map_entries_bytes);
     rt_sys_munmap(p->map_ranges, p->map_ranges_bytes);
     rt_sys_munmap(p->map_folios, p->map_folios_bytes);
+    rt_sys_munmap(p->map_sites, p->map_sites_bytes);
     rt_sys_munmap(p->strings, p->strings_cap);
     memset(p, 0, sizeof *p);
 }

@@ -50,6 +50,16 @@ typedef struct rt_plan_folio {
     uint64_t key, occurrence, size_min, size_max;
 } rt_plan_folio;
 
+/* A `site` record: small blocks whose calling context has stable key `key` are served from a
+ * segregated arena (arena.h) that the tier keeps fast or slow. frame0 is the key of the
+ * context's innermost frame alone (a one-frame context), so that an allocator call from any
+ * other return address is known not to be of the site without unwinding. */
+typedef struct rt_plan_site {
+    uint64_t key, frame0;
+    uint32_t tier; /* RT_PLAN_FAST or RT_PLAN_SLOW */
+    uint32_t line;
+} rt_plan_site;
+
 typedef struct rt_plan_phase {
     const char *name; /* decoded, NUL-terminated, in the plan's string arena */
     uint32_t len;     /* bytes of name */
@@ -63,6 +73,8 @@ typedef struct rt_plan {
     uint64_t n_ranges;
     rt_plan_folio *folios; /* in file order; few, searched linearly */
     uint64_t n_folios;
+    rt_plan_site *sites; /* `site` records in file order */
+    uint64_t n_sites;
     rt_plan_phase phases[RT_PLAN_MAX_PHASES];
     uint32_t n_phases;
     uint64_t budget_bytes; /* `budget` record, 0 when absent */
@@ -79,6 +91,8 @@ typedef struct rt_plan {
     size_t map_ranges_bytes;
     void *map_folios;
     size_t map_folios_bytes;
+    void *map_sites;
+    size_t map_sites_bytes;
     char *strings;
     size_t strings_used, strings_cap;
 } rt_plan;

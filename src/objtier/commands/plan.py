@@ -83,6 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print why each object went where it went")
     parser.add_argument("--explain-rows", type=B.int_option(0), default=40,
                         help="rows of --explain per phase (0 = all; default 40)")
+    parser.add_argument("--sites", type=B.int_option(0, 256), default=0, metavar="N",
+                        help="also place the N small-block sites with the most sampled "
+                        "accesses per byte fast, through arenas (objtier.plan.sites)")
+    parser.add_argument("--cold-sites", type=B.int_option(0, 256), default=0, metavar="N",
+                        help="also place the N largest small-block sites with no sampled "
+                        "access slow, through arenas")
     parser.add_argument("-o", "--output", default="plan.json", help="plan file (plan.json)")
     parser.add_argument("--text", default=None, metavar="PATH",
                         help="also write the plan's text form (for OBJTIER_PLAN)")
@@ -249,7 +255,14 @@ def run(args: argparse.Namespace) -> int:
     if not exe:
         plan["warnings"].append("the program's binary is unknown (pass --exe): the plan "
                                 "cannot be checked against the binary it is used with")
+    site_lines = []
+    if args.sites or args.cold_sites:
+        from objtier.plan.sites import add_sites
+        site_lines = add_sites(plan, getattr(profile, "traces", None) or [], args.sites,
+                               args.cold_sites)
     write_plan_files(plan, args.output, args.text)
+    for line in site_lines:
+        print(line)
 
     from objtier.objects_view import accesses_basis
     from objtier.plan.explain import explain, explain_phases, summary_line

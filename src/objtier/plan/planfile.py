@@ -280,6 +280,9 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
             _fail(where, f"entry {i}: unknown phase {_shown(e.get('phase'))}")
     _check_large_folios(where, plan.get("large_folios", []))
     _check_programs(where, plan)
+    if "sites" in plan:   # small-block sites served from arenas (objtier.plan.sites)
+        from objtier.plan.sites import check_sites
+        check_sites(where, plan["sites"])
 
 
 MAX_RANK = (1 << 63) - 1

@@ -21,6 +21,9 @@ Grammar (one record per line, fields separated by single spaces, "\\n" line ends
     folio KEY OCC SIZE_MIN SIZE_MAX                  an object whose planned-slow pages are
                                                      faulted in as large folios (plan.folios);
                                                      OCC decimal or "*"
+    site KEY FRAME0 TIER                             small blocks of the context KEY (FRAME0:
+                                                     its innermost frame's key) served from an
+                                                     arena kept fast or slow (plan.sites)
     program BUILD_ID RANK PATH                       starts the section of one program of a
                                                      multi-program plan (plan.programs): the
                                                      folio and entry lines up to the next
@@ -95,6 +98,8 @@ def to_text(plan: dict[str, Any]) -> str:
     for p in plan["phases"]:
         lines.append(f"phase {escape(p['name'])} {escape(p['parent']) if p.get('parent') else '-'}"
                      f" {escape(p['target'])}")
+    from objtier.plan.sites import text_lines
+    lines.extend(text_lines(plan))   # `site` records apply in every process
     programs = plan.get("programs") or []
     for section in [None] + list(range(len(programs))):
         if section is not None:
@@ -221,6 +226,9 @@ def parse_text(text: str) -> dict[str, Any]:
                 section = len(out["programs"])
                 out["programs"].append({"build_id": None if f[1] == "-" else f[1],
                                         "rank": rank, "path": unescape(f[3])})
+            elif f[0] == "site":
+                from objtier.plan.sites import parse_record
+                out.setdefault("sites", []).append(parse_record(f))
             elif f[0] == "folio":
                 if len(f) != 5:
                     raise ValueError

@@ -1,0 +1,378 @@
+/*
+ * Segregated arenas: site choice, tier actions and counts; see arena.h and arena_site.h.
+ *
+ * Choice (plan mode): a call is of a planned site iff the stable key of its calling context
+ * is a `site` record's key. Unwinding every small allocation would cost microseconds, so the
+ * return address ip of the allocator call is looked up first in a table of addresses: an ip
+ * whose innermost frame's key (module base name and offset, one-frame context) is no record's
+ * frame0 is never of a planned site and costs one probe from then on; only calls from a
+ * candidate ip unwind (rt_context_capture), and their context id is looked up in a second
+ * table, so the key of each context is computed once. With OBJTIER_ARENA=all, the site is
+ * the ip itself (the first RT_SARENA_MAX_SITES addresses seen get an arena each).
+ *
+ * Invariants
+ *   - ip_tab and ctx_tab entries are written once (value after key, both atomic; a reader
+ *     that finds the key with no value yet falls back to the program's allocator for that
+ *     call); new ip entries and new sites are made under slock.
+ *   - The context ids of ctx_tab are this process image's: a forked child clears the table
+ *     (context.c starts its ids over).
+ */
+#define _GNU_SOURCE
+#include "arena.h"
+#include "arena_site.h"
+#include "context.h"
+#include "modules.h"
+#include "objtier/trace_format.h"
+#include "placement.h"
+#include "plan.h"
+#include "planned.h"
+#include "writer.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef MADV_COLD
+#define MADV_COLD 20
+#endif
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 1
+#endif
+#define MPOL_PREFERRED_ 1
+#define MPOL_BIND_      2
+
+enum { MODE_OFF, MODE_PLAN, MODE_ALL };
+enum { TIER_NONE = 0, TIER_FAST = 1, TIER_SLOW = 2 };
+
+#define IP_SLOTS  (1u << 14)
+#define CTX_SLOTS (1u << 16)
+
+typedef struct ip_slot {
+    _Atomic uintptr_t ip;
+    _Atomic int32_t v; /* 0 not yet, -1 never, -2 a candidate (plan mode), s + 1 site s */
+} ip_slot;
+
+static int mode;
+static int numa;          /* OBJTIER_TIER=numa */
+static int strict;        /* OBJTIER_NUMA_STRICT */
+static int follow;        /* OBJTIER_FOLLOW_FORKS */
+static uint64_t lock_cap; /* OBJTIER_MLOCK_LIMIT, 0 = none of ours */
+static uint64_t fast_mask, slow_mask;
+static char stats_path[1024];
+static uint64_t locked_total; /* under slock */
+static pthread_mutex_t slock = PTHREAD_MUTEX_INITIALIZER;
+
+static ip_slot *ip_tab;          /* IP_SLOTS, rt_sys_mmap */
+static _Atomic int32_t *ctx_tab; /* CTX_SLOTS: 0 not yet, -1 not a site, s + 1 */
+static uint32_t n_sites;         /* sites in use (plan mode: the plan's, sorted by key) */
+static uint64_t site_key[RT_SARENA_MAX_SITES]; /* plan key, or ip (all mode) */
+static uint8_t site_tier[RT_SARENA_MAX_SITES];
+static uint64_t *frame0s; /* plan mode: the records' frame0 keys, sorted */
+static uint32_t n_frame0s;
+
+/* ---- choice ------------------------------------------------------------------------ */
+
+static inline uint32_t ip_hash(uintptr_t ip)
+{
+    return (uint32_t)(((uint64_t)ip * 0x9E3779B97F4A7C15ULL) >> 50) & (IP_SLOTS - 1);
+}
+
+/* The slot of ip, or the empty slot where it would go (NULL when the table is full). */
+static ip_slot *ip_find(uintptr_t ip)
+{
+    uint32_t h = ip_hash(ip);
+    for (uint32_t i = 0; i < IP_SLOTS; i++) {
+        ip_slot *s = &ip_tab[(h + i) & (IP_SLOTS - 1)];
+        uintptr_t v = atomic_load_explicit(&s->ip, memory_order_acquire);
+        if (v == ip || v == 0)
+            return s;
+    }
+    return NULL;
+}
+
+static int has_u64(const uint64_t *a, uint32_t n, uint64_t x, uint32_t *at)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (at)
+        *at = lo;
+    return lo < n && a[lo] == x;
+}
+
+/* The one-frame key of ip, as rt_context_key computes it for a frame. */
+static uint64_t frame0_key(uintptr_t ip)
+{
+    uint64_t base = 0;
+    size_t len = 0;
+    rt_context_lock();
+    uint32_t m = rt_modules_map(&rt_w, ip, &base);
+    const char *path = m ? rt_modules_path(m, &len) : NULL;
+    size_t start = len;
+    while (path && start > 0 && path[start - 1] != '/')
+        start--;
+    uint64_t h = ot_context_key_frame(OT_FNV64_OFFSET, path ? path + start : "",
+                                      path ? len - start : 0, ip - base);
+    rt_context_unlock();
+    return h;
+}
+
+/* The value of a new ip (slock held). */
+static int32_t first_sight(uintptr_t ip, uint64_t k0)
+{
+    if (mode == MODE_PLAN)
+        return has_u64(frame0s, n_frame0s, k0, NULL) ? -2 : -1;
+    if (n_sites == RT_SARENA_MAX_SITES)
+        return -1;
+    site_key[n_sites] = ip;
+    site_tier[n_sites] = TIER_NONE;
+    return (int32_t)++n_sites;
+}
+
+static int32_t ip_value(uintptr_t ip)
+{
+    ip_slot *s = ip_find(ip);
+    if (s && atomic_load_explicit(&s->ip, memory_order_acquire) == ip)
+        return atomic_load_explicit(&s->v, memory_order_acquire);
+    uint64_t k0 = mode == MODE_PLAN ? frame0_key(ip) : 0;
+    pthread_mutex_lock(&slock);
+    int32_t v = -1;
+    s = ip_find(ip);
+    if (s && atomic_load(&s->ip) == ip)
+        v = atomic_load(&s->v);
+    else if (s) {
+        v = first_sight(ip, k0);
+        atomic_store_explicit(&s->ip, ip, memory_order_release);
+        atomic_store_explicit(&s->v, v, memory_order_release);
+    } /* else a full table: this ip is not served */
+    pthread_mutex_unlock(&slock);
+    return v;
+}
+
+int rt_sarena_site_of(size_t n, const void *ip)
+{
+    (void)n;
+    int32_t v = ip_value((uintptr_t)ip);
+    if (v > 0)
+        return v - 1;
+    if (v != -2)
+        return -1;
+    uint32_t ctx = rt_context_capture(&rt_w);
+    if (ctx == 0)
+        return -1;
+    int32_t d = ctx < CTX_SLOTS ? atomic_load_explicit(&ctx_tab[ctx], memory_order_relaxed) : 0;
+    if (d == 0) {
+        uint32_t at;
+        d = has_u64(site_key, n_sites, rt_context_key(ctx), &at) ? (int32_t)at + 1 : -1;
+        if (ctx < CTX_SLOTS)
+            atomic_store_explicit(&ctx_tab[ctx], d, memory_order_relaxed);
+    }
+    return d > 0 ? d - 1 : -1;
+}
+
+/* ---- tier actions ------------------------------------------------------------------ */
+
+static long sys_mbind(void *a, size_t len, int mpol, uint64_t mask)
+{
+    unsigned long m[1] = {(unsigned long)mask};
+    return syscall(SYS_mbind, a, len, mpol, m, 65, 0);
+}
+
+void rt_sarena_site_chunk(uint32_t s, void *c, size_t len, rt_sarena_counts *k)
+{
+    int t = site_tier[s];
+    if (t == TIER_NONE)
+        return;
+    if (numa) {
+        uint64_t mask = t == TIER_FAST ? fast_mask : slow_mask;
+        int mpol = t == TIER_FAST && !strict ? MPOL_PREFERRED_ : MPOL_BIND_;
+        if (mpol == MPOL_PREFERRED_)
+            mask &= -mask; /* preferred takes one node */
+        if (mask && sys_mbind(c, len, mpol, mask) == 0)
+            k->bound_bytes += len;
+        else
+            k->bind_failed++;
+        return;
+    }
+    if (t != TIER_FAST)
+        return;
+    pthread_mutex_lock(&slock);
+    int room = !lock_cap || locked_total + len <= lock_cap;
+    if (room)
+        locked_total += len;
+    pthread_mutex_unlock(&slock);
+    /* locked as touched: a chunk's untouched tail costs nothing */
+    long r = room ? syscall(SYS_mlock2, c, len, MLOCK_ONFAULT) : -1;
+    if (r == 0)
+        k->locked_bytes += len;
+    else
+        k->lock_failed++;
+}
+
+void rt_sarena_site_chunk_full(uint32_t s, void *c, size_t len, rt_sarena_counts *k)
+{
+    if (site_tier[s] == TIER_SLOW && !numa && syscall(SYS_madvise, c, len, MADV_COLD) == 0)
+        k->cold_bytes += len;
+}
+
+/* ---- start-up, exit, fork ---------------------------------------------------------- */
+
+static int parse_nodes(const char *s, uint64_t *mask)
+{
+    uint64_t m = 0;
+    while (*s) {
+        unsigned a = 0, b;
+        if (*s < '0' || *s > '9')
+            return -1;
+        for (; *s >= '0' && *s <= '9'; s++)
+            if ((a = a * 10 + (unsigned)(*s - '0')) >= 64)
+                return -1;
+        b = a;
+        if (*s == '-') {
+            s++;
+            for (b = 0; *s >= '0' && *s <= '9'; s++)
+                if ((b = b * 10 + (unsigned)(*s - '0')) >= 64)
+                    return -1;
+        }
+        for (unsigned x = a; x <= b; x++)
+            m |= 1ull << x;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    *mask = m;
+    return 0;
+}
+
+/* The plan's `site` records, sorted by key into site_key/site_tier, and their frame0s. */
+static int take_plan_sites(void)
+{
+    const rt_plan *p = &rt_plan_in_force;
+    uint64_t n = p->n_sites;
+    if (n > RT_SARENA_MAX_SITES) {
+        rt_log(1, "plan: %llu sites; arenas for the first %u", (unsigned long long)n,
+               RT_SARENA_MAX_SITES);
+        n = RT_SARENA_MAX_SITES;
+    }
+    frame0s = rt_sys_mmap(RT_SARENA_MAX_SITES * sizeof *frame0s);
+    if (!frame0s)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) { /* insertion sorts: few records */
+        const rt_plan_site *r = &p->sites[i];
+        uint32_t at;
+        if (!has_u64(site_key, n_sites, r->key, &at)) { /* the first record of a key wins */
+            memmove(site_key + at + 1, site_key + at, (n_sites - at) * sizeof *site_key);
+            memmove(site_tier + at + 1, site_tier + at, n_sites - at);
+            site_key[at] = r->key;
+            site_tier[at] = r->tier == RT_PLAN_SLOW ? TIER_SLOW : TIER_FAST;
+            n_sites++;
+        }
+        if (!has_u64(frame0s, n_frame0s, r->frame0, &at)) {
+            memmove(frame0s + at + 1, frame0s + at, (n_frame0s - at) * sizeof *frame0s);
+            frame0s[at] = r->frame0;
+            n_frame0s++;
+        }
+    }
+    return 0;
+}
+
+void rt_sarena_init(const rt_config *cfg)
+{
+    if (strcmp(cfg->arena, "off") == 0)
+        return;
+    if (cfg->arena[0] && strcmp(cfg->arena, "all") != 0) {
+        rt_log(1, "OBJTIER_ARENA=%s is not all or off; no arenas", cfg->arena);
+        return;
+    }
+    int planned = atomic_load(&rt_place_on) && rt_plan_in_force.n_sites > 0;
+    mode = cfg->arena[0] ? MODE_ALL : planned ? MODE_PLAN : MODE_OFF;
+    if (mode == MODE_OFF)
+        return;
+    numa = cfg->tier == RT_TIER_NUMA;
+    strict = cfg->numa_strict;
+    follow = cfg->follow_forks;
+    lock_cap = cfg->mlock_limit;
+    if (numa && mode == MODE_PLAN &&
+        (parse_nodes(cfg->fast_nodes, &fast_mask) || parse_nodes(cfg->slow_nodes, &slow_mask)))
+        fast_mask = slow_mask = 0; /* tier_numa.c said so already; mbind is counted failed */
+    snprintf(stats_path, sizeof stats_path, "%s", cfg->arena_stats);
+    ip_tab = rt_sys_mmap(IP_SLOTS * sizeof *ip_tab);
+    ctx_tab = mode == MODE_PLAN ? rt_sys_mmap(CTX_SLOTS * sizeof *ctx_tab) : NULL;
+    if (!ip_tab || (mode == MODE_PLAN && (!ctx_tab || take_plan_sites() != 0))) {
+        rt_log(1, "out of memory setting up arenas; no arenas");
+        mode = MODE_OFF;
+        return;
+    }
+    rt_sarena_alloc_init();
+    rt_log(0, "arenas: %s, %u sites", mode == MODE_ALL ? "every call site" : "plan", n_sites);
+    atomic_store(&rt_sarena_serving, 1);
+}
+
+void rt_sarena_site_fork_prepare(void)
+{
+    pthread_mutex_lock(&slock);
+}
+
+void rt_sarena_site_fork_parent(void)
+{
+    pthread_mutex_unlock(&slock);
+}
+
+void rt_sarena_site_fork_child(void)
+{
+    pthread_mutex_init(&slock, NULL);
+    if (ctx_tab) /* context ids start over in the child (context.c) */
+        memset((void *)ctx_tab, 0, CTX_SLOTS * sizeof *ctx_tab);
+    locked_total = 0; /* mlocks are not inherited */
+    /* a child that writes no trace of its own has no context table to unwind into */
+    if (mode == MODE_PLAN && !follow)
+        atomic_store(&rt_sarena_serving, 0);
+}
+
+/* One line of counts per process, appended to OBJTIER_ARENA_STATS at exit. */
+__attribute__((destructor)) static void write_stats(void)
+{
+    if (mode == MODE_OFF || !stats_path[0])
+        return;
+    rt_sarena_counts t = {0};
+    uint32_t used = 0;
+    for (uint32_t s = 0; s < n_sites; s++) {
+        rt_sarena_counts k;
+        rt_sarena_read_counts(s, &k);
+        used += k.blocks > 0;
+        uint64_t *a = (uint64_t *)&t, *b = (uint64_t *)&k;
+        for (size_t i = 0; i < sizeof t / sizeof(uint64_t); i++)
+            a[i] += b[i];
+    }
+    char line[768];
+    int w = snprintf(
+        line, sizeof line,
+        "pid=%d mode=%s sites=%u sites_used=%u blocks=%llu reused=%llu frees=%llu "
+        "live_blocks=%llu live_bytes=%llu carved_bytes=%llu waste_bytes=%llu chunks=%llu "
+        "chunk_bytes=%llu no_memory=%llu locked_bytes=%llu lock_failed=%llu cold_bytes=%llu "
+        "bound_bytes=%llu bind_failed=%llu\n",
+        (int)getpid(), mode == MODE_ALL ? "all" : "plan", n_sites, used,
+        (unsigned long long)t.blocks, (unsigned long long)t.reused, (unsigned long long)t.frees,
+        (unsigned long long)t.live_blocks, (unsigned long long)t.live_bytes,
+        (unsigned long long)t.carved_bytes, (unsigned long long)t.waste_bytes,
+        (unsigned long long)t.chunks, (unsigned long long)t.chunks * RT_SARENA_CHUNK_BYTES,
+        (unsigned long long)t.no_memory, (unsigned long long)t.locked_bytes,
+        (unsigned long long)t.lock_failed, (unsigned long long)t.cold_bytes,
+        (unsigned long long)t.bound_bytes, (unsigned long long)t.bind_failed);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, stats_path,
+                          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || w <= 0)
+        return;
+    rt_sys_write_all(fd, line, (size_t)w < sizeof line ? (size_t)w : sizeof line - 1);
+    syscall(SYS_close, fd);
+}
