@@ -342,7 +342,7 @@ void rt_sarena_site_fork_child(void)
 /* One line of counts per process, appended to OBJTIER_ARENA_STATS at exit. */
 __attribute__((destructor)) static void write_stats(void)
 {
-    if (mode == MODE_OFF || !stats_path[0])
+    if (mode == MODE_OFF)
         return;
     rt_sarena_counts t = {0};
     uint32_t used = 0;
@@ -354,6 +354,17 @@ __attribute__((destructor)) static void write_stats(void)
         for (size_t i = 0; i < sizeof t / sizeof(uint64_t); i++)
             a[i] += b[i];
     }
+    if (mode == MODE_PLAN && t.blocks == 0)
+        rt_log(follow == 0,
+               "plan: no allocation of its %u sites was served from an arena "
+               "(another binary, other inputs, another OBJTIER_STACK_DEPTH?)",
+               n_sites);
+    else
+        rt_log(0, "arenas: %llu blocks of %u sites, %llu chunks of 1 MiB, %llu live bytes",
+               (unsigned long long)t.blocks, used, (unsigned long long)t.chunks,
+               (unsigned long long)t.live_bytes);
+    if (!stats_path[0])
+        return;
     char line[768];
     int w = snprintf(
         line, sizeof line,

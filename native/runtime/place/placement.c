@@ -270,7 +270,7 @@ void rt_place_finish(void)
         return;
     pthread_mutex_lock(&rt_planned_lock);
     rt_planned_flush();
-    if (matched == 0)
+    if (matched == 0 && rt_plan_in_force.n_sites == 0) /* sites: arena_site.c counts them */
         /* following forks, a process of another binary (a launcher, a shell) matching nothing
          * is expected: said only with OBJTIER_LOG=1 */
         rt_log(!follow_forks || rt_plan_in_force.binary_mine || rt_plan_in_force.n_programs,
