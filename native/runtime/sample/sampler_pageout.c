@@ -13,10 +13,13 @@
  * protection change and no failed call: only time and residency change.
  *
  * Records: one SAMPLE (source OT_SRC_PAGEOUT, latency = touch - arm in microseconds) per
- * armed page at its first touch within the window, and one WINDOW record per window (the
- * same exposure record the fault sampler writes, so objects' touch rates are estimated the
- * same way). Armed pages = pages pagemap showed swapped after the pageout, plus pages whose
- * major fault arrived before pagemap was read (touched at once).
+ * armed page at its first touch after arming, and one WINDOW record per window (the same
+ * exposure record the fault sampler writes, so objects' touch rates are estimated the same
+ * way). Armed pages = pages pagemap showed swapped after the pageout, plus pages whose
+ * major fault arrived before pagemap was read (touched at once). An armed page stays in swap
+ * until its next touch, so a window stays open (pageout_pool.h) until every armed page was
+ * touched or for RT_POOL_HORIZON_NS: a page reused every few seconds is seen reused, not
+ * taken for cold at the end of a short dwell. Its WINDOW record's dwell is close - arm.
  *
  * Invariants
  *   - One thread (the scanner) arms windows, drains the perf rings and writes records:
@@ -36,12 +39,13 @@
  *   - Needs an active swap device with free space (zram is enough); without one start()
  *     logs why and returns -ENODEV (the trace then has no samples; `objtier record`
  *     checks this first and says so).
- *   - Untouched pages stay in swap after their window; a later touch is a major fault that
- *     is not in any window and is not recorded.
+ *   - Pages untouched when their window closes stay in swap; a later touch is a major
+ *     fault in no open window: counted (recorder faults), not recorded.
  */
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "overhead.h"
+#include "pageout_pool.h"
 #include "perf_ring.h"
 #include "sampler_scan.h"
 #include "window_log.h"
@@ -65,10 +69,10 @@
 #define MADV_PAGEOUT 21
 #endif
 
-#define TICK_NS      5000000ULL  /* scanner wake-up while a window dwells, 5 ms */
+#define TICK_NS      5000000ULL  /* scanner wake-up, 5 ms */
 #define SLOW_TICK_NS 20000000ULL /* the same while paced below half OBJTIER_RATE, 20 ms */
 #define IDLE_MAX_NS  20000000ULL /* longest sleep waiting for tokens, 20 ms (stop waits it) */
-#define DWELL_NS     50000000ULL /* a window is watched at most 50 ms */
+#define ARM_ROUND    64          /* windows armed at most between two wake-ups */
 #define RING_PAGES   64          /* perf ring data pages per CPU (power of two) */
 #define MAX_CPUS     256
 #define PM_SWAPPED   (1ULL << 62)
@@ -89,13 +93,10 @@ static int n_rings;
 static _Atomic uint64_t n_outside;
 static rt_window_log wlog = {.source = OT_SRC_PAGEOUT};
 
-/* The window being watched (scanner thread only). Armed page i (cluster k, page j ->
- * k * cluster + j) has bit i in w_armed when pagemap showed it swapped and in w_touched
- * once its first major fault was seen. */
+/* The open windows (scanner thread only): armed page i (cluster k, page j -> k * cluster +
+ * j) of a window is pending in its slot from the pagemap read until its first major fault. */
 static rt_scan scan;
-static rt_scan_window win; /* win.pages == 0: no window */
-static uint64_t w_arm_ns;
-static uint64_t w_armed[RT_MAX_WINDOW_PAGES / 64], w_touched[RT_MAX_WINDOW_PAGES / 64];
+static rt_pool pool;
 static rt_scan_budget budget; /* scanner thread only */
 static rt_overhead ovh;       /* scanner thread only */
 static uint32_t scanner_tid;  /* its calibration faults are not samples */
@@ -149,16 +150,8 @@ static void on_record(void *ctx, const struct perf_event_header *h, const unsign
     memcpy(&addr, p + 16, 8);
     if (pid != my_pid || tid == scanner_tid)
         return;
-    int64_t i = win.pages ? rt_scan_armed_index(&win, page_down(addr), rt_page_bytes) : -1;
-    if (i < 0) {
+    if (!rt_pool_touch(&pool, addr, page_down(addr), rt_page_bytes, tid, t))
         atomic_fetch_add_explicit(&n_outside, 1, memory_order_relaxed);
-        return;
-    }
-    uint64_t bit = 1ULL << (i & 63);
-    if (w_touched[i / 64] & bit)
-        return;
-    w_touched[i / 64] |= bit;
-    rt_window_log_touch(&wlog, addr, tid, 0, t, w_arm_ns, 0);
 }
 
 static void drain_all(void)
@@ -216,34 +209,13 @@ static int open_rings(void)
 
 /* ---- windows ------------------------------------------------------------------- */
 
-static unsigned popcount_words(const uint64_t *a, const uint64_t *b, uint64_t n_bits)
-{
-    unsigned n = 0;
-    for (uint64_t w = 0; w < (n_bits + 63) / 64; w++)
-        n += (unsigned)__builtin_popcountll(a[w] | b[w]);
-    return n;
-}
-
-/* Ends the window: last samples, then its WINDOW record (armed = swapped or touched). */
-static void end_window(void)
-{
-    uint64_t n_bits = win.pages;
-    if (!n_bits)
-        return;
-    drain_all();
-    uint64_t now = rt_now_ns();
-    unsigned armed = popcount_words(w_armed, w_touched, n_bits);
-    unsigned touched = popcount_words(w_touched, w_touched, n_bits);
-    if (armed)
-        rt_window_log_end(&wlog, win.seq, win.start, w_arm_ns, now, armed, touched);
-    win.pages = 0;
-}
-
-/* Marks in w_armed the pages of cluster k (pages at `at`, `len` of them) that pagemap
- * shows swapped out. */
-static void read_swapped(uint64_t at, uint64_t k, uint64_t len)
+/* Marks pending in slot `s` the pages of its cluster k (pages at `at`, `len` of them) that
+ * pagemap shows swapped out. */
+static void read_swapped(rt_pool_slot *s, uint64_t at, uint64_t k, uint64_t len)
 {
     uint64_t entries[RT_SCAN_CLUSTER_PAGES * 4];
+    uint64_t first =
+        k * s->w.cluster + (at - rt_scan_cluster_at(&s->w, k, rt_page_bytes)) / rt_page_bytes;
     while (len) {
         uint64_t n = len < sizeof entries / 8 ? len : sizeof entries / 8;
         off_t off = (off_t)(at / rt_page_bytes * 8);
@@ -251,35 +223,32 @@ static void read_swapped(uint64_t at, uint64_t k, uint64_t len)
         if (got <= 0)
             return;
         uint64_t m = (uint64_t)got / 8;
-        for (uint64_t j = 0; j < m; j++) {
-            uint64_t i = k * win.cluster +
-                         (at - rt_scan_cluster_at(&win, k, rt_page_bytes)) / rt_page_bytes + j;
+        for (uint64_t j = 0; j < m; j++)
             if ((entries[j] & PM_SWAPPED) && !(entries[j] & PM_PRESENT))
-                w_armed[i / 64] |= 1ULL << (i & 63);
-        }
+                rt_pool_arm_page(s, first + j);
+        first += m;
         at += m * rt_page_bytes;
         len -= m;
     }
 }
 
-/* Arms the next window; its armed pages, 0 when none was armed. */
+/* Arms the next window; its pages, 0 when none could be armed now. */
 static uint64_t arm_next(void)
 {
-    if (!rt_scan_next(&scan, (uint64_t)budget.tokens, &win))
+    rt_scan_window w;
+    if (!rt_scan_next(&scan, (uint64_t)budget.tokens, &w))
         return 0;
-    memset(w_armed, 0, (win.pages + 63) / 64 * 8);
-    memset(w_touched, 0, (win.pages + 63) / 64 * 8);
-    rt_window_log_begin(&wlog);
-    w_arm_ns = rt_now_ns();
+    rt_pool_slot *s = rt_pool_open(&pool, &w, rt_now_ns());
     /* any protection: paging out keeps contents and protection, the kernel swaps in */
-    for (uint64_t k = 0; k < win.m; k++)
-        syscall(SYS_madvise, (void *)(uintptr_t)rt_scan_cluster_at(&win, k, rt_page_bytes),
-                rt_scan_cluster_pages(&win, k) * rt_page_bytes, MADV_PAGEOUT);
-    for (uint64_t k = 0; k < win.m; k++)
-        read_swapped(rt_scan_cluster_at(&win, k, rt_page_bytes), k, rt_scan_cluster_pages(&win, k));
-    budget.tokens -= (double)win.pages;
-    ovh.pages += win.pages;
-    return win.pages;
+    for (uint64_t k = 0; k < w.m; k++)
+        syscall(SYS_madvise, (void *)(uintptr_t)rt_scan_cluster_at(&w, k, rt_page_bytes),
+                rt_scan_cluster_pages(&w, k) * rt_page_bytes, MADV_PAGEOUT);
+    for (uint64_t k = 0; k < w.m; k++)
+        read_swapped(s, rt_scan_cluster_at(&w, k, rt_page_bytes), k, rt_scan_cluster_pages(&w, k));
+    rt_pool_ready(s, rt_now_ns());
+    budget.tokens -= (double)w.pages;
+    ovh.pages += w.pages;
+    return w.pages;
 }
 
 static void *scan_loop(void *arg)
@@ -303,29 +272,22 @@ static void *scan_loop(void *arg)
             scan.rate = (uint64_t)rate;
         }
         rt_scan_budget_refill(&budget);
-        uint64_t n = budget.tokens >= 1.0 ? arm_next() : 0;
-        if (!n) {
-            drain_all(); /* faults outside windows: counted, not recorded */
-            /* no token yet: sleep until one accrues (at most IDLE_MAX_NS), else a tick */
-            double wait = budget.tokens < 1.0 ? (1.0 - budget.tokens) / budget.per_ns : 0;
-            rt_scan_sleep_ns(wait > (double)IDLE_MAX_NS ? IDLE_MAX_NS
-                             : wait > (double)TICK_NS   ? (uint64_t)wait
-                                                        : TICK_NS);
-            continue;
-        }
-        uint64_t until = w_arm_ns + DWELL_NS;
-        unsigned armed;
+        for (int k = 0; k < ARM_ROUND && budget.tokens >= 1.0 && arm_next(); k++)
+            ;
         /* paced down, the scanner's own wake-ups weigh: fewer of them (touch times come
-         * from the perf samples, not from the tick) */
+         * from the perf samples, not from the tick); short of tokens for a cluster, sleep
+         * until they accrue (at most IDLE_MAX_NS) */
         uint64_t tick = rate * 2 < (double)cfg->rate ? SLOW_TICK_NS : TICK_NS;
-        do {
-            rt_scan_sleep_ns(tick);
-            drain_all();
-            armed = popcount_words(w_armed, w_touched, n);
-        } while (!atomic_load(&stop_flag) && rt_now_ns() < until &&
-                 popcount_words(w_touched, w_touched, n) < armed);
-        end_window();
+        double need = RT_SCAN_CLUSTER_PAGES - budget.tokens;
+        double wait = need > 0 ? need / budget.per_ns : 0;
+        rt_scan_sleep_ns(wait > (double)IDLE_MAX_NS ? IDLE_MAX_NS
+                         : wait > (double)tick      ? (uint64_t)wait
+                                                    : tick);
+        drain_all();
+        rt_pool_close(&pool, rt_now_ns(), 0);
     }
+    drain_all();
+    rt_pool_close(&pool, rt_now_ns(), 1);
     ovh.faults = atomic_load(&wlog.samples) + atomic_load(&wlog.lost) +
                  atomic_load_explicit(&n_outside, memory_order_relaxed);
     rt_overhead_step(&ovh, 1); /* the run's totals */
@@ -367,8 +329,15 @@ static int pageout_start(void)
                   "(perf_event_paranoid); user-mode touches only");
     atomic_store(&stop_flag, 0);
     rt_scan_init(&scan, cfg);
-    win.pages = 0;
+    if (rt_pool_init(&pool, &wlog, cfg->window_pages) != 0) {
+        close_rings();
+        close(pagemap_fd);
+        pagemap_fd = -1;
+        rt_log(1, "pageout sampler: no memory for its windows; no samples");
+        return -ENOMEM;
+    }
     if (pthread_create(&scanner, NULL, scan_loop, NULL) != 0) {
+        rt_pool_free(&pool);
         close_rings();
         close(pagemap_fd);
         pagemap_fd = -1;
@@ -394,6 +363,7 @@ static void pageout_stop(void)
         close(pagemap_fd);
     pagemap_fd = -1;
     rt_scan_free(&scan);
+    rt_pool_free(&pool);
 }
 
 static void pageout_stats(ot_sampler_stats_record *out)
@@ -415,7 +385,7 @@ static void pageout_fork_child(int restart)
     pagemap_fd = -1;
     scanner_started = 0;
     scanner_tid = 0;
-    win.pages = 0;
+    rt_pool_free(&pool); /* the child's copy of the parent's open windows */
     rt_scan_free(&scan); /* the child's copy of the parent's snapshot */
     rt_window_log_reset(&wlog);
     atomic_store(&n_outside, 0);

@@ -13,8 +13,15 @@ void rt_window_log_begin(rt_window_log *l)
 void rt_window_log_touch(rt_window_log *l, uint64_t addr, uint32_t tid, uint16_t flags,
                          uint64_t now, uint64_t arm_ns, int in_signal)
 {
+    atomic_fetch_add_explicit(&l->touched_ns, now > arm_ns ? now - arm_ns : 0,
+                              memory_order_relaxed);
+    rt_window_log_sample(l, addr, tid, flags, now, arm_ns, in_signal);
+}
+
+void rt_window_log_sample(rt_window_log *l, uint64_t addr, uint32_t tid, uint16_t flags,
+                          uint64_t now, uint64_t arm_ns, int in_signal)
+{
     uint64_t lat_ns = now > arm_ns ? now - arm_ns : 0;
-    atomic_fetch_add_explicit(&l->touched_ns, lat_ns, memory_order_relaxed);
     uint64_t us = lat_ns / 1000;
     ot_sample_record s = {.time_ns = now,
                           .addr = addr,
@@ -35,11 +42,18 @@ void rt_window_log_touch(rt_window_log *l, uint64_t addr, uint32_t tid, uint16_t
 void rt_window_log_end(rt_window_log *l, uint64_t seq, uint64_t start, uint64_t arm_ns,
                        uint64_t end_ns, uint32_t pages, uint32_t touched)
 {
+    rt_window_log_end_sum(l, seq, start, arm_ns, end_ns, pages, touched,
+                          atomic_load(&l->touched_ns));
+}
+
+void rt_window_log_end_sum(rt_window_log *l, uint64_t seq, uint64_t start, uint64_t arm_ns,
+                           uint64_t end_ns, uint32_t pages, uint32_t touched, uint64_t touched_ns)
+{
     ot_window_record r = {.arm_ns = arm_ns,
                           .alloc_seq = seq,
                           .start = start,
                           .dwell_ns = end_ns > arm_ns ? end_ns - arm_ns : 0,
-                          .touched_ns = atomic_load(&l->touched_ns),
+                          .touched_ns = touched_ns,
                           .pages = pages,
                           .touched = touched};
     memcpy(l->batch + sizeof(ot_block_header) + l->batch_n * sizeof r, &r, sizeof r);

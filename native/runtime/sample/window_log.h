@@ -37,11 +37,20 @@ void rt_window_log_begin(rt_window_log *l);
 void rt_window_log_touch(rt_window_log *l, uint64_t addr, uint32_t tid, uint16_t flags,
                          uint64_t now, uint64_t arm_ns, int in_signal);
 
+/* The same SAMPLE without adding to the window under way's touched_ns (a sampler that keeps
+ * each window's sum itself). */
+void rt_window_log_sample(rt_window_log *l, uint64_t addr, uint32_t tid, uint16_t flags,
+                          uint64_t now, uint64_t arm_ns, int in_signal);
+
 /* The window [start, ...) of object `seq`, armed at arm_ns and ended at end_ns, had `pages`
  * armed pages of which `touched` were touched: its WINDOW record (written when the batch is
  * full) and its counts. */
 void rt_window_log_end(rt_window_log *l, uint64_t seq, uint64_t start, uint64_t arm_ns,
                        uint64_t end_ns, uint32_t pages, uint32_t touched);
+
+/* The same with the window's own sum of (first touch - arm) over its touched pages [ns]. */
+void rt_window_log_end_sum(rt_window_log *l, uint64_t seq, uint64_t start, uint64_t arm_ns,
+                           uint64_t end_ns, uint32_t pages, uint32_t touched, uint64_t touched_ns);
 
 /* Writes the WINDOW records not yet written (dropped when the runtime is not active). */
 void rt_window_log_flush(rt_window_log *l);
