@@ -1,0 +1,62 @@
+"""The real-program suite with segregated arenas on (OBJTIER_ARENA=all: every small block of
+the program served from an arena of its calling address, docs/runtime.md "Arenas"), under
+every sampler: the same verdicts as test_real_programs.py — same exit status and output as the
+plain run, objects where it allocates large buffers — and the runtime's counts
+(OBJTIER_ARENA_STATS) show that arenas served the program's blocks."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.realprog.conftest import real_programs
+from tests.realprog.test_real_programs import FAST, SLOW, params
+
+# Cases whose program never runs with the runtime serving (nothing to count): the
+# AddressSanitizer build refuses a preloaded allocator ahead of its own.
+NO_COUNTS = {"asan"}
+# Cases whose program makes no small heap block to serve: gzip works in static buffers.
+NO_SMALL_BLOCKS = {"gzip"}
+
+
+def check_arenas(prepared_case, tmp_path, monkeypatch, name: str, sampler: str) -> None:
+    prepared = prepared_case(name)
+    if prepared.skip:
+        pytest.skip(prepared.skip)
+    case, plain = prepared.case, prepared.plain
+    assert plain.exit_status == 0, f"the plain run failed: {plain.stderr[-400:]}"
+    stats = tmp_path / "arena-stats"
+    monkeypatch.setenv("OBJTIER_ARENA", "all")
+    monkeypatch.setenv("OBJTIER_ARENA_STATS", str(stats))
+    recorded = real_programs.run_recorded(prepared.program, sampler, tmp_path / "run.otr")
+    outcome, why = real_programs.verdict(case, plain, recorded)
+    if outcome == "refused" and not case.may_refuse:
+        pytest.skip(f"objtier record --sampler {sampler} refused here: {why}")
+    assert real_programs.passed(case, outcome), (
+        f"{name} under --sampler {sampler} with arenas: {why}\n"
+        f"--- stderr ---\n{recorded.stderr[-1500:]}")
+    if outcome != "pass":
+        return
+    assert recorded.exit_status == plain.exit_status
+    assert recorded.checksum == plain.checksum
+    if case.objects_expected:
+        assert recorded.objects and recorded.objects > 0
+    if name not in NO_COUNTS:
+        lines = stats.read_text().splitlines() if stats.exists() else []
+        blocks = [int(f.split("=", 1)[1]) for line in lines for f in line.split()
+                  if f.startswith("blocks=")]
+        assert blocks, f"the runtime wrote no arena counts for {name}"
+        if name not in NO_SMALL_BLOCKS:
+            assert max(blocks) > 0, f"no arena served {name}'s blocks: {lines}"
+
+
+@pytest.mark.parametrize(("name", "sampler"), params(FAST))
+def test_real_program_with_arenas(prepared_case, tmp_path, monkeypatch, name, sampler):
+    check_arenas(prepared_case, tmp_path, monkeypatch, name, sampler)
+
+
+@pytest.mark.parametrize(("name", "sampler"), params(SLOW, marks=[pytest.mark.slow]))
+def test_real_program_heavy_with_arenas(prepared_case, tmp_path, monkeypatch, name, sampler,
+                                        request):
+    if "slow" not in (request.config.getoption("-m") or ""):
+        pytest.skip("heavy case: run with `-m slow`")
+    check_arenas(prepared_case, tmp_path, monkeypatch, name, sampler)
