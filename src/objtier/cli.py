@@ -75,9 +75,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    words = sys.argv[1:] if argv is None else argv
+    words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
-    args = parser.parse_args(argv)
+    try:
+        words = rewrite_argv(words)
+    except ObjtierError as error:
+        sys.stderr.write(f"objtier {words[0]}: {one_line(error)}\n")
+        return error.exit_code
+    args = parser.parse_args(words)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
@@ -103,6 +108,18 @@ def main(argv: list[str] | None = None) -> int:
                          f"{type(error).__name__}: {one_line(error)} (run with OBJTIER_DEBUG=1 "
                          f"for the traceback, and please report it)\n")
         return INTERNAL_ERROR_EXIT
+
+
+def rewrite_argv(words: list[str]) -> list[str]:
+    """The words in this release's spelling: a subcommand module may define
+    rewrite_argv(words after the subcommand) -> words, to keep an earlier release's spelling
+    of its options working for one release (it may raise ObjtierError)."""
+    if not words or words[0].startswith("-"):
+        return words
+    for module in discover_commands(words[0]):
+        if getattr(module, "NAME", None) == words[0] and hasattr(module, "rewrite_argv"):
+            return [words[0]] + module.rewrite_argv(words[1:])
+    return words
 
 
 def one_line(error: BaseException) -> str:

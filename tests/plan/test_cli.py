@@ -81,7 +81,7 @@ def test_phases_from_csv_tables(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--fast", "lots"], "bad budget 'lots'"),
-    (["--fast", "70%", "--algo", "rank", "--alpha", "2"], "--alpha and --beta apply to"),
+    (["--fast", "70%", "--algo", "rank", "--alpha", "2"], "alpha and beta apply to"),
     (["--fast", "70%", "--phases"], "--phases with an object-table input needs"),
     (["--fast", "70%", "--algo", "fancy"], "invalid choice"),
 ])

@@ -67,9 +67,9 @@ def test_missing_plan_and_wrong_options_are_one_line_errors(plan_for_hotcold, tm
     run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--local", "50%",
                   "--", "/bin/true")
     assert run.returncode == 2 and one_line_error(run.stderr) and "--local" in run.stderr
-    run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--fast-nodes",
-                  "zero", "--", "/bin/true")
-    assert run.returncode == 2 and one_line_error(run.stderr) and "--fast-nodes" in run.stderr
+    run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--nodes",
+                  "zero/", "--", "/bin/true")
+    assert run.returncode == 2 and one_line_error(run.stderr) and "--nodes" in run.stderr
     run = objtier("run", "--plan", str(plan_for_hotcold), "--tier", "numa", "--no-guard",
                   "--", "/bin/true")
     assert run.returncode == 2 and one_line_error(run.stderr) and "--no-guard" in run.stderr

@@ -295,7 +295,7 @@ def test_numa_tiers_from_sysfs_and_one_line_refusals():
 
 @pytest.mark.parametrize("extra, message", [
     (["--tier", "numa"], None),                    # this machine's own answer, when one node
-    (["--fast-nodes", "0"], "--fast-nodes/--slow-nodes need --tier numa"),
+    (["--nodes", "0/"], "--nodes needs --tier numa"),
     (["--pairs", "1"], "--pairs must be 0 or between 2 and 8"),
     (["--tier", "numa", "--knob", "local=50"], "no --knob, --suite or --threads"),
 ])

@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from objtier import bounds as B
+from objtier.commands._swap_options import (COMPARE_LOCAL, add_backfill, add_nodes,
+                                            add_plan_run_options, backfill, large_folio,
+                                            old_spelling, read_nodes, rewrite_nodes,
+                                            stat_flush_period)
 from objtier.errors import UsageError
 
 NAME = "compare"
@@ -20,66 +24,42 @@ HELP = "measure a program under limited local memory: kernel reclaim vs an objti
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tier", default="swap", choices=["swap", "numa"],
                         help="the slow tier (swap: memory cgroup + swap; needs root)")
-    parser.add_argument("--local", default="70%", metavar="SIZE|PCT",
-                        help="local (fast) memory: PCT of the measured footprint or a SIZE "
-                        "(default 70%%)")
     parser.add_argument("--repeat", type=B.int_option(1), default=5,
                         help="runs per configuration (5)")
-    parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
-                        help="swap behind the cgroup (default: a new zram device)")
+    controls = add_plan_run_options(
+        parser, local=COMPARE_LOCAL,
+        numa="; --tier numa: PCT of the fast nodes' free memory or a SIZE")
+    controls.add_argument("--arm", dest="arms", action="append", default=[],
+                        choices=["objtier-noguard", "kernel-raw"],
+                        help="swap: add an arm to each repetition: objtier-noguard (the plan "
+                        "without the pressure guard, with the reader), kernel-raw (kernel "
+                        "reclaim without the reader: survival only, no ratio); repeatable")
+    controls.add_argument("--spare-reclaim", choices=("auto", "on", "off"), default=None,
+                        help="swap: the objtier arm's reclaim runs ahead on a spare CPU "
+                        "(auto, the default: where the unlimited run leaves a CPU idle and "
+                        "one CPU can reclaim the pages the plan is predicted to swap; "
+                        "docs/compare.md)")
     parser.add_argument("--algo", default=None,
                         choices=["rank", "spill", "reuse", "halving", "exact", "pages", "auto"],
                         help="placement algorithm (default: auto with --tier swap — spill, "
                         "which fills the mlock budget and splits the first object that does "
                         "not fit whole, keeping the split object's most-touched pages where "
                         "the profiles show pages never touched; spill with --tier numa)")
-    parser.add_argument("--profiles", type=B.int_option(1), default=None, metavar="N",
-                        help="recordings of the program to plan from (default 4 for --algo "
-                             "auto and pages, which sum their samples per page, else 1)")
+    parser.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+                        help="how compare records the profiles it plans from: count=N "
+                        "recordings (default 4 for --algo auto and pages, which sum their "
+                        "samples per page, else 1), sampler=auto|fault|perf (auto), rate=HZ, "
+                        f"the most access samples per second ({DEFAULT_RATE}: the profile run "
+                        "is unlimited and short runs need the samples)")
     parser.add_argument("--phases", action=argparse.BooleanOptionalAction, default=None,
                         help="swap: one placement per phase the program marks (objtier_phase), "
                              "switched by the runtime as the phases change (default: where "
                              "the recording has phase markers; --no-phases: one for the run)")
-    parser.add_argument("--backfill", action="store_true",
-                        help="swap: let colder objects fill the gaps the first object that "
-                             "does not fit leaves (off: unlocked memory goes to the kernel)")
-    parser.add_argument("--no-guard", dest="guard", action="store_false",
-                        help="swap: no pressure guard (no MADV_COLD of planned-slow pages when the "
-                        "cgroup's inactive list runs dry): faster where kernel reclaim copes, "
-                        "but the cgroup's OOM killer may end a run (docs/compare.md)")
-    parser.add_argument("--stat-flush", type=float, default=None, metavar="MS",
-                        help="swap: every arm but kernel-raw runs with a reader of the "
-                        "cgroup's memory.stat every MS ms, which flushes the memcg LRU "
-                        "statistics kernel reclaim decides from (default 10, the pressure "
-                        "guard's period, and 2 while the cgroup's major faults grow; 0: off "
-                        "— the kernel arm may be OOM-killed and the ratios are not fair)")
-    parser.add_argument("--spare-reclaim", choices=("auto", "on", "off"), default=None,
-                        help="swap: the objtier arm's reclaim runs ahead on a spare CPU "
-                        "(auto, the default: where the unlimited run leaves a CPU idle and "
-                        "one CPU can reclaim the pages the plan is predicted to swap; "
-                        "docs/compare.md)")
-    parser.add_argument("--arm", dest="arms", action="append", default=[],
-                        choices=["objtier-noguard", "kernel-raw"],
-                        help="swap: add an arm to each repetition: objtier-noguard (the plan "
-                        "without the pressure guard, with the reader), kernel-raw (kernel "
-                        "reclaim without the reader: survival only, no ratio); repeatable")
-    parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
-                        help="swap: folio size for the objects the plan marks as swept, enabled "
-                        "for madvised memory during both arms (default 16K; off: base pages)")
+    add_backfill(parser)
     parser.add_argument("--follow-forks", action="store_true",
                         help="swap: record and place the program's child processes too (a "
                         "launcher script, python, make, mpirun): the plan holds one section "
                         "per program and each process applies its own")
-    parser.add_argument("--sampler", default="auto", choices=["auto", "fault", "perf"],
-                        help="profile sampler (default auto)")
-    parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
-                        help="local memory left unlocked; plan budget = local - margin "
-                        "(default: fitted: room for the objects a first plan leaves wholly "
-                        "unlocked, at least 8M, at most 10%% of local or 32M)")
-    parser.add_argument("--rate", type=B.int_option(1, B.RATE_MAX, "samples per second"),
-                        default=20000,
-                        help="profile: most access samples per second (20000: the profile run "
-                        "is unlimited and short runs need the samples)")
     parser.add_argument("--timeout", type=B.float_option(0, lo_open=True, unit="s"),
                         default=None, metavar="S",
                         help="kill a limited run after S seconds (default: max(300, 100 x the "
@@ -89,21 +69,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--force", action="store_true",
                         help="replace an earlier comparison in the output directory")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the table")
-    add_numa_arguments(parser)
+    add_nodes(controls, reserve=True)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to compare")
 
 
-def add_numa_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of `objtier compare` that only the NUMA tier reads."""
-    group = parser.add_argument_group("--tier numa (in the two-node guest)")
-    group.add_argument("--fast-nodes", default=None, metavar="LIST",
-                       help="fast NUMA nodes (default: detected from memory tiers, HMAT, CPUs)")
-    group.add_argument("--slow-nodes", default=None, metavar="LIST",
-                       help="slow NUMA nodes (default: detected)")
-    group.add_argument("--fast-reserve", default=None, metavar="SIZE",
-                       help="hold SIZE of hugetlb pages on the fast nodes during the experiment, "
-                       "so that a small program overflows them")
+PROFILE_KEYS = {"count": "profiles", "sampler": "sampler", "rate": "rate"}
+PROFILE_SAMPLERS = ("auto", "fault", "perf")
+DEFAULT_RATE = 20000   # the profile run is unlimited and short runs need the samples
+_NOTES: list[str] = []   # deprecation notes, printed after the comparison
+
+
+def rewrite_argv(words: list[str]) -> list[str]:
+    """The earlier releases' --profiles N, --sampler S, --rate R as --profile count=N,...,
+    and --fast-nodes/--slow-nodes/--fast-reserve as --nodes FAST/SLOW[,reserve=SIZE]."""
+    _NOTES.clear()   # one command line, one set of notes
+    words = rewrite_nodes(words, _NOTES, reserve=True)
+    words, found = old_spelling(words, {"--profiles": "count", "--sampler": "sampler",
+                                        "--rate": "rate"}, _NOTES, "--profile KEY=VALUE,...")
+    checks = {"count": ("--profiles", B.int_option(1)),
+              "rate": ("--rate", B.int_option(1, B.RATE_MAX, "samples per second"))}
+    for key, (flag, check) in checks.items():
+        if key in found:   # refused as argparse refused it, under the name given
+            try:
+                check(found[key])
+            except argparse.ArgumentTypeError as error:
+                raise UsageError(f"argument {flag}: {error}") from None
+    if found.get("sampler", "auto") not in PROFILE_SAMPLERS:
+        raise UsageError(f"argument --sampler: invalid choice: {found['sampler']!r} (choose "
+                         f"from {', '.join(PROFILE_SAMPLERS)})")
+    if found:
+        words = ["--profile", ",".join(f"{k}={v}" for k, v in found.items())] + words
+    return words
+
+
+def read_profile(args: argparse.Namespace) -> None:
+    """--profile count=N,sampler=S,rate=R into args.profiles (None = the algorithm's default),
+    args.sampler and args.rate, checked."""
+    args.profiles, args.sampler, args.rate = None, "auto", DEFAULT_RATE
+    for item in filter(None, (args.profile or "").split(",")):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or key not in PROFILE_KEYS:
+            raise UsageError(f"--profile {item!r}: expected KEY=VALUE with KEY one of "
+                             f"{', '.join(PROFILE_KEYS)}")
+        if key == "sampler":
+            if value not in PROFILE_SAMPLERS:
+                raise UsageError(f"--profile sampler: one of {', '.join(PROFILE_SAMPLERS)}, "
+                                 f"got {value!r}")
+            args.sampler = value
+            continue
+        check = B.int_option(1) if key == "count" else B.int_option(1, B.RATE_MAX,
+                                                                     "samples per second")
+        try:
+            setattr(args, PROFILE_KEYS[key], check(value))
+        except argparse.ArgumentTypeError as error:
+            raise UsageError(f"--profile {key}: {error}") from None
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -180,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
     from objtier.record.launch import resolve_command
     from objtier.units import parse_size
 
+    read_profile(args)
+    read_nodes(args, reserve=True)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     command = resolve_command(command)
     if args.repeat < 1:
@@ -202,32 +224,35 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--profiles applies to --tier swap only")
         if args.phases:
             raise UsageError("--phases applies to --tier swap only")
+        if args.backfill is not None:
+            raise UsageError("--backfill applies to --tier swap only")
         if args.spare_reclaim is not None:
             raise UsageError("--spare-reclaim applies to --tier swap only")
         if args.follow_forks:
             raise UsageError("--follow-forks applies to --tier swap only")
-        return run_numa(args, command)
-    from objtier.record.enforce import DEFAULT_LARGE_FOLIO, parse_large_folio
-    from objtier.plan import NEEDS_PAGE_SAMPLES
-
+        return _with_notes(run_numa(args, command))
+    if args.nodes is not None:
+        raise UsageError("--nodes applies to --tier numa only")
     from objtier.experiments.compare_swap import check_stat_flush
-    from objtier.tiers.statflush import DEFAULT_PERIOD_MS
+    from objtier.plan import NEEDS_PAGE_SAMPLES
+    from objtier.record.enforce import parse_large_folio
 
-    stat_flush = DEFAULT_PERIOD_MS if args.stat_flush is None else args.stat_flush
+    stat_flush = stat_flush_period(args)
     check_stat_flush(stat_flush)
     if "objtier-noguard" in args.arms and not args.guard:
         raise UsageError("--arm objtier-noguard with --no-guard: the objtier arm already runs "
                          "without the guard")
-    large_folio = args.large_folio or DEFAULT_LARGE_FOLIO
-    parse_large_folio(large_folio)  # a bad size fails now, not after the profiles
+    folio = large_folio(args)
+    parse_large_folio(folio)  # a bad size fails now, not after the profiles
     args.algo = args.algo or "auto"
     if args.profiles is not None and args.profiles > 1 and args.algo not in NEEDS_PAGE_SAMPLES:
         raise UsageError("--profiles applies to --algo auto and pages (the other algorithms "
                          "plan from one recording)")
     settings = CompareSettings(local=args.local, repeat=args.repeat, swap=args.swap,
-                               algo=args.algo, backfill=args.backfill, guard=args.guard,
+                               algo=args.algo, backfill=backfill(args, swap_tier=True),
+                               guard=args.guard,
                                stat_flush_ms=stat_flush, arms=tuple(dict.fromkeys(args.arms)),
-                               sampler=args.sampler, large_folio=large_folio,
+                               sampler=args.sampler, large_folio=folio,
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
                                timeout_s=args.timeout, follow_forks=args.follow_forks,
@@ -253,7 +278,15 @@ def run(args: argparse.Namespace) -> int:
 
     for warning in run_warnings(result.rows):   # also in summary.json's warnings
         sys.stderr.write(f"objtier compare: warning: {warning}\n")
-    return 0
+    return _with_notes(0)
+
+
+def _with_notes(code: int) -> int:
+    for note in dict.fromkeys(_NOTES):
+        sys.stderr.write(f"objtier compare: note: {note}; the old spelling goes in the next "
+                         f"release\n")
+    _NOTES.clear()
+    return code
 
 
 def run_numa(args: argparse.Namespace, command: list[str]) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from objtier import bounds as B
+from objtier.commands._swap_options import add_backfill, backfill
 from objtier.errors import UsageError
 
 NAME = "plan"
@@ -15,6 +16,74 @@ HELP = "choose which objects go to fast memory (whole, split, per phase) and wri
 
 PAGE_BYTES_MAX = 1 << 30   # the largest page a placement can be planned in (1 GiB huge page)
 EXPONENT_MAX = 16.0        # halving's exponents: beyond this accesses^alpha overflows doubles
+
+# --param KEY=VALUE: (what reads it, argparse-style type, the attribute of args, the default
+# shown, what it is); the options of earlier releases (--alpha, --max-cells, --min-phase-ms, ...)
+# are rewritten to these by rewrite_argv
+PARAMS = {
+    "alpha": ("halving", B.float_option(0, EXPONENT_MAX), "alpha", 1,
+              f"accesses exponent, 0 to {EXPONENT_MAX:g}"),
+    "beta": ("halving", B.float_option(0, EXPONENT_MAX), "beta", 1,
+             f"size exponent, 0 to {EXPONENT_MAX:g}"),
+    "max_cells": ("exact", B.int_option(1), "max_cells", "N",
+                  "largest objects x pages table before falling back to rank"),
+    "min_phase_ms": ("phases", B.float_option(0, B.INTERVAL_MS_MAX, unit="ms"), "min_phase_ms",
+                     10, "merge phases shorter than this per execution"),
+    "similarity": ("phases", B.float_option(0, 1), "similarity", 0.9,
+                   "merge a phase whose access mix has this cosine similarity to its parent's"),
+    "hint_budget": ("phases", B.int_option(0, B.COUNT_MAX, "phases"), "hint_budget", "N",
+                    "at most this many phases with their own plan"),
+}
+PARAM_DEFAULTS = {"alpha": None, "beta": None, "max_cells": None, "min_phase_ms": 10.0,
+                  "similarity": 0.9, "hint_budget": None}
+_NOTES: list[str] = []   # deprecation notes, printed after the plan is written
+
+
+def rewrite_argv(words: list[str]) -> list[str]:
+    """--alpha X, --beta X, --max-cells N, --min-phase-ms MS, --similarity S and
+    --hint-budget N (earlier releases) as --param KEY=VALUE, each with a note."""
+    _NOTES.clear()   # one command line, one set of notes
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        flag, eq, value = word.partition("=")
+        key = flag[2:].replace("-", "_") if flag.startswith("--") else ""
+        if key in PARAMS and word != "--":
+            if not eq:
+                if i + 1 >= len(words):
+                    raise UsageError(f"argument {flag}: expected one argument")
+                value = words[i + 1]
+                i += 1
+            try:   # refused as argparse refused it, under the name given
+                PARAMS[key][1](value)
+            except argparse.ArgumentTypeError as error:
+                raise UsageError(f"argument {flag}: {error}") from None
+            out += ["--param", f"{key}={value}"]
+            _NOTES.append(f"{flag} is now --param {key}=VALUE")
+        elif word == "--":
+            out += words[i:]
+            break
+        else:
+            out.append(word)
+        i += 1
+    return out
+
+
+def _read_params(args: argparse.Namespace) -> None:
+    """--param KEY=VALUE into args (args.alpha, args.min_phase_ms, ...), checked."""
+    for name, value in PARAM_DEFAULTS.items():
+        setattr(args, name, value)
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in PARAMS:
+            raise UsageError(f"--param {item!r}: expected KEY=VALUE with KEY one of "
+                             f"{', '.join(PARAMS)}")
+        try:
+            setattr(args, PARAMS[key][2], PARAMS[key][1](value.strip()))
+        except argparse.ArgumentTypeError as error:
+            raise UsageError(f"--param {key}: {error}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,15 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "placement, spill, its own) by predicted swap-ins, and prints them")
     parser.add_argument("--algo", default=None,
                         choices=["rank", "spill", "reuse", "halving", "exact", "pages", "auto"],
-                        help="placement algorithm (default: halving; with --local, auto and the "
-                        "kernel model chooses among candidates — a given --algo is kept, and "
-                        "the model only predicts it)")
-    parser.add_argument("--alpha", type=B.float_option(0, EXPONENT_MAX), default=None,
-                        help=f"halving: accesses exponent (1; 0 to {EXPONENT_MAX})")
-    parser.add_argument("--beta", type=B.float_option(0, EXPONENT_MAX), default=None,
-                        help=f"halving: size exponent (1; 0 to {EXPONENT_MAX})")
-    parser.add_argument("--max-cells", type=B.int_option(1), default=None,
-                        help="exact: largest objects x pages table before falling back to rank")
+                        help="placement algorithm (default: halving; with --local, auto: the "
+                        "kernel model chooses among candidates, as compare's default does — "
+                        "any other --algo is kept, and the model only predicts it)")
     parser.add_argument("--page-bytes", type=B.int_option(1, PAGE_BYTES_MAX, "bytes"),
                         default=None,
                         help="placement granularity in bytes (default: the trace's page size)")
@@ -51,20 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="count every object against the budget as if all were live at "
                         "once (default: when the table has alloc_ns/free_ns, the budget bounds "
                         "the fast bytes live at the same moment)")
-    parser.add_argument("--no-backfill", action="store_true",
-                        help="stop at the first object that does not fit whole: no colder "
-                             "object fills the gap (for the swap tier, where unlocked memory "
-                             "goes to the hottest pages anyway)")
+    add_backfill(parser)
     parser.add_argument("--phases", action="store_true", help="one hot set per program phase")
-    parser.add_argument("--min-phase-ms", type=B.float_option(0, B.INTERVAL_MS_MAX, unit="ms"),
-                        default=10.0,
-                        help="phases: merge phases shorter than this per execution (10)")
-    parser.add_argument("--similarity", type=B.float_option(0, 1), default=0.9,
-                        help="phases: merge a phase whose access mix has this cosine "
-                        "similarity to its parent's (0.9)")
-    parser.add_argument("--hint-budget", type=B.int_option(0, B.COUNT_MAX, "phases"),
-                        default=None,
-                        help="phases: at most this many phases with their own plan")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="an algorithm's or the phase merge's setting (repeatable): "
+                        + "; ".join(f"{k}={v[3]} ({v[0]}: {v[4]})" for k, v in PARAMS.items()))
     parser.add_argument("--phase-table", default=None, help="phases of an object-table input "
                         "(.parquet/.csv: phase, parent, start_ns, end_ns)")
     parser.add_argument("--phase-accesses", default=None, help="per-phase accesses of an "
@@ -145,6 +199,20 @@ def _profile(args: argparse.Namespace):
                                     similarity=args.similarity)
 
 
+def recorded_settings(profile) -> dict[str, int] | None:
+    """The runtime settings the (first) recording was made with that `run` must repeat: the
+    stack depth (context keys hash that many frames) and the smallest tracked allocation
+    [bytes]; None for an object-table input or a recording that does not say."""
+    if not getattr(profile, "traces", None) or not profile.traces[0].processes:
+        return None
+    config = profile.traces[0].processes[0].config
+    try:
+        return {"stack_depth": int(config["OBJTIER_STACK_DEPTH"]),
+                "min_size": int(config["OBJTIER_MIN_SIZE"])}
+    except (KeyError, ValueError):
+        return None
+
+
 def _processes(profile) -> list[Any]:
     """The first recording's processes, for the plan's per-program sections ([] for an
     object-table input)."""
@@ -162,14 +230,14 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
                          "--phases or --algo pages/auto")
     if args.alpha is not None or args.beta is not None:
         if args.algo != "halving":
-            raise UsageError("--alpha and --beta apply to --algo halving only")
+            raise UsageError("--param alpha and beta apply to --algo halving only")
         if args.alpha is not None:
             params["alpha"] = args.alpha
         if args.beta is not None:
             params["beta"] = args.beta
     if args.max_cells is not None:
         if args.algo != "exact":
-            raise UsageError("--max-cells applies to --algo exact only")
+            raise UsageError("--param max_cells applies to --algo exact only")
         params["max_cells"] = args.max_cells
     return params
 
@@ -224,7 +292,9 @@ def run(args: argparse.Namespace) -> int:
     from objtier import plan as planner
     from objtier.planning import make_plan, write_plan_files
 
-    args.model_chooses = args.algo is None       # --local without --algo: the model chooses
+    # --local without --algo, or with --algo auto: the kernel model chooses, as in compare
+    args.model_chooses = args.algo in (None, "auto")
+    _read_params(args)
     args.algo = args.algo or ("auto" if args.local is not None else "halving")
     params = _params(args)
     profile = _profile(args)
@@ -241,13 +311,17 @@ def run(args: argparse.Namespace) -> int:
         args.fast if args.fast is not None else str(memory.local_bytes),
         memory.footprint_bytes if memory is not None else profile.footprint_bytes(peak))
     made = make_plan(profile, args.algo, budget, phases=args.phases,
-                     backfill=not args.no_backfill, lifetimes=not args.no_lifetimes,
+                     backfill=backfill(args, swap_tier=args.local is not None),
+                     lifetimes=not args.no_lifetimes,
                      page_bytes=args.page_bytes, params=params,
                      min_phase_ns=int(args.min_phase_ms * 1e6), similarity=args.similarity,
                      hint_budget=args.hint_budget, source=" ".join(args.input) + (
                          f" --sensitivity {args.sensitivity}" if args.sensitivity else ""),
                      processes=_processes(profile), per_rank=args.per_rank, memory=memory)
     plan, exe = made.plan, profile.exe
+    recorded = recorded_settings(profile)
+    if recorded is not None:
+        plan["recording"] = recorded   # run repeats them (no --stack-depth needed)
     plan["warnings"].extend(measured_notes)
     if plan["binary"]["path"] and plan["binary"]["size"] is None:
         plan["warnings"].append(f"the program's binary {exe} is not on this machine: the plan "
@@ -296,4 +370,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"plan written to {args.output}" + (f" and {args.text}" if args.text else ""))
     for warning in plan["warnings"]:
         sys.stderr.write(f"objtier plan: warning: {warning}\n")
+    for note in dict.fromkeys(_NOTES):
+        sys.stderr.write(f"objtier plan: note: {note}; the old spelling goes in the next "
+                         f"release\n")
+    _NOTES.clear()
     return 0

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from objtier import bounds as B
 from objtier.errors import UsageError
-from objtier.tiers.statflush import DEFAULT_PERIOD_MS, check_period
+from objtier.commands._swap_options import (add_nodes, add_plan_run_options, large_folio,
+                                            read_nodes, rewrite_nodes, stat_flush_period)
+from objtier.tiers.statflush import check_period
 
 NAME = "run"
 HELP = "run a program with a placement plan enforced (mlock/madvise on swap, mbind on NUMA)"
@@ -20,43 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan", required=True, help="plan file written by `objtier plan`")
     parser.add_argument("--tier", default="swap", choices=["swap", "numa"],
                         help="the slow tier: swap (mlock fast, MADV_COLD slow) or numa (mbind)")
-    parser.add_argument("--local", default=None, metavar="SIZE|PCT",
-                        help="swap tier: run inside a memory cgroup limited to SIZE, or PCT of "
-                        "the plan's footprint, with zram swap behind it (needs root)")
-    parser.add_argument("--spare-reclaim", choices=("on", "off"), default="off",
+    controls = add_plan_run_options(parser)
+    controls.add_argument("--spare-reclaim", choices=("on", "off"), default="off",
                         help="with --local: reclaim for the program's cgroup on a spare CPU "
                         "ahead of its faults (cgroup v1; compare decides it per program, "
                         "docs/compare.md)")
-    parser.add_argument("--mlock-margin", default=None, metavar="SIZE",
-                        help="with --local: memory left unlocked for the rest of the program "
-                        "(default: for a plan the kernel model chose, what the program holds outside its "
-                        "objects + 4M, at least 8M, as plan and compare planned it; else 10%% of "
-                        "local or 32M, at most half of local)")
-    parser.add_argument("--swap", default="zram", metavar="zram|DEVICE",
-                        help="with --local: swap behind the cgroup (default: a new zram device)")
-    parser.add_argument("--no-guard", dest="guard", action="store_false",
-                        help="swap tier: no pressure guard (no MADV_COLD of planned-slow pages "
-                        "when the cgroup's inactive list runs dry): faster where kernel reclaim "
-                        "copes, but the cgroup's OOM killer may end the program (docs/compare.md)")
-    parser.add_argument("--stat-flush", type=float, default=None, metavar="MS",
-                        help="with --local: a reader of the cgroup's memory.stat every MS ms "
-                        "runs beside the program, flushing the memcg LRU statistics kernel "
-                        "reclaim decides from, as in every arm of `objtier compare` (default "
-                        "10, and 2 while the cgroup's major faults grow; 0: off — on memory "
-                        "cgroup v1 the program may be OOM-killed)")
-    parser.add_argument("--large-folio", default=None, metavar="SIZE|off",
-                        help="swap: folio size for the objects the plan marks as swept (their "
-                        "slow pages are swapped in SIZE at a time); with --local the size is "
-                        "enabled for madvised memory during the run (default 16K; off: base "
-                        "pages everywhere)")
-    parser.add_argument("--fast-nodes", default=None, metavar="NODES",
-                        help="numa tier: fast nodes (e.g. 0 or 0-1)")
-    parser.add_argument("--slow-nodes", default=None, metavar="NODES",
-                        help="numa tier: slow nodes (e.g. 2)")
+    add_nodes(parser)
     parser.add_argument("--stack-depth", type=B.int_option(1, B.STACK_DEPTH_MAX, "frames"),
-                        default=8,
+                        default=None,
                         help="frames per allocation context; must equal the recording's "
-                        "(default 8)")
+                        "(default: the depth the plan records, else 8)")
     parser.add_argument("--follow-forks", action="store_true",
                         help="apply the plan in child processes too (a launcher script, "
                         "python, make, mpirun): each process applies its own program's "
@@ -70,7 +45,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-- CMD [ARGS...]: the program to run")
 
 
+_NOTES: list[str] = []   # deprecation notes, printed after the run
+
+
+def rewrite_argv(words: list[str]) -> list[str]:
+    """--fast-nodes/--slow-nodes (earlier releases) as --nodes FAST/SLOW, with a note."""
+    _NOTES.clear()   # one command line, one set of notes
+    return rewrite_nodes(words, _NOTES)
+
+
 def _check_args(args: argparse.Namespace) -> None:
+    read_nodes(args)
     if args.tier == "numa":
         if args.local is not None:
             raise UsageError("--local applies to --tier swap only (the NUMA tier's fast memory "
@@ -84,8 +69,8 @@ def _check_args(args: argparse.Namespace) -> None:
         if args.stat_flush is not None:
             raise UsageError("--stat-flush applies to --tier swap only")
     else:
-        if args.fast_nodes is not None or args.slow_nodes is not None:
-            raise UsageError("--fast-nodes and --slow-nodes apply to --tier numa only")
+        if args.nodes is not None:
+            raise UsageError("--nodes applies to --tier numa only")
         if args.spare_reclaim == "on" and args.local is None:
             raise UsageError("--spare-reclaim needs --local (a memory cgroup to reclaim for)")
         if args.mlock_margin is not None and args.local is None:
@@ -111,10 +96,10 @@ def run(args: argparse.Namespace) -> int:
     _check_args(args)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     command = resolve_command(command)
-    folio_size = enforce.parse_large_folio(args.large_folio or enforce.DEFAULT_LARGE_FOLIO)
+    folio_size = enforce.parse_large_folio(large_folio(args))
     plan = load_plan(args.plan)
-    fast_nodes = enforce.check_nodes(args.fast_nodes, "--fast-nodes")
-    slow_nodes = enforce.check_nodes(args.slow_nodes, "--slow-nodes")
+    fast_nodes = enforce.check_nodes(args.fast_nodes, "--nodes FAST")
+    slow_nodes = enforce.check_nodes(args.slow_nodes, "--nodes SLOW")
     local = margin = None
     if args.local is not None:
         local = enforce.parse_local(args.local, plan["budget"].get("footprint_bytes"))
@@ -131,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
 
     for text in enforce.plan_warnings(plan, command[0], args.follow_forks):
         warn(text)
+    stack_depth, depth_warning = enforce.plan_stack_depth(plan, args.stack_depth)
+    if depth_warning:
+        warn(depth_warning)
     supported = enforce.runtime_supports_plans()
     with tempfile.TemporaryDirectory(prefix="objtier-run-") as scratch, \
             contextlib.ExitStack() as landing:
@@ -149,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         spools = [landing.enter_context(Spool(output))] if local is not None else []
         trace_to = spools[0].path if spools else output
         settings = enforce.PlanRun(plan_text, limit, enforce.plan_min_size(plan),
-                                   args.stack_depth, trace_to, args.tier, fast_nodes, slow_nodes,
+                                   stack_depth, trace_to, args.tier, fast_nodes, slow_nodes,
                                    pressure_guard=guarded,
                                    large_folios=folio_size is not None,
                                    follow_forks=args.follow_forks)
@@ -166,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                 if note:
                     say(note)
             tier = SwapTier(local, swap=args.swap, large_folio_bytes=folio)
-            period = DEFAULT_PERIOD_MS if args.stat_flush is None else args.stat_flush
+            period = stat_flush_period(args)
             if not period:
                 warn("--stat-flush 0: no stat-flush reader; on memory cgroup v1 kernel "
                      "reclaim may OOM-kill the program with swap mostly free")
@@ -209,6 +197,10 @@ def run(args: argparse.Namespace) -> int:
                 say(line)
         if args.output:
             say(f"trace written to {output}/")
+    for note in dict.fromkeys(_NOTES):
+        sys.stderr.write(f"objtier run: note: {note}; the old spelling goes in the next "
+                         f"release\n")
+    _NOTES.clear()
     return exit_code(returncode)
 
 

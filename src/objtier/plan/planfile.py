@@ -239,6 +239,13 @@ def validate_plan(plan: Any, where: str = "plan") -> None:
                      "plan again without --dynamic")
     if version != VERSION:
         _fail(where, f"plan version {version} is not supported (this objtier reads {VERSION})")
+    recording = plan.get("recording")
+    if recording is not None and not (
+            isinstance(recording, dict)
+            and _is_int(recording.get("stack_depth")) and 1 <= recording["stack_depth"] <= 32
+            and _is_int(recording.get("min_size")) and 1 <= recording["min_size"] <= MAX_BYTES):
+        _fail(where, "plan's recording settings are not valid (stack_depth 1 to 32, min_size "
+                     "from 1 byte)")
     budget = plan.get("budget")
     if not isinstance(budget, dict) or not _is_int(budget.get("bytes")) \
             or not _is_int(budget.get("page_bytes")):

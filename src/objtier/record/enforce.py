@@ -31,6 +31,18 @@ FITTED_SLACK_BYTES = 4 * MIB
 DEFAULT_MIN_SIZE = 128 << 10    # the recorder's default --min-size [bytes]
 DEFAULT_STACK_DEPTH = 8         # must equal the recording's: context keys hash the frames
 
+
+def plan_stack_depth(plan: dict[str, Any], given: int | None) -> tuple[int, str | None]:
+    """(stack depth to run a plan with, a warning or None): --stack-depth when given, else
+    the depth the plan's recording was made with (its `recording`), else the default."""
+    recorded = (plan.get("recording") or {}).get("stack_depth")
+    if given is None:
+        return int(recorded or DEFAULT_STACK_DEPTH), None
+    if recorded is not None and int(recorded) != given:
+        return given, (f"--stack-depth {given} differs from the {recorded} frames the plan's "
+                       f"recording was made with: no allocation context will match")
+    return given, None
+
 _PCT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
 _NODES = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
@@ -156,7 +168,9 @@ def check_nodes(text: str | None, what: str) -> str | None:
 def plan_min_size(plan: dict[str, Any]) -> int:
     """Allocation size from which the runtime must track objects to see every planned one."""
     sizes = [int(e["size_min"]) for e in plan.get("entries", [])]
-    return max(1, min(sizes)) if sizes else DEFAULT_MIN_SIZE
+    if not sizes:   # the recording's own, where the plan says
+        return int((plan.get("recording") or {}).get("min_size", DEFAULT_MIN_SIZE))
+    return max(1, min(sizes))
 
 
 DEFAULT_LARGE_FOLIO = "16K"  # compare/run --large-folio: measured on the graph set (benchmarks.md)
