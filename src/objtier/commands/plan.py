@@ -125,7 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "object-table input (.parquet/.csv: phase, object, accesses)")
     parser.add_argument("--sensitivity", default=None, metavar="FILE",
                         help="rank the objects measured in FILE (sensitivity.csv of `objtier "
-                        "sweep --per-object`) by measured loss per byte instead of sampled "
+                        "sweep per-object`) by measured loss per byte instead of sampled "
                         "accesses (docs/planning.md)")
     parser.add_argument("--per-rank", action="store_true",
                         help="a multi-process recording of an MPI-style program: one section "

@@ -1,6 +1,6 @@
 """Measured per-object sensitivity as the planner's ranking input (`plan --sensitivity FILE`).
 
-FILE is the `sensitivity.csv` that `objtier sweep --per-object` writes: one row per measured
+FILE is the `sensitivity.csv` that `objtier sweep per-object` writes: one row per measured
 object, keyed like plan entries by (context_key, occurrence), with
     loss = 1 / median_ratio - 1     extra run time when that object alone is slow
                                     (0.5 = 50 % slower; "inf" = the program failed)
@@ -63,7 +63,7 @@ def read_sensitivity(path: str | Path) -> Sensitivity:
             rows = list(csv.DictReader(handle))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise UsageError(f"cannot read {path}: {error}".splitlines()[0]) from None
-    what = f"{path} (a sensitivity.csv from `objtier sweep --per-object`)"
+    what = f"{path} (a sensitivity.csv from `objtier sweep per-object`)"
     if not rows:
         raise UsageError(f"{what}: no rows")
     missing = [name for name in REQUIRED if name not in rows[0]]

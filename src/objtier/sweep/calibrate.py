@@ -1,4 +1,4 @@
-"""`objtier sweep --calibrate --knob K=LEVELS [--threads LIST]`: what each level does to memory
+"""`objtier sweep calibrate --knob K=LEVELS [--threads LIST]`: what each level does to memory
 bandwidth and latency, measured with the project's STREAM and pointer-chase workloads.
 
 For every thread count and level (the same knob machinery as a sweep, runs interleaved):

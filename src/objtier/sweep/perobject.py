@@ -1,4 +1,4 @@
-"""`objtier sweep --per-object RECORDING`: how much each object alone costs when it is slow.
+"""`objtier sweep per-object --recording RUN.otr`: how much each object alone costs when it is slow.
 
 From a recording of the program (`objtier record`), every object with at least 1 % of the
 sampled accesses (MIN_SHARE) gets an arm in which only it is on the slow side, on the swap tier:

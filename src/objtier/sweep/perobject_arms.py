@@ -76,7 +76,7 @@ def prepare_arms(command: list[str], objects, page: int, arms: list[Arm],
 
     if not enforce.runtime_supports_plans():
         raise UsageError("this objtier runtime does not enforce plans (no OBJTIER_PLAN): "
-                         "--per-object needs it")
+                         "sweep per-object needs it")
     prepare_output(settings.output, settings.force)
     runs_dir = settings.output / "runs"
     runs_dir.mkdir(mode=0o700)

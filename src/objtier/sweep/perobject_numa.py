@@ -1,4 +1,4 @@
-"""`objtier sweep --per-object RUN.otr --tier numa`: the per-object arms on a NUMA tier.
+"""`objtier sweep per-object --recording RUN.otr --tier numa`: the per-object arms on a NUMA tier.
 
 An arm's plan has its slow set on the slow nodes and every other recorded object on the fast
 nodes; the runtime enforces it at allocation with mbind (OBJTIER_TIER=numa, strict binding:

@@ -1,4 +1,4 @@
-"""`objtier sweep --suite FILE`: one sweep per program, then the seed's Table I — programs with
+"""`objtier sweep suite FILE`: one sweep per program, then the seed's Table I — programs with
 their baseline FoM and T50/T75/T90, sorted by sensitivity (most sensitive first: the level
 where T90 is reached first, then T75, then T50; metric.sensitivity_key).
 
