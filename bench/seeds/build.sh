@@ -14,7 +14,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-recipes="$here/recipes"
+recipes="${SEEDS_RECIPES:-$here/recipes}"   # another recipe folder: for tests
 src_dir=""
 out_dir="$root/build/seeds"
 
