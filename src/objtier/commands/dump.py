@@ -56,7 +56,7 @@ def _dump_file(raw, tags: set[int], limit: int, symbols: bool, out) -> None:
 
     h = raw.header
     out.write(f"# {raw.path.name}: format {int(h['version_major'])}.{int(h['version_minor'])} "
-              f"kind={'process' if int(h['kind']) == F.FILE_PROCESS else 'counters'} "
+              f"kind={ {F.FILE_PROCESS: 'process', F.FILE_PERF: 'perf'}.get(int(h['kind']), 'counters')} "
               f"pid={int(h['pid'])} ppid={int(h['ppid'])} page={int(h['page_bytes'])} "
               f"start_mono_ns={int(h['start_mono_ns'])}\n")
     start_ns = int(h["start_mono_ns"])

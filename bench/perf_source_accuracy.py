@@ -1,0 +1,199 @@
+"""perf as a source: how perf-sourced recordings rank objects against an exact trace, and what
+`--with-perf` costs.
+
+Per workload (bfs from workloads/graph, cg: bench/cg.c, the C twin of the scipy CG program):
+build an instrumented copy with `objtier cc -O2 -fopenmp` (bench/exact_accuracy.py's build),
+take one exact recording (OBJTIER_SAMPLER=trace: loads and LLC-model misses per object), then
+REPEATS rounds, interleaved, of: the binary alone (runtime inert), `objtier record` (its
+default sampler) and `objtier record --with-perf` (perf record -d beside it: on a machine
+without perf mem, major faults under the pageout sampler). Each --with-perf recording is
+scored (objtier.analysis.accuracy.score_tables) with perf's samples per object as the sampled
+accesses ("perf"), and with the same recording's objects table as objects/plan rank it
+("table": the pageout windows' estimated touches when there are windows); the plain record
+run is scored as "record". Exact references: this machine's LLC model (on the development VM
+300 MiB, so its misses are first touches of lines) and a 4 MiB one (LLC_MODELS). Wall times are of the whole command; the overhead of --with-perf
+is its median wall over the plain record's median wall (same rounds).
+
+With --scipy-cg it also times the scipy CG program (bench/third_party/programs/cg.py under
+build/third-party/venv; no exact trace is possible for it) alone, under record and under
+record --with-perf, and prints the rank correlation of perf's samples per object with the
+recording's own table (not an exact reference).
+
+Usage: python bench/perf_source_accuracy.py [--repeats 3] [--only bfs,cg] [--scipy-cg]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from scipy.stats import spearmanr
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from exact_accuracy import (OBJTIER, REPO, WORKLOADS, build, clean_env,  # noqa: E402
+                            median_range, timed)
+
+from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables  # noqa: E402
+from objtier.analysis.objects import object_table  # noqa: E402
+from objtier.objects_view import objects_view  # noqa: E402
+from objtier.trace import open_trace  # noqa: E402
+
+CASES = {  # name: (sources, exact arguments, sampled arguments)
+    "bfs": (WORKLOADS["bfs"][0], WORKLOADS["bfs"][1], WORKLOADS["bfs"][1]),
+    "cg": ([str(BENCH / "cg.c")], ["-n", "100000", "-i", "25"], ["-n", "100000", "-i", "200"]),
+}
+LLC_MODELS = (None, "4M")   # exact recordings: this machine's LLC model, and 4 MiB
+EXACT_ATTEMPTS = 5          # the traced 2-thread bfs crashes now and then (SIGSEGV)
+SCIPY_CG = REPO / "bench" / "third_party" / "programs" / "cg.py"
+VENV_PYTHON = REPO / "build" / "third-party" / "venv" / "bin" / "python"
+
+
+def with_accesses(table: pa.Table, values: np.ndarray) -> pa.Table:
+    return table.set_column(table.schema.get_field_index("accesses"), "accesses",
+                            pa.array(values.astype(np.float64)))
+
+
+def perf_table(trace) -> pa.Table:
+    """The objects table with perf's samples (their weights) per object as the accesses."""
+    from objtier.analysis.mapping import sample_objects
+
+    table = object_table(trace, labels=False)
+    mapped = sample_objects(trace)                  # trace.samples: perf's
+    weight = trace.samples.column("weight").to_numpy().astype(np.float64)
+    weight[weight == 0] = 1.0
+    hit = mapped >= 0
+    return with_accesses(table, np.bincount(mapped[hit], weights=weight[hit],
+                                            minlength=table.num_rows))
+
+
+def record(out: Path, command: list[str], *extra: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([*OBJTIER, "record", "-q", "-f", *extra, "-o", str(out), "--", *command],
+                   check=True, stdout=subprocess.DEVNULL, env=clean_env())
+    return time.perf_counter() - start
+
+
+def load() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
+def one(name: str, work: Path, repeats: int) -> dict:
+    sources, exact_args, sampled_args = CASES[name]
+    exe = build(name, sources, work)
+    exacts = {}
+    for llc in LLC_MODELS:                     # this machine's LLC, and a smaller one
+        exact_out = work / f"{name}-exact-{llc or 'machine'}.otr"
+        env = clean_env(OBJTIER_OUTPUT=exact_out, OBJTIER_SAMPLER="trace",
+                        **({"OBJTIER_LLC_BYTES": llc} if llc else {}))
+        for attempt in range(EXACT_ATTEMPTS):
+            shutil.rmtree(exact_out, ignore_errors=True)
+            if subprocess.run([str(exe), *exact_args], env=env,
+                              stdout=subprocess.DEVNULL).returncode == 0:
+                break
+            print(f"{name}: exact recording (LLC {llc or 'machine'}) failed, attempt "
+                  f"{attempt + 1} of {EXACT_ATTEMPTS}", flush=True)
+        else:
+            raise SystemExit(f"{name}: no exact recording")
+        exacts[llc or "machine"] = objects_view(open_trace(exact_out), labels=False).table
+    command = [str(exe), *sampled_args]
+    walls = {"alone": [], "record": [], "with-perf": []}
+    scores = {f"{kind} / LLC {llc}": [] for llc in exacts for kind in ("perf", "table", "record")}
+    samples = []
+    loads = []
+    for i in range(repeats):
+        loads.append(load())
+        walls["alone"].append(timed(command, clean_env()))
+        walls["record"].append(record(work / f"{name}-rec{i}.otr", command))
+        out = work / f"{name}-perf{i}.otr"
+        walls["with-perf"].append(record(out, command, "--with-perf"))
+        trace = open_trace(out)
+        samples.append(trace.perf_samples.num_rows)
+        tables = {"perf": perf_table(trace), "table": object_table(trace, labels=False),
+                  "record": object_table(open_trace(work / f"{name}-rec{i}.otr"),
+                                         labels=False)}
+        for llc, exact in exacts.items():
+            for kind, table in tables.items():
+                scores[f"{kind} / LLC {llc}"].append(score_tables(exact, table))
+    exact = exacts["machine"]
+    _, matched = sampled_on_exact(exact, perf_table(open_trace(work / f"{name}-perf0.otr")))
+    return {"name": name, "exact_args": " ".join(exact_args),
+            "sampled_args": " ".join(sampled_args), "objects": exact.num_rows,
+            "matched": matched, "walls": walls, "scores": scores, "samples": samples,
+            "loads": loads}
+
+
+def scipy_cg(work: Path, repeats: int) -> dict | None:
+    if not VENV_PYTHON.exists():
+        print("scipy CG: no build/third-party/venv (bench/third_party/setup.sh); skipped")
+        return None
+    command = [str(VENV_PYTHON), str(SCIPY_CG), "--rows", "400000", "--iters", "25"]
+    walls = {"alone": [], "record": [], "with-perf": []}
+    rhos, loads, samples = [], [], []
+    for i in range(repeats):
+        loads.append(load())
+        walls["alone"].append(timed(command, clean_env()))
+        walls["record"].append(record(work / f"scipy-rec{i}.otr", command))
+        out = work / f"scipy-perf{i}.otr"
+        walls["with-perf"].append(record(out, command, "--with-perf"))
+        trace = open_trace(out)
+        samples.append(trace.perf_samples.num_rows)
+        perf = perf_table(trace).column("accesses").to_numpy()
+        own = object_table(trace, labels=False).column("accesses").to_numpy()
+        keep = (perf > 0) | (own > 0)
+        rhos.append(float(spearmanr(perf[keep], own[keep]).statistic)
+                    if keep.sum() >= 2 else float("nan"))
+    return {"walls": walls, "rhos": rhos, "loads": loads, "samples": samples}
+
+
+def fmt(values: list[float]) -> str:
+    mid, lo, hi = median_range(values)
+    return "n/a" if np.isnan(mid) else f"{mid:.3f} ({lo:.2f}–{hi:.2f})"
+
+
+def walls_line(walls: dict[str, list[float]]) -> str:
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    return (f"wall median alone {med['alone']:.2f}s, record {med['record']:.2f}s, "
+            f"record --with-perf {med['with-perf']:.2f}s "
+            f"(x{med['with-perf'] / med['record']:.3f} of record); all: "
+            + "; ".join(f"{k} " + " ".join(f"{x:.2f}" for x in v) for k, v in walls.items()))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--scipy-cg", action="store_true")
+    args = parser.parse_args()
+    names = [n for n in CASES if not args.only or n in args.only.split(",")]
+    with tempfile.TemporaryDirectory(prefix="objtier-perfsrc-") as tmp:
+        for name in names:
+            r = one(name, Path(tmp), args.repeats)
+            print(f"{name} (exact {r['exact_args']}; sampled {r['sampled_args']}): "
+                  f"{r['objects']} objects, {r['matched']} matched; perf samples "
+                  f"{r['samples']}; load at round starts {r['loads']}")
+            for kind, runs in r["scores"].items():
+                print(f"  {kind:18s} " + "; ".join(
+                    f"spearman vs {m} {fmt([s[m].spearman for s in runs])}, top-k "
+                    f"{fmt([s[m].overlap for s in runs])}" for m in METRICS))
+            print(f"  {walls_line(r['walls'])}", flush=True)
+        if args.scipy_cg:
+            r = scipy_cg(Path(tmp), args.repeats)
+            if r:
+                print(f"scipy cg (--rows 400000 --iters 25): perf samples {r['samples']}; "
+                      f"spearman perf vs the recording's table {fmt(r['rhos'])} (not exact); "
+                      f"load {r['loads']}")
+                print(f"  {walls_line(r['walls'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
