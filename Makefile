@@ -1,7 +1,8 @@
 # objtier — the two entry points a new user needs:
 #   make demo   set up, build, and run the main job end to end on the default workload
-#   make test   set up, build, and run the test suite
-# Both install what they need (apt, pip) themselves and are idempotent.
+#   make test   set up, build, lint, and run the quick tests (at most 10 minutes on a 2-core VM)
+# Both install what they need (apt, pip) themselves and are idempotent. `make test-heavy` runs
+# the rest (guest boots, long real-pressure runs, heavy real programs); CI runs both.
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -10,7 +11,7 @@ BUILD   := build/native
 NATIVE  := src/objtier/_native
 DEMO    := demo-out
 
-.PHONY: help setup build demo test bench clean
+.PHONY: help setup build demo lint test test-heavy bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -26,13 +27,18 @@ build: setup ## build the native runtime, simulator and workloads into src/objti
 demo: build ## record -> report on the default graph workload
 	@bash scripts/demo.sh $(DEMO)
 
-test: build ## lint, then run the default test suite
+lint: setup ## ruff on the Python, clang-format on the C
 	@$(VENV)/bin/ruff check src tests bench
 	@clang-format-16 --dry-run -Werror $$(git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null || find native workloads tests -name '*.[ch]' -o -name '*.cpp')
-	@$(PY) -m pytest -q tests
 
-bench: build ## list the benchmarks (each is run on its own; results go to docs/benchmarks.md)
-	@for f in bench/*.py; do printf '%-32s %s\n' "$$f" "$$($(PY) -c 'import ast,sys; d=ast.get_docstring(ast.parse(open(sys.argv[1]).read())) or ""; print(d.splitlines()[0] if d else "")' $$f)"; done
+test: build lint ## lint, then the quick tests: everything not marked heavy
+	@$(PY) -m pytest -q -m "not heavy" tests
+
+test-heavy: build ## the heavy tests: guest boots, long real-pressure runs, heavy real programs
+	@$(PY) -m pytest -q -m heavy tests
+
+bench: build ## list the benchmarks (objtier.benchmarks; each is run on its own, figures in docs/benchmarks.md)
+	@$(OBJTIER) bench --benchmarks
 
 clean: ## remove build outputs
 	rm -rf build $(NATIVE) $(DEMO)

@@ -1,8 +1,10 @@
 """Shared fixtures and markers.
 
-Markers (declared in pyproject.toml): root, guest, pmu, slow. Tests marked `root` skip with a reason
-when not run as root; `pmu` tests skip when perf reports no hardware events; `guest` tests are
-skipped by the testbed fixtures when QEMU or the guest kernel cannot be had.
+Markers (declared in pyproject.toml): root, guest, pmu, slow, heavy. Tests marked `root` skip with a
+reason when not run as root; `pmu` tests skip when perf reports no hardware events; `guest` tests
+are skipped by the testbed fixtures when QEMU or the guest kernel cannot be had. `heavy` tests
+(every `guest` test is one: each boots or drives the QEMU guest) are left out of `make test`
+(`-m "not heavy"`) and run by `make test-heavy`; CI runs both.
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ def has_hardware_pmu() -> bool:
     return run.returncode == 0 and "not supported" not in run.stderr and "<not" not in run.stderr
 
 
+@pytest.hookimpl(tryfirst=True)   # before -m selects: the heavy mark must be there by then
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
     pmu = None
     for item in items:
+        if "guest" in item.keywords and "heavy" not in item.keywords:
+            item.add_marker(pytest.mark.heavy)
         if "root" in item.keywords and not is_root:
             item.add_marker(pytest.mark.skip(reason="needs root (cgroups, zram, sysctls)"))
         if "pmu" in item.keywords:

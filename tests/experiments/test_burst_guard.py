@@ -15,7 +15,7 @@ import pytest
 
 from .helpers import PROGS, machine_state, objtier
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.heavy]
 
 MIB = 1 << 20
 MLOCK, MUNLOCK, COLD = 1, 2, 3

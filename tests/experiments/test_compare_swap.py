@@ -123,6 +123,7 @@ def _wait_for_processes(cgroup: Path, timeout_s: float = 120) -> None:
     raise AssertionError(f"{cgroup} never held a process")
 
 
+@pytest.mark.heavy
 def test_sigint_mid_run_restores_the_machine(hotcold, tmp_path):
     before = machine_state()
     process = subprocess.Popen(
@@ -178,6 +179,7 @@ def test_profiles_errors_are_one_line(tmp_path, args, message):
 
 
 @needs_enforcement
+@pytest.mark.heavy
 def test_pages_plan_from_two_profiles(hotcold, tmp_path):
     """--algo pages with --profiles 2: both recordings are kept, the plan holds the hot array's
     pages (touched in many windows of both), and the plan never makes the program fail."""
@@ -260,6 +262,7 @@ def test_not_root_is_a_clear_error(monkeypatch, tmp_path):
 
 
 @needs_enforcement
+@pytest.mark.heavy
 def test_plan_keeps_the_hot_array_resident_and_cuts_swap_outs(hotcold, tmp_path):
     result, _ = compare(hotcold, tmp_path / "out", repeat=3, rounds="4")
     out = tmp_path / "out"
@@ -277,6 +280,7 @@ def test_plan_keeps_the_hot_array_resident_and_cuts_swap_outs(hotcold, tmp_path)
 
 
 @needs_enforcement
+@pytest.mark.heavy
 def test_every_arm_gets_the_stat_flush_reader_but_kernel_raw(hotcold, tmp_path):
     """--arm kernel-raw --arm objtier-noguard: four arms per repetition, in order; the reader
     runs in every arm but kernel-raw (reads counted per run), the unguarded arm gets no pressure

@@ -85,12 +85,13 @@ def test_verdict_flags_a_changed_program(prepared_case, tmp_path):
     assert real_programs.verdict(case, plain, recorded) == ("fail", "output differs")
 
 
-@pytest.mark.parametrize(("name", "sampler"), params(FAST))
+@pytest.mark.parametrize(("name", "sampler"), params(FAST, marks=[pytest.mark.heavy]))
 def test_real_program(prepared_case, tmp_path, name, sampler):
     check(prepared_case, tmp_path, name, sampler)
 
 
-@pytest.mark.parametrize(("name", "sampler"), params(SLOW, marks=[pytest.mark.slow]))
+@pytest.mark.parametrize(("name", "sampler"), params(SLOW, marks=[pytest.mark.slow,
+                                                                 pytest.mark.heavy]))
 def test_real_program_heavy(prepared_case, tmp_path, name, sampler, request):
     if "slow" not in (request.config.getoption("-m") or ""):
         pytest.skip("heavy case: run with `-m slow` or bench/real_programs.py")

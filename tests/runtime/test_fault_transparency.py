@@ -496,6 +496,7 @@ def test_gnu_sort_numeric(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.skipif(SORT is None, reason="GNU sort is not installed")
 @pytest.mark.skipif(os.environ.get("OBJTIER_SLOW_TESTS") != "1",
                     reason="set OBJTIER_SLOW_TESTS=1 for the 3-million-line sort (about a minute)")
