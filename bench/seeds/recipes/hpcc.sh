@@ -38,9 +38,11 @@ trap 'rm -rf "$dir"' EXIT
 sed -e "s/^[0-9]* *Ns\$/$n         Ns/" -e "s/^[0-9]* *Ps\$/1            Ps/" \
     -e "s/^[0-9]* *Qs\$/$ranks            Qs/" /usr/share/doc/hpcc/examples/_hpccinf.txt \
     >"$dir/hpccinf.txt"
+# The program runs under setpriv --pdeathsig KILL: when this wrapper is killed (a sweep
+# timeout kills only its direct child), the program dies with it.
 start=$(date +%s.%N)
 (cd "$dir" && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun --oversubscribe -np "$ranks" hpcc >/dev/null 2>"$dir/err")
+    exec setpriv --pdeathsig KILL mpirun --oversubscribe -np "$ranks" hpcc >/dev/null 2>"$dir/err")
 rc=$?
 end=$(date +%s.%N)
 [ "$rc" -eq 0 ] || { tail -n 3 "$dir/err" >&2; exit "$rc"; }

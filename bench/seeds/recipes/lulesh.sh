@@ -4,7 +4,8 @@
 # Sourced by bench/seeds/build.sh.
 #
 # Outputs: OUT/lulesh2.0, and OUT/lulesh-run ARGS... which runs it and adds the project's
-# `FOM lulesh=<zones/s> z/s time=<s>` line from LULESH's own "FOM" and "Elapsed time".
+# `FOM lulesh=<zones/s> z/s time=<s>` line from LULESH's own "FOM" line (shown as
+# "LULESH FOM") and the wall time.
 UPSTREAM=https://github.com/LLNL/LULESH.git
 COMMIT=3e01c40b3281aadb7f996525cdd4a3354f6d3801
 
@@ -18,10 +19,13 @@ build() { # SRC OUT
 #!/bin/sh
 # LULESH with the project's FOM line (written by bench/seeds/recipes/lulesh.sh).
 start=$(date +%s.%N)
-out=$("$(dirname "$0")/lulesh2.0" "$@")
+# The program runs under setpriv --pdeathsig KILL: when this wrapper is killed (a sweep
+# timeout kills only its direct child), the program dies with it.
+out=$(exec setpriv --pdeathsig KILL "$(dirname "$0")/lulesh2.0" "$@")
 rc=$?
 end=$(date +%s.%N)
-printf '%s\n' "$out"
+# LULESH's own "FOM = ..." line would be a second FOM line: it is printed as "LULESH FOM".
+printf '%s\n' "$out" | sed 's/^FOM /LULESH FOM /'
 [ "$rc" -eq 0 ] || exit "$rc"
 fom=$(printf '%s\n' "$out" | sed -n 's/^FOM *= *\([0-9.eE+-]*\).*/\1/p')
 [ -n "$fom" ] || { echo "lulesh-run: no FOM in LULESH's output" >&2; exit 1; }

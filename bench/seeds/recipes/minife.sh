@@ -24,7 +24,9 @@ exe="$(cd "$(dirname "$0")" && pwd)/miniFE.x"
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 start=$(date +%s.%N)
-(cd "$dir" && "$exe" "$@")
+# The program runs under setpriv --pdeathsig KILL: when this wrapper is killed (a sweep
+# timeout kills only its direct child), the program dies with it.
+(cd "$dir" && exec setpriv --pdeathsig KILL "$exe" "$@")
 rc=$?
 end=$(date +%s.%N)
 [ "$rc" -eq 0 ] || exit "$rc"

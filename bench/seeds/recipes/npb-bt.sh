@@ -41,7 +41,9 @@ dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 [ $# -lt 2 ] || printf '%s\n%s\n%s %s %s\n' "$2" "$dt" "${3:-$g}" "${3:-$g}" "${3:-$g}" \
     >"$dir/inputbt.data"
-out=$(cd "$dir" && "$exe")
+# The program runs under setpriv --pdeathsig KILL: when this wrapper is killed (a sweep
+# timeout kills only its direct child), the program dies with it.
+out=$(cd "$dir" && exec setpriv --pdeathsig KILL "$exe")
 rc=$?
 printf '%s\n' "$out"
 [ "$rc" -eq 0 ] || exit "$rc"

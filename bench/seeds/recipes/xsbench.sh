@@ -20,7 +20,9 @@ build() { # SRC OUT
     cat >"$2/xsbench-run" <<'RUN'
 #!/bin/sh
 # XSBench with the project's FOM line (written by bench/seeds/recipes/xsbench.sh).
-out=$("$(dirname "$0")/XSBench" "$@")
+# The program runs under setpriv --pdeathsig KILL: when this wrapper is killed (a sweep
+# timeout kills only its direct child), the program dies with it.
+out=$(exec setpriv --pdeathsig KILL "$(dirname "$0")/XSBench" "$@")
 rc=$?
 printf '%s\n' "$out"
 rate=$(printf '%s\n' "$out" | sed -n 's/^Lookups\/s: *\([0-9,]*\).*/\1/p' | tr -d ,)
