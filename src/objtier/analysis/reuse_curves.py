@@ -37,6 +37,7 @@ and samples to the first recording's object with the same context key, occurrenc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -82,17 +83,31 @@ def in_spans(times: np.ndarray, spans: list[tuple[int, int]] | None) -> np.ndarr
     return inside
 
 
-def _observations(trace, rows: np.ndarray, n: int,
-                  spans: list[tuple[int, int]] | None = None) -> tuple[list, list]:
-    """Per object row (of the first recording, via rows: this trace's allocation row -> first
-    row, -1 = unmatched): (event delays [ns], censor times [ns] with their page counts), of
-    the windows armed within spans (all when None)."""
-    events: list[list[np.ndarray]] = [[] for _ in range(n)]
-    censored: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
+@dataclass(frozen=True)
+class Observations:
+    """A recording's window observations, flat, for the first recording's object rows:
+    touches (events) and pages left untouched when their window closed (censored)."""
+
+    ev_row: np.ndarray     # int64: object row of each touch
+    ev_delay: np.ndarray   # float64: its delay after arming [ns] (sampler_corrected)
+    ev_arm: np.ndarray     # int64: when its window was armed [ns]
+    ce_row: np.ndarray     # int64: object row of each window
+    ce_dwell: np.ndarray   # float64: the window's open time [ns] (censor time)
+    ce_pages: np.ndarray   # int64: its pages never touched while it was open
+    ce_arm: np.ndarray     # int64: when it was armed [ns]
+    start_ns: int          # the recording's start and end [ns]
+    end_ns: int
+
+
+def _observations(trace, rows: np.ndarray) -> Observations:
+    """The trace's windows and touches mapped onto the first recording's object rows (rows:
+    this trace's allocation row -> first row, -1 = unmatched; unmatched ones are dropped)."""
+    empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0)
+    start, end = int(trace.start_ns), trace_end_ns(trace)
     windows = trace.windows
     if not windows.num_rows:
-        return events, censored
-    armed_in = in_spans(column(windows, "arm_ns", np.int64), spans)
+        return Observations(empty_i, empty_f, empty_i, empty_i, empty_f, empty_i, empty_i,
+                            start, end)
     allocs = trace.allocations
     key_of = {(int(p), int(s)): r for r, (p, s) in enumerate(zip(
         column(allocs, "pid", np.uint32).tolist(), column(allocs, "seq", np.uint64).tolist()))}
@@ -100,23 +115,21 @@ def _observations(trace, rows: np.ndarray, n: int,
     wseq = column(windows, "alloc_seq", np.uint64)
     wrow = np.array([rows[key_of[(int(p), int(s))]] if (int(p), int(s)) in key_of else -1
                      for p, s in zip(wpid.tolist(), wseq.tolist())], dtype=np.int64)
-    dwell = column(windows, "dwell_ns", np.float64)
     untouched = (column(windows, "pages", np.int64)
                  - column(windows, "touched", np.int64)).clip(min=0)
-    for r in np.unique(wrow[(wrow >= 0) & armed_in]).tolist():
-        mine = (wrow == r) & armed_in
-        censored[r].append((dwell[mine], untouched[mine]))
+    keep = wrow >= 0
+    ce = (wrow[keep], column(windows, "dwell_ns", np.float64)[keep], untouched[keep],
+          column(windows, "arm_ns", np.int64)[keep])
     mapped = sample_objects(trace)
     hit = mapped >= 0
-    if hit.any():
-        srow = rows[mapped[hit]]
-        delay = sampler_corrected(trace, hit)
-        armed = (column(trace.samples, "time_ns", np.int64)[hit]
-                 - column(trace.samples, "latency", np.int64)[hit] * US)
-        ok = (srow >= 0) & in_spans(armed, spans)
-        for r in np.unique(srow[ok]).tolist():
-            events[r].append(delay[ok & (srow == r)])
-    return events, censored
+    if not hit.any():
+        return Observations(empty_i, empty_f, empty_i, *ce, start, end)
+    srow = rows[mapped[hit]]
+    delay = sampler_corrected(trace, hit)
+    armed = (column(trace.samples, "time_ns", np.int64)[hit]
+             - column(trace.samples, "latency", np.int64)[hit] * US)
+    ok = srow >= 0
+    return Observations(srow[ok], delay[ok], armed[ok], *ce, start, end)
 
 
 def sampler_corrected(trace, hit: np.ndarray) -> np.ndarray:
@@ -169,17 +182,12 @@ def kaplan_meier(delays: np.ndarray, censor_ns: np.ndarray, censor_pages: np.nda
     ev = np.sort(delays)
     ce = np.sort(censor_ns)
     ce_w = np.concatenate([[0.0], np.cumsum(censor_pages[np.argsort(censor_ns, kind="stable")])])
-    survival = np.ones(GRID)
-    s = 1.0
-    for k in range(1, GRID):
-        lo, hi = grid[k - 1], grid[k]
-        d = float(np.searchsorted(ev, hi, "right") - np.searchsorted(ev, lo, "right"))
-        risk_ev = len(ev) - np.searchsorted(ev, lo, "right")
-        risk_ce = ce_w[-1] - ce_w[np.searchsorted(ce, lo, "right")]
-        risk = float(risk_ev + risk_ce)
-        if risk > 0 and d > 0:
-            s *= max(0.0, 1.0 - d / risk)
-        survival[k] = s
+    ev_upto = np.searchsorted(ev, grid, "right").astype(np.float64)   # events at or before g
+    d = np.diff(ev_upto)                                     # events in (g[k-1], g[k]]
+    risk = (len(ev) - ev_upto[:-1]) + (ce_w[-1] - ce_w[np.searchsorted(ce, grid[:-1], "right")])
+    factor = np.where((risk > 0) & (d > 0),
+                      np.clip(1.0 - d / np.where(risk > 0, risk, 1.0), 0.0, None), 1.0)
+    survival = np.concatenate([[1.0], np.cumprod(factor)])
     share = concave_majorant(grid, 1.0 - survival)
     half = GRID // 2
     slope = max(0.0, (share[-1] - share[half]) / (grid[-1] - grid[half]))
@@ -203,30 +211,62 @@ def concave_majorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, np.interp(x, x[hull], y[hull]))
 
 
+def observations(traces: list) -> tuple[Any, list[Observations]]:
+    """The first recording's object table and every recording's observations on its rows
+    (a later recording's objects matched by context key, occurrence and size)."""
+    table = object_table(traces[0], labels=False)
+    n = table.num_rows
+    found = []
+    for k, trace in enumerate(traces):
+        rows = (np.arange(n, dtype=np.int64) if k == 0
+                else matched_rows(table, object_table(trace, labels=False)))
+        found.append(_observations(trace, rows))
+    return table, found
+
+
 def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> ReuseCurves:
     """The curves of the first recording's objects, pooled over all recordings (module
     docstring). Recordings without windows add nothing. With spans ([start, end) ns of the
     first recording, e.g. one plan's phases): the first recording's windows armed within
     them only, and the run's duration is the time they cover."""
-    first = traces[0]
-    if spans is not None:
-        traces = traces[:1]
-    table = object_table(first, labels=False)
+    table, found = observations(traces[:1] if spans is not None else traces)
+    if spans is None:
+        return curves_of(table, found, [(0.0, 1.0)] * len(found))
+    return curves_of(table, found, [spans], absolute=True)
+
+
+def sliced_curves(traces: list, slices: int, min_armed: int = 1) -> list[ReuseCurves]:
+    """The run as `slices` equal slices of each recording's time, each slice's curves from
+    the windows armed in it (pooled over recordings by their share of each one's run), with
+    the objects' live shares within the slice; an object armed on fewer than min_armed pages
+    in a slice has no curve there."""
+    table, found = observations(traces)
+    return [curves_of(table, found, [(k / slices, (k + 1) / slices)] * len(found),
+                      min_armed=min_armed)
+            for k in range(slices)]
+
+
+def curves_of(table, found: list[Observations], spans: list, absolute: bool = False,
+              min_armed: int = 1) -> ReuseCurves:
+    """The curves from the observations of windows armed within spans: per recording one
+    (a, b) share of its run [0..1], or (absolute) a list of [start, end) ns of the first
+    recording. Live shares and the duration are those of the first recording's span."""
     n = table.num_rows
     events: list[list[np.ndarray]] = [[] for _ in range(n)]
     censored: list[list] = [[] for _ in range(n)]
     durations = []
-    for k, trace in enumerate(traces):
-        rows = (np.arange(n, dtype=np.int64) if k == 0
-                else matched_rows(table, object_table(trace, labels=False)))
-        ev, ce = _observations(trace, rows, n, spans)
-        for r in range(n):
-            events[r].extend(ev[r])
-            censored[r].extend(ce[r])
-        lo, hi = int(trace.start_ns), trace_end_ns(trace)
-        covered = (hi - lo if spans is None else
-                   sum(max(0, min(e, hi) - max(b, lo)) for b, e in spans))
-        durations.append(max(1, covered))
+    for obs, span in zip(found, spans):
+        lo, hi = obs.start_ns, obs.end_ns
+        ns = (span if absolute else
+              [(lo + int((hi - lo) * span[0]), lo + int((hi - lo) * span[1]))])
+        durations.append(max(1, sum(max(0, min(e, hi) - max(b, lo)) for b, e in ns)))
+        ev_in = in_spans(obs.ev_arm, ns)
+        ce_in = in_spans(obs.ce_arm, ns)
+        for r in np.unique(obs.ce_row[ce_in]).tolist():
+            mine = ce_in & (obs.ce_row == r)
+            censored[r].append((obs.ce_dwell[mine], obs.ce_pages[mine]))
+        for r in np.unique(obs.ev_row[ev_in]).tolist():
+            events[r].append(obs.ev_delay[ev_in & (obs.ev_row == r)])
     horizon = np.zeros(n)
     share = np.zeros((n, GRID))
     slope = np.zeros(n)
@@ -240,23 +280,30 @@ def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> Re
         cpg = np.concatenate([p for _, p in censored[r]])
         armed[r] = int(len(delays) + cpg.sum())
         touched[r] = len(delays)
-        horizon[r], share[r], slope[r] = kaplan_meier(delays, cns, cpg)
+        if armed[r] >= min_armed:
+            horizon[r], share[r], slope[r] = kaplan_meier(delays, cns, cpg)
     duration = float(np.mean(durations))
+    first = found[0]
+    first_spans = (spans[0] if absolute else
+                   [(first.start_ns + int((first.end_ns - first.start_ns) * spans[0][0]),
+                     first.start_ns + int((first.end_ns - first.start_ns) * spans[0][1]))])
+    live = live_shares(table, first.start_ns, first.end_ns, first_spans)
+    return ReuseCurves(horizon, share, slope, armed, touched, duration, live)
+
+
+def live_shares(table, start_ns: int, end_ns: int, spans: list[tuple[int, int]]) -> np.ndarray:
+    """The share of the spans' time [start, end) ns each object of the table is live."""
+    n = table.num_rows
     alloc = table.column("alloc_ns").to_numpy(zero_copy_only=False).astype(np.float64) \
         if "alloc_ns" in table.column_names else np.zeros(n)
     free = table.column("free_ns").to_numpy(zero_copy_only=False).astype(np.float64) \
         if "free_ns" in table.column_names else np.full(n, -1.0)
-    end = float(trace_end_ns(first))
-    start = float(first.start_ns)
+    end, start = float(end_ns), float(start_ns)
     free = np.where(np.isnan(free) | (free < 0), end, free)
     lo = np.maximum(alloc, start)
-    if spans is None:
-        live = (free - lo) / max(1.0, end - start)
-    else:                   # the share of the spans' time each object is live
-        covered = np.zeros(n)
-        for b, e in spans:
-            covered += np.clip(np.minimum(free, min(e, end)) - np.maximum(lo, max(b, start)),
-                               0.0, None)
-        live = covered / max(1.0, sum(max(0.0, min(e, end) - max(b, start)) for b, e in spans))
-    live = np.clip(live, 0.0, 1.0)
-    return ReuseCurves(horizon, share, slope, armed, touched, duration, live)
+    covered = np.zeros(n)
+    for b, e in spans:
+        covered += np.clip(np.minimum(free, min(e, end)) - np.maximum(lo, max(b, start)),
+                           0.0, None)
+    total = sum(max(0.0, min(e, end) - max(b, start)) for b, e in spans)
+    return np.clip(covered / max(1.0, total), 0.0, 1.0)

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BISECTIONS = 40   # T to 1e-12 of its bracket: far below the curves' resolution
+REFINES = 3       # T: a log-spaced scan, then two linear ones in the bracket found
+SCAN_POINTS = 64  # times evaluated at once per scan
+T_MIN_NS, T_MAX_NS = 1e2, 1e18   # the range T is sought in [ns]
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,51 @@ def at(curves: Curves, t: float) -> tuple[np.ndarray, np.ndarray]:
     return big_f, small_f
 
 
+def shares_at(curves: Curves, ts: np.ndarray) -> np.ndarray:
+    """F_i(t) for every object (rows) at every time of ts (columns) [ns]; 1 for objects
+    without a curve (they hold their room)."""
+    ts = np.asarray(ts, dtype=np.float64)[None, :]
+    out = np.ones((len(curves.horizon_ns), ts.shape[1]))
+    known = curves.horizon_ns > 0
+    if not known.any():
+        return out
+    grid_n = curves.share.shape[1]
+    h = curves.horizon_ns[known][:, None]
+    share = curves.share[known]
+    step = h / (grid_n - 1)
+    inside = ts <= h
+    pos = np.where(inside, ts / step, grid_n - 1.0)
+    k = np.clip(np.floor(pos).astype(np.int64), 0, grid_n - 2)
+    lo = np.take_along_axis(share, k, 1)
+    hi = np.take_along_axis(share, k + 1, 1)
+    value_in = lo + np.clip(pos - k, 0.0, 1.0) * (hi - lo)
+    value_out = np.minimum(1.0, share[:, -1:] + curves.tail_slope[known][:, None]
+                           * np.maximum(0.0, ts - h))
+    out[known] = np.where(inside, value_in, value_out)
+    return out
+
+
+def characteristic_time(curves: Curves, unlocked: np.ndarray, capacity: float) -> float:
+    """The T at which the unlocked pages' occupancy sum_i u_i F_i(T) reaches capacity [ns]
+    (occupancy is non-decreasing in T): a log-spaced scan over [T_MIN_NS, T_MAX_NS], then
+    linear scans of the bracket found, then linear interpolation within the last one."""
+    lo, hi = T_MIN_NS, T_MAX_NS
+    ts = np.geomspace(lo, hi, SCAN_POINTS)
+    for _ in range(REFINES):
+        occ = unlocked @ shares_at(curves, ts)
+        above = np.flatnonzero(occ >= capacity)
+        if not len(above):
+            return float(ts[-1])
+        i = int(above[0])
+        if i == 0:
+            return float(ts[0])
+        lo, hi, occ_lo, occ_hi = ts[i - 1], ts[i], occ[i - 1], occ[i]
+        ts = np.linspace(lo, hi, SCAN_POINTS)
+    if occ_hi <= occ_lo:
+        return float(hi)
+    return float(lo + (hi - lo) * (capacity - occ_lo) / (occ_hi - occ_lo))
+
+
 def demand(curves: Curves, unlocked_pages: np.ndarray) -> float:
     """Unlocked pages ever re-used: sum u_i w_i F_i(inf) (F reaches 1 where the tail rises)."""
     known = curves.horizon_ns > 0
@@ -111,20 +158,7 @@ def predict(curves: Curves, unlocked_pages: np.ndarray, capacity_pages: float) -
     sub = Curves(curves.horizon_ns[rows], curves.share[rows], curves.tail_slope[rows],
                  curves.live_share[rows], curves.duration_ns)
     u_sub = u[rows]
-
-    def occupancy(t: float) -> float:
-        return float((u_sub * at(sub, t)[0]).sum())
-
-    lo, hi = 0.0, max(1.0, float(curves.horizon_ns.max(initial=0.0)))
-    while occupancy(hi) < cap and hi < 1e18:
-        hi *= 2.0
-    for _ in range(BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        if occupancy(mid) < cap:
-            lo = mid
-        else:
-            hi = mid
-    t = 0.5 * (lo + hi)
+    t = characteristic_time(sub, u_sub, cap)
     per = np.zeros(len(u))
     per[rows] = u_sub * at(sub, t)[1] * curves.duration_ns
     return Prediction(float(per.sum()), per, t, cap, need)

@@ -7,6 +7,12 @@ swap-ins fall the most per page locked (which locks the part of a cyclically swe
 LRU would lose anyway, and nothing of an object LRU keeps as well by itself). The lowest prediction wins; a candidate that locks
 more wins only by more than TIE of the best prediction, so "lock nothing" wins every tie.
 
+The run is seen as one view (objtier.model.Curves) or as a list of views, one per slice of the
+run, each with the objects live in it and their curves there; a prediction over views is the
+sum of theirs. A locked page takes its room while its object is live (the runtime locks an
+object at its allocation and the lock ends with it), so a view's room for the unlocked pages is
+the capacity less the locked pages weighted by their live share in the view.
+
 Memory: local_bytes is the cgroup's limit; other_bytes what the program holds outside its
 tracked objects (small allocations, stacks, code, page cache charged to the cgroup), which
 stays with the kernel and takes its room; the lock cap is local - max(other + SLACK_BYTES,
@@ -51,25 +57,40 @@ def locked_pages(placement: Placement) -> np.ndarray:
     return pages(placement.fast_bytes, placement.page_bytes).astype(np.float64)
 
 
-def object_pages(objects: ObjectTable, page_bytes: int, curves: Curves | None = None
+Views = Curves | list[Curves]   # one view of the run, or one per slice of it (summed)
+
+
+def views_of(curves: Views) -> list[Curves]:
+    return curves if isinstance(curves, list) else [curves]
+
+
+def object_pages(objects: ObjectTable, page_bytes: int, curves: Views | None = None
                  ) -> np.ndarray:
     """Whole pages per object; with curves, only the share ever resident (Curves.present)."""
     pages_ = (objects.size // page_bytes).astype(np.float64)
-    present = curves.present if curves is not None else None
+    present = views_of(curves)[0].present if curves is not None else None
     if present is not None:
         pages_ = np.floor(pages_ * present)
     return pages_
 
 
-def predicted(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+def predicted(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
               locked: np.ndarray) -> Prediction:
-    """The prediction for `locked` pages per object and capacity_pages for all objects."""
+    """The prediction for `locked` pages per object and capacity_pages for all objects: per
+    view, the unlocked pages in the room the live locked pages leave; over views, the sum."""
     total = object_pages(objects, page_bytes, curves)
     locked = np.minimum(locked, total)
-    return predict(curves, total - locked, capacity_pages - float(locked.sum()))
+    parts = [predict(view, total - locked,
+                     capacity_pages - float((locked * view.live_share).sum()))
+             for view in views_of(curves)]
+    if len(parts) == 1:
+        return parts[0]
+    return Prediction(sum(p.swapins for p in parts), sum(p.per_object for p in parts),
+                      min(p.characteristic_ns for p in parts), parts[0].capacity_pages,
+                      max(p.demand_pages for p in parts))
 
 
-def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+def greedy(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
            cap_pages: float) -> np.ndarray:
     """Locked pages per object, grown step by step: each step tries, for every object, locks
     of 1, 2, 4, ... chunks more (up to the object and the cap) and takes the one that lowers
@@ -80,11 +101,14 @@ def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages
     can = objects.plannable & (total > 0) & curves_known(curves)
     locked = np.zeros(len(total))
     chunk = max(1.0, float(np.floor(cap_pages / STEPS)))
-    best = predicted(curves, objects, page_bytes, capacity_pages, locked).swapins
+    now = predicted(curves, objects, page_bytes, capacity_pages, locked)
+    best = now.swapins
     while locked.sum() + 1 <= cap_pages and best > 0:
         room = cap_pages - locked.sum()
         pick, pick_add, pick_value, pick_rate = -1, 0.0, best, 0.0
-        for r in np.flatnonzero(can & (locked < total)).tolist():
+        # a lock removes only its object's own misses (and takes room from the others):
+        # objects predicted to miss nothing are no candidates
+        for r in np.flatnonzero(can & (locked < total) & (now.per_object > 0)).tolist():
             most = min(total[r] - locked[r], room)
             adds = sorted({min(most, chunk * (1 << k)) for k in range(12)} - {0.0})
             for add in adds:
@@ -99,12 +123,13 @@ def greedy(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages
         if pick < 0:
             break
         locked[pick] += pick_add
-        best = pick_value
+        now = predicted(curves, objects, page_bytes, capacity_pages, locked)
+        best = now.swapins
     return locked
 
 
-def curves_known(curves: Curves) -> np.ndarray:
-    return curves.horizon_ns > 0
+def curves_known(curves: Views) -> np.ndarray:
+    return np.logical_or.reduce([view.horizon_ns > 0 for view in views_of(curves)])
 
 
 def as_placement(objects: ObjectTable, locked: np.ndarray, page_bytes: int, limit: int,
@@ -128,7 +153,7 @@ def lock_cap(local_bytes: int, other_bytes: int, given: int | None = None) -> in
     return derived if given is None else max(0, int(given))
 
 
-def choose(objects: ObjectTable, curves: Curves, page_bytes: int, local_bytes: int,
+def choose(objects: ObjectTable, curves: Views, page_bytes: int, local_bytes: int,
            other_bytes: int, rules: tuple[str, int, Placement],
            extra: list[tuple[str, int, Placement]] = (), cap: int | None = None,
            keep_rules: bool = False) -> Choice:
@@ -187,15 +212,18 @@ ALPHA_MAX = 1e4       # most re-touches per run calibration may give the pages n
 CALIBRATION_STEPS = 40
 
 
-def with_tail(curves: Curves, alpha: float) -> Curves:
+def with_tail(curves: Views, alpha: float) -> Views:
     """The curves with the pages no window saw touched again (1 - F(H)) re-touched alpha
-    times over the run at least: tail slope max(slope, alpha (1 - F(H)) / D)."""
-    floor = alpha * np.clip(1.0 - curves.share[:, -1], 0.0, 1.0) / max(1.0, curves.duration_ns)
-    return replace(curves, tail_slope=np.maximum(curves.tail_slope, floor))
+    times over the run (each view: over its own time) at least: tail slope max(slope,
+    alpha (1 - F(H)) / D)."""
+    def one(view: Curves) -> Curves:
+        floor = alpha * np.clip(1.0 - view.share[:, -1], 0.0, 1.0) / max(1.0, view.duration_ns)
+        return replace(view, tail_slope=np.maximum(view.tail_slope, floor))
+    return [one(v) for v in curves] if isinstance(curves, list) else one(curves)
 
 
-def calibrate(curves: Curves, objects: ObjectTable, page_bytes: int, capacity_pages: float,
-              measured_swapins: float) -> tuple[float, Curves]:
+def calibrate(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
+              measured_swapins: float) -> tuple[float, Views]:
     """(alpha, curves) with the kernel arm's predicted swap-ins (nothing locked) matched to a
     measured run's, by the one quantity the windows cannot see: how often the pages they did
     not see touched again within their dwell are touched later (with_tail). A model that
