@@ -75,11 +75,20 @@ def perf_table(trace) -> pa.Table:
                                             minlength=table.num_rows))
 
 
+FAILURES: list[str] = []    # runs that crashed and were run again
+
+
 def record(out: Path, command: list[str], *extra: str) -> float:
-    start = time.perf_counter()
-    subprocess.run([*OBJTIER, "record", "-q", "-f", *extra, "-o", str(out), "--", *command],
-                   check=True, stdout=subprocess.DEVNULL, env=clean_env())
-    return time.perf_counter() - start
+    for attempt in range(EXACT_ATTEMPTS):
+        start = time.perf_counter()
+        done = subprocess.run([*OBJTIER, "record", "-q", "-f", *extra, "-o", str(out), "--",
+                               *command], stdout=subprocess.DEVNULL, env=clean_env())
+        if done.returncode == 0:
+            return time.perf_counter() - start
+        FAILURES.append(f"record {' '.join(extra)} {Path(command[0]).name}: exit "
+                        f"{done.returncode}")
+        print(f"  {FAILURES[-1]} (attempt {attempt + 1})", flush=True)
+    raise SystemExit(f"{command[0]}: no recording")
 
 
 def load() -> str:
@@ -99,8 +108,8 @@ def one(name: str, work: Path, repeats: int) -> dict:
             if subprocess.run([str(exe), *exact_args], env=env,
                               stdout=subprocess.DEVNULL).returncode == 0:
                 break
-            print(f"{name}: exact recording (LLC {llc or 'machine'}) failed, attempt "
-                  f"{attempt + 1} of {EXACT_ATTEMPTS}", flush=True)
+            FAILURES.append(f"exact {name} (LLC {llc or 'machine'})")
+            print(f"  {FAILURES[-1]} failed (attempt {attempt + 1})", flush=True)
         else:
             raise SystemExit(f"{name}: no exact recording")
         exacts[llc or "machine"] = objects_view(open_trace(exact_out), labels=False).table
@@ -192,6 +201,7 @@ def main() -> int:
                       f"spearman perf vs the recording's table {fmt(r['rhos'])} (not exact); "
                       f"load {r['loads']}")
                 print(f"  {walls_line(r['walls'])}")
+    print(f"runs that crashed and were repeated: {len(FAILURES)}")
     return 0
 
 

@@ -291,3 +291,51 @@ def test_a_recording_without_perf_files_reads_as_before():
     trace = open_trace(fixture)
     assert trace.perf_samples.num_rows == 0
     assert trace.samples.num_rows == trace.runtime_samples.num_rows
+
+
+# Waits for SIGINT or SIGTERM (up to 20 s) after saying it is ready; exits 7 with the signal.
+WAITER = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile sig_atomic_t got;
+static void on(int s) { got = s; }
+int main(void) {
+    signal(SIGINT, on);
+    signal(SIGTERM, on);
+    puts("ready");
+    fflush(stdout);
+    for (int i = 0; i < 400 && !got; i++) usleep(50000);
+    printf("got %d\n", (int)got);
+    return got ? 7 : 0;
+}
+"""
+
+
+def test_ctrl_c_reaches_the_program_not_perf(compile_c, tmp_path):
+    """perf is attached from its own session: SIGINT to record reaches the program (as
+    without perf), whose handler and exit status are its own."""
+    if not perf_permits_faults():
+        pytest.skip("perf record -e page-faults is not permitted here")
+    waiter = compile_c(WAITER, "waiter")
+    proc = subprocess.Popen([sys.executable, "-m", "objtier", "record", "-q", "-o",
+                             str(tmp_path / "run.otr"), "--sampler", "none", "--with-perf",
+                             "page-faults", "--", str(waiter)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"     # the program runs: perf is attached
+    proc.send_signal(2)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 7, err
+    assert out.strip() == "got 2"                          # SIGINT, not perf's SIGTERM
+    assert list((tmp_path / "run.otr").glob("perf-*.otr"))
+
+
+def test_an_event_perf_refuses_leaves_the_run_as_it_was(two_arrays, tmp_path):
+    out = tmp_path / "run.otr"
+    run = record("-o", out, "--sampler", "none", "--with-perf", "no-such-event", "--",
+                 two_arrays)
+    assert run.returncode == 5 and run.stdout.startswith("sum ")
+    warnings = [line for line in run.stderr.splitlines() if "perf did not record" in line]
+    assert len(warnings) == 1, run.stderr
+    trace = open_trace(out)
+    assert not list(out.glob("perf-*.otr")) and trace.allocations.num_rows == 2

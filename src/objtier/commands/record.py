@@ -140,8 +140,7 @@ def run(args: argparse.Namespace) -> int:
             if perf:
                 perf.finish(output, say)
     program_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    children = perf.children(watcher.children) if perf else watcher.children
-    summarize(output, elapsed, returncode, say, children, args.follow_forks,
+    summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks,
               cost=(stats.get("counters_cpu_s", 0.0), program_cpu_s))
     return exit_code(returncode)
 

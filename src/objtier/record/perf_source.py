@@ -1,7 +1,8 @@
 """perf as a source of access samples.
 
-`objtier record --with-perf [EVENT] -- CMD` runs the program under `perf record -d` beside the
-runtime's allocation tracking; `objtier import-perf perf.data --objects run.otr` reads a
+`objtier record --with-perf [EVENT] -- CMD` attaches `perf record -d -p` to the program before
+it runs (a gate holds it until perf's events are enabled), beside the runtime's allocation
+tracking; `objtier import-perf perf.data --objects run.otr` reads a
 perf.data recorded separately. Either way perf's samples (time, pid, tid, data address, and
 where perf has them period, data source and weight) are read with `perf script` and a pinned
 field list (never by parsing perf.data), and stored in the recording as one `perf-<pid>.otr`
@@ -22,14 +23,18 @@ load/store; a major fault is a swap-in (level swap, flag MAJOR).
 
 from __future__ import annotations
 
+import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -39,7 +44,8 @@ from objtier.trace import format as F
 BASE_FIELDS = ("pid", "tid", "time", "event", "addr", "period")   # perf script -F, pinned
 FAULT_EVENTS = ("page-faults", "faults", "major-faults", "minor-faults")
 U32_MAX = (1 << 32) - 1
-PID_WAIT_S = 5.0      # how long to look for the program perf started (its first child)
+ENABLE_WAIT_S = 30.0  # most seconds perf may take to attach and enable its events
+STOP_WAIT_S = 10.0    # seconds perf gets to end after its target, and after SIGINT
 
 # perf script --ns -F pid,tid,time,event,addr,period[,data_src][,weight] prints (perf's own
 # order): "PID/TID SEC.NSEC: PERIOD EVENT: ADDR [DATA_SRC |decoded|] [WEIGHT]"
@@ -270,7 +276,8 @@ def summary_line(parsed: ParsedSamples, written: dict[int, int]) -> str:
 @dataclass
 class PerfSource:
     """One `record --with-perf`: choose(), then settle() once the runtime sampler is known,
-    launch() as record_program's launch hook, finish() after the program ended."""
+    launch() as record_program's launch hook (perf attaches to the program before it runs),
+    finish() after the program ended."""
 
     perf: str
     request: str                    # "auto", "mem" or a perf event name
@@ -278,7 +285,10 @@ class PerfSource:
     mem_reason: str = ""
     event: str = ""                 # "mem" or the -e event, after settle()
     workdir: Path | None = None
-    pid: int = 0                    # the program's pid, once perf started it
+    process: subprocess.Popen | None = None    # perf record -p
+    errors: BinaryIO | None = None             # its stderr
+    enabled: bool = False                      # perf acknowledged `enable`
+    failure: str = ""                          # why perf could not be started
 
     @classmethod
     def choose(cls, request: str, sampler: str) -> "PerfSource":
@@ -308,63 +318,140 @@ class PerfSource:
         else:
             say(f"perf records {self.event} with data addresses beside the {sampler} sampler")
 
-    def record_args(self, data: Path) -> list[str]:
-        common = ["-q", "-d", "-k", "CLOCK_MONOTONIC", "-o", str(data)]
+    def record_args(self, data: Path, pid: int, control: tuple[Path, Path]) -> list[str]:
+        common = ["-q", "-d", "-k", "CLOCK_MONOTONIC", "-o", str(data), "-p", str(pid),
+                  "-D", "-1", "--control", f"fifo:{control[0]},{control[1]}"]
         if self.event == "mem":
             return [self.perf, "mem", "record", *common]
         period = ["-c", "1"] if self.event in FAULT_EVENTS else []
         return [self.perf, "record", *common, *period, "-e", self.event]
 
     def launch(self, command: list[str], env: dict[str, str]):
-        """(command, env, program pid from the started pid) for record_program: perf runs
-        without the runtime; `env` hands LD_PRELOAD to the program alone."""
+        """(command, env, hook) for record_program. The program is started as usual, but
+        behind a gate (a shell reading a FIFO, then exec) and without LD_PRELOAD in the gate's
+        environment (`env` gives it to the program alone); the hook attaches perf to the
+        started pid, enables its events and opens the gate (attach())."""
         self.workdir = Path(tempfile.mkdtemp(prefix="objtier-perf-"))
+        for name in ("gate", "ctl", "ack"):
+            os.mkfifo(self.workdir / name, 0o600)
         env = dict(env)
         preload = env.pop("LD_PRELOAD", "")
-        wrapped = [*self.record_args(self.workdir / "perf.data"), "--",
-                   shutil.which("env") or "/usr/bin/env", f"LD_PRELOAD={preload}", *command]
-        return wrapped, env, self._program_pid
+        gated = [shutil.which("sh") or "/bin/sh", "-c", 'read _ < "$0"; exec "$@"',
+                 str(self.workdir / "gate"), shutil.which("env") or "/usr/bin/env",
+                 f"LD_PRELOAD={preload}", *command]
+        return gated, env, self.attach
 
-    def _program_pid(self, perf_pid: int) -> int:
-        self.pid = program_pid(perf_pid)
-        return self.pid
-
-    def children(self, watched: dict[int, str]) -> dict[int, str]:
-        """The record's watched descendants without the program (perf's child)."""
-        return {pid: name for pid, name in watched.items() if pid != self.pid}
+    def attach(self, pid: int) -> int:
+        """perf record -p pid, events enabled, then the gate opened (always, so that the
+        program runs even when perf does not); returns pid (the program's)."""
+        assert self.workdir is not None
+        work = self.workdir
+        try:
+            self.errors = open(work / "perf.err", "w+b")
+            self.process = subprocess.Popen(
+                self.record_args(work / "perf.data", pid, (work / "ctl", work / "ack")),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
+                start_new_session=True)   # Ctrl-C reaches the program, not perf
+            self.enabled = _enable(self.process, work / "ctl", work / "ack")
+        except OSError as error:
+            self.errors = None
+            self.failure = str(error)
+        finally:
+            _open_gate(work / "gate", pid)
+        return pid
 
     def finish(self, output: Path, say) -> None:
-        """perf.data -> perf-<pid>.otr in the recording; perf.data is removed."""
+        """After the program ended: perf stops (it ends with its target; SIGINT after
+        STOP_WAIT_S), perf.data -> perf-<pid>.otr in the recording, the work files removed."""
         if self.workdir is None:
             return
-        data = self.workdir / "perf.data"
         try:
+            if self.process is None:
+                return
+            if self.process.poll() is None:
+                _stop(self.process)
+            if not self.enabled:
+                say(f"warning: perf did not record: {self._perf_error()}")
+                return
+            data = self.workdir / "perf.data"
             if not data.exists():
-                say("warning: perf wrote no perf.data; the recording keeps the runtime's samples")
+                say(f"warning: perf wrote no perf.data: {self._perf_error()}")
                 return
             _, parsed = read_perf_data(data, self.perf)
             say(summary_line(parsed, store_samples(output, parsed)))
         except (TraceError, UsageError) as error:
             say(f"warning: perf's samples were not stored: {error}")
         finally:
+            if self.errors is not None:
+                self.errors.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 
+    def _perf_error(self) -> str:
+        if self.errors is None:
+            return self.failure or "it did not start"
+        self.errors.seek(0)
+        return _first_line(self.errors.read().decode("utf-8", "replace"))
 
-def program_pid(perf_pid: int, wait_s: float = PID_WAIT_S) -> int:
-    """The program perf started: perf's first child (it forks the workload at once and lets it
-    exec when its events are ready); perf_pid itself if none appears within wait_s."""
+
+def _enable(process: subprocess.Popen, ctl: Path, ack: Path,
+            wait_s: float = ENABLE_WAIT_S) -> bool:
+    """Send perf `enable` on its control FIFO and wait for its `ack`: True once perf samples.
+    False when perf exits first or does not answer within wait_s."""
     deadline = time.monotonic() + wait_s
-    path = Path(f"/proc/{perf_pid}/task/{perf_pid}/children")
-    while time.monotonic() < deadline:
+    fd = -1
+    while fd < 0:                      # perf opens the FIFO's read end once it is set up
         try:
-            children = path.read_text().split()
+            fd = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
         except OSError:
-            return perf_pid
-        if children:
-            return int(children[0])
-        time.sleep(0.005)
-    return perf_pid
+            if process.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+    answer = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"enable\n")
+        got = b""
+        while b"ack" not in got:
+            if process.poll() is not None or time.monotonic() > deadline:
+                return False
+            ready, _, _ = select.select([answer], [], [], 0.05)
+            if ready:
+                got += os.read(answer, 64)
+        return True
+    finally:
+        os.close(fd)
+        os.close(answer)
+
+
+def _open_gate(gate: Path, pid: int) -> None:
+    """Let the gated program go: one line into the FIFO its shell reads (once the shell has
+    opened it; nothing to do when the process is gone)."""
+    while True:
+        try:
+            fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:               # ENXIO: the shell has not opened its end yet
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                return
+            time.sleep(0.002)
+    try:
+        os.write(fd, b"go\n")
+    finally:
+        os.close(fd)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """perf -p ends by itself when its target has exited; SIGINT, then SIGKILL, if not."""
+    for signum in (None, signal.SIGINT, signal.SIGKILL):
+        if signum is not None:
+            process.send_signal(signum)
+        try:
+            process.wait(timeout=STOP_WAIT_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def iter_lines(path: Path) -> Iterator[str]:
