@@ -39,9 +39,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 OBJTIER = ROOT / ".venv" / "bin" / "objtier"
 GRAPHS = {"kron": "-g", "urand": "-u"}
-# trials per kernel: a few seconds each at scale 18 on the 2-core VM, the kernel's own time
-# dominating the graph read
-TRIALS = {"bfs": 64, "bc": 8, "cc": 32, "pr": 8}
+# trials per kernel and graph for the recordings: a few seconds each at scale 18 on the 2-core
+# VM, the kernel's own time dominating the graph read, so that the sampler watches each page
+# about twice
+TRIALS = {"bfs": {"kron": 256, "urand": 64}, "bc": {"kron": 32, "urand": 8},
+          "cc": {"kron": 128, "urand": 32}, "pr": {"kron": 32, "urand": 8}}
+# fewer for the comparisons: at 50 % local a trial runs up to 60x slower under kernel reclaim
+# (BFS on the Kronecker graph: 1.2 s a trial against 0.02 s unlimited)
+CMP_TRIALS = {"bfs": {"kron": 16, "urand": 4}, "bc": {"kron": 4, "urand": 1},
+              "cc": {"kron": 8, "urand": 2}, "pr": {"kron": 4, "urand": 1}}
 
 
 def fail(msg: str) -> None:
@@ -109,12 +115,16 @@ def characterize(otr: Path) -> dict:
     if watch is not None:
         per_obj = watch.per_object
         out["watches_per_page"] = float(watch.mean)
-        # uniform touching: a page of object o is caught in each of its W_o watches with the
-        # object's observed chance q_o = samples_o / armed_o; its sampled touches are then
-        # about Poisson(W_o q_o). Share of sampled pages with one touch under that model:
-        lam = np.where(watch.pages > 0, samples / np.maximum(watch.pages, 1), 0.0)
-        p1 = lam * np.exp(-lam)
-        p_any = 1 - np.exp(-lam)
+        # the scanner spreads its passes evenly, so each page of object o is watched about
+        # n_o = round(W_o) times, and caught in each watch with the object's observed chance
+        # q_o = samples_o / armed_o: sampled touches ~ Binomial(n_o, q_o) if every page of o
+        # were touched alike. The share of sampled pages with one touch under that model
+        # (estimated; pages shared by objects freed and reallocated at one address are
+        # counted once per object here, once in the measured share):
+        n_w = np.maximum(np.rint(per_obj), 1.0)
+        q = np.clip(samples / np.maximum(watch.armed, 1.0), 0.0, 1.0)
+        p1 = n_w * q * (1 - q) ** (n_w - 1)
+        p_any = 1 - (1 - q) ** n_w
         expect_once = float((watch.pages * p1).sum() / max((watch.pages * p_any).sum(), 1e-12))
         out["once_if_uniform"] = expect_once
         # per-page share of watches touched (the report's Fig. 4 for window samplers)
@@ -241,6 +251,53 @@ def write_csvs(res: dict, out: Path) -> None:
                         c["load_before"], c["load_after"]])
 
 
+def pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.0f} %"
+
+
+def num(x, spec: str = ".2f") -> str:
+    return "–" if x is None else format(x, spec)
+
+
+def tables(res: dict) -> str:
+    """docs/seeds.md's AutoNUMA tables (markdown) from autonuma.json."""
+    out = ["| workload | objects (sampled) | objects for 90 % of samples | hottest object: "
+           "share, size | W | pages never touched while watched | mean share of watches "
+           "touched | sampled once (if touched alike, est.) | time to first touch p50 / mean "
+           "[ms] | recorder cost | load |", "|" + "---|" * 11]
+    for name, c in res.get("characterization", {}).items():
+        r = c.get("reuse_s") or {}
+        cost = (c.get("cost") or ["?"])[0].split("recorder cost: ")[-1].split(" of")[0]
+        out.append(
+            f"| {name} | {c['objects']} ({c['objects_sampled']}) | {c['objects_for_90pct']} | "
+            f"{pct(c['top_share'])}, {(c['top_size_bytes'] or 0) / 2**20:.0f} MiB | "
+            f"{num(c.get('watches_per_page'), '.1f')} | "
+            f"{pct(c.get('never_touched_while_watched'))} | {pct(c.get('mean_touch_share'))} | "
+            f"{pct(c['sampled_touches']['1'])} ({pct(c.get('once_if_uniform'))}) | "
+            f"{num(r.get('p50') and r['p50'] * 1e3, '.0f')} / "
+            f"{num(r.get('mean') and r['mean'] * 1e3, '.0f')} | {cost} | {c['load']:.1f} |")
+    out += ["", "| workload | local | footprint | kernel [s] | objtier [s] | speedup | "
+            "swap-in cut (cgroup) | swap-out cut (system-wide) | locked | finished k/o | load |",
+            "|" + "---|" * 11]
+    for key, c in res.get("placement", {}).items():
+        if "error" in c:
+            out.append(f"| {key} | | | | | {c['error']} | | | | | {c['load']:.1f} |")
+            continue
+        ra = c.get("ratios") or {}
+        b, o = c["baseline"], c["objtier"]
+        cut = (b["memcg_refault_anon"] / o["memcg_refault_anon"]
+               if b.get("memcg_refault_anon") and o.get("memcg_refault_anon") else None)
+        out.append(
+            f"| {key.rsplit('-', 1)[0]} | {c['local']} % | "
+            f"{(c['footprint_bytes'] or 0) / 2**20:.0f} MiB | {num(b['wall_s'])} | "
+            f"{num(o['wall_s'])} | {num(ra.get('speedup'))}× | "
+            f"{num(cut)}× | {num(ra.get('swapout_reduction'))}× | "
+            f"{(c['plan']['fast_bytes'] or 0) / 2**20:.0f} MiB | "
+            f"{b['finished']}/{b['runs']}, {o['finished']}/{o['runs']} | "
+            f"{c['load_before']:.0f}–{c['load_after']:.0f} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", type=Path, default=ROOT / "build" / "seeds" / "gapbs")
@@ -257,7 +314,17 @@ def main() -> None:
     ap.add_argument("--skip-compare", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "seeds" / "results")
     ap.add_argument("--runs", type=Path, default=ROOT / "build" / "seeds-runs" / "autonuma")
+    ap.add_argument("--reanalyze", action="store_true",
+                    help="recompute the characterization from the recordings already in --runs")
+    ap.add_argument("--table", action="store_true",
+                    help="print the markdown tables of the results and stop")
     args = ap.parse_args()
+    if args.table:
+        path = args.out / "autonuma.json"
+        if not path.exists():
+            fail(f"no results at {path}")
+        print(tables(json.loads(path.read_text())))
+        return
     kernels = [k for k in args.kernels.split(",") if k]
     graphs = [g for g in args.graphs.split(",") if g]
     for k in kernels:
@@ -283,14 +350,17 @@ def main() -> None:
     res["machine"] = {"host": platform.node(), "kernel": platform.release(),
                       "cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine()}
     res["scale"] = args.scale
-    res["trials"] = TRIALS
+    res["trials"] = {"record": TRIALS, "compare": CMP_TRIALS}
     res["rate"] = args.rate
     for g in graphs:
         sg = graph_file(args.bin, args.data, g, args.scale)
         for k in kernels:
             name = f"{k}_{g}"
-            cmd = [str(args.bin / k), "-f", str(sg), "-n", str(TRIALS[k])]
-            if not args.skip_record:
+            cmd = [str(args.bin / k), "-f", str(sg), "-n", str(TRIALS[k][g])]
+            if args.reanalyze and name in res["characterization"]:
+                res["characterization"][name].update(characterize(args.runs / f"{name}.otr"))
+                path.write_text(json.dumps(res, indent=1))
+            elif not args.skip_record:
                 print(f"autonuma.py: record {name} (load {load():.1f})", file=sys.stderr)
                 c = record(name, cmd, args.runs, args.rate)
                 c["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -304,7 +374,7 @@ def main() -> None:
                 sg = graph_file(args.bin, args.data, g, args.scale)
                 for k in kernels:
                     name = f"{k}_{g}"
-                    cmd = [str(args.bin / k), "-f", str(sg), "-n", str(TRIALS[k])]
+                    cmd = [str(args.bin / k), "-f", str(sg), "-n", str(CMP_TRIALS[k][g])]
                     print(f"autonuma.py: compare {name} at {local}% (load {load():.1f})",
                           file=sys.stderr)
                     c = compare(name, cmd, args.runs, local, args.repeat)

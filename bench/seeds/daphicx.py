@@ -12,7 +12,7 @@ a substitute (docs/seeds.md "DAPHICX"):
                                              espeak-ng synthesizes from a fixed text
   netflow  429.mcf      min-cost network flow glpsol --mincost (GLPK's simplex) on a generated
                                              DIMACS min-cost-flow instance
-  chess    458.sjeng    game-tree search     stockfish bench (64 MiB hash, 1 thread)
+  chess    458.sjeng    game-tree search     stockfish bench (64 MiB hash, 1 thread, depth 8)
   xz       401.bzip2    compression          xz -6 of a generated text
 
 The inputs are generated here (fixed seeds) into build/seeds-data/daphicx/. For each program
@@ -63,11 +63,19 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def text(n_words: int, seed: int) -> str:
+def text(n_words: int, seed: int, vocabulary: int = 0) -> str:
+    """n_words of text: from WORDS, or (vocabulary > 0) from that many made-up words drawn
+    with Zipf-like frequencies, which compresses about as natural text does."""
     rng = random.Random(seed)
+    words = WORDS
+    weights = None
+    if vocabulary:
+        words = ["".join(rng.choice("etaoinshrdlucmfwypvbgkjqxz"[:rng.randint(8, 26)])
+                         for _ in range(rng.randint(2, 10))) for _ in range(vocabulary)]
+        weights = [1.0 / (i + 1) for i in range(vocabulary)]
     lines, line = [], []
-    for _ in range(n_words):
-        line.append(rng.choice(WORDS))
+    for w in rng.choices(words, weights=weights, k=n_words):
+        line.append(w)
         if len(line) == 12:
             lines.append(" ".join(line) + ".")
             line = []
@@ -104,7 +112,7 @@ def prepare(name: str, data: Path) -> list[str]:
     if name == "speech":
         wav = data / "speech.wav"
         if not wav.exists():
-            (data / "speech.txt").write_text(text(700, 1))
+            (data / "speech.txt").write_text(text(12, 1))
             subprocess.run(["espeak-ng", "-s", "170", "-w", str(wav), "-f",
                             str(data / "speech.txt")], check=True, capture_output=True)
         return ["pocketsphinx_continuous", "-infile", str(wav), "-samprate", "22050",
@@ -114,15 +122,15 @@ def prepare(name: str, data: Path) -> list[str]:
     if name == "netflow":
         net = data / "mincost.min"
         if not net.exists():
-            dimacs_mincost(net, 60000, 6, 2)
+            dimacs_mincost(net, 6000, 5, 2)
         return ["glpsol", "--mincost", str(net), "--simplex", "-o", "/dev/null"]
     if name == "chess":
         exe = shutil.which("stockfish") or "/usr/games/stockfish"
-        return [exe, "bench", "64", "1", "12", "default", "depth"]
+        return [exe, "bench", "64", "1", "8", "default", "depth"]
     if name == "xz":
         src = data / "text.txt"
         if not src.exists():
-            src.write_text(text(1_500_000, 3))
+            src.write_text(text(1_200_000, 3, vocabulary=50_000))
         return ["sh", "-c", f"exec xz -6 -T1 -c {src} > /dev/null"]
     raise KeyError(name)
 
@@ -160,6 +168,36 @@ def compare(name: str, cmd: list[str], runs: Path, local: int, repeat: int) -> d
             "load_before": before, "load_after": load()}
 
 
+def num(x, spec: str = ".2f") -> str:
+    return "–" if x is None else format(x, spec)
+
+
+def table(res: dict) -> str:
+    """docs/seeds.md's DAPHICX table (markdown) from daphicx.json."""
+    out = ["| substitute (for) | shortage | footprint | kernel [s] | objtier [s] | speedup | "
+           "swap-out cut (system-wide) | swap-in cut (cgroup) | locked | finished k/o | "
+           "load |", "|" + "---|" * 11]
+    for key, r in sorted(res.get("runs", {}).items(),
+                         key=lambda kv: (kv[0].rsplit("-", 1)[0], int(kv[0].rsplit("-", 1)[1]))):
+        n = key.rsplit("-", 1)[0]
+        who = f"{n} ({PROGRAMS[n][0]})"
+        if "error" in r:
+            out.append(f"| {who} | {key.rsplit('-', 1)[1]} % | | | | {r['error']} | | | | | "
+                       f"{r['load']:.1f} |")
+            continue
+        ra = r.get("ratios") or {}
+        b, o = r["baseline"], r["objtier"]
+        cut = (b["memcg_refault_anon"] / o["memcg_refault_anon"]
+               if b.get("memcg_refault_anon") and o.get("memcg_refault_anon") else None)
+        out.append(f"| {who} | {r['shortage']} % | {(r['footprint_bytes'] or 0) / 2**20:.0f} MiB"
+                   f" | {num(b['wall_s'])} | {num(o['wall_s'])} | {num(ra.get('speedup'))}× | "
+                   f"{num(ra.get('swapout_reduction'))}× | {num(cut)}× | "
+                   f"{(r['plan']['fast_bytes'] or 0) / 2**20:.0f} MiB | "
+                   f"{b['finished']}/{b['runs']}, {o['finished']}/{o['runs']} | "
+                   f"{r['load_before']:.0f}–{r['load_after']:.0f} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help=f"programs (default all: {', '.join(PROGRAMS)})")
@@ -169,7 +207,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "seeds" / "results")
     ap.add_argument("--runs", type=Path, default=ROOT / "build" / "seeds-runs" / "daphicx")
     ap.add_argument("--prepare-only", action="store_true", help="make the inputs and stop")
+    ap.add_argument("--table", action="store_true",
+                    help="print the markdown table of the results and stop")
     args = ap.parse_args()
+    if args.table:
+        path = args.out / "daphicx.json"
+        if not path.exists():
+            fail(f"no results at {path}")
+        print(table(json.loads(path.read_text())))
+        return
     names = args.names or list(PROGRAMS)
     for n in names:
         if n not in PROGRAMS:
