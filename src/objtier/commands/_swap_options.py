@@ -127,8 +127,9 @@ def large_folio(args: argparse.Namespace) -> str:
 # ---- the NUMA tier's nodes and compare's profiles: one option each ------------------------
 
 def add_nodes(parser, reserve: bool = False) -> None:
-    extra = (" ,reserve=SIZE holds SIZE of hugetlb pages on the fast nodes during the "
-             "experiment, so that a small program overflows them" if reserve else "")
+    extra = ("; with ,reserve=SIZE (an experiment control of the guest) SIZE of hugetlb "
+             "pages are held on the fast nodes during the experiment, so that a small program "
+             "overflows them" if reserve else "")
     parser.add_argument("--nodes", default=None,
                         metavar="FAST/SLOW" + ("[,reserve=SIZE]" if reserve else ""),
                         help="numa tier: the fast and the slow NUMA nodes, e.g. 0/2 or 0-1/2,3; "

@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--force", action="store_true",
                         help="replace an earlier comparison in the output directory")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the table")
-    add_nodes(controls, reserve=True)
+    add_nodes(parser, reserve=True)
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to compare")
 
