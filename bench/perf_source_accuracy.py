@@ -28,7 +28,6 @@ import argparse
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,15 +36,15 @@ import numpy as np
 import pyarrow as pa
 from scipy.stats import spearmanr
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-from exact_accuracy import (OBJTIER, REPO, WORKLOADS, build, clean_env,  # noqa: E402
+from exact_accuracy import (OBJTIER, REPO, WORKLOADS, build, clean_env,  # bench/, beside this
                             median_range, timed)
 
-from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables  # noqa: E402
-from objtier.analysis.objects import object_table  # noqa: E402
-from objtier.objects_view import objects_view  # noqa: E402
-from objtier.trace import open_trace  # noqa: E402
+from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables
+from objtier.analysis.objects import object_table
+from objtier.objects_view import objects_view
+from objtier.trace import open_trace
+
+BENCH = Path(__file__).resolve().parent
 
 CASES = {  # name: (sources, exact arguments, sampled arguments)
     "bfs": (WORKLOADS["bfs"][0], WORKLOADS["bfs"][1], WORKLOADS["bfs"][1]),

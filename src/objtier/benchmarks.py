@@ -52,6 +52,10 @@ BENCHMARKS: list[Benchmark] = [
               "profile, and what does exact tracing cost?",
               "--repeats 1 --samplers pageout,fault,perf --markdown", _STDOUT,
               "real, estimated"),
+    Benchmark("perf_source_accuracy", "how well do perf-sourced recordings rank objects "
+              "against the exact trace, and what does --with-perf cost?", "--repeats 3",
+              _STDOUT, "real, estimated",
+              pending="new with trace format 1.5; its row is not in docs/benchmarks.md yet"),
     Benchmark("fault_transparency", "do real programs give the same output under the fault "
               "sampler, and at what cost?", "", _STDOUT, "real"),
     Benchmark("real_programs", "do real programs behave as plain under every sampler?",

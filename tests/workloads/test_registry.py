@@ -76,7 +76,8 @@ def test_every_bench_script_is_registered_and_every_entry_exists():
     registered = {b.name for b in benchmarks.BENCHMARKS}
     assert len(registered) == len(benchmarks.BENCHMARKS), "a benchmark registered twice"
     unregistered = bench_scripts() - registered - set(benchmarks.HELPERS)
-    assert not unregistered, f"bench/ scripts missing from objtier.benchmarks: {unregistered}"
+    assert not unregistered, (f"bench/ scripts missing from objtier.benchmarks: {unregistered} "
+                              "(add each to BENCHMARKS, or to HELPERS if another imports it)")
     assert not registered - bench_scripts(), "registered benchmarks without a script"
     docs = (REPO / benchmarks.DOCS).read_text()
     for b in benchmarks.BENCHMARKS:
@@ -92,7 +93,8 @@ def test_bench_scripts_import_objtier_from_the_environment():
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(
                     node.value, ast.Name) and node.value.id == "sys":
-                pytest.fail(f"{path.name}:{node.lineno} uses sys.path")
+                pytest.fail(f"{path.name}:{node.lineno} uses sys.path (objtier comes from the "
+                            "venv; a script's own directory is on sys.path already)")
 
 
 def test_bench_command_lists_the_benchmarks_and_sizes():

@@ -9,12 +9,13 @@ import os
 import subprocess
 import sys
 
-from objtier.errors import UsageError
 from objtier.benchmarks import BENCHMARKS, DOCS
+from objtier.errors import UsageError
 from objtier.workloads import SIZES, WORKLOADS, arguments, workload_binary
 
 NAME = "bench"
-HELP = "run a built-in workload (bfs, bc, cc, stream, ptrchase, gups, kmeans, graphgen)"
+HELP = ("run a built-in workload (bfs, bc, cc, stream, ptrchase, gups, kmeans, graphgen); "
+        "--sizes, --benchmarks list the registries")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
