@@ -6,16 +6,19 @@
  * return address ip of the allocator call is looked up first in a table of addresses: an ip
  * whose innermost frame's key (module base name and offset, one-frame context) is no record's
  * frame0 is never of a planned site and costs one probe from then on; only calls from a
- * candidate ip unwind (rt_context_capture), and their context id is looked up in a second
- * table, so the key of each context is computed once. With OBJTIER_ARENA=all, the site is
+ * candidate ip unwind: their raw return addresses (unw_backtrace, this process's absolute
+ * addresses) are hashed and looked up in a second table, so that only the first call of each
+ * distinct stack maps its frames to modules and computes its context key (rt_context_capture,
+ * rt_context_key). A 64-bit hash collision would give a call another stack's decision: the
+ * block is then served by the other allocator, which is a placement error, never a wrong
+ * block. With OBJTIER_ARENA=all, the site is
  * the ip itself (the first RT_SARENA_MAX_SITES addresses seen get an arena each).
  *
  * Invariants
- *   - ip_tab and ctx_tab entries are written once (value after key, both atomic; a reader
+ *   - ip_tab and stk_tab entries are written once (value after key, both atomic; a reader
  *     that finds the key with no value yet falls back to the program's allocator for that
  *     call); new ip entries and new sites are made under slock.
- *   - The context ids of ctx_tab are this process image's: a forked child clears the table
- *     (context.c starts its ids over).
+ *   - stk_tab's hashes are of absolute addresses, valid in a forked child too (same image).
  */
 #define _GNU_SOURCE
 #include "arena.h"
@@ -29,6 +32,7 @@
 #include "writer.h"
 
 #include <fcntl.h>
+#include <libunwind.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +53,7 @@ enum { MODE_OFF, MODE_PLAN, MODE_ALL };
 enum { TIER_NONE = 0, TIER_FAST = 1, TIER_SLOW = 2 };
 
 #define IP_SLOTS  (1u << 14)
-#define CTX_SLOTS (1u << 16)
+#define STK_SLOTS (1u << 15)
 
 typedef struct ip_slot {
     _Atomic uintptr_t ip;
@@ -66,9 +70,15 @@ static char stats_path[1024];
 static uint64_t locked_total; /* under slock */
 static pthread_mutex_t slock = PTHREAD_MUTEX_INITIALIZER;
 
-static ip_slot *ip_tab;          /* IP_SLOTS, rt_sys_mmap */
-static _Atomic int32_t *ctx_tab; /* CTX_SLOTS: 0 not yet, -1 not a site, s + 1 */
-static uint32_t n_sites;         /* sites in use (plan mode: the plan's, sorted by key) */
+static ip_slot *ip_tab; /* IP_SLOTS, rt_sys_mmap */
+typedef struct stk_slot {
+    _Atomic uint64_t h; /* hash of a stack's return addresses, never 0 */
+    _Atomic int32_t v;  /* -1 not a site, s + 1 site s */
+} stk_slot;
+static stk_slot *stk_tab;         /* STK_SLOTS, plan mode */
+static uint32_t stack_depth;      /* OBJTIER_STACK_DEPTH */
+static uint64_t self_lo, self_hi; /* the runtime's own code: frames skipped, as context.c */
+static uint32_t n_sites;          /* sites in use (plan mode: the plan's, sorted by key) */
 static uint64_t site_key[RT_SARENA_MAX_SITES]; /* plan key, or ip (all mode) */
 static uint8_t site_tier[RT_SARENA_MAX_SITES];
 static uint64_t *frame0s; /* plan mode: the records' frame0 keys, sorted */
@@ -158,6 +168,33 @@ static int32_t ip_value(uintptr_t ip)
     return v;
 }
 
+/* The hash of the caller's stack as rt_context_capture would record it: the first
+ * OBJTIER_STACK_DEPTH return addresses outside the runtime. */
+static uint64_t stack_hash(void)
+{
+    void *ips[RT_MAX_STACK_DEPTH + 8];
+    int n = unw_backtrace(ips, (int)stack_depth + 8), first = 0;
+    while (first < n && (uintptr_t)ips[first] >= self_lo && (uintptr_t)ips[first] < self_hi)
+        first++;
+    int depth = n - first < (int)stack_depth ? n - first : (int)stack_depth;
+    uint64_t h = OT_FNV64_OFFSET ^ (uint64_t)depth;
+    for (int i = 0; i < depth; i++)
+        h = (h ^ (uint64_t)(uintptr_t)ips[first + i]) * 0x100000001B3ULL;
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+static stk_slot *stk_find(uint64_t h)
+{
+    for (uint32_t i = 0; i < STK_SLOTS; i++) {
+        stk_slot *s = &stk_tab[((uint32_t)h + i) & (STK_SLOTS - 1)];
+        uint64_t v = atomic_load_explicit(&s->h, memory_order_acquire);
+        if (v == h || v == 0)
+            return s;
+    }
+    return NULL;
+}
+
 int rt_sarena_site_of(size_t n, const void *ip)
 {
     (void)n;
@@ -166,16 +203,25 @@ int rt_sarena_site_of(size_t n, const void *ip)
         return v - 1;
     if (v != -2)
         return -1;
+    uint64_t h = stack_hash();
+    stk_slot *s = stk_find(h);
+    if (s && atomic_load_explicit(&s->h, memory_order_acquire) == h) {
+        int32_t d = atomic_load_explicit(&s->v, memory_order_acquire);
+        if (d != 0)
+            return d > 0 ? d - 1 : -1;
+    }
     uint32_t ctx = rt_context_capture(&rt_w);
     if (ctx == 0)
         return -1;
-    int32_t d = ctx < CTX_SLOTS ? atomic_load_explicit(&ctx_tab[ctx], memory_order_relaxed) : 0;
-    if (d == 0) {
-        uint32_t at;
-        d = has_u64(site_key, n_sites, rt_context_key(ctx), &at) ? (int32_t)at + 1 : -1;
-        if (ctx < CTX_SLOTS)
-            atomic_store_explicit(&ctx_tab[ctx], d, memory_order_relaxed);
+    uint32_t at;
+    int32_t d = has_u64(site_key, n_sites, rt_context_key(ctx), &at) ? (int32_t)at + 1 : -1;
+    pthread_mutex_lock(&slock);
+    s = stk_find(h);
+    if (s && atomic_load(&s->h) == 0) {
+        atomic_store_explicit(&s->h, h, memory_order_release);
+        atomic_store_explicit(&s->v, d, memory_order_release);
     }
+    pthread_mutex_unlock(&slock);
     return d > 0 ? d - 1 : -1;
 }
 
@@ -307,8 +353,13 @@ void rt_sarena_init(const rt_config *cfg)
         fast_mask = slow_mask = 0; /* tier_numa.c said so already; mbind is counted failed */
     snprintf(stats_path, sizeof stats_path, "%s", cfg->arena_stats);
     ip_tab = rt_sys_mmap(IP_SLOTS * sizeof *ip_tab);
-    ctx_tab = mode == MODE_PLAN ? rt_sys_mmap(CTX_SLOTS * sizeof *ctx_tab) : NULL;
-    if (!ip_tab || (mode == MODE_PLAN && (!ctx_tab || take_plan_sites() != 0))) {
+    stk_tab = mode == MODE_PLAN ? rt_sys_mmap(STK_SLOTS * sizeof *stk_tab) : NULL;
+    stack_depth = cfg->stack_depth;
+    rt_context_lock();
+    if (rt_modules_range_of((uint64_t)(uintptr_t)&rt_sarena_init, &self_lo, &self_hi) != 0)
+        self_lo = self_hi = 0;
+    rt_context_unlock();
+    if (!ip_tab || (mode == MODE_PLAN && (!stk_tab || take_plan_sites() != 0))) {
         rt_log(1, "out of memory setting up arenas; no arenas");
         mode = MODE_OFF;
         return;
@@ -331,8 +382,6 @@ void rt_sarena_site_fork_parent(void)
 void rt_sarena_site_fork_child(void)
 {
     pthread_mutex_init(&slock, NULL);
-    if (ctx_tab) /* context ids start over in the child (context.c) */
-        memset((void *)ctx_tab, 0, CTX_SLOTS * sizeof *ctx_tab);
     locked_total = 0; /* mlocks are not inherited */
     /* a child that writes no trace of its own has no context table to unwind into */
     if (mode == MODE_PLAN && !follow)

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Segregated arenas (docs/runtime.md, "Arenas"): what they cost on the malloc path, and the
+memory they cost (fragmentation).
+
+  bench/arena_cost.py cost [--repeats 3] [--iterations N] [--baseline-lib OLD.so]
+  bench/arena_cost.py rss  [--repeats 3]
+
+`cost` times a small-block loop (malloc + free pairs of 16..512 bytes from two call sites, 7
+of 8 calls from the hot one) under: no objtier; the runtime passive and with a plan naming no
+site (arenas off: the path every program without sites takes), each also with --baseline-lib
+(a libobjtier.so built from a tree without arenas) when given; a plan naming the cold site
+only (the hot site's calls are told apart by their return address, no unwinding); a plan
+naming the hot site (its calls unwind to their context key); OBJTIER_ARENA=all. Runs are
+interleaved, `--repeats` each; ns per malloc + free pair, as the program measures it.
+
+`rss` runs small-block programs (the loop above, a g++ std::map program, a Python workload)
+without objtier and with OBJTIER_ARENA=all and reports their peak RSS (getrusage of the
+child) and the arena counts (bytes carved for blocks vs bytes requested by live blocks at
+exit). Every line notes the load average. Writes bench-out/arena_cost_<mode>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+LOOP_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+__attribute__((noinline)) void *hot(size_t n) { void *p = malloc(n); __asm__ volatile("" ::"r"(p) : "memory"); return p; }
+__attribute__((noinline)) void *cold(size_t n) { void *p = malloc(n); __asm__ volatile("" ::"r"(p) : "memory"); return p; }
+int main(int argc, char **argv) {
+    long it = atol(argv[1]), keep = argc > 2 ? atol(argv[2]) : 0;
+    unsigned char *b[64];
+    unsigned long sum = 0;
+    unsigned char **kept = keep ? malloc(keep * sizeof *kept) : NULL;
+    for (long i = 0; i < keep; i++) { kept[i] = (i & 7) ? hot(16 + i % 500) : cold(24 + i % 300); kept[i][0] = (unsigned char)i; }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < it; i++) {
+        for (int k = 0; k < 64; k++) {
+            size_t n = 16 + (size_t)((k * 40 + i) % 497);
+            b[k] = (k & 7) ? hot(n) : cold(n);
+            b[k][0] = (unsigned char)k;
+        }
+        for (int k = 0; k < 64; k++) { sum += b[k][0]; free(b[k]); }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    for (long i = 0; i < keep; i++) { sum += kept[i][0]; free(kept[i]); }
+    free(kept);
+    double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+    printf("ns_per_pair %.2f sum %lu\n", it ? ns / (it * 64.0) : 0.0, sum);
+    return 0;
+}
+"""
+
+CXX_MAP = r"""
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+int main() {
+    std::map<std::string, std::vector<int>> m;
+    for (int i = 0; i < 400000; i++) m["key-" + std::to_string(i * 7919L % 300007)].push_back(i);
+    long s = 0;
+    for (auto &e : m) s += e.first.size() + e.second.size();
+    std::printf("%zu %ld\n", m.size(), s);
+}
+"""
+
+PY_WORK = ("d = {f'k{i}': [i, str(i) * (i % 50)] for i in range(300000)}\n"
+           "big = [bytes(600 + i % 3000) for i in range(30000)]\n"
+           "print(len(d), sum(map(len, big)))\n")
+
+
+def load() -> str:
+    return "load %.2f %.2f %.2f" % os.getloadavg()
+
+
+def build(work: Path) -> dict[str, Path]:
+    out = {}
+    (work / "loop.c").write_text(LOOP_C)
+    subprocess.run(["gcc", "-O2", "-g", "-fno-builtin", "-o", str(work / "loop"),
+                    str(work / "loop.c")], check=True)
+    out["loop"] = work / "loop"
+    if shutil.which("g++"):
+        (work / "map.cc").write_text(CXX_MAP)
+        subprocess.run(["g++", "-O2", "-o", str(work / "map"), str(work / "map.cc")],
+                       check=True)
+        out["map"] = work / "map"
+    return out
+
+
+def base_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("OBJTIER_")}
+
+
+def run(cmd: list[str], env: dict[str, str]) -> tuple[str, int]:
+    """stdout and the child's peak RSS in KiB (its own getrusage, through wait4)."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err)
+        out = proc.stdout.read()
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"arena_cost: {cmd[0]} failed ({proc.returncode}): "
+                             f"{err.read().decode(errors='replace').strip()[-300:]}")
+    return out.decode(), usage.ru_maxrss
+
+
+def site_plans(work: Path, loop: Path, lib: str) -> dict[str, Path]:
+    """Text plans: no site, the cold site only, the hot site only (keys from a recording)."""
+    from objtier.analysis.sites import site_table
+    from objtier.plan.sites import frame0_keys
+    from objtier.trace import open_trace
+
+    trace_dir = work / "loop.otr"
+    env = {**base_env(), "LD_PRELOAD": lib, "OBJTIER_OUTPUT": str(trace_dir),
+           "OBJTIER_SAMPLER": "none", "OBJTIER_SITE_PERIOD": "1"}
+    subprocess.run([str(loop), "20"], env=env, check=True, capture_output=True)
+    trace = open_trace(trace_dir)
+    first = frame0_keys(trace)
+    by_function = {r["label"].split(" ")[0]: r for r in site_table(trace).to_pylist()}
+    head = ["objtier-plan 1", "budget 8388608 4096", "phase * - *"]
+    plans = {}
+    for name, functions in (("none", []), ("cold", ["cold"]), ("hot", ["hot"])):
+        lines = list(head)
+        for f in functions:
+            r = by_function[f]
+            lines.append(f"site {r['context_key']} {first[(r['pid'], r['context'])]} fast")
+        path = work / f"plan-{name}.txt"
+        path.write_text("\n".join(lines) + "\n")
+        plans[name] = path
+    return plans
+
+
+def cost(args: argparse.Namespace, work: Path) -> dict:
+    from objtier import native
+
+    lib = str(native.runtime_library())
+    progs = build(work)
+    plans = site_plans(work, progs["loop"], lib)
+    configs: list[tuple[str, dict[str, str]]] = [("no objtier", {})]
+    libs = [("", lib)] + ([(" (baseline lib)", args.baseline_lib)] if args.baseline_lib else [])
+    for suffix, path in libs:
+        configs.append((f"runtime passive{suffix}", {"LD_PRELOAD": path}))
+        configs.append((f"plan, no site: arenas off{suffix}",
+                        {"LD_PRELOAD": path, "OBJTIER_PLAN": str(plans["none"]),
+                         "OBJTIER_SAMPLER": "none"}))
+    for name, plan in (("plan, cold site only", plans["cold"]),
+                       ("plan, hot site", plans["hot"])):
+        configs.append((name, {"LD_PRELOAD": lib, "OBJTIER_PLAN": str(plan),
+                               "OBJTIER_SAMPLER": "none"}))
+    configs.append(("OBJTIER_ARENA=all", {"LD_PRELOAD": lib, "OBJTIER_ARENA": "all"}))
+    times: dict[str, list[float]] = {name: [] for name, _ in configs}
+    loads = [load()]
+    for _ in range(args.repeats):        # interleaved
+        for name, extra in configs:
+            out, _ = run([str(progs["loop"]), str(args.iterations)], {**base_env(), **extra})
+            times[name].append(float(out.split()[1]))
+        loads.append(load())
+    rows = [{"config": name, "ns_per_pair": t, "median": statistics.median(t), "min": min(t)}
+            for name, t in times.items()]
+    print(f"malloc+free pairs of 16..512 B, {args.iterations * 64} per run, "
+          f"{args.repeats} interleaved runs (real, exact timing of this machine)")
+    for r in rows:
+        print(f"  {r['config']:40} median {r['median']:7.2f} ns  min {r['min']:7.2f} ns  "
+              f"runs {' '.join(f'{x:.2f}' for x in r['ns_per_pair'])}")
+    print("  " + " | ".join(loads))
+    return {"mode": "cost", "iterations": args.iterations, "rows": rows, "loads": loads}
+
+
+def arena_counts(path: Path) -> dict[str, int]:
+    lines = path.read_text().splitlines() if path.exists() else []
+    if not lines:
+        return {}
+    fields = dict(f.split("=", 1) for f in lines[-1].split())   # the root process: last out
+    return {k: int(v) for k, v in fields.items() if v.isdigit()}
+
+
+def rss(args: argparse.Namespace, work: Path) -> dict:
+    from objtier import native
+
+    lib = str(native.runtime_library())
+    progs = build(work)
+    programs = [("small-block loop, 400k kept", [str(progs["loop"]), "10", "400000"])]
+    if "map" in progs:
+        programs.append(("g++ std::map<string, vector>", [str(progs["map"])]))
+    programs.append(("python3 dict + bytes", [shutil.which("python3") or "python3", "-c",
+                                              PY_WORK]))
+    rows = []
+    for name, cmd in programs:
+        plain_kib, arena_kib, counts = [], [], {}
+        for _ in range(args.repeats):
+            out_plain, kib = run(cmd, base_env())
+            plain_kib.append(kib)
+            stats = work / "stats"
+            stats.unlink(missing_ok=True)
+            out_arena, kib = run(cmd, {**base_env(), "LD_PRELOAD": lib, "OBJTIER_ARENA": "all",
+                                       "OBJTIER_ARENA_STATS": str(stats)})
+            arena_kib.append(kib)
+            counts = arena_counts(stats)
+            if out_plain.split("sum")[-1] != out_arena.split("sum")[-1]:
+                raise SystemExit(f"arena_cost: {name}: output differs under arenas")
+        row = {"program": name, "plain_kib": plain_kib, "arena_kib": arena_kib,
+               "ratio": statistics.median(arena_kib) / statistics.median(plain_kib),
+               "counts": counts, "load": load()}
+        rows.append(row)
+        print(f"  {name:32} peak RSS {statistics.median(plain_kib) / 1024:7.1f} MiB plain, "
+              f"{statistics.median(arena_kib) / 1024:7.1f} MiB arenas ({row['ratio']:.2f}x); "
+              f"arena carved {counts.get('carved_bytes', 0) / 2**20:.1f} MiB, waste "
+              f"{counts.get('waste_bytes', 0) / 2**20:.1f} MiB, {counts.get('chunks', 0)} chunks,"
+              f" {counts.get('sites_used', 0)} sites; {row['load']} (real)")
+    return {"mode": "rss", "rows": rows}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=["cost", "rss"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=40000,
+                        help="cost: loop iterations of 64 pairs (default 40000)")
+    parser.add_argument("--baseline-lib", default=None,
+                        help="cost: a libobjtier.so without arenas to compare the off path with")
+    args = parser.parse_args()
+    if args.repeats < 1 or args.iterations < 1:
+        parser.error("--repeats and --iterations must be at least 1")
+    if args.baseline_lib and not Path(args.baseline_lib).is_file():
+        parser.error(f"--baseline-lib {args.baseline_lib}: no such file")
+    with tempfile.TemporaryDirectory(prefix="arena-cost-") as tmp:
+        result = cost(args, Path(tmp)) if args.mode == "cost" else rss(args, Path(tmp))
+    result.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                  machine=os.uname().nodename, cpus=os.cpu_count())
+    out_dir = REPO / "bench-out"
+    out_dir.mkdir(mode=0o700, exist_ok=True)
+    path = out_dir / f"arena_cost_{args.mode}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
