@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the third-party libraries of the compare suite (bench/compare_suite.py) from
-# PyPI into a private venv under build/third-party/venv. Idempotent: a second run installs
-# nothing new. PYTHON picks the interpreter the venv is made from (default python3).
+# PyPI into a private venv under build/third-party/venv (the Redis server and its benchmark
+# client come from Debian: apt-get install redis-server redis-tools). Idempotent: a second
+# run installs nothing new. PYTHON picks the interpreter the venv is made from (default python3).
 #
 #   bench/third_party/setup.sh
 set -euo pipefail
@@ -31,10 +32,27 @@ for pkg in "${optional[@]}"; do
         || echo "setup.sh: optional $pkg did not install; its program is skipped" >&2
 done
 
+# Optional: DuckDB with its TPC-H extension. The wheel does not build tpch in and DuckDB would
+# download it on first use; duckdb-extension-tpch ships the binary for one DuckDB version,
+# so both are pinned to it. Then the TPC-H tables of duckdb_tpch.py are generated once.
+duckdb_version=1.5.5
+tpch_cache="$root/build/third-party/tpch-sf0.1.duckdb"
+if ! "$venv/bin/python" -c "import duckdb, duckdb_extension_tpch, sys
+sys.exit(duckdb.__version__ != '$duckdb_version')" 2>/dev/null; then
+    "$venv/bin/pip" install --quiet "duckdb==$duckdb_version" \
+        "duckdb-extension-tpch==$duckdb_version" \
+        || echo "setup.sh: optional duckdb did not install; its program is skipped" >&2
+fi
+if [ ! -e "$tpch_cache" ] && have duckdb_extension_tpch; then
+    "$venv/bin/python" "$root/bench/third_party/programs/duckdb_tpch.py" --sf 0.1 --reps 1 \
+        --queries 6 --cache "$tpch_cache" >/dev/null \
+        || echo "setup.sh: the TPC-H tables were not generated" >&2
+fi
+
 echo "third-party venv: $venv"
 "$venv/bin/python" - <<'PY'
 import importlib
-for name in ("scipy", "igraph", "hnswlib"):
+for name in ("scipy", "igraph", "hnswlib", "duckdb"):
     try:
         mod = importlib.import_module(name)
         print(f"  {name} {getattr(mod, '__version__', '?')}")
