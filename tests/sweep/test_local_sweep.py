@@ -56,6 +56,7 @@ def test_local_sweep_on_stream(tmp_path):
     assert oct((out / "sweep.json").stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.heavy
 def test_calibrate_local_in_gbps_and_ns_then_a_sweep_in_units(tmp_path):
     """--calibrate on the swap tier: STREAM and ptrchase at 100 % and 50 % of their own
     footprints (real cgroup limits, real swap-ins), rows in GB/s and ns, the footprints kept,

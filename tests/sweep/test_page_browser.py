@@ -79,6 +79,7 @@ def probe(page, tmp_path, artifacts_dir=None):
     return result["plots"]
 
 
+@pytest.mark.heavy
 def test_calibration_heatmaps_and_fom_figure(tmp_path, artifacts_dir):
     cal = tmp_path / "cal"
     run = objtier("sweep", "--calibrate", "--knob", "bandit=0,100", "--threads", "1,2",
