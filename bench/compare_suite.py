@@ -10,7 +10,7 @@ swap-ins per arm (pages), the kernel model's predicted vs measured swap-ins per 
 every run; then the geometric mean of the speedups per local size.
 
     bench/third_party/setup.sh
-    .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph,vector]
+    .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph,vector,duckdb,redis]
         [--local 70%,50%] [-o bench-out/compare-suite] [--report-only]
 
 The min–max beside each median is the spread of that arm's finished runs: where the two arms'
@@ -35,13 +35,21 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS_DIR = ROOT / "bench" / "third_party" / "programs"
 VENV_PYTHON = ROOT / "build" / "third-party" / "venv" / "bin" / "python"
 OBJTIER = ROOT / ".venv" / "bin" / "objtier"
+TPCH_CACHE = ROOT / "build" / "third-party" / "tpch-sf0.1.duckdb"   # made by setup.sh
 
 #: name -> (driver script, its arguments, the module it needs in the third-party venv)
 PROGRAMS: dict[str, tuple[str, list[str], str]] = {
     "cg": ("cg.py", [], "scipy"),
     "graph": ("graph_igraph.py", [], "igraph"),
     "vector": ("vector_hnswlib.py", [], "hnswlib"),
+    "duckdb": ("duckdb_tpch.py", ["--cache", str(TPCH_CACHE)], "duckdb_extension_tpch"),
+    "redis": ("redis_bench.py", [], "socket"),
 }
+#: name -> options of `objtier compare` it needs (redis: the server and client are children)
+COMPARE_OPTIONS: dict[str, list[str]] = {"redis": ["--follow-forks"]}
+#: name -> commands on PATH or files it needs besides the venv (setup.sh, Debian packages)
+NEEDS: dict[str, list[str]] = {"duckdb": [str(TPCH_CACHE)],
+                               "redis": ["redis-server", "redis-benchmark"]}
 
 #: the measured swap-ins of an arm, in the order model_check reads them (pages)
 SWAPIN_KEYS = ("memcg_refault_anon", "pswpin", "memcg_pgmajfault", "major_faults")
@@ -56,6 +64,14 @@ def missing_module(module: str) -> str | None:
     return None if done.returncode == 0 else f"{module} not installed in the venv"
 
 
+def missing_needs(name: str) -> str | None:
+    """Why a program's other needs (NEEDS) are not met, or None when they are."""
+    for need in NEEDS.get(name, []):
+        if not (Path(need).exists() if "/" in need else shutil.which(need)):
+            return f"no {need} (bench/third_party/setup.sh; Debian redis-server, redis-tools)"
+    return None
+
+
 def compare_dir(out: Path, name: str, local: str) -> Path:
     return out / f"{name}-{local.rstrip('%')}"
 
@@ -65,7 +81,8 @@ def run_compare(name: str, local: str, repeat: int, out: Path) -> Path:
     script, args, _module = PROGRAMS[name]
     target = compare_dir(out, name, local)
     command = [str(OBJTIER), "compare", "--tier", "swap", "--local", local,
-               "--repeat", str(repeat), "-o", str(target), "-f", "--",
+               "--repeat", str(repeat), "-o", str(target), "-f",
+               *COMPARE_OPTIONS.get(name, []), "--",
                str(VENV_PYTHON), str(PROGRAMS_DIR / script), *args]
     print(f"== {name} at {local} local: {' '.join(command)}", flush=True)
     with open(out / f"{name}-{local.rstrip('%')}.log", "w") as log:
@@ -185,7 +202,8 @@ def main() -> int:
 
     rows, failed = [], []
     for name in names:
-        why = None if args.report_only else missing_module(PROGRAMS[name][2])
+        why = None if args.report_only else (missing_module(PROGRAMS[name][2])
+                                             or missing_needs(name))
         if why:
             failed.append(f"{name}: {why}")
             continue
