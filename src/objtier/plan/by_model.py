@@ -105,7 +105,7 @@ def greedy(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages:
     best = now.swapins
     while locked.sum() + 1 <= cap_pages and best > 0:
         room = cap_pages - locked.sum()
-        pick, pick_add, pick_value, pick_rate = -1, 0.0, best, 0.0
+        pick, pick_add, pick_rate = -1, 0.0, 0.0
         # a lock removes only its object's own misses (and takes room from the others):
         # objects predicted to miss nothing are no candidates
         for r in np.flatnonzero(can & (locked < total) & (now.per_object > 0)).tolist():
@@ -119,7 +119,7 @@ def greedy(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages:
                 value = predicted(curves, objects, page_bytes, capacity_pages, trial).swapins
                 rate = (best - value) / add
                 if value < best * (1.0 - 1e-3) and rate > pick_rate:
-                    pick, pick_add, pick_value, pick_rate = r, add, value, rate
+                    pick, pick_add, pick_rate = r, add, rate
         if pick < 0:
             break
         locked[pick] += pick_add
