@@ -4,6 +4,7 @@ memory they cost (fragmentation).
 
   bench/arena_cost.py cost [--repeats 3] [--iterations N] [--baseline-lib OLD.so]
   bench/arena_cost.py rss  [--repeats 3]
+  bench/arena_cost.py swap [--repeats 3] [--local 90M]      (root: objtier run --local)
 
 `cost` times a small-block loop (malloc + free pairs of 16..512 bytes from two call sites, 7
 of 8 calls from the hot one) under: no objtier; the runtime passive and with a plan naming no
@@ -16,7 +17,13 @@ interleaved, `--repeats` each; ns per malloc + free pair, as the program measure
 `rss` runs small-block programs (the loop above, a g++ std::map program, a Python workload)
 without objtier and with OBJTIER_ARENA=all and reports their peak RSS (getrusage of the
 child) and the arena counts (bytes carved for blocks vs bytes requested by live blocks at
-exit). Every line notes the load average. Writes bench-out/arena_cost_<mode>.json.
+exit). `swap` runs a program whose hot small blocks (200 B rows, read at random over passes)
+were allocated interleaved with cold ones (600 B, written once) under `objtier run --local`
+(a memory cgroup, zram behind it) in three arms, interleaved: a plan with nothing to place
+(the kernel's reclaim alone), a plan whose `site` record puts the hot rows' site fast (arena,
+mlocked; the site chosen by its function name, as no access sample reaches small blocks on a
+machine without a PMU), and OBJTIER_ARENA=all (every site segregated, nothing locked). Every
+line notes the load average. Writes bench-out/arena_cost_<mode>.json.
 """
 
 from __future__ import annotations
@@ -77,6 +84,32 @@ int main() {
     long s = 0;
     for (auto &e : m) s += e.first.size() + e.second.size();
     std::printf("%zu %ld\n", m.size(), s);
+}
+"""
+
+SWAP_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+__attribute__((noinline)) unsigned char *hot_row(void) { unsigned char *p = malloc(200); __asm__ volatile("" ::"r"(p) : "memory"); return p; }
+__attribute__((noinline)) unsigned char *cold_row(void) { unsigned char *p = malloc(600); __asm__ volatile("" ::"r"(p) : "memory"); return p; }
+int main(int argc, char **argv) {
+    long n = atol(argv[1]), passes = atol(argv[2]);
+    unsigned char **hot = malloc(n * sizeof *hot), **cold = malloc(n * sizeof *cold);
+    for (long i = 0; i < n; i++) {
+        hot[i] = hot_row(); cold[i] = cold_row();
+        for (int k = 0; k < 200; k += 8) hot[i][k] = (unsigned char)(i + k);
+        for (int k = 0; k < 600; k += 8) cold[i][k] = (unsigned char)(i - k);
+    }
+    unsigned long sum = 0;
+    for (long i = 0; i < n; i++) sum += cold[i][(i * 8) % 600];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long p = 0; p < passes; p++)
+        for (long i = 0; i < n; i++) { long j = (i * 7919) % n; sum += hot[j][(p * 8) % 200]; }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("sum %lu passes_s %.3f\n", sum, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return 0;
 }
 """
 
@@ -228,12 +261,72 @@ def rss(args: argparse.Namespace, work: Path) -> dict:
     return {"mode": "rss", "rows": rows}
 
 
+def swap(args: argparse.Namespace, work: Path) -> dict:
+    from objtier import native
+    from objtier.analysis.sites import site_table
+    from objtier.plan.sites import frame0_keys
+    from objtier.trace import open_trace
+
+    if os.geteuid() != 0:
+        raise SystemExit("arena_cost swap: objtier run --local needs root")
+    (work / "swap.c").write_text(SWAP_C)
+    exe = work / "swap"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(exe), str(work / "swap.c")], check=True)
+    trace_dir = work / "swap.otr"
+    env = {**base_env(), "LD_PRELOAD": str(native.runtime_library()),
+           "OBJTIER_OUTPUT": str(trace_dir), "OBJTIER_SAMPLER": "none",
+           "OBJTIER_SITE_PERIOD": "1"}
+    subprocess.run([str(exe), "20000", "1"], env=env, check=True, capture_output=True)
+    base_plan = work / "base.json"
+    subprocess.run([str(REPO / ".venv/bin/objtier"), "plan", str(trace_dir), "--fast", "1M",
+                    "-o", str(base_plan)], check=True, capture_output=True)
+    trace = open_trace(trace_dir)
+    first = frame0_keys(trace)
+    plans = {}
+    for arm, functions in (("kernel", []), ("hot site locked", ["hot_row"])):
+        plan = json.loads(base_plan.read_text())
+        plan["entries"] = []     # the two pointer arrays: the same in every arm
+        plan["sites"] = [{"context_key": r["context_key"], "tier": "fast", "label": r["label"],
+                          "frame0_key": first[(r["pid"], r["context"])]}
+                         for r in site_table(trace).to_pylist()
+                         if r["label"].split(" ")[0] in functions]
+        path = work / f"plan-{len(plans)}.json"
+        path.write_text(json.dumps(plan))
+        path.chmod(0o600)
+        plans[arm] = path
+    arms = [("kernel", plans["kernel"], {}), ("hot site locked", plans["hot site locked"], {}),
+            ("OBJTIER_ARENA=all", plans["kernel"], {"OBJTIER_ARENA": "all"})]
+    results: dict[str, list[dict]] = {arm: [] for arm, _, _ in arms}
+    for _ in range(args.repeats):
+        for arm, plan, extra in arms:
+            started = time.monotonic()
+            out, _ = run([str(REPO / ".venv/bin/objtier"), "run", "-q", "--plan", str(plan),
+                          "--local", args.local, "--", str(exe), "200000", "5"],
+                         {**base_env(), **extra})
+            line = [x for x in out.splitlines() if "passes_s" in x][0].split()
+            results[arm].append({"passes_s": float(line[3]), "wall_s": time.monotonic() - started,
+                                 "sum": line[1], "load": load()})
+    if len({r["sum"] for rs in results.values() for r in rs}) != 1:
+        raise SystemExit("arena_cost swap: the program's output differs between arms")
+    print(f"hot 200 B rows interleaved with cold 600 B rows (200k each, ~164 MiB), 5 random "
+          f"passes over the hot rows, objtier run --local {args.local}, zram swap; "
+          f"{args.repeats} interleaved runs (real)")
+    for arm, rs in results.items():
+        passes = [r["passes_s"] for r in rs]
+        walls = [r["wall_s"] for r in rs]
+        print(f"  {arm:20} passes median {statistics.median(passes):7.3f} s (runs "
+              f"{' '.join(f'{x:.3f}' for x in passes)}), wall median "
+              f"{statistics.median(walls):6.2f} s; {rs[-1]['load']}")
+    return {"mode": "swap", "local": args.local, "arms": results}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=["cost", "rss"])
+    parser.add_argument("mode", choices=["cost", "rss", "swap"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=40000,
                         help="cost: loop iterations of 64 pairs (default 40000)")
+    parser.add_argument("--local", default="90M", help="swap: objtier run --local (90M)")
     parser.add_argument("--baseline-lib", default=None,
                         help="cost: a libobjtier.so without arenas to compare the off path with")
     args = parser.parse_args()
@@ -242,7 +335,7 @@ def main() -> int:
     if args.baseline_lib and not Path(args.baseline_lib).is_file():
         parser.error(f"--baseline-lib {args.baseline_lib}: no such file")
     with tempfile.TemporaryDirectory(prefix="arena-cost-") as tmp:
-        result = cost(args, Path(tmp)) if args.mode == "cost" else rss(args, Path(tmp))
+        result = {"cost": cost, "rss": rss, "swap": swap}[args.mode](args, Path(tmp))
     result.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                   machine=os.uname().nodename, cpus=os.cpu_count())
     out_dir = REPO / "bench-out"
