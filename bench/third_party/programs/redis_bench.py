@@ -6,7 +6,7 @@ directory; no TCP port), with persistence off (`--save '' --appendonly no`), loa
 run by the server, EVAL), then runs a read phase: redis-benchmark GET on random keys of the first
 HOT % of them (`-r`), REQUESTS requests from CLIENTS connections pipelining PIPELINE each.
 The server holds each key as a dict entry, a key and a value string and an object header, all
-from jemalloc (about 400 B per key with 256-B values: 500,000 keys take some 200 MiB);
+from jemalloc (250,000 keys with 512-B values: some 200 MiB);
 redis-benchmark itself holds a few MiB.
 
 Under `objtier compare` the measured program is this driver; the server and the client are its
@@ -20,7 +20,7 @@ redis=<GET requests per second> req/s time=<seconds of the read phase>` and a li
 client's latency percentiles; exits 3 when a check fails, 2 when the server cannot be started.
 `--perturb` deletes one key after the load, so that the checks must fail (for testing them).
 
-    python redis_bench.py [--keys 500000] [--size 256] [--requests 1000000] [--hot 100]
+    python redis_bench.py [--keys 250000] [--size 512] [--requests 500000] [--hot 100]
                           [--clients 4] [--pipeline 16] [--perturb]
 """
 
@@ -188,9 +188,9 @@ def stop_server(server: subprocess.Popen, sock: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keys", type=int, default=500_000)
-    parser.add_argument("--size", type=int, default=256, help="value bytes (256)")
-    parser.add_argument("--requests", type=int, default=1_000_000, help="GETs (1,000,000)")
+    parser.add_argument("--keys", type=int, default=250_000)
+    parser.add_argument("--size", type=int, default=512, help="value bytes (512)")
+    parser.add_argument("--requests", type=int, default=500_000, help="GETs (500,000)")
     parser.add_argument("--hot", type=int, default=100,
                         help="GETs draw from the first HOT %% of the keys (100)")
     parser.add_argument("--clients", type=int, default=4)
