@@ -240,10 +240,11 @@ def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike,
     else:
         warnings = list(check_plan_binary(plan, exe))
     entries = plan.get("entries", [])
-    if not entries:
+    if not entries and not plan.get("sites"):   # sites: served from arenas
         warnings.append("the plan has no entries: it matches no object, the program runs as "
                         "without objtier")
-    elif not any(e["tier"] in ("fast", "split") for e in entries):
+    elif not any(e["tier"] in ("fast", "split") for e in entries) and not any(
+            s["tier"] == "fast" for s in plan.get("sites") or []):
         warnings.append("the plan places no object in fast memory: nothing will be locked")
     return warnings
 
