@@ -25,6 +25,7 @@ Usage: python bench/perf_source_accuracy.py [--repeats 3] [--only bfs,cg] [--sci
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import statistics
 import subprocess
@@ -77,13 +78,28 @@ def perf_table(trace) -> pa.Table:
 FAILURES: list[str] = []    # runs that crashed and were run again
 
 
+CPU: dict[str, list[float]] = {}   # "record" / "with-perf" -> CPU seconds of each run
+
+
 def record(out: Path, command: list[str], *extra: str) -> float:
+    """Wall seconds of one `objtier record`; its CPU seconds (record, runtime, program and
+    perf: all are waited-for descendants) go to CPU."""
     for attempt in range(EXACT_ATTEMPTS):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run([*OBJTIER, "record", "-q", "-f", *extra, "-o", str(out), "--",
                                *command], stdout=subprocess.DEVNULL, env=clean_env())
+        wall = time.perf_counter() - start
+        if done.returncode == 0 and not open_trace(out).runtime_samples.num_rows:
+            FAILURES.append(f"record {' '.join(extra)} {Path(command[0]).name}: no samples "
+                            f"(the sampler found no swap with free space)")
+            print(f"  {FAILURES[-1]} (attempt {attempt + 1})", flush=True)
+            continue
         if done.returncode == 0:
-            return time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            CPU.setdefault("with-perf" if extra else "record", []).append(
+                after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            return wall
         FAILURES.append(f"record {' '.join(extra)} {Path(command[0]).name}: exit "
                         f"{done.returncode}")
         print(f"  {FAILURES[-1]} (attempt {attempt + 1})", flush=True)
@@ -167,6 +183,18 @@ def fmt(values: list[float]) -> str:
     return "n/a" if np.isnan(mid) else f"{mid:.3f} ({lo:.2f}–{hi:.2f})"
 
 
+def cpu_line() -> str:
+    """CPU seconds of the record runs since the last call (median, and all)."""
+    runs = {k: v[:] for k, v in CPU.items()}
+    CPU.clear()
+    if set(runs) != {"record", "with-perf"}:
+        return "CPU: n/a"
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    return (f"CPU median record {med['record']:.2f}s, --with-perf {med['with-perf']:.2f}s "
+            f"(x{med['with-perf'] / med['record']:.3f}); all: "
+            + "; ".join(f"{k} " + " ".join(f"{x:.2f}" for x in v) for k, v in runs.items()))
+
+
 def walls_line(walls: dict[str, list[float]]) -> str:
     med = {k: statistics.median(v) for k, v in walls.items()}
     return (f"wall median alone {med['alone']:.2f}s, record {med['record']:.2f}s, "
@@ -192,14 +220,14 @@ def main() -> int:
                 print(f"  {kind:18s} " + "; ".join(
                     f"spearman vs {m} {fmt([s[m].spearman for s in runs])}, top-k "
                     f"{fmt([s[m].overlap for s in runs])}" for m in METRICS))
-            print(f"  {walls_line(r['walls'])}", flush=True)
+            print(f"  {walls_line(r['walls'])}\n  {cpu_line()}", flush=True)
         if args.scipy_cg:
             r = scipy_cg(Path(tmp), args.repeats)
             if r:
                 print(f"scipy cg (--rows 400000 --iters 25): perf samples {r['samples']}; "
                       f"spearman perf vs the recording's table {fmt(r['rhos'])} (not exact); "
                       f"load {r['loads']}")
-                print(f"  {walls_line(r['walls'])}")
+                print(f"  {walls_line(r['walls'])}\n  {cpu_line()}")
     print(f"runs that crashed and were repeated: {len(FAILURES)}")
     return 0
 

@@ -53,8 +53,11 @@ def record(*args, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def perf_permits_faults() -> bool:
-    run = subprocess.run(["perf", "record", "-q", "-o", "/dev/null", "-e", "page-faults", "--",
-                          "true"], capture_output=True, text=True)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(["perf", "record", "-q", "-o", f"{tmp}/perf.data", "-e",
+                              "page-faults", "--", "true"], capture_output=True, text=True)
     return run.returncode == 0
 
 
@@ -320,8 +323,8 @@ def test_ctrl_c_reaches_the_program_not_perf(compile_c, tmp_path):
     waiter = compile_c(WAITER, "waiter")
     proc = subprocess.Popen([sys.executable, "-m", "objtier", "record", "-q", "-o",
                              str(tmp_path / "run.otr"), "--sampler", "none", "--with-perf",
-                             "page-faults", "--", str(waiter)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             "page-faults", "--", str(waiter)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"     # the program runs: perf is attached
     proc.send_signal(2)
     out, err = proc.communicate(timeout=120)

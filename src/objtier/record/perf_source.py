@@ -31,7 +31,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -452,9 +452,3 @@ def _stop(process: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def iter_lines(path: Path) -> Iterator[str]:
-    """Lines of a saved perf script output (test fixtures)."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        yield from f
