@@ -11,8 +11,8 @@ converter and read with -f, as the seed reads its inputs):
    bound so that every page is watched a few times), `objtier report`, then from the trace
    the objects, the watches per page (W), sampled touches per page (the seed's Fig. 4, which on
    a window sampler counts the scanner's visits as much as the program's touches), the share
-   of pages touched in at most one watch against what uniform touching at the same watch rate
-   gives, and the time from arming to first touch in the hottest object (Fig. 5's reuse);
+   of pages never touched while watched and the mean share of watches that saw a touch (the
+   watch rate accounted for), and the time from arming to first touch in the hottest object (Fig. 5's reuse);
 2. placement: `objtier compare --tier swap --local P% --repeat N` (object-level static plan vs
    kernel reclaim, the seed's §7, on the swap tier — real).
 
@@ -115,18 +115,6 @@ def characterize(otr: Path) -> dict:
     if watch is not None:
         per_obj = watch.per_object
         out["watches_per_page"] = float(watch.mean)
-        # the scanner spreads its passes evenly, so each page of object o is watched about
-        # n_o = round(W_o) times, and caught in each watch with the object's observed chance
-        # q_o = samples_o / armed_o: sampled touches ~ Binomial(n_o, q_o) if every page of o
-        # were touched alike. The share of sampled pages with one touch under that model
-        # (estimated; pages shared by objects freed and reallocated at one address are
-        # counted once per object here, once in the measured share):
-        n_w = np.maximum(np.rint(per_obj), 1.0)
-        q = np.clip(samples / np.maximum(watch.armed, 1.0), 0.0, 1.0)
-        p1 = n_w * q * (1 - q) ** (n_w - 1)
-        p_any = 1 - (1 - q) ** n_w
-        expect_once = float((watch.pages * p1).sum() / max((watch.pages * p_any).sum(), 1e-12))
-        out["once_if_uniform"] = expect_once
         # per-page share of watches touched (the report's Fig. 4 for window samplers)
         hit = mapped >= 0
         obj = mapped[hit]
@@ -221,30 +209,33 @@ def write_csvs(res: dict, out: Path) -> None:
         w = csv.writer(f)
         w.writerow(["workload", "objects", "objects_sampled", "objects_for_90pct",
                     "top_share", "top_size_mib", "watches_per_page", "sampled_once",
-                    "once_if_uniform", "never_touched_while_watched", "mean_touch_share",
+                    "sampled_twice", "never_touched_while_watched", "mean_touch_share",
                     "reuse_p50_ms", "reuse_mean_ms", "load"])
         for name, c in res["characterization"].items():
             r = c.get("reuse_s") or {}
             w.writerow([name, c["objects"], c["objects_sampled"], c["objects_for_90pct"],
                         c["top_share"], (c["top_size_bytes"] or 0) / 2**20,
                         c.get("watches_per_page"), c["sampled_touches"]["1"],
-                        c.get("once_if_uniform"), c.get("never_touched_while_watched"),
+                        c["sampled_touches"]["2"], c.get("never_touched_while_watched"),
                         c.get("mean_touch_share"),
                         r.get("p50", math.nan) * 1e3, r.get("mean", math.nan) * 1e3,
                         c["load"]])
     with open(out / "autonuma-placement.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["workload", "local_pct", "footprint_mib", "kernel_s", "objtier_s",
-                    "speedup", "swapin_cut", "swapout_cut", "fast_bytes_mib", "kernel_ok",
+                    "speedup", "swapin_cut_cgroup", "swapout_cut_systemwide", "fast_bytes_mib", "kernel_ok",
                     "objtier_ok", "load_before", "load_after"])
         for key, c in res["placement"].items():
             if "error" in c:
                 w.writerow([key, "", "", "", "", "", "", "", "", "", "", c["load"], ""])
                 continue
             ra = c["ratios"] or {}
+            b, o = c["baseline"], c["objtier"]
+            cut = (b["memcg_refault_anon"] / o["memcg_refault_anon"]
+                   if b.get("memcg_refault_anon") and o.get("memcg_refault_anon") else None)
             w.writerow([key.rsplit("-", 1)[0], c["local"], (c["footprint_bytes"] or 0) / 2**20,
                         c["baseline"]["wall_s"], c["objtier"]["wall_s"], ra.get("speedup"),
-                        ra.get("swapin_reduction"), ra.get("swapout_reduction"),
+                        cut, ra.get("swapout_reduction"),
                         (c["plan"]["fast_bytes"] or 0) / 2**20,
                         f"{c['baseline']['finished']}/{c['baseline']['runs']}",
                         f"{c['objtier']['finished']}/{c['objtier']['runs']}",
@@ -263,7 +254,7 @@ def tables(res: dict) -> str:
     """docs/seeds.md's AutoNUMA tables (markdown) from autonuma.json."""
     out = ["| workload | objects (sampled) | objects for 90 % of samples | hottest object: "
            "share, size | W | pages never touched while watched | mean share of watches "
-           "touched | sampled once (if touched alike, est.) | time to first touch p50 / mean "
+           "touched | pages sampled 1 / 2 / 3+ times | time to first touch p50 / mean "
            "[ms] | recorder cost | load |", "|" + "---|" * 11]
     for name, c in res.get("characterization", {}).items():
         r = c.get("reuse_s") or {}
@@ -273,7 +264,7 @@ def tables(res: dict) -> str:
             f"{pct(c['top_share'])}, {(c['top_size_bytes'] or 0) / 2**20:.0f} MiB | "
             f"{num(c.get('watches_per_page'), '.1f')} | "
             f"{pct(c.get('never_touched_while_watched'))} | {pct(c.get('mean_touch_share'))} | "
-            f"{pct(c['sampled_touches']['1'])} ({pct(c.get('once_if_uniform'))}) | "
+            f"{' / '.join(pct(c['sampled_touches'][k]) for k in ('1', '2', '3+'))} | "
             f"{num(r.get('p50') and r['p50'] * 1e3, '.0f')} / "
             f"{num(r.get('mean') and r['mean'] * 1e3, '.0f')} | {cost} | {c['load']:.1f} |")
     out += ["", "| workload | local | footprint | kernel [s] | objtier [s] | speedup | "

@@ -262,7 +262,8 @@ def main() -> None:
     with open(args.out / "daphicx.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["program", "substitutes", "shortage_pct", "footprint_mib", "kernel_s",
-                    "objtier_s", "speedup", "swapout_cut", "swapin_cut", "kernel_ok",
+                    "objtier_s", "speedup", "swapout_cut_systemwide", "swapin_cut_cgroup",
+                    "kernel_ok",
                     "objtier_ok", "load_before", "load_after", "date"])
         for key, r in res["runs"].items():
             n = key.rsplit("-", 1)[0]
@@ -271,9 +272,12 @@ def main() -> None:
                             "", "", r["load"], "", r.get("date")])
                 continue
             ra = r["ratios"] or {}
+            b, o = r["baseline"], r["objtier"]
+            cut = (b["memcg_refault_anon"] / o["memcg_refault_anon"]
+                   if b.get("memcg_refault_anon") and o.get("memcg_refault_anon") else None)
             w.writerow([n, PROGRAMS[n][0], r["shortage"], (r["footprint_bytes"] or 0) / 2**20,
                         r["baseline"]["wall_s"], r["objtier"]["wall_s"], ra.get("speedup"),
-                        ra.get("swapout_reduction"), ra.get("swapin_reduction"),
+                        ra.get("swapout_reduction"), cut,
                         f"{r['baseline']['finished']}/{r['baseline']['runs']}",
                         f"{r['objtier']['finished']}/{r['objtier']['runs']}",
                         r["load_before"], r["load_after"], r["date"]])
