@@ -198,7 +198,7 @@ def compare(name: str, cmd: list[str], runs: Path, local: int, repeat: int) -> d
             "plan": {k: (s.get("plan") or {}).get(k) for k in ("fast_objects", "split_objects",
                                                                  "fast_bytes",
                                                                  "fast_access_share")},
-            "spare_reclaim": (s.get("spare_reclaim") or {}).get("decision"),
+            "spare_reclaim": {k: (s.get("spare_reclaim") or {}).get(k) for k in ("used", "why")},
             "command": " ".join(["objtier", "compare", "--tier", "swap", "--local",
                                  f"{local}%", "--repeat", str(repeat), "--", *cmd]),
             "compare_wall_s": wall, "load_before": before, "load_after": load()}
@@ -268,11 +268,11 @@ def tables(res: dict) -> str:
             f"{num(r.get('p50') and r['p50'] * 1e3, '.0f')} / "
             f"{num(r.get('mean') and r['mean'] * 1e3, '.0f')} | {cost} | {c['load']:.1f} |")
     out += ["", "| workload | local | footprint | kernel [s] | objtier [s] | speedup | "
-            "swap-in cut (cgroup) | swap-out cut (system-wide) | locked | finished k/o | load |",
-            "|" + "---|" * 11]
+            "swap-in cut (cgroup) | swap-out cut (system-wide) | locked | spare-CPU reclaim | "
+            "finished k/o | load |", "|" + "---|" * 12]
     for key, c in res.get("placement", {}).items():
         if "error" in c:
-            out.append(f"| {key} | | | | | {c['error']} | | | | | {c['load']:.1f} |")
+            out.append(f"| {key} | | | | | {c['error']} | | | | | | {c['load']:.1f} |")
             continue
         ra = c.get("ratios") or {}
         b, o = c["baseline"], c["objtier"]
@@ -284,6 +284,7 @@ def tables(res: dict) -> str:
             f"{num(o['wall_s'])} | {num(ra.get('speedup'))}× | "
             f"{num(cut)}× | {num(ra.get('swapout_reduction'))}× | "
             f"{(c['plan']['fast_bytes'] or 0) / 2**20:.0f} MiB | "
+            f"{'yes' if (c.get('spare_reclaim') or {}).get('used') else 'no'} | "
             f"{b['finished']}/{b['runs']}, {o['finished']}/{o['runs']} | "
             f"{c['load_before']:.0f}–{c['load_after']:.0f} |")
     return "\n".join(out)

@@ -164,7 +164,9 @@ def compare(name: str, cmd: list[str], runs: Path, local: int, repeat: int) -> d
             "plan": {k: (s.get("plan") or {}).get(k) for k in ("objects", "fast_objects",
                                                                  "split_objects",
                                                                  "fast_bytes")},
-            "coverage": s.get("coverage"), "command": command, "compare_wall_s": wall,
+            "coverage": s.get("coverage"),
+            "spare_reclaim": {k: (s.get("spare_reclaim") or {}).get(k) for k in ("used", "why")},
+            "command": command, "compare_wall_s": wall,
             "load_before": before, "load_after": load()}
 
 
@@ -175,14 +177,14 @@ def num(x, spec: str = ".2f") -> str:
 def table(res: dict) -> str:
     """docs/seeds.md's DAPHICX table (markdown) from daphicx.json."""
     out = ["| substitute (for) | shortage | footprint | kernel [s] | objtier [s] | speedup | "
-           "swap-out cut (system-wide) | swap-in cut (cgroup) | locked | finished k/o | "
-           "load |", "|" + "---|" * 11]
+           "swap-out cut (system-wide) | swap-in cut (cgroup) | locked | spare-CPU reclaim | "
+           "finished k/o | load |", "|" + "---|" * 12]
     for key, r in sorted(res.get("runs", {}).items(),
                          key=lambda kv: (kv[0].rsplit("-", 1)[0], int(kv[0].rsplit("-", 1)[1]))):
         n = key.rsplit("-", 1)[0]
         who = f"{n} ({PROGRAMS[n][0]})"
         if "error" in r:
-            out.append(f"| {who} | {key.rsplit('-', 1)[1]} % | | | | {r['error']} | | | | | "
+            out.append(f"| {who} | {key.rsplit('-', 1)[1]} % | | | | {r['error']} | | | | | | "
                        f"{r['load']:.1f} |")
             continue
         ra = r.get("ratios") or {}
@@ -193,6 +195,7 @@ def table(res: dict) -> str:
                    f" | {num(b['wall_s'])} | {num(o['wall_s'])} | {num(ra.get('speedup'))}× | "
                    f"{num(ra.get('swapout_reduction'))}× | {num(cut)}× | "
                    f"{(r['plan']['fast_bytes'] or 0) / 2**20:.0f} MiB | "
+                   f"{'yes' if (r.get('spare_reclaim') or {}).get('used') else 'no'} | "
                    f"{b['finished']}/{b['runs']}, {o['finished']}/{o['runs']} | "
                    f"{r['load_before']:.0f}–{r['load_after']:.0f} |")
     return "\n".join(out)
