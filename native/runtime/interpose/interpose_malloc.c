@@ -55,6 +55,16 @@ static inline void note(void *p, size_t n, uint16_t kind)
         rt_on_site_alloc(p, n, kind);
 }
 
+/* The program allocator's usable size of p (an arena block's own where p is one), through the
+ * pointer rt_real_init resolved: never a lazy dlsym, which would free() its error string and
+ * recurse here (libomp's dlopen at start-up did). */
+static inline size_t real_usable(void *p)
+{
+    if (RT_UNLIKELY(rt_sarena_owns(p)))
+        return rt_sarena_usable(p);
+    return rt_real.malloc_usable_size ? rt_real.malloc_usable_size(p) : 0;
+}
+
 /* A pointer the program is releasing: 1 if it was tracked (FREE written); else a SITE_FREE
  * when its address is one the site sampling picks (written for any such address: the reader
  * drops those that close no SITE_ALLOC). */
@@ -63,7 +73,7 @@ static inline int release(void *p, uint16_t kind)
     if (rt_guard)
         return 0;
     if (RT_UNLIKELY(atomic_load_explicit(&rt_reg_live, memory_order_relaxed) != 0) &&
-        malloc_usable_size(p) >= atomic_load_explicit(&rt_min_size, memory_order_relaxed) &&
+        real_usable(p) >= atomic_load_explicit(&rt_min_size, memory_order_relaxed) &&
         rt_on_free(p, kind))
         return 1;
     if (rt_site_hit(p))
@@ -133,10 +143,8 @@ size_t malloc_usable_size(void *p)
         return 0;
     if (RT_UNLIKELY(rt_in_arena(p)))
         return rt_arena_size(p);
-    if (RT_UNLIKELY(rt_sarena_owns(p)))
-        return rt_sarena_usable(p);
-    RT_REAL_LAZY(size_t, malloc_usable_size, (void *))
-    return fn_malloc_usable_size ? fn_malloc_usable_size(p) : 0;
+    resolve();
+    return real_usable(p);
 }
 
 static void *realloc_common(void *p, size_t n, int array, size_t k, const void *ip)

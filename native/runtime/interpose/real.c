@@ -57,6 +57,7 @@ void rt_real_init(void)
     GET(realloc, "realloc");
     GET(reallocarray, "reallocarray");
     GET(free, "free");
+    GET(malloc_usable_size, "malloc_usable_size");
     GET(posix_memalign, "posix_memalign");
     GET(aligned_alloc, "aligned_alloc");
     GET(memalign, "memalign");

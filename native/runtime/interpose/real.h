@@ -20,6 +20,7 @@ typedef struct rt_real_fns {
     void *(*realloc)(void *, size_t);
     void *(*reallocarray)(void *, size_t, size_t);
     void (*free)(void *);
+    size_t (*malloc_usable_size)(void *); /* resolved with the rest: free() needs it */
     int (*posix_memalign)(void **, size_t, size_t);
     void *(*aligned_alloc)(size_t, size_t);
     void *(*memalign)(size_t, size_t);
