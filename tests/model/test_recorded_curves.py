@@ -63,3 +63,34 @@ def test_simulate_prints_the_models_prediction_beside_its_policies(recording):
     assert found, done.stderr
     nothing, planned = (int(x.replace(",", "")) for x in found.groups())
     assert planned < nothing
+
+
+def test_a_model_far_above_the_measured_kernel_run_locks_nothing(recording):
+    """compare's check on its first kernel run: a prediction more than OVER_TRUST times the
+    measured swap-ins is not trusted to choose a lock set."""
+    from objtier import plan as planner
+    from objtier.planning import (OVER_TRUST, UNTRUSTED, ModelMemory, make_plan, other_bytes,
+                                  read_recordings, recorded_footprint)
+
+    profile = read_recordings([recording])
+    footprint = recorded_footprint(profile)
+    local = footprint // 2
+    budget = planner.parse_budget(str(local), footprint)
+
+    def plan_for(calibrate_to):
+        memory = ModelMemory(local, other_bytes(footprint, profile.objects), None, footprint,
+                             calibrate_to)
+        return make_plan(profile, "auto", budget, memory=memory)
+
+    free = plan_for(None)
+    kernel = free.plan["model"]["predicted_swapins"]["kernel"]
+    assert free.plan["model"]["chosen"] != "nothing"
+    # measured well below the prediction: the model is not trusted, nothing is locked
+    doubted = plan_for(kernel / (3 * OVER_TRUST))
+    assert doubted.plan["model"]["chosen"] is None
+    assert doubted.plan["model"]["why_not"].startswith(UNTRUSTED)
+    assert not doubted.result.fast_bytes.any()
+    # measured at the prediction: the model still chooses a lock set
+    trusted = plan_for(kernel)
+    assert trusted.plan["model"]["chosen"] != "nothing"
+    assert trusted.result.fast_bytes.sum() > 0

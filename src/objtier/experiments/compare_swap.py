@@ -451,9 +451,14 @@ def run_compare(command: list[str], settings: CompareSettings,
                                                        local, calibrate_to=kernel_swapins(row))
                     guarded = settings.guard and enforce.locks_something(plan)
                     fit = plan["model"].get("calibration", {})
-                    say(f"model calibrated on kernel run 1 ({kernel_swapins(row):,} swap-ins "
-                        f"measured, {fit.get('kernel_before', 0):,} predicted): plan "
-                        f"'{plan['model']['chosen']}' (was '{old}'), budget {limit >> 20} MiB")
+                    if plan["model"].get("why_not"):
+                        say(f"model checked on kernel run 1 ({kernel_swapins(row):,} swap-ins "
+                            f"measured): {plan['model']['why_not']} (was '{old}')")
+                    else:
+                        say(f"model calibrated on kernel run 1 ({kernel_swapins(row):,} "
+                            f"swap-ins measured, {fit.get('kernel_before', 0):,} predicted): "
+                            f"plan '{plan['model']['chosen']}' (was '{old}'), budget "
+                            f"{limit >> 20} MiB")
                 if spare is None and config == "baseline":
                     spare = decide_spare(settings.spare_reclaim, tier, unlimited, plan, row)
                     say(f"spare-CPU reclaim {'on' if spare.use else 'off'} for the objtier "
