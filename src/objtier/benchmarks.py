@@ -56,6 +56,11 @@ BENCHMARKS: list[Benchmark] = [
               "against the exact trace, and what does --with-perf cost?", "--repeats 3",
               _STDOUT, "real, estimated",
               pending="new with trace format 1.5; its row is not in docs/benchmarks.md yet"),
+    Benchmark("arena_cost", "what do segregated arenas cost on the malloc path and in memory, "
+              "and does a locked hot small-block site help under run --local?",
+              "cost --repeats 3; rss --repeats 3; swap --repeats 3", _STDOUT, "real",
+              "root (swap)", pending="new with the arenas; its row is not in docs/benchmarks.md "
+              "yet"),
     Benchmark("fault_transparency", "do real programs give the same output under the fault "
               "sampler, and at what cost?", "", _STDOUT, "real"),
     Benchmark("real_programs", "do real programs behave as plain under every sampler?",

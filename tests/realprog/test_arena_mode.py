@@ -49,12 +49,13 @@ def check_arenas(prepared_case, tmp_path, monkeypatch, name: str, sampler: str) 
             assert max(blocks) > 0, f"no arena served {name}'s blocks: {lines}"
 
 
-@pytest.mark.parametrize(("name", "sampler"), params(FAST))
+@pytest.mark.parametrize(("name", "sampler"), params(FAST, marks=[pytest.mark.heavy]))
 def test_real_program_with_arenas(prepared_case, tmp_path, monkeypatch, name, sampler):
     check_arenas(prepared_case, tmp_path, monkeypatch, name, sampler)
 
 
-@pytest.mark.parametrize(("name", "sampler"), params(SLOW, marks=[pytest.mark.slow]))
+@pytest.mark.parametrize(("name", "sampler"), params(SLOW, marks=[pytest.mark.slow,
+                                                                 pytest.mark.heavy]))
 def test_real_program_heavy_with_arenas(prepared_case, tmp_path, monkeypatch, name, sampler,
                                         request):
     if "slow" not in (request.config.getoption("-m") or ""):
