@@ -223,8 +223,9 @@ def markdown(doc: dict) -> str:
              f"level, 2 OpenMP threads; {doc['date']}, {doc['cpus']} CPUs, load "
              f"{doc['load_before']} before / {doc['load_after']} after.", "",
              "| program | our max avg FoM | T50 | T75 | T90 | T50/T75/T90, paper's rule | "
-             "% of baseline per level | failed runs per level | swap-ins per run (median) "
-             "per level | paper FoM | paper T50/T75/T90 (resctrl) | footprint |",
+             "% of baseline per level | failed runs per level | "
+             + ("co-runner GB/s (median)" if knob == "bandit" else "swap-ins per run (median)")
+             + " per level | paper FoM | paper T50/T75/T90 (resctrl) | footprint |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in doc["programs"]:
         p = e["paper"]
