@@ -294,6 +294,14 @@ class CamatFailed(Exception):
     """`objtier camat` exited non-zero; the exception's text is its last stderr line."""
 
 
+def main_guarded(mode) -> None:
+    """A failed `objtier camat` that no mode handles is one line, not a traceback."""
+    try:
+        mode()
+    except CamatFailed as error:
+        fail(f"objtier camat: {error}")
+
+
 def camat(target: list[str], out: Path, extra: list[str] = ()) -> dict:
     if out.exists():  # camat refuses an existing run.otr and has no --force
         shutil.rmtree(out)
@@ -516,7 +524,8 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--only {args.only!r}: a comma-separated list of program names")
     if not OBJTIER.exists():
         fail(f"no {OBJTIER}; run make build first")
-    {"real": real, "sim": sim, "kmeans": kmeans}[args.mode](args)
+    mode = {"real": real, "sim": sim, "kmeans": kmeans}[args.mode]
+    main_guarded(lambda: mode(args))
     return 0
 
 
