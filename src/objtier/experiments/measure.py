@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from objtier.procfs import kill_tree
 from objtier.tiers.swap import read_vmstat_swap
 
 
@@ -53,12 +54,14 @@ def run_measured(label: str, command: list[str], env: dict[str, str] | None = No
         reader.start()
     timer = None
     if timeout_s:
-        timer = threading.Timer(timeout_s, process.kill)
+        # the program and what it started (a wrapper's children, mpirun's ranks): a timeout
+        # must not leave any of them running in the cgroup
+        timer = threading.Timer(timeout_s, kill_tree, (process.pid,))
         timer.start()
     try:
         _, status, usage = os.wait4(process.pid, 0)
     except BaseException:
-        process.kill()
+        kill_tree(process.pid)
         os.waitpid(process.pid, 0)
         raise
     finally:
