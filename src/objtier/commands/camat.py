@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write camat.json and CSV/Parquet tables (and, for -- CMD, the "
                              "recording run.otr/) into DIR")
+    parser.add_argument("-f", "--force", action="store_true",
+                        help="-- CMD with -o DIR: replace the recording DIR/run.otr/ left by an "
+                             "earlier camat run")
     parser.add_argument("target", nargs=argparse.REMAINDER,
                         help="RECORDING (a run.otr/ with an access stream), or -- CMD [ARGS...]")
 
@@ -144,17 +147,18 @@ def _record(command: list[str], where: Path, args) -> int:
                               counters_interval_ms=0,
                               extra_env={"OBJTIER_TRACE_STREAM": str(args.stream),
                                          "OBJTIER_TRACE_STREAM_WINDOW": str(args.window)})
-    returncode, _ = record_program(resolve_command(command), where, settings, force=False)
+    returncode, _ = record_program(resolve_command(command), where, settings,
+                                   force=bool(getattr(args, "force", False)))
     return returncode
 
 
-def _record_regions(command: list[str], where: Path, spec: str) -> int:
+def _record_regions(command: list[str], where: Path, spec: str, force: bool = False) -> int:
     """Run command under the runtime (no sampler) with counters read at its phase markers."""
     from objtier.record.session import RecordSettings, record_program
 
     settings = RecordSettings(sampler="none", counters_interval_ms=0,
                               extra_env={"OBJTIER_REGION_PMU": spec})
-    returncode, _ = record_program(command, where, settings, force=False)
+    returncode, _ = record_program(command, where, settings, force=force)
     return returncode
 
 
@@ -234,7 +238,8 @@ def _run_pmu(args, recording, command, out, console, local) -> int:
                 private_dir(out)
 
             def run(c, e):
-                return _record_regions(c, where, pmu_regions.region_spec(events))
+                return _record_regions(c, where, pmu_regions.region_spec(events),
+                                       bool(args.force))
         else:
             def run(c, e):
                 return run_program(c, e)
