@@ -92,8 +92,8 @@ static void aligned(void)
             memset(p, 1, n);
             memset(q, 2, n);
             memset(r, 3, n);
-            bad += malloc_usable_size(p) < n || malloc_usable_size(q) < n ||
-                   malloc_usable_size(r) < n;
+            bad +=
+                malloc_usable_size(p) < n || malloc_usable_size(q) < n || malloc_usable_size(r) < n;
             void *g = realloc(q, n * 5); /* an aligned block grows like any other */
             bad += g == NULL || ((unsigned char *)g)[n - 1] != 2;
             free(p);
