@@ -4,6 +4,12 @@ A wrapped compile adds, before the user's arguments:
 
     -fsanitize-coverage=func,trace-loads,trace-stores   a callback before every load/store
     -finstrument-functions                              a callback at every function entry/exit
+                                                        (C++: -finstrument-functions-after-inlining,
+                                                        so the header functions libstdc++ marks
+                                                        always-inline and never emits, such as
+                                                        basic_string::_M_use_local_data, are
+                                                        not referenced: clang 16 with libstdc++ 12
+                                                        fails to link std::string otherwise)
     -fno-sanitize-link-runtime                          no compiler-rt coverage runtime: its
                                                         weak no-op callbacks in the executable
                                                         would shadow the objtier runtime's
@@ -63,7 +69,10 @@ def links(args: list[str]) -> bool:
 
 def command(language: str, args: list[str]) -> list[str]:
     """The full compiler command for the user's arguments."""
-    cmd = [find_compiler(language), *INSTRUMENT_FLAGS, *args]
+    flags = INSTRUMENT_FLAGS if language == "c" else [
+        "-finstrument-functions-after-inlining" if f == "-finstrument-functions" else f
+        for f in INSTRUMENT_FLAGS]
+    cmd = [find_compiler(language), *flags, *args]
     if links(args):
         lib = runtime_lib_dir()
         cmd += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lobjtier"]
