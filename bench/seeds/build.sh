@@ -5,7 +5,8 @@
 #
 # For each NAME, bench/seeds/recipes/NAME.sh sets UPSTREAM (git URL), COMMIT (pinned,
 # 40 hex digits) and defines build SRC OUT. With --src DIR the source tree is DIR/NAME
-# (no network); without it the script clones UPSTREAM at COMMIT into build/seeds-src/NAME.
+# (no network); without it the script clones UPSTREAM at COMMIT into build/seeds-src/NAME
+# (or $SEEDS_CACHE/NAME).
 # Outputs go to OUT/NAME (default build/seeds/NAME; build/ is git-ignored), mode 0700;
 # a recipe builds in a scratch copy (work_copy SRC DEST), never in the given source tree.
 # Exit status: 0 when every NAME built, 1 when one failed, 2 on bad usage.
@@ -121,7 +122,7 @@ for name in "${names[@]}"; do
             src="$src_dir/$name"
             [ -d "$src" ] || fail "$name: source directory $src does not exist"
         else
-            src="$root/build/seeds-src/$name"
+            src="${SEEDS_CACHE:-$root/build/seeds-src}/$name"
             fetch_source "$name" "$UPSTREAM" "$COMMIT" "$src"
         fi
         out="$out_dir/$name"

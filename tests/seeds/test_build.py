@@ -57,7 +57,8 @@ def recipes(tmp_path: Path, upstream: str, commit: str) -> dict:
     d = tmp_path / "recipes"
     d.mkdir(exist_ok=True)
     (d / "hello.sh").write_text(RECIPE.format(upstream=upstream, commit=commit))
-    return {"SEEDS_RECIPES": str(d)}
+    # clones go to a cache of the test's own: another test's clone must not satisfy this one
+    return {"SEEDS_RECIPES": str(d), "SEEDS_CACHE": str(tmp_path / "cache")}
 
 
 def one_line(stderr: str) -> str:

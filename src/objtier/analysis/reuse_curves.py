@@ -133,11 +133,12 @@ def _observations(trace, rows: np.ndarray) -> Observations:
 
 
 def sampler_corrected(trace, hit: np.ndarray) -> np.ndarray:
-    """The touch delays [ns] of the samples selected by hit, less the time the program spent
-    in the window's own earlier sampled faults: each sampled touch stalls the touching thread
-    for one fault (a swap-in, or a signal for the fault sampler), so the k-th touch of a
-    window comes k stalls later than the program alone would have made it (a window of 1024
-    pages of a sweep stretches it by about 10 ms at 10 us a fault). The stall is the 10th
+    """The touch delays [ns] of the samples selected by hit, less the time the touching thread
+    spent in sampled faults since the window was armed: each sampled touch stalls its thread
+    for one fault (a swap-in, or a signal for the fault sampler), so a touch that comes after
+    k of the thread's sampled faults since the arming (of any window: pageout windows stay
+    open together) comes k stalls later than the program alone would have made it (1024
+    pages of a sweep stretch it by about 10 ms at 10 us a fault). The stall is the 10th
     percentile of the gaps between consecutive touches of one window (a sweep through
     sampled pages touches them back to back), at most MAX_STALL_NS."""
     samples = trace.samples
@@ -152,10 +153,14 @@ def sampler_corrected(trace, hit: np.ndarray) -> np.ndarray:
     same = np.diff(window[order]) == 0
     gaps = np.diff(time[order])[same]
     stall = float(min(MAX_STALL_NS, np.percentile(gaps, 10))) if len(gaps) >= 16 else 0.0
-    first = np.concatenate([[True], ~same])
-    start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    rank = np.empty(len(order), dtype=np.float64)
-    rank[order] = np.arange(len(order)) - start            # earlier touches in its window
+    tid = column(samples, "tid", np.uint32)[hit]
+    armed_at = time - delay
+    rank = np.zeros(len(time))
+    for thread in np.unique(tid).tolist():
+        mine = tid == thread
+        times = np.sort(time[mine])
+        rank[mine] = (np.searchsorted(times, time[mine], "left")
+                      - np.searchsorted(times, armed_at[mine], "left")).clip(min=0)
     return np.maximum(0.0, delay - rank * stall)
 
 
