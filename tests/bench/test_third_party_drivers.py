@@ -54,7 +54,8 @@ def test_duckdb_tpch_fom_and_cache(tmp_path):
     assert (fom.name, fom.unit) == ("duckdb", "q/s")
     assert fom.value > 0 and fom.seconds > 0
     # 4 queries x 2 repetitions in the timed region
-    assert fom.value * fom.seconds == pytest.approx(8, rel=0.01)
+    # (the printed value and time are rounded: a short run leaves a few per cent)
+    assert fom.value * fom.seconds == pytest.approx(8, rel=0.05)
     assert "verification: passed" in first.stdout
     assert "(no official answers" not in first.stdout      # sf 0.01 has them: checked
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600

@@ -107,6 +107,8 @@ def test_further_ctrl_c_take_the_next_step_at_once(compile_c, tmp_path):
 def test_a_process_whose_only_thread_blocks_sigint_is_recognized():
     child = subprocess.Popen([sys.executable, "-c", (
         "import signal, sys, time\n"
+        # SIGINT's default action first: a test run in the background inherits it ignored
+        "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
         "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
