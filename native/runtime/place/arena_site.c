@@ -29,6 +29,7 @@
 #include "placement.h"
 #include "plan.h"
 #include "planned.h"
+#include "tier.h"
 #include "writer.h"
 
 #include <fcntl.h>
@@ -272,34 +273,6 @@ void rt_sarena_site_chunk_full(uint32_t s, void *c, size_t len, rt_sarena_counts
 
 /* ---- start-up, exit, fork ---------------------------------------------------------- */
 
-static int parse_nodes(const char *s, uint64_t *mask)
-{
-    uint64_t m = 0;
-    while (*s) {
-        unsigned a = 0, b;
-        if (*s < '0' || *s > '9')
-            return -1;
-        for (; *s >= '0' && *s <= '9'; s++)
-            if ((a = a * 10 + (unsigned)(*s - '0')) >= 64)
-                return -1;
-        b = a;
-        if (*s == '-') {
-            s++;
-            for (b = 0; *s >= '0' && *s <= '9'; s++)
-                if ((b = b * 10 + (unsigned)(*s - '0')) >= 64)
-                    return -1;
-        }
-        for (unsigned x = a; x <= b; x++)
-            m |= 1ull << x;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    *mask = m;
-    return 0;
-}
-
 /* The plan's `site` records, sorted by key into site_key/site_tier, and their frame0s. */
 static int take_plan_sites(void)
 {
@@ -349,7 +322,8 @@ void rt_sarena_init(const rt_config *cfg)
     follow = cfg->follow_forks;
     lock_cap = cfg->mlock_limit;
     if (numa && mode == MODE_PLAN &&
-        (parse_nodes(cfg->fast_nodes, &fast_mask) || parse_nodes(cfg->slow_nodes, &slow_mask)))
+        (rt_parse_nodes(cfg->fast_nodes, &fast_mask) ||
+         rt_parse_nodes(cfg->slow_nodes, &slow_mask)))
         fast_mask = slow_mask = 0; /* tier_numa.c said so already; mbind is counted failed */
     snprintf(stats_path, sizeof stats_path, "%s", cfg->arena_stats);
     ip_tab = rt_sys_mmap(IP_SLOTS * sizeof *ip_tab);

@@ -49,4 +49,7 @@ typedef struct rt_tier_ops {
 extern const rt_tier_ops rt_tier_swap_ops; /* tier_swap.c */
 extern const rt_tier_ops rt_tier_numa_ops; /* tier_numa.c */
 
+/* A node list ("0", "0-1,3") as a bit mask: 0, or -1 when malformed or a node >= 64. */
+int rt_parse_nodes(const char *s, uint64_t *mask);
+
 #endif

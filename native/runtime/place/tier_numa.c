@@ -24,8 +24,8 @@ static uint64_t next_resid;
 
 /* ---- settings -------------------------------------------------------------------- */
 
-/* "0", "0-1,3" -> bit mask; -1 when malformed or a node >= 64. */
-static int parse_nodes(const char *s, uint64_t *mask)
+/* "0", "0-1,3" -> bit mask; -1 when malformed or a node >= 64 (tier.h). */
+int rt_parse_nodes(const char *s, uint64_t *mask)
 {
     uint64_t m = 0;
     if (!*s)
@@ -69,8 +69,8 @@ static void numa_setup(const rt_config *cfg, int tracing)
 
 static int numa_init(const rt_config *cfg)
 {
-    if (parse_nodes(cfg->fast_nodes, &fast_mask) != 0 ||
-        parse_nodes(cfg->slow_nodes, &slow_mask) != 0) {
+    if (rt_parse_nodes(cfg->fast_nodes, &fast_mask) != 0 ||
+        rt_parse_nodes(cfg->slow_nodes, &slow_mask) != 0) {
         rt_log(1, "OBJTIER_TIER=numa needs OBJTIER_FAST_NODES and OBJTIER_SLOW_NODES as node "
                   "lists such as 0 or 0-1,3 (nodes below 64); running without a plan");
         return -1;
