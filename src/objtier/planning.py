@@ -125,7 +125,8 @@ def fill_footprint(objects: planner.ObjectTable, live_share, present, room: floa
 
 
 def model_curves(profile: Profile, footprint_bytes: int | None = None,
-                 other: int = 0, spans: list[tuple[int, int]] | None = None):
+                 other: int = 0, spans: list[tuple[int, int]] | None = None,
+                 observed: Any = None):
     """The profile's touch-time curves for the kernel model (objtier.model.lru.Curves), or
     None with the reason when its recordings cannot give them.
 
@@ -143,7 +144,7 @@ def model_curves(profile: Profile, footprint_bytes: int | None = None,
     if not profile.traces or not any(t.windows.num_rows for t in profile.traces):
         return None, ("the recordings have no scan windows (record with the pageout, fault or "
                       "wp sampler for the kernel model)")
-    found = reuse_curves(profile.traces, spans)
+    found = reuse_curves(profile.traces, spans, observed)
     if not found.known.any():
         return None, "no tracked object was watched by a scan window"
     present = found.known.astype(np.float64)
@@ -172,17 +173,21 @@ def model_views(profile: Profile, footprint_bytes: int | None = None, other: int
     the whole-run curves (model_curves)."""
     import numpy as np
 
-    from objtier.analysis.reuse_curves import sliced_curves
+    from objtier.analysis.reuse_curves import observations, sliced_curves
     from objtier.model import Curves
 
-    whole, why = model_curves(profile, footprint_bytes, other)
+    # the recordings' windows and samples, mapped onto objects once for the whole run and
+    # its slices
+    observed = (observations(profile.traces)
+                if profile.traces and any(t.windows.num_rows for t in profile.traces) else None)
+    whole, why = model_curves(profile, footprint_bytes, other, observed=observed)
     if whole is None:
         return None, None, why
     slices = int(min(MAX_SLICES, max(1, round(whole.duration_ns / SLICE_NS))))
     if slices == 1:
         return whole, whole, None
     views = []
-    for found in sliced_curves(profile.traces, slices, MIN_SLICE_ARMED):
+    for found in sliced_curves(profile.traces, slices, MIN_SLICE_ARMED, observed):
         own = found.known
         views.append(Curves(np.where(own, found.horizon_ns, whole.horizon_ns),
                             np.where(own[:, None], found.share, whole.share),

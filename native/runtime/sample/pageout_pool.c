@@ -104,14 +104,3 @@ void rt_pool_close(rt_pool *p, uint64_t now, int all)
         p->n--;
     }
 }
-
-uint64_t rt_pool_pending(const rt_pool *p)
-{
-    uint64_t n = 0;
-    for (uint32_t k = 0; k < p->n; k++) {
-        const rt_pool_slot *s = &p->slot[(p->head + k) % RT_POOL_SLOTS];
-        if (s->w.pages)
-            n += s->armed - s->touched;
-    }
-    return n;
-}

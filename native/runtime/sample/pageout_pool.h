@@ -77,7 +77,4 @@ unsigned rt_pool_touch(rt_pool *p, uint64_t addr, uint64_t page_addr, uint64_t p
  * records. Closes all when `all`. */
 void rt_pool_close(rt_pool *p, uint64_t now, int all);
 
-/* Pages pending over the open windows. */
-uint64_t rt_pool_pending(const rt_pool *p);
-
 #endif

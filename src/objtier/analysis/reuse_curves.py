@@ -229,23 +229,27 @@ def observations(traces: list) -> tuple[Any, list[Observations]]:
     return table, found
 
 
-def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None) -> ReuseCurves:
+def reuse_curves(traces: list, spans: list[tuple[int, int]] | None = None,
+                 observed: tuple[Any, list[Observations]] | None = None) -> ReuseCurves:
     """The curves of the first recording's objects, pooled over all recordings (module
     docstring). Recordings without windows add nothing. With spans ([start, end) ns of the
     first recording, e.g. one plan's phases): the first recording's windows armed within
-    them only, and the run's duration is the time they cover."""
-    table, found = observations(traces[:1] if spans is not None else traces)
+    them only, and the run's duration is the time they cover. observed: observations(traces),
+    when already read (used without spans only)."""
+    table, found = (observed if observed is not None and spans is None
+                    else observations(traces[:1] if spans is not None else traces))
     if spans is None:
         return curves_of(table, found, [(0.0, 1.0)] * len(found))
     return curves_of(table, found, [spans], absolute=True)
 
 
-def sliced_curves(traces: list, slices: int, min_armed: int = 1) -> list[ReuseCurves]:
+def sliced_curves(traces: list, slices: int, min_armed: int = 1,
+                  observed: tuple[Any, list[Observations]] | None = None) -> list[ReuseCurves]:
     """The run as `slices` equal slices of each recording's time, each slice's curves from
     the windows armed in it (pooled over recordings by their share of each one's run), with
     the objects' live shares within the slice; an object armed on fewer than min_armed pages
-    in a slice has no curve there."""
-    table, found = observations(traces)
+    in a slice has no curve there. observed: observations(traces), when already read."""
+    table, found = observed if observed is not None else observations(traces)
     return [curves_of(table, found, [(k / slices, (k + 1) / slices)] * len(found),
                       min_armed=min_armed)
             for k in range(slices)]
