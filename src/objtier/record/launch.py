@@ -141,21 +141,28 @@ def run_program(command: list[str], env: dict[str, str],
     """Run command to completion; returns its raw returncode (negative = killed by signal).
     SIGINT, SIGTERM and SIGHUP reach the program; a program that will not stop on SIGINT is
     escalated (see _Escalation); `name` prefixes the messages ("objtier record")."""
-    process = subprocess.Popen(command, env=env, preexec_fn=preexec)
+    # The handlers go in before the program starts: it may be running (and the user may press
+    # Ctrl-C) before Popen returns. A signal that comes first is kept and forwarded after.
+    started: list[subprocess.Popen] = []
+    pending: list[int] = []
     previous = {}
-    escalation = _Escalation(process, name, escalate_after_s)
     interactive = os.isatty(0)
     waiting = [False]  # inside process.wait(): a handler may interrupt it
+    escalation: list[_Escalation] = []
 
     def forward(signum, _frame):
+        if not started:
+            pending.append(signum)
+            return
+        process = started[0]
         if signum == signal.SIGINT:
             if not interactive:  # the terminal sends Ctrl-C to the whole group itself
                 try:
                     process.send_signal(signum)
                 except ProcessLookupError:
                     pass
-            escalation.interrupted()
-            if escalation.deadline is not None and waiting[0]:
+            escalation[0].interrupted()
+            if escalation[0].deadline is not None and waiting[0]:
                 raise _Rearm  # out of a blocking wait(), back in with a timeout
             return
         try:
@@ -166,14 +173,24 @@ def run_program(command: list[str], env: dict[str, str],
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         previous[signum] = signal.signal(signum, forward)
     try:
+        process = subprocess.Popen(command, env=env, preexec_fn=preexec)
+    except BaseException:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        raise
+    escalation.append(_Escalation(process, name, escalate_after_s))
+    started.append(process)
+    for signum in pending:
+        forward(signum, None)
+    try:
         if on_start:
             on_start(process.pid)
         while True:
             try:
                 waiting[0] = True
-                return process.wait(timeout=escalation.timeout())
+                return process.wait(timeout=escalation[0].timeout())
             except subprocess.TimeoutExpired:
-                escalation.next_step()
+                escalation[0].next_step()
             except (KeyboardInterrupt, _Rearm):
                 continue
             finally:
