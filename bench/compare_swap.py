@@ -88,7 +88,7 @@ def _cut(base: float | None, obj: float | None):
 
 def peak_locked(target: Path) -> int:
     """Most bytes the runtime held mlocked at once in any objtier run (from the traces)."""
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
 
     plan = json.loads((target / "plan.json").read_text())
     found = [enforce.read_enforcement(plan, d) for d in sorted((target / "runs").glob("*.otr"))]

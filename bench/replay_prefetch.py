@@ -119,7 +119,7 @@ def main() -> int:
 
     from objtier.experiments.compare_swap import _memcg_stats, measure_footprint
     from objtier.experiments.measure import run_measured
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.tiers.statflush import StatFlushReader
     from objtier.tiers.swap import SwapTier
 

@@ -33,7 +33,7 @@ def main() -> int:
     if not command:
         parser.error("give the program after --")
 
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.experiments.compare_swap import measure_footprint, one_run
     from objtier.tiers.statflush import StatFlushReader
     from objtier.tiers.swap import SwapTier

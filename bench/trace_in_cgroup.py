@@ -31,7 +31,7 @@ SETTINGS = ("disk", "tmpfs", "none")
 def main() -> int:
     from objtier.experiments.measure import run_measured
     from objtier.native import binary as workload_binary
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.record.launch import runtime_env
     from objtier.tiers.spool import Spool
     from objtier.tiers.statflush import StatFlushReader

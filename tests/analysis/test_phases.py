@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from objtier.analysis.phases import phase_accesses, phase_table
+from objtier.analysis.phase_markers import phase_accesses, phase_table
 from objtier.native import NATIVE_DIR
 from objtier.trace import open_trace
 from ..phased_program import phased_source

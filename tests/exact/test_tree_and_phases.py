@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from objtier.exact.phases import access_matrix, merge, phase_tables
+from objtier.exact.context_phases import access_matrix, merge, phase_tables
 from objtier.exact.tree import ContextTree, context_tree
 from objtier.plan import phase_table as planner_phase_table
 from objtier.trace.symbolize import symbolize

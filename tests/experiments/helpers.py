@@ -51,7 +51,7 @@ def leftovers(before, during, after) -> list[str]:
 
 
 def runtime_enforces_plans() -> bool:
-    from objtier.record.enforce import runtime_supports_plans
+    from objtier.enforcement import runtime_supports_plans
 
     return runtime_supports_plans()
 

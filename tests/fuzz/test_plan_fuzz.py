@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from objtier.errors import UsageError
-from objtier.record.enforce import plan_min_size, plan_warnings
+from objtier.enforcement import plan_min_size, plan_warnings
 from objtier.plan import load_plan, parse_text, to_text
 
 from .seeds import fuzz_settings, plan_document, plan_json, plan_text

@@ -72,7 +72,7 @@ def test_a_model_far_above_the_measured_kernel_run_locks_nothing(recording):
     """compare's check on its first kernel run: a prediction more than OVER_TRUST times the
     measured swap-ins is not trusted to choose a lock set."""
     from objtier import plan as planner
-    from objtier.planning import (OVER_TRUST, UNTRUSTED, ModelMemory, make_plan, other_bytes,
+    from objtier.plan.pipeline import (OVER_TRUST, UNTRUSTED, ModelMemory, make_plan, other_bytes,
                                   read_recordings, recorded_footprint)
 
     profile = read_recordings([recording])

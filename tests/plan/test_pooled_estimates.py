@@ -1,5 +1,5 @@
 """Several fault-sampler recordings of one program: each object's accesses are the mean of the
-estimates of the recordings whose windows armed it (planning.pooled_estimates), so an object
+estimates of the recordings whose windows armed it (pipeline.pooled_estimates), so an object
 one short recording never armed is not planned as cold."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from objtier.planning import read_recordings
+from objtier.plan.pipeline import read_recordings
 from objtier.trace import TraceWriter
 
 PID, PAGE, S = 300, 4096, 1_000_000_000

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from objtier.sim import load_preset, simulate
-from objtier.sim.phases import ROOT, timeline
+from objtier.sim.phase_events import ROOT, timeline
 from objtier.trace import open_trace
 
 from .conftest import MIB, MS, write_trace

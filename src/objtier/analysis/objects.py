@@ -30,7 +30,7 @@ This is the table the planner and the simulator read. Columns (units in brackets
                         hint-fault latency) [us], a page's re-reference interval seen from the
                         object; null when no fault sample of it has a latency
   sequential    float64 share of short forward steps (1-4 pages) among its samples, thread by
-                        thread in time order, in its dominant phase (analysis.sweeps): 0.9+
+                        thread in time order, in its dominant phase (analysis.sequential): 0.9+
                         for a swept array, low for gathers; null below 32 steps
   cache_samples, fast_samples, slow_samples  int64  samples served by caches / fast memory
                         (local DRAM, uncached) / slow tier (remote DRAM, PMEM, CXL, swap)
@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 
 from objtier.analysis.mapping import NEVER, ObjectIndex, sample_objects
-from objtier.analysis.sweeps import sequential_shares
+from objtier.analysis.sequential import sequential_shares
 from objtier.trace.columns import (CACHE_LEVELS, FAST_LEVELS, SLOW_LEVELS, column,
                                    distinct_counts, level_mask, page_shift, trace_end_ns)
 from objtier.trace.format import SOURCE_FAULT

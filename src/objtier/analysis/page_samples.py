@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from objtier.analysis.mapping import sample_objects
 from objtier.analysis.objects import object_table
-from objtier.analysis.phases import sample_phases
+from objtier.analysis.phase_markers import sample_phases
 from objtier.trace.columns import column, page_shift
 
 COLUMNS = ("object", "page", "samples")

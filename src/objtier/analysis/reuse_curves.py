@@ -27,7 +27,7 @@ look never touched again (the censoring that under-predicts large objects' re-us
 plan.by_model.calibrate fits it to a measured kernel run).
 
 Units: times in ns; F is a share of the object's pages (0..1); slope in pages-share per ns.
-An object no window armed has no curve (armed = 0): planning.model_curves counts it as never
+An object no window armed has no curve (armed = 0): pipeline.model_curves counts it as never
 resident (the scan reaches every tracked object each pass, and arms only resident pages).
 The delays are corrected for the sampler's own stalls first (sampler_corrected).
 Several recordings of one program are pooled: an object of a later recording adds its windows

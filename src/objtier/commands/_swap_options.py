@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 
-from objtier.record.enforce import DEFAULT_LARGE_FOLIO
+from objtier.enforcement import DEFAULT_LARGE_FOLIO
 from objtier.tiers.statflush import DEFAULT_PERIOD_MS
 
 DEFAULT_SWAP = "zram"

@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--nodes applies to --tier numa only")
     from objtier.experiments.compare_swap import check_stat_flush
     from objtier.plan import NEEDS_PAGE_SAMPLES
-    from objtier.record.enforce import parse_large_folio
+    from objtier.enforcement import parse_large_folio
 
     stat_flush = stat_flush_period(args)
     check_stat_flush(stat_flush)

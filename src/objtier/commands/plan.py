@@ -168,9 +168,9 @@ def _read_table_file(path: Path) -> Any:
 
 
 def _profile(args: argparse.Namespace):
-    """The planning.Profile of the input: a recording (the first and, for an algorithm that
+    """The pipeline.Profile of the input: a recording (the first and, for an algorithm that
     counts samples per page, any further ones of the same program) or an object table."""
-    from objtier import planning
+    from objtier.plan import pipeline as planning
     from objtier.plan import NEEDS_PAGE_SAMPLES
 
     path = Path(args.input[0])
@@ -255,7 +255,7 @@ def _model_memory(args: argparse.Namespace, profile: Any, peak: int | None):
     """--local: the ModelMemory the kernel model plans for (None without --local)."""
     if args.local is None:
         return None
-    from objtier.planning import ModelMemory, other_bytes, recorded_footprint
+    from objtier.plan.pipeline import ModelMemory, other_bytes, recorded_footprint
 
     footprint = peak or recorded_footprint(profile) or profile.footprint_bytes()
     local = planner_budget_bytes(args.local, footprint)
@@ -290,7 +290,7 @@ def model_lines(made: Any, memory: Any) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from objtier import plan as planner
-    from objtier.planning import make_plan, write_plan_files
+    from objtier.plan.pipeline import make_plan, write_plan_files
 
     # --local without --algo, or with --algo auto: the kernel model chooses, as in compare
     args.model_chooses = args.algo in (None, "auto")

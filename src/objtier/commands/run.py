@@ -83,7 +83,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.plan import load_plan, to_text
     from objtier.record.launch import exit_code, resolve_command, run_program, runtime_env
     from objtier.outputs import write_private
@@ -211,7 +211,7 @@ def local_limit(plan: dict, local: int, margin_text: str | None) -> tuple[int, i
     compare's cap of a fitted margin (at most half of local memory), so that a small limit
     still leaves room to lock. (by_model.lock_cap: other + 4 MiB, at least 8 MiB.)"""
     from objtier.plan.by_model import lock_cap
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
 
     model = plan.get("model") or {}
     if margin_text is None and model.get("chosen"):
@@ -245,7 +245,7 @@ def model_check_lines(plan: dict, local: int, memcg: dict) -> list[str]:
 
 def _say_processes(plan, output, say, warn) -> None:
     """Following forks: per process, the section its runtime applied and what matched."""
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
 
     processes = enforce.read_process_enforcement(plan, output)
     if processes is None:

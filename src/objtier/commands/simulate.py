@@ -70,7 +70,7 @@ def model_line(path: str, fast: str) -> str | None:
     from pathlib import Path
 
     from objtier import plan as planner
-    from objtier.planning import (ModelMemory, make_plan, other_bytes, read_recordings,
+    from objtier.plan.pipeline import (ModelMemory, make_plan, other_bytes, read_recordings,
                                   recorded_footprint)
 
     profile = read_recordings([Path(path)])

@@ -166,7 +166,7 @@ def object_shares(by_object: dict[int, dict[int, int]], slow: frozenset[int] | s
 
 def fast_budget(text: str, capacity: int) -> int:
     """--local: PCT of the fast nodes' free memory or a SIZE -> bytes (> 0)."""
-    from objtier.record.enforce import parse_local
+    from objtier.enforcement import parse_local
 
     return parse_local(text, capacity)
 
@@ -379,10 +379,10 @@ def _prepare_output(output: Path, force: bool) -> Path:
 
 def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capacity: int,
           command: list[str], output: Path) -> dict[str, Any]:
-    """The plan of the profile (objtier.planning) for budget_bytes of the fast nodes'
+    """The plan of the profile (objtier.plan.pipeline) for budget_bytes of the fast nodes'
     capacity [bytes]; writes plan.json/plan.txt."""
     from objtier import plan as planner
-    from objtier.planning import make_plan, read_recordings, write_plan_files
+    from objtier.plan.pipeline import make_plan, read_recordings, write_plan_files
 
     budget = planner.Budget(budget_bytes, settings.local,
                             round(100.0 * budget_bytes / capacity, 2), capacity)
@@ -393,7 +393,7 @@ def _plan(profile: Path, settings: NumaCompareSettings, budget_bytes: int, capac
 
 def _profile_footprint(profile: Path, command: list[str]) -> int:
     """Peak live bytes of the profile's tracked objects (the footprint a PCT refers to)."""
-    from objtier.planning import read_recordings
+    from objtier.plan.pipeline import read_recordings
 
     return read_recordings([profile], exe=command[0]).footprint_bytes()
 
@@ -432,7 +432,7 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                      ) -> NumaCompareResult:
     """The whole experiment; see the module docstring. Writes into settings.output."""
     from objtier.experiments.compare_swap import _last_line
-    from objtier.record.enforce import check_nodes, plan_min_size, plan_warnings
+    from objtier.enforcement import check_nodes, plan_min_size, plan_warnings
     from objtier.experiments.measure import Measurement, _attach_fom
     from objtier.native import runtime_library
     from objtier.tiers.numa_topology import detect_tiers, tier_map_from_sets

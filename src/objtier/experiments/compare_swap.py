@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from objtier.errors import EnvironmentProblem, ObjtierError, UsageError
-from objtier.record import enforce
+from objtier import enforcement as enforce
 from objtier.experiments.results import (RunRow, prepare_output, run_warnings, summarize,
                                          survival_text, write_csv, write_summary)
 from objtier.tiers.spool import Spool
@@ -229,7 +229,7 @@ def record_profile(command: list[str], settings: CompareSettings,
 def plan_profile(profiles: list[Path], command: list[str], settings: CompareSettings,
                  footprint: int, local: int, calibrate_to: float | None = None
                  ) -> tuple[dict[str, Any], int, int]:
-    """Plan the recordings (objtier.planning) for local bytes of local memory; writes
+    """Plan the recordings (objtier.plan.pipeline) for local bytes of local memory; writes
     plan.json/plan.txt. Returns the plan, the mlock limit it was made for and the margin
     (local - limit) [bytes]. Without settings.margin the margin is fitted (enforce.fit_margin):
     a first placement with the default margin, then the margin shrunk to the bytes of the
@@ -241,7 +241,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     is in force; phases run one at a time and the runtime unlocks the old phase's set before it
     locks the new one, so the limit is the largest phase's."""
     from objtier import plan as planner
-    from objtier.planning import (ModelMemory, make_plan, other_bytes, read_recordings,
+    from objtier.plan.pipeline import (ModelMemory, make_plan, other_bytes, read_recordings,
                                   write_plan_files)
 
     profile = read_recordings(profiles, phases=settings.phases, exe=command[0])

@@ -116,7 +116,7 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                       on_row: Callable[[GuestRun], None] = lambda row: None) -> dict[str, Any]:
     """The whole experiment for one program; see the module docstring. output: a new directory
     inside the project tree (the guest writes there)."""
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.experiments.compare_swap import CompareSettings, plan_profile, record_profile
     from objtier.outputs import make_private_dir
     from objtier.record.launch import runtime_env

@@ -1,12 +1,12 @@
 """Every run checks the prediction: the kernel model's swap-ins and time beside what was
 measured.
 
-Inputs are plain numbers: the plan document's "model" section (planning.model_section) and the
+Inputs are plain numbers: the plan document's "model" section (pipeline.model_section) and the
 medians of measured runs. Time is predicted as the unlimited run's wall time plus swap-ins x the
 cost of one swap-in, and that cost is measured from the kernel arm (its wall time over the
 unlimited one, per swap-in it took): so the kernel arm's time is the calibration, not a check,
 and only the plan arm's time is predicted. When compare fitted the model to its first kernel run
-(planning: calibrate_to), the kernel arm's prediction is no independent check, and says so. A prediction is off when it differs from the
+(pipeline: calibrate_to), the kernel arm's prediction is no independent check, and says so. A prediction is off when it differs from the
 measurement by more than OFF of the larger of the two and by more than FLOOR swap-ins (a few
 hundred swap-ins either way are noise next to the program's own page faults).
 Units: swap-ins (counts), seconds.

@@ -47,7 +47,7 @@ class Curves:
     live_share: np.ndarray   # float64 (n,) (0..1]
     duration_ns: float
     present: np.ndarray | None = None  # float64 (n,): share of each object's pages ever
-                                       # resident (None: all); planning.model_curves
+                                       # resident (None: all); pipeline.model_curves
 
 
 @dataclass(frozen=True)

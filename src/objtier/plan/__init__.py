@@ -19,7 +19,7 @@ from objtier.plan.exact import exact
 from objtier.plan.greedy import rank, reuse, spill
 from objtier.plan.halving import halving
 from objtier.plan.pages import auto, pages
-from objtier.plan.phases import (ROOT, PhaseMerge, PhasePlacement, merge_phases, phase_spans,
+from objtier.plan.per_phase import (ROOT, PhaseMerge, PhasePlacement, merge_phases, phase_spans,
                                  plan_phases, unlocked_live_bytes)
 from objtier.plan.placement import TIERS, Placement
 from objtier.plan.planfile import build_plan, load_plan, validate_plan, write_plan

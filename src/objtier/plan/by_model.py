@@ -1,7 +1,7 @@
 """Choosing a lock set by predicting what the kernel will do with it (objtier.model.lru).
 
 The candidates are placements of the same objects: locking nothing, the rules' own choice
-(`auto`, or whatever algorithm was asked), the caller's extra ones (planning adds spill's
+(`auto`, or whatever algorithm was asked), the caller's extra ones (the pipeline adds spill's
 prefix fill at 25-100 % of the cap), and the model's own greedy set, grown where the predicted
 swap-ins fall the most per page locked (which locks the part of a cyclically swept object that
 LRU would lose anyway, and nothing of an object LRU keeps as well by itself). The lowest prediction wins; a candidate that locks
@@ -42,14 +42,14 @@ TIE = 0.03              # a candidate locking more must predict this share fewer
 @dataclass(frozen=True)
 class Choice:
     name: str                     # the winning candidate
-    placement: Placement | None   # its placement (None: one plan per phase, planning's)
+    placement: Placement | None   # its placement (None: one plan per phase, the pipeline's)
     limit_bytes: int              # its lock budget
     predictions: dict[str, float]  # candidate -> predicted swap-ins
     nothing: Prediction           # locking nothing (the kernel arm)
     chosen: Prediction
     capacity_bytes: int           # local - other: what the objects share
     other_bytes: int
-    calibration: dict | None = None  # planning: the fit to a measured kernel run, if any
+    calibration: dict | None = None  # pipeline: the fit to a measured kernel run, if any
 
 
 def locked_pages(placement: Placement) -> np.ndarray:

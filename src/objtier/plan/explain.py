@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from objtier.plan.phases import PhaseMerge
+from objtier.plan.per_phase import PhaseMerge
 from objtier.plan.placement import Placement
 from objtier.plan.table import ObjectTable
 

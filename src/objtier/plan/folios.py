@@ -10,7 +10,7 @@ are not needed and evicts pages that are: measured on uniform BFS, 16 KiB folios
 pages swapped in (docs/benchmarks.md, "Large folios for swept objects").
 
 So the plan names the objects that are swept (their share of short forward steps,
-analysis.sweeps, at least THRESHOLD) and have a slow part in some phase (a wholly fast object never swaps); the
+analysis.sequential, at least THRESHOLD) and have a slow part in some phase (a wholly fast object never swaps); the
 runtime advises their planned-slow runs MADV_HUGEPAGE at allocation.
 """
 

@@ -31,7 +31,7 @@ from objtier.errors import UsageError
 from objtier.outputs import write_private
 from objtier.plan.budget import Budget
 from objtier.plan.folios import large_folio_objects
-from objtier.plan.phases import ROOT, PhasePlacement
+from objtier.plan.per_phase import ROOT, PhasePlacement
 from objtier.plan.placement import TIERS, Placement
 from objtier.plan.table import ObjectTable
 

@@ -41,7 +41,7 @@ import re
 from typing import Any
 
 from objtier.errors import UsageError
-from objtier.plan.phases import ROOT as ROOT_PHASE
+from objtier.plan.per_phase import ROOT as ROOT_PHASE
 from objtier.plan.planfile import VERSION, validate_plan
 
 HEADER = f"objtier-plan {VERSION}"

@@ -36,17 +36,38 @@ def recorder_cost(trace) -> RecorderCost:
     from objtier.trace import format as F
     from objtier.trace.reader import decode_named
 
+    def files():
+        for raw in trace.files:
+            defs = {d["id"]: d["name"] for d in (decode_named(b, F.COUNTER_DEF_HEAD)
+                                                 for b in raw.variable.get(F.TAG_COUNTER_DEF, []))
+                    if d["name"] in RECORDER_COUNTERS}
+            records = raw.records(F.TAG_COUNTERS)
+            if defs and len(records):
+                yield defs, zip(records["id"].tolist(), records["value"].tolist())
+
+    return cost_of(files())
+
+
+def recorder_cost_light(trace) -> RecorderCost:
+    """recorder_cost for an objtier.trace.light.LightTrace."""
+    from objtier.trace.light import COUNTER, TAG_COUNTERS, counter_defs
+
+    def files():
+        for raw in trace.files:
+            defs = {i: n for i, n in counter_defs(raw).items() if n in RECORDER_COUNTERS}
+            if defs and raw.counts.get(TAG_COUNTERS):
+                yield defs, ((r[1], r[3]) for r in raw.decoded(TAG_COUNTERS, COUNTER))
+
+    return cost_of(files())
+
+
+def cost_of(files) -> RecorderCost:
+    """The total over files: (recorder counter id -> name, (id, value) pairs in file order)."""
     total = RecorderCost()
-    for raw in trace.files:
-        defs = {d["id"]: d["name"] for d in (decode_named(b, F.COUNTER_DEF_HEAD)
-                                             for b in raw.variable.get(F.TAG_COUNTER_DEF, []))
-                if d["name"] in RECORDER_COUNTERS}
-        records = raw.records(F.TAG_COUNTERS)
-        if not defs or not len(records):
-            continue
+    for defs, pairs in files:
         last: dict[str, int] = {}
         lowest = None
-        for counter_id, value in zip(records["id"].tolist(), records["value"].tolist()):
+        for counter_id, value in pairs:
             name = defs.get(counter_id)
             if name is None:
                 continue

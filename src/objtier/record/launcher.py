@@ -74,9 +74,17 @@ def launcher_hint(trace, children: dict[int, str], follow_forks: bool) -> str | 
     of at least --min-size and started child processes that were not recorded."""
     if follow_forks or not children or not trace.processes:
         return None
-    root = min(trace.processes, key=lambda p: p.start_mono_ns)
-    pids = trace.allocations.column("pid").to_pylist()
-    if root.pid in pids:
+    return launcher_hint_of(trace.processes, trace.allocations.column("pid").to_pylist(),
+                            children)
+
+
+def launcher_hint_of(processes, allocation_pids, children: dict[int, str]) -> str | None:
+    """launcher_hint from the recorded processes (pid, exe, start_mono_ns) and the pid of
+    every recorded object."""
+    if not children or not processes:
+        return None
+    root = min(processes, key=lambda p: p.start_mono_ns)
+    if root.pid in allocation_pids:
         return None
     names = sorted(set(children.values()))
     shown = ", ".join(names[:MAX_NAMES]) + (", ..." if len(names) > MAX_NAMES else "")

@@ -8,7 +8,7 @@ spaces are the distinct pids. Events:
          partial munmap/mremap (the core drops the pages inside it);
   ACCESS one per sample, standing for `weight` accesses (`default_weight` when the sampler
          wrote 0 = unknown), naming the object it falls in (NO_OBJ for none).
-  PHASE  at each switch of the phase in force (phases policy only; see objtier.sim.phases).
+  PHASE  at each switch of the phase in force (phases policy only; see objtier.sim.phase_events).
 At equal times allocations and phase switches come before accesses and accesses before frees.
 """
 

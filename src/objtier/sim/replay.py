@@ -24,7 +24,7 @@ def run_policy(source: EventSource, policy: str, fast_bytes: int, page_shift: in
     placement: set_placement's arrays, or for phases a PhasePlan (its events must be in
     source.phase_ev). object_swap_ins, if given (source.objects entries), receives the
     swap-ins per object."""
-    from objtier.sim.phases import PhasePlan
+    from objtier.sim.phase_events import PhasePlan
 
     with Simulator(native_policy(policy), fast_bytes, source.start_ns, bin_ns, page_shift,
                    max(source.objects, 1), params, swap) as s:

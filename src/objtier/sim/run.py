@@ -138,7 +138,7 @@ def static_placement(policy: str, trace, source: EventSource, fast_bytes: int, p
 def phase_placement(trace, source: EventSource, fast_bytes: int, page_shift: int,
                     plan_doc: dict | None, default_weight: int, cache: dict):
     """The phases policy's PhasePlan, and the PHASE events it needs put into source."""
-    from objtier.sim import phases as PH
+    from objtier.sim import phase_events as PH
 
     if "acc" not in cache:
         cache["obj"], cache["acc"] = P.object_accesses(trace, source, default_weight)

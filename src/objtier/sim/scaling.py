@@ -250,7 +250,7 @@ def expand_fault_samples(trace, source, bin_ns: int, seed: int = 0) -> tuple[np.
     times = lo + (rng.random(len(o_ev)) * (hi - lo)).astype(np.int64)
     pages = np.maximum(source.size[o_ev] // 4096, 1)
     offset = (rng.random(len(o_ev)) * pages).astype(np.int64) * 4096
-    # swept objects (analysis.sweeps: mostly short forward steps) are touched in page order,
+    # swept objects (analysis.sequential: mostly short forward steps) are touched in page order,
     # cycling through the object, as the program does: LRU sees a cyclic sweep, not the random
     # order that would let it keep most of the object
     sequential = np.nan_to_num(table.column("sequential").to_numpy(zero_copy_only=False)

@@ -366,7 +366,7 @@ def run_arms(command: list[str], objects, page: int, arms: list[Arm],
              after_run: Callable[[int], None] = lambda footprint: None) -> int:
     """Run every arm `settings.repeat` times in interleaved rounds on one swap tier; each
     arm's FoMs go to arm.foms, every run to DIR/sweep.csv. Returns the footprint [bytes]."""
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.experiments.measure import run_measured
     from objtier.tiers.spool import Spool
     from objtier.record.launch import runtime_env

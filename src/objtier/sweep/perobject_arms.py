@@ -71,7 +71,7 @@ def prepare_arms(command: list[str], objects, page: int, arms: list[Arm],
     file DIR/plan-NN.txt)}: each arm's slow set slow, every other plannable object fast.
     Refuses a runtime that does not enforce plans."""
     from objtier import plan as planner
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.sweep.output import prepare_output, write_private
 
     if not enforce.runtime_supports_plans():

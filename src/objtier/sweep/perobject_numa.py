@@ -55,7 +55,7 @@ def numa_tiers(fast_nodes: str | None, slow_nodes: str | None,
                sysfs: str | Path = "/sys") -> NumaTiers:
     """The fast and slow nodes of this machine (or the given lists); EnvironmentProblem, one
     line, when there is no slow node."""
-    from objtier.record.enforce import check_nodes
+    from objtier.enforcement import check_nodes
     from objtier.tiers.numa_topology import detect_tiers, tier_map_from_sets
 
     fast_text = check_nodes(fast_nodes, "--fast-nodes")
@@ -115,7 +115,7 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
     and its output to DIR/runs/. Returns the recorded objects' peak live bytes (no cgroup
     measures a footprint here)."""
     from objtier.experiments.measure import run_measured
-    from objtier.record import enforce
+    from objtier import enforcement as enforce
     from objtier.record.launch import runtime_env as launch_env
     from objtier.runtime_settings import runtime_env
     from objtier.sweep.output import write_private

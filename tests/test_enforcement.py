@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from objtier.errors import UsageError
-from objtier.record import enforce
+from objtier import enforcement as enforce
 
 
 def test_local_and_margin():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from objtier.analysis.sweeps import MIN_STEPS, forward_step_share
+from objtier.analysis.sequential import MIN_STEPS, forward_step_share
 
 
 def samples(*streams):

@@ -36,7 +36,7 @@ import pyarrow as pa
 from objtier import plan as planner
 from objtier.errors import TraceError, UsageError
 from objtier.outputs import write_private
-from objtier.plan.phases import DEFAULT_MIN_DURATION_NS, DEFAULT_SIMILARITY
+from objtier.plan.per_phase import DEFAULT_MIN_DURATION_NS, DEFAULT_SIMILARITY
 from objtier.trace.columns import DEFAULT_PAGE_BYTES, page_bytes, trace_end_ns
 
 #: fit(place, unlocked) -> (fast bytes, placement): chooses the budget a placement is made
@@ -274,11 +274,11 @@ def read_recordings(paths: list[Path], *, phases: bool | None = False, exe: str 
         phases = trace.phases.num_rows > 0
     executions = accesses = None
     if phases and view.exact:
-        from objtier.exact.phases import phase_tables
+        from objtier.exact.context_phases import phase_tables
 
         executions, accesses = phase_tables(trace, min_ns=min_phase_ns, similarity=similarity)
     elif phases:
-        from objtier.analysis.phases import phase_accesses, phase_table
+        from objtier.analysis.phase_markers import phase_accesses, phase_table
 
         # in the table's unit (estimated touches for the fault sampler)
         accesses = phase_accesses(trace, table.column("accesses").to_numpy())
@@ -323,7 +323,7 @@ def pooled_estimates(table: pa.Table, traces: list, phase_accesses: pa.Table | N
         np.add.at(total, rows[ok], acc[ok])
         np.add.at(count, rows[ok], 1.0)
         if phase_accesses is not None:
-            from objtier.analysis.phases import phase_accesses as accesses_by_phase
+            from objtier.analysis.phase_markers import phase_accesses as accesses_by_phase
 
             got = phase_accesses if k == 0 else accesses_by_phase(trace, acc)
             for name, obj, value in zip(got.column("phase").to_pylist(),

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from objtier.analysis.phases import sample_phases
+from objtier.analysis.phase_markers import sample_phases
 from objtier.trace.columns import column, page_shift
 
 MIN_STEPS = 32      # successive-sample pairs below which an object's share is unknown (NaN)
