@@ -74,7 +74,7 @@ def test_windows_past_the_budget_are_reported_as_cut(exe, tmp_path):
 
 
 def _grid(n: int, per: int = 16) -> list[int]:
-    """The runtime's window positions (sampler_trace.c, grid_step): n of them."""
+    """The runtime's window positions (trace_stream.c, grid_step): n of them."""
     out, g = [], 0
     while len(out) < n:
         out.append(g)

@@ -2,7 +2,7 @@
 
 A stream is either the first N loads and stores of the process (OBJTIER_TRACE_STREAM=N alone)
 or windows of B records spread over the whole run (OBJTIER_TRACE_STREAM_WINDOW=B as well;
-native/runtime/sample/sampler_trace.c). The runtime opens a window at grid position g (in units
+native/runtime/sample/trace_stream.c). The runtime opens a window at grid position g (in units
 of B accesses of the process) for g = 0, 1, ... 15, then every 2nd, every 4th, ... so the
 windows at multiples of the last spacing S are evenly spaced over the run; the model takes
 those (at least 8 of them once the run is longer than 16 windows), each cut to the same length
