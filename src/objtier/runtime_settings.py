@@ -66,6 +66,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_SITE_PERIOD", U64, "64", 0, 1 << 30),
     Setting("OBJTIER_ARENA", PATH, ""),
     Setting("OBJTIER_ARENA_STATS", PATH, ""),
+    Setting("OBJTIER_ARENA_SITES", PATH, ""),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

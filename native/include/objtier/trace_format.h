@@ -39,7 +39,7 @@
 
 #define OT_MAGIC              "OBJTIER\0" /* 8 bytes, includes the NUL */
 #define OT_VERSION_MAJOR      1           /* readers reject a different major version */
-#define OT_VERSION_MINOR      5           /* additions only: new tags, new trailing fields */
+#define OT_VERSION_MINOR      6           /* additions only: new tags, new trailing fields */
 #define OT_BLOCK_MAGIC        0x4B42544FU /* "OTBK" read as a little-endian uint32 */
 #define OT_BLOCK_TARGET_BYTES (64 * 1024) /* writers flush a block at about this size */
 
@@ -106,6 +106,8 @@ enum ot_tag {
     OT_TAG_REGION = 19,        /* fixed: ot_region_record (code region markers), since 1.3 */
     OT_TAG_SITE_ALLOC = 20,    /* fixed: ot_site_alloc_record (sampled small block), since 1.4 */
     OT_TAG_SITE_FREE = 21,     /* fixed: ot_site_free_record, since 1.4 */
+    OT_TAG_SITE_REGION = 22,   /* fixed: ot_site_region_record (a watched site's arena chunk),
+                                  since 1.6 */
     OT_TAG_COUNT_              /* one past the last tag */
 };
 
@@ -481,6 +483,27 @@ typedef struct ot_site_free_record {
     uint16_t flags; /* reserved, 0 */
 } ot_site_free_record;
 _Static_assert(sizeof(ot_site_free_record) == 32, "ot_site_free_record is 32 bytes");
+
+/* Watched allocation sites ---------------------------------------------------
+ * With OBJTIER_ARENA_SITES (docs/runtime.md "Watched sites"), the blocks of a few chosen sites
+ * are served from segregated arena chunks while recording, and the window samplers that scan
+ * pages (pageout) arm those chunks as they arm objects' pages. A SITE_REGION record is written
+ * when a site gets a chunk; the chunk stays the site's to the end of the process (arena memory
+ * is never returned). The site's chunks together are one object-like region: its WINDOW
+ * records carry alloc_seq = seq below (OT_SITE_REGION_SEQ_BASE + the site's arena index, never
+ * an ALLOC seq), and a SAMPLE whose address lies in a chunk is an access to the site. Since 1.6. */
+#define OT_SITE_REGION_SEQ_BASE (1ULL << 39) /* above any ALLOC seq of a process */
+
+typedef struct ot_site_region_record {
+    uint64_t time_ns; /* CLOCK_MONOTONIC, when the chunk became the site's */
+    uint64_t seq;     /* OT_SITE_REGION_SEQ_BASE + site: the WINDOW records' alloc_seq */
+    uint64_t addr;    /* first byte of the chunk (page aligned) */
+    uint64_t len;     /* bytes of the chunk */
+    uint64_t key;     /* stable context key of the site (as a plan's `site` record) */
+    uint32_t context; /* ot_context_record.id of a call of the site (0: not known) */
+    uint32_t site;    /* the site's arena index in this process */
+} ot_site_region_record;
+_Static_assert(sizeof(ot_site_region_record) == 48, "ot_site_region_record is 48 bytes");
 
 /* Stable context key --------------------------------------------------------
  * A calling context's identity across runs, PIE/ASLR and machines: FNV-1a 64 over,

@@ -53,6 +53,7 @@ static const rt_setting settings[] = {
     {"OBJTIER_SITE_PERIOD", T_U64, "64", 0, 1 << 30, F(site_period)},
     {"OBJTIER_ARENA", T_PATH, "", 0, 0, F(arena)},
     {"OBJTIER_ARENA_STATS", T_PATH, "", 0, 0, F(arena_stats)},
+    {"OBJTIER_ARENA_SITES", T_PATH, "", 0, 0, F(arena_sites)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

@@ -67,6 +67,8 @@ typedef struct rt_config {
                                small block from an arena of its calling address, "off" */
     char arena_stats[1024]; /* OBJTIER_ARENA_STATS: one line of arena counts per process
                                appended here at exit; may be empty */
+    char arena_sites[1024]; /* OBJTIER_ARENA_SITES: sites to watch while recording, one
+                               `KEY FRAME0` a line (place/arena_watch.h); "" = none */
 } rt_config;
 
 #define RT_MAX_STACK_DEPTH  32

@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include "arena.h"
 #include "arena_site.h"
+#include "arena_watch.h"
 #include "context.h"
 #include "modules.h"
 #include "objtier/trace_format.h"
@@ -50,7 +51,9 @@
 #define MPOL_PREFERRED_ 1
 #define MPOL_BIND_      2
 
-enum { MODE_OFF, MODE_PLAN, MODE_ALL };
+/* MODE_WATCH: as MODE_PLAN, the sites of OBJTIER_ARENA_SITES with no tier action, their
+ * chunks registered with the scanners (arena_watch.h) */
+enum { MODE_OFF, MODE_PLAN, MODE_ALL, MODE_WATCH };
 enum { TIER_NONE = 0, TIER_FAST = 1, TIER_SLOW = 2 };
 
 #define IP_SLOTS  (1u << 14)
@@ -82,8 +85,14 @@ static uint64_t self_lo, self_hi; /* the runtime's own code: frames skipped, as 
 static uint32_t n_sites;          /* sites in use (plan mode: the plan's, sorted by key) */
 static uint64_t site_key[RT_SARENA_MAX_SITES]; /* plan key, or ip (all mode) */
 static uint8_t site_tier[RT_SARENA_MAX_SITES];
+static _Atomic uint32_t site_ctx[RT_SARENA_MAX_SITES]; /* a context id of the site, 0 unknown */
 static uint64_t *frame0s; /* plan mode: the records' frame0 keys, sorted */
 static uint32_t n_frame0s;
+
+static const char *mode_name(void)
+{
+    return mode == MODE_ALL ? "all" : mode == MODE_WATCH ? "watch" : "plan";
+}
 
 /* ---- choice ------------------------------------------------------------------------ */
 
@@ -140,7 +149,7 @@ static uint64_t frame0_key(uintptr_t ip)
 /* The value of a new ip (slock held). */
 static int32_t first_sight(uintptr_t ip, uint64_t k0)
 {
-    if (mode == MODE_PLAN)
+    if (mode != MODE_ALL)
         return has_u64(frame0s, n_frame0s, k0, NULL) ? -2 : -1;
     if (n_sites == RT_SARENA_MAX_SITES)
         return -1;
@@ -154,7 +163,7 @@ static int32_t ip_value(uintptr_t ip)
     ip_slot *s = ip_find(ip);
     if (s && atomic_load_explicit(&s->ip, memory_order_acquire) == ip)
         return atomic_load_explicit(&s->v, memory_order_acquire);
-    uint64_t k0 = mode == MODE_PLAN ? frame0_key(ip) : 0;
+    uint64_t k0 = mode != MODE_ALL ? frame0_key(ip) : 0;
     pthread_mutex_lock(&slock);
     int32_t v = -1;
     s = ip_find(ip);
@@ -216,6 +225,8 @@ int rt_sarena_site_of(size_t n, const void *ip)
         return -1;
     uint32_t at;
     int32_t d = has_u64(site_key, n_sites, rt_context_key(ctx), &at) ? (int32_t)at + 1 : -1;
+    if (d > 0 && atomic_load_explicit(&site_ctx[at], memory_order_relaxed) == 0)
+        atomic_store_explicit(&site_ctx[at], ctx, memory_order_relaxed);
     pthread_mutex_lock(&slock);
     s = stk_find(h);
     if (s && atomic_load(&s->h) == 0) {
@@ -236,6 +247,8 @@ static long sys_mbind(void *a, size_t len, int mpol, uint64_t mask)
 
 void rt_sarena_site_chunk(uint32_t s, void *c, size_t len, rt_sarena_counts *k)
 {
+    if (mode == MODE_WATCH)
+        rt_sarena_watch_chunk(s, site_key[s], atomic_load(&site_ctx[s]), c, len);
     int t = site_tier[s];
     if (t == TIER_NONE)
         return;
@@ -305,6 +318,32 @@ static int take_plan_sites(void)
     return 0;
 }
 
+/* The sites of OBJTIER_ARENA_SITES, sorted by key into site_key (no tier), and their
+ * frame0s. 0, or -1 (logged) when the file is not a sites file. */
+static int take_watch_sites(const char *path)
+{
+    uint64_t keys[RT_SARENA_MAX_SITES], f0[RT_SARENA_MAX_SITES];
+    int n = rt_sarena_watch_read(path, keys, f0, RT_SARENA_MAX_SITES);
+    frame0s = n > 0 ? rt_sys_mmap(RT_SARENA_MAX_SITES * sizeof *frame0s) : NULL;
+    if (n <= 0 || !frame0s || rt_sarena_watch_init() != 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        uint32_t at;
+        if (!has_u64(site_key, n_sites, keys[i], &at)) {
+            memmove(site_key + at + 1, site_key + at, (n_sites - at) * sizeof *site_key);
+            site_key[at] = keys[i];
+            n_sites++;
+        }
+        if (!has_u64(frame0s, n_frame0s, f0[i], &at)) {
+            memmove(frame0s + at + 1, frame0s + at, (n_frame0s - at) * sizeof *frame0s);
+            frame0s[at] = f0[i];
+            n_frame0s++;
+        }
+    }
+    memset(site_tier, TIER_NONE, sizeof site_tier);
+    return 0;
+}
+
 void rt_sarena_init(const rt_config *cfg)
 {
     if (strcmp(cfg->arena, "off") == 0)
@@ -315,6 +354,13 @@ void rt_sarena_init(const rt_config *cfg)
     }
     int planned = atomic_load(&rt_place_on) && rt_plan_in_force.n_sites > 0;
     mode = cfg->arena[0] ? MODE_ALL : planned ? MODE_PLAN : MODE_OFF;
+    if (mode == MODE_OFF && cfg->arena_sites[0]) {
+        if (!cfg->output[0]) /* watching is for recordings: nothing to register with */
+            return;
+        mode = MODE_WATCH;
+    } else if (mode != MODE_OFF && cfg->arena_sites[0])
+        rt_log(1, "OBJTIER_ARENA_SITES ignored: arenas already serve %s",
+               mode == MODE_ALL ? "every call site (OBJTIER_ARENA=all)" : "the plan's sites");
     if (mode == MODE_OFF)
         return;
     numa = cfg->tier == RT_TIER_NUMA;
@@ -327,19 +373,24 @@ void rt_sarena_init(const rt_config *cfg)
         fast_mask = slow_mask = 0; /* tier_numa.c said so already; mbind is counted failed */
     snprintf(stats_path, sizeof stats_path, "%s", cfg->arena_stats);
     ip_tab = rt_sys_mmap(IP_SLOTS * sizeof *ip_tab);
-    stk_tab = mode == MODE_PLAN ? rt_sys_mmap(STK_SLOTS * sizeof *stk_tab) : NULL;
+    stk_tab = mode != MODE_ALL ? rt_sys_mmap(STK_SLOTS * sizeof *stk_tab) : NULL;
     stack_depth = cfg->stack_depth;
     rt_context_lock();
     if (rt_modules_range_of((uint64_t)(uintptr_t)&rt_sarena_init, &self_lo, &self_hi) != 0)
         self_lo = self_hi = 0;
     rt_context_unlock();
+    if (mode == MODE_WATCH && (!ip_tab || !stk_tab || take_watch_sites(cfg->arena_sites))) {
+        rt_log(1, "no watched sites");
+        mode = MODE_OFF;
+        return;
+    }
     if (!ip_tab || (mode == MODE_PLAN && (!stk_tab || take_plan_sites() != 0))) {
         rt_log(1, "out of memory setting up arenas; no arenas");
         mode = MODE_OFF;
         return;
     }
     rt_sarena_alloc_init();
-    rt_log(0, "arenas: %s, %u sites", mode == MODE_ALL ? "every call site" : "plan", n_sites);
+    rt_log(0, "arenas: %s, %u sites", mode_name(), n_sites);
     atomic_store(&rt_sarena_serving, 1);
 }
 
@@ -358,8 +409,10 @@ void rt_sarena_site_fork_child(void)
     pthread_mutex_init(&slock, NULL);
     locked_total = 0; /* mlocks are not inherited */
     /* a child that writes no trace of its own has no context table to unwind into */
-    if (mode == MODE_PLAN && !follow)
+    if (mode != MODE_ALL && !follow)
         atomic_store(&rt_sarena_serving, 0);
+    if (mode == MODE_WATCH)
+        rt_sarena_watch_fork_child();
 }
 
 /* One line of counts per process, appended to OBJTIER_ARENA_STATS at exit. */
@@ -377,7 +430,9 @@ __attribute__((destructor)) static void write_stats(void)
         for (size_t i = 0; i < sizeof t / sizeof(uint64_t); i++)
             a[i] += b[i];
     }
-    if (mode == MODE_PLAN && t.blocks == 0)
+    if (mode == MODE_WATCH && t.blocks == 0)
+        rt_log(0, "watched sites: no allocation of the %u sites was served from an arena", n_sites);
+    else if (mode == MODE_PLAN && t.blocks == 0)
         rt_log(follow == 0,
                "plan: no allocation of its %u sites was served from an arena "
                "(another binary, other inputs, another OBJTIER_STACK_DEPTH?)",
@@ -395,8 +450,8 @@ __attribute__((destructor)) static void write_stats(void)
         "live_blocks=%llu live_bytes=%llu carved_bytes=%llu waste_bytes=%llu chunks=%llu "
         "chunk_bytes=%llu no_memory=%llu locked_bytes=%llu lock_failed=%llu cold_bytes=%llu "
         "bound_bytes=%llu bind_failed=%llu\n",
-        (int)getpid(), mode == MODE_ALL ? "all" : "plan", n_sites, used,
-        (unsigned long long)t.blocks, (unsigned long long)t.reused, (unsigned long long)t.frees,
+        (int)getpid(), mode_name(), n_sites, used, (unsigned long long)t.blocks,
+        (unsigned long long)t.reused, (unsigned long long)t.frees,
         (unsigned long long)t.live_blocks, (unsigned long long)t.live_bytes,
         (unsigned long long)t.carved_bytes, (unsigned long long)t.waste_bytes,
         (unsigned long long)t.chunks, (unsigned long long)t.chunks * RT_SARENA_CHUNK_BYTES,

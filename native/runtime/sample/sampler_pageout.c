@@ -1,7 +1,8 @@
 /*
  * pageout sampler: first touches observed as major page faults, the kernel servicing each.
  *
- * A scanner thread walks the tracked objects in scan windows with the fault sampler's pattern
+ * A scanner thread walks the tracked objects (and watched sites' arena chunks, arena_watch.h)
+ * in scan windows with the fault sampler's pattern
  * (sampler_scan.h: sparse clusters of pages at a random phase per pass, so a pass covers
  * about OBJTIER_RATE pages spread over every object). Arming a
  * window pushes its clusters to swap with MADV_PAGEOUT; /proc/self/pagemap then says which
@@ -329,6 +330,7 @@ static int pageout_start(void)
                   "(perf_event_paranoid); user-mode touches only");
     atomic_store(&stop_flag, 0);
     rt_scan_init(&scan, cfg);
+    scan.sites = 1; /* watched sites' arena chunks too (arena_watch.h) */
     if (rt_pool_init(&pool, &wlog, cfg->window_pages) != 0) {
         close_rings();
         close(pagemap_fd);

@@ -1,6 +1,7 @@
 /* The scan pattern of the window samplers; see sampler_scan.h. */
 #define _GNU_SOURCE
 #include "sampler_scan.h"
+#include "arena_watch.h"
 #include "maps.h"
 #include "rt.h"
 
@@ -44,7 +45,8 @@ static int smaller_first(const void *a, const void *b)
 
 static void take_snapshot(rt_scan *s)
 {
-    uint64_t need = atomic_load(&rt_reg_live) + atomic_load(&rt_maps_live) + 64;
+    uint64_t watched = s->sites ? rt_sarena_watch_count() : 0;
+    uint64_t need = atomic_load(&rt_reg_live) + atomic_load(&rt_maps_live) + watched + 64;
     if (need > s->snap_cap) {
         rt_scan_free(s);
         s->snap_cap = need * 2;
@@ -56,6 +58,8 @@ static void take_snapshot(rt_scan *s)
     }
     s->snap_n = rt_reg_snapshot(s->snap, s->snap_cap);
     s->snap_n += rt_maps_snapshot(s->snap + s->snap_n, s->snap_cap - s->snap_n);
+    if (s->sites)
+        s->snap_n += rt_sarena_watch_snapshot(s->snap + s->snap_n, s->snap_cap - s->snap_n);
     qsort(s->snap, s->snap_n, sizeof(rt_obj), smaller_first);
     s->snap_i = 0;
     s->cursor = 0;
@@ -88,6 +92,8 @@ static void take_snapshot(rt_scan *s)
 static int still_live(const rt_obj *o, uint64_t start, uint64_t len)
 {
     rt_obj now;
+    if (o->kind == RT_OBJ_SITE_REGION) /* arena chunks are never returned */
+        return 1;
     if (rt_reg_lookup(o->addr, &now) && now.seq == o->seq)
         return 1;
     return rt_maps_contains(start, len, o->seq);

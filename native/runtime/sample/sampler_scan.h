@@ -3,7 +3,8 @@
  * themselves (sampler_pageout.c, sampler_wp.c): which pages of the tracked objects the next
  * window arms.
  *
- * A pass snapshots the tracked objects (heap objects and mappings), smallest first, and arms
+ * A pass snapshots the tracked objects (heap objects and mappings; with `sites`, the arena
+ * chunks of watched allocation sites too, each site's chunks one region), smallest first, and arms
  * 1 page in S of them, S = max(1, tracked pages / min(OBJTIER_RATE, PASS_WINDOWS * window
  * pages)): clusters of CLUSTER_PAGES consecutive pages, one every period P = S * CLUSTER_PAGES
  * pages at a random phase that changes each pass (with S = 1 a window is one contiguous
@@ -29,6 +30,8 @@ typedef struct rt_scan {
     uint64_t period, cluster, phase; /* this pass's pattern [pages] */
     uint64_t pass_count;
     uint64_t rate; /* pages a pass arms: OBJTIER_RATE, or the paced rate (overhead.h) */
+    int sites;     /* 1: watched sites' arena chunks are scanned too (arena_watch.h); set by
+                      the sampler after rt_scan_init */
 } rt_scan;
 
 /* One window: m clusters one period apart from `start`, the last one last_pages long;

@@ -18,10 +18,13 @@ blocks by their period, so it is an estimate of the whole site (columns say est_
   est_samples     sampled_samples * period (samples the whole site would have had)
   stream_accesses loads and stores of the exact ordered stream (--sampler trace with
                   OBJTIER_TRACE_STREAM) that fell in a sampled block: not scaled
+  watched ... est_touches  access measured through the site's arena while recording
+                  (`record --sites N`, analysis.site_watch); zero / null when not watched
 
 The window samplers (fault, pageout, wp) arm tracked objects only, so their samples never
-fall in a small block; perf samples (PEBS/IBS data addresses) do. Page-fault samples
-(perf-swfault) mostly do not: the first touch of a heap page is malloc's own write of the
+fall in a small block — except in the arenas of watched sites (`record --sites N`), whose
+pages the pageout sampler arms as one region per site (analysis.site_watch); perf samples
+(PEBS/IBS data addresses) do. Page-fault samples (perf-swfault) mostly do not: the first touch of a heap page is malloc's own write of the
 next chunk's header, before that block exists.
 
 A block is live from its SITE_ALLOC to the SITE_FREE of its address (analysis.mapping's
@@ -164,7 +167,14 @@ def site_table(trace, labels: bool = True) -> pa.Table:
         "est_samples": pa.array(est_samples.round().astype(np.int64)),
         "stream_accesses": pa.array(stream_accesses),
         "label": pa.array(label.tolist(), pa.string()),
-    }).sort_by([("est_peak_bytes", "descending"), ("pid", "ascending"),
+    })
+    from objtier.analysis.site_watch import watch_columns
+
+    at = table.column_names.index("label")
+    for name, values in watch_columns(trace, table).items():   # zero / null unless watched
+        table = table.add_column(at, name, values)
+        at += 1
+    table = table.sort_by([("est_peak_bytes", "descending"), ("pid", "ascending"),
                 ("context", "ascending")])
     return table.add_column(0, "site", pa.array(np.arange(n, dtype=np.int64)))
 

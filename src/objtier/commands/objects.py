@@ -48,8 +48,12 @@ def run(args) -> int:
     if has_sites(trace):
         from objtier.report.summary import sites_rich_table
 
-        console.print(sites_rich_table(site_table(trace, labels=not args.no_symbols), args.top,
-                                       sites_period(trace)))
+        from objtier.analysis.site_watch import has_watched_sites, rank_by_access
+
+        sites = site_table(trace, labels=not args.no_symbols)
+        watched = has_watched_sites(trace)
+        console.print(sites_rich_table(rank_by_access(sites) if watched else sites, args.top,
+                                       sites_period(trace), by_access=watched))
     if not args.no_symbols:
         from objtier.objects_view import missing_line_note
 

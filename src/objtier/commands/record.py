@@ -83,6 +83,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "event name, or by default perf mem where the CPU has it, else "
                         "major faults (pageout sampler) or page faults (docs/runtime.md)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    parser.add_argument("--sites", type=B.int_option(0, 256, "sites"), default=0, metavar="N",
+                        help="serve the N largest small-block sites of --sites-from RUN from "
+                        "arenas of their own while recording, so that the pageout sampler "
+                        "samples their accesses (objtier objects, plan --sites rank them by "
+                        "access; docs/runtime.md \"Watched sites\")")
+    parser.add_argument("--sites-from", default=None, metavar="RUN",
+                        help="an earlier recording of the same program: where --sites finds "
+                        "the largest sites")
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to record")
     parser.epilog = FAULT_SAMPLER_NOTE
@@ -124,6 +132,19 @@ def run(args: argparse.Namespace) -> int:
         lambda text: print(f"objtier record: {text}", file=sys.stderr))
     say(f"sampler {sampler}: {reason}")
     if perf:
+    from objtier.record.watch_sites import watched_sites
+
+    with watched_sites(args.sites, args.sites_from, sampler, say) as watch_env:
+        settings.extra_env.update(watch_env)   # the sites file lives while the program runs
+        code = _record(args, command, settings, sampler, perf, output, say)
+    if args.sites:
+        from objtier.record.watch_sites import say_watched
+
+        say_watched(output, say)
+    return code
+
+
+def _record(args, command, settings, sampler, perf, output, say) -> int:
         perf.settle(sampler, say)
     from objtier.record.launcher import ChildWatcher
 

@@ -16,7 +16,12 @@ Choosing (`objtier plan --sites N [--cold-sites M]`): sites ranked by estimated 
 accesses per byte of their peak live bytes (est_samples / est_peak_bytes); the first N with
 any samples go fast; the M largest sites with no sampled access go slow. The samplers that
 arm only tracked objects (pageout, fault, wp) never sample small blocks, so from their
-recordings only --cold-sites can choose anything.
+recordings only --cold-sites can choose anything — unless the recording watched sites
+(`record --sites N`, analysis.site_watch): then the watched sites come first, ranked by their
+measured access (estimated touches per byte, est_touches / est_peak_bytes): the N with the most
+go fast, the M with the fewest go slow (fewest first, then larger first), and only then the
+unwatched sites by the rules above. Such entries carry "est_touches", "armed_share" and
+"access": "pageout windows on the site's arena (estimated)".
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from objtier.analysis.site_watch import access_per_byte
 from objtier.errors import UsageError
 
 SITE_TIERS = ("fast", "slow")
@@ -58,20 +64,41 @@ def choose_sites(traces: list[Any], hot: int, cold: int) -> list[dict[str, Any]]
             if not key or not f0 or r["est_peak_bytes"] <= 0:
                 continue
             old = rows.get(key)
+            watched = bool(r.get("watched"))
             if old is None:
-                rows[key] = {"context_key": key, "frame0_key": f0,
-                             "est_peak_bytes": r["est_peak_bytes"],
-                             "est_samples": r["est_samples"], "label": r["label"]}
-            else:   # the same site in several processes or recordings: summed
-                old["est_peak_bytes"] += r["est_peak_bytes"]
-                old["est_samples"] += r["est_samples"]
-    sampled = sorted((r for r in rows.values() if r["est_samples"] > 0),
+                old = rows[key] = {"context_key": key, "frame0_key": f0,
+                                   "est_peak_bytes": 0, "est_samples": 0, "label": r["label"],
+                                   "_watched": 0, "_touches": 0.0, "_armed": 0.0}
+            # the same site in several processes or recordings: summed (armed share weighed
+            # by bytes)
+            old["est_peak_bytes"] += r["est_peak_bytes"]
+            old["est_samples"] += r["est_samples"]
+            if watched:
+                old["_watched"] += r["est_peak_bytes"]
+                old["_touches"] += r.get("est_touches") or 0.0
+                old["_armed"] += (r.get("armed_share") or 0.0) * r["est_peak_bytes"]
+    for r in rows.values():
+        if r.pop("_watched"):
+            r["est_touches"] = round(r["_touches"])
+            r["armed_share"] = round(r["_armed"] / r["est_peak_bytes"], 3)
+            r["access"] = "pageout windows on the site's arena (estimated)"
+        del r["_touches"], r["_armed"]
+    watched = [r for r in rows.values() if "est_touches" in r]
+    by_access = sorted(watched, key=lambda r: (-access_per_byte(r), -r["est_peak_bytes"],
+                                               r["context_key"]))
+    fast = [r for r in by_access if r["est_touches"] > 0][:hot]
+    chosen = {r["context_key"] for r in fast}
+    slow = [r for r in by_access if r["context_key"] not in chosen]
+    slow = sorted(slow, key=lambda r: (access_per_byte(r), -r["est_peak_bytes"],
+                                       r["context_key"]))[:cold]
+    rest = [r for r in rows.values() if "est_touches" not in r]
+    sampled = sorted((r for r in rest if r["est_samples"] > 0),
                      key=lambda r: (-r["est_samples"] / r["est_peak_bytes"],
                                     -r["est_peak_bytes"], r["context_key"]))
-    unsampled = sorted((r for r in rows.values() if r["est_samples"] == 0),
+    unsampled = sorted((r for r in rest if r["est_samples"] == 0),
                        key=lambda r: (-r["est_peak_bytes"], r["context_key"]))
-    out = [dict(r, tier="fast") for r in sampled[:hot]]
-    out += [dict(r, tier="slow") for r in unsampled[:cold]]
+    out = [dict(r, tier="fast") for r in (fast + sampled)[:hot]]
+    out += [dict(r, tier="slow") for r in (slow + unsampled)[:cold]]
     return out[:MAX_SITES]
 
 
@@ -88,6 +115,11 @@ def add_sites(plan: dict[str, Any], traces: list[Any], hot: int, cold: int) -> l
              f"({sum(s['tier'] == 'fast' for s in sites)} fast, "
              f"{sum(s['tier'] == 'slow' for s in sites)} slow)"]
     for s in sites:
+        if "est_touches" in s:   # watched while recording: measured access
+            lines.append(f"  {s['tier']:4} {s['context_key']} peak {s['est_peak_bytes']} B "
+                         f"touches {s['est_touches']} ({s['armed_share']:.0%} of its bytes "
+                         f"armed; estimated)  {s['label']}")
+            continue
         lines.append(f"  {s['tier']:4} {s['context_key']} peak {s['est_peak_bytes']} B "
                      f"samples {s['est_samples']} (estimated)  {s['label']}")
     return lines

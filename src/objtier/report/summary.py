@@ -117,20 +117,37 @@ def contexts_rich_table(contexts: pa.Table, top: int) -> Table:
     return table
 
 
-def sites_rich_table(sites: pa.Table, top: int, period: int | None) -> Table:
+def sites_rich_table(sites: pa.Table, top: int, period: int | None,
+                     by_access: bool = False) -> Table:
     """Top allocation sites (small blocks grouped by calling context, analysis.sites) by
-    estimated peak live bytes. est_* figures are the sampled blocks times the period."""
+    estimated peak live bytes, or with by_access (a recording that watched sites, analysis.
+    site_watch) watched sites first by estimated touches per byte. est_* figures are the
+    sampled blocks times the period."""
     rows = sites.slice(0, top).to_pylist()
+    order = ("watched sites first, by estimated touches per byte of peak live bytes (pageout "
+             "windows on their arenas)" if by_access else "by peak live bytes")
     table = Table(title=f"top {len(rows)} of {sites.num_rows} allocation sites (blocks below "
-                  f"--min-size) by peak live bytes; estimates: 1 in {period} blocks sampled")
-    for name in ("site", "pid", "blocks (est)", "mean size", "peak live (est)",
-                 "live at end (est)", "samples (est)"):
+                  f"--min-size) {order}; estimates: 1 in {period} blocks sampled")
+    names = ["site", "pid", "blocks (est)", "mean size", "peak live (est)"]
+    names += (["touches (est)", "per MiB (est)", "armed (est)", "in arena"] if by_access
+              else ["live at end (est)", "samples (est)"])
+    for name in names:
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("allocated at", justify="left", overflow="fold", min_width=24)
     for r in rows:
-        table.add_row(str(r["site"]), str(r["pid"]), f"{r['est_blocks']:,}",
-                      human_bytes(r["mean_size"]), human_bytes(r["est_peak_bytes"]),
-                      human_bytes(r["est_live_end_bytes"]),
-                      f"{r['est_samples']:,}" if r["sampled_samples"] else "0",
-                      r["label"] or "")
+        cells = [str(r["site"]), str(r["pid"]), f"{r['est_blocks']:,}",
+                 human_bytes(r["mean_size"]), human_bytes(r["est_peak_bytes"])]
+        if not by_access:
+            cells += [human_bytes(r["est_live_end_bytes"]),
+                      f"{r['est_samples']:,}" if r["sampled_samples"] else "0"]
+        elif r.get("watched"):
+            touches = r["est_touches"]
+            per_mib = touches / (r["est_peak_bytes"] / 2**20) if touches is not None and \
+                r["est_peak_bytes"] else None
+            cells += [f"{touches:,.0f}" if touches is not None else "unarmed",
+                      f"{per_mib:,.1f}" if per_mib is not None else "-",
+                      f"{r['armed_share']:.0%}", f"{r['arena_share']:.0%}"]
+        else:
+            cells += ["not watched", "-", "-", "-"]
+        table.add_row(*cells, r["label"] or "")
     return table

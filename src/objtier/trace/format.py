@@ -11,7 +11,7 @@ import numpy as np
 
 MAGIC = b"OBJTIER\0"
 VERSION_MAJOR = 1
-VERSION_MINOR = 5
+VERSION_MINOR = 6
 BLOCK_MAGIC = 0x4B42544F  # "OTBK"
 
 FILE_PROCESS = 1
@@ -40,6 +40,7 @@ TAG_ACCESS = 18  # since 1.2
 TAG_REGION = 19  # since 1.3
 TAG_SITE_ALLOC = 20  # since 1.4
 TAG_SITE_FREE = 21  # since 1.4
+TAG_SITE_REGION = 22  # since 1.6
 
 TAG_NAMES = {
     TAG_PROCESS: "PROCESS", TAG_MODULE: "MODULE", TAG_CONTEXT: "CONTEXT", TAG_ALLOC: "ALLOC",
@@ -48,7 +49,7 @@ TAG_NAMES = {
     TAG_SAMPLER_STATS: "SAMPLER_STATS", TAG_END: "END", TAG_ACCESS_COUNT: "ACCESS_COUNT",
     TAG_CCT_NODE: "CCT_NODE", TAG_RESIDENCY: "RESIDENCY", TAG_PLACEMENT: "PLACEMENT",
     TAG_WINDOW: "WINDOW", TAG_ACCESS: "ACCESS", TAG_REGION: "REGION",
-    TAG_SITE_ALLOC: "SITE_ALLOC", TAG_SITE_FREE: "SITE_FREE",
+    TAG_SITE_ALLOC: "SITE_ALLOC", TAG_SITE_FREE: "SITE_FREE", TAG_SITE_REGION: "SITE_REGION",
 }
 
 ALLOC_KINDS = {1: "malloc", 2: "calloc", 3: "realloc", 4: "posix_memalign", 5: "aligned_alloc",
@@ -164,6 +165,14 @@ SITE_FREE = np.dtype([
 ])
 SITE_HASH_MUL = 0x9E3779B97F4A7C15
 
+# A watched site's arena chunk (OBJTIER_ARENA_SITES), since 1.6; its WINDOW records'
+# alloc_seq is `seq` = SITE_REGION_SEQ_BASE + site
+SITE_REGION_SEQ_BASE = 1 << 39
+SITE_REGION = np.dtype([
+    ("time_ns", "<u8"), ("seq", "<u8"), ("addr", "<u8"), ("len", "<u8"), ("key", "<u8"),
+    ("context", "<u4"), ("site", "<u4"),
+])
+
 
 def site_hash(addr: np.ndarray) -> np.ndarray:
     """ot_site_hash: (addr >> 4) * SITE_HASH_MUL mod 2**64 (uint64 arrays)."""
@@ -192,7 +201,7 @@ FIXED = {
     TAG_PHASE: PHASE, TAG_SAMPLER_STATS: SAMPLER_STATS, TAG_END: END,
     TAG_ACCESS_COUNT: ACCESS_COUNT, TAG_CCT_NODE: CCT_NODE, TAG_RESIDENCY: RESIDENCY,
     TAG_PLACEMENT: PLACEMENT, TAG_WINDOW: WINDOW, TAG_ACCESS: ACCESS, TAG_REGION: REGION,
-    TAG_SITE_ALLOC: SITE_ALLOC, TAG_SITE_FREE: SITE_FREE,
+    TAG_SITE_ALLOC: SITE_ALLOC, TAG_SITE_FREE: SITE_FREE, TAG_SITE_REGION: SITE_REGION,
 }
 VARIABLE = {TAG_PROCESS, TAG_MODULE, TAG_CONTEXT, TAG_COUNTER_DEF, TAG_NAME}
 
@@ -205,6 +214,7 @@ C_STRUCTS = {
     "ot_residency_record": RESIDENCY, "ot_placement_record": PLACEMENT,
     "ot_window_record": WINDOW, "ot_access_record": ACCESS, "ot_region_record": REGION,
     "ot_site_alloc_record": SITE_ALLOC, "ot_site_free_record": SITE_FREE,
+    "ot_site_region_record": SITE_REGION,
     "ot_process_record": PROCESS_HEAD, "ot_module_record": MODULE_HEAD, "ot_frame": FRAME,
     "ot_context_record": CONTEXT_HEAD, "ot_counter_def_record": COUNTER_DEF_HEAD,
     "ot_name_record": NAME_HEAD,

@@ -432,6 +432,13 @@ class Trace:
                                                            ("seq", "ascending")])
 
     @cached_property
+    def site_regions(self) -> pa.Table:
+        """Watched sites' arena chunks (SITE_REGION, since 1.6; OBJTIER_ARENA_SITES), sorted
+        by (pid, addr)."""
+        return self._fixed_table(F.TAG_SITE_REGION).sort_by([("pid", "ascending"),
+                                                             ("addr", "ascending")])
+
+    @cached_property
     def ends(self) -> pa.Table:
         return self._fixed_table(F.TAG_END)
 
