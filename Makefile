@@ -11,7 +11,7 @@ BUILD   := build/native
 NATIVE  := src/objtier/_native
 DEMO    := demo-out
 
-.PHONY: help setup build demo lint test test-heavy bench clean
+.PHONY: help setup build demo lint test test-heavy bench bench-doc clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,6 +39,9 @@ test-heavy: build ## the heavy tests: guest boots, long real-pressure runs, heav
 
 bench: build ## list the benchmarks (objtier.benchmarks; each is run on its own, figures in docs/benchmarks.md)
 	@$(OBJTIER) bench --benchmarks
+
+bench-doc: ## render docs/benchmarks.md from the results files in bench/results/
+	@$(PY) bench/render_benchmarks.py
 
 clean: ## remove build outputs
 	rm -rf build $(NATIVE) $(DEMO)

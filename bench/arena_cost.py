@@ -23,7 +23,8 @@ were allocated interleaved with cold ones (600 B, written once) under `objtier r
 (the kernel's reclaim alone), a plan whose `site` record puts the hot rows' site fast (arena,
 mlocked; the site chosen by its function name, as no access sample reaches small blocks on a
 machine without a PMU), and OBJTIER_ARENA=all (every site segregated, nothing locked). Every
-line notes the load average. Writes bench-out/arena_cost_<mode>.json.
+line notes the load average. Writes bench-out/arena_cost_<mode>.json, and a results file to
+bench/results/ (objtier.bench_results; --results-dir, --no-results).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from objtier import bench_results
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -319,6 +322,58 @@ def swap(args: argparse.Namespace, work: Path) -> dict:
     return {"mode": "swap", "local": args.local, "arms": results}
 
 
+#: cost: the configurations the results file's figure names, and how
+COST_SHOWN = {"no objtier": "none", "plan, no site: arenas off": "arenas off",
+              "plan, cold site only": "cold site (1 in 8 calls)",
+              "plan, hot site": "hot site (7 in 8)", "OBJTIER_ARENA=all": "all"}
+TITLES = {"cost": "malloc+free pair, ns: runtime with arenas off, a plan naming a site, "
+                  "OBJTIER_ARENA=all",
+          "rss": "peak RSS with every small block in arenas vs without",
+          "swap": "constructed program, 200 B hot rows between 600 B cold rows under "
+                  "run --local: 5 passes over the hot rows"}
+
+
+def _loads(result: dict) -> list[float]:
+    texts = list(result.get("loads", []))
+    texts += [r.get("load", "") for r in result.get("rows", [])]
+    texts += [r.get("load", "") for runs in result.get("arms", {}).values() for r in runs]
+    return [float(t.split()[1]) for t in texts if t.startswith("load ")]
+
+
+def results_record(result: dict, command: str, commit=...) -> dict:
+    """The results file of one mode's result (the bench-out JSON's content)."""
+    mode = result["mode"]
+    if mode == "cost":
+        med = {r["config"]: r["median"] for r in result["rows"]}
+        figure = ", ".join(f"{label} {med[c]:.1f}" for c, label in COST_SHOWN.items() if c in med)
+        finding = (f"arenas off costs {med.get('plan, no site: arenas off', 0) - med.get('no objtier', 0):.1f} ns "
+                   "a pair over no objtier; naming a site costs more")
+        medians, raw = med, result["rows"]
+    elif mode == "rss":
+        medians = {r["program"]: r["ratio"] for r in result["rows"]}
+        figure = "; ".join(f"{p} {v:.2f}×" for p, v in medians.items())
+        finding = f"at most {max(medians.values()):.2f}× the peak RSS without arenas"
+        raw = result["rows"]
+    else:
+        medians = {arm: statistics.median(r["passes_s"] for r in runs)
+                   for arm, runs in result["arms"].items()}
+        figure = (f"at {result['local']} local, s: "
+                  + ", ".join(f"{arm} {bench_results.fixed(v, 2)}" if v >= 1 else f"{arm} {v:.3g}"
+                             for arm, v in medians.items()))
+        finding = "locking the hot rows' arena takes the passes out of reclaim's way"
+        raw = result["arms"]
+        kernel = medians.get("kernel")
+        result = dict(result, ratios={arm: kernel / v for arm, v in medians.items() if v}
+                      if kernel else {})
+    loads = _loads(result)
+    return bench_results.make(
+        "arena_cost", "recording-cost" if mode != "swap" else "placement",
+        title=TITLES[mode], kind="real, exact", command=command, figure=figure,
+        finding=finding, medians=medians, ratios=result.get("ratios", {}), raw=raw,
+        date=result.get("date"), load_=f"load {bench_results.span(loads)}" if loads else None,
+        commit_=commit)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=["cost", "rss", "swap"])
@@ -328,6 +383,7 @@ def main() -> int:
     parser.add_argument("--local", default="90M", help="swap: objtier run --local (90M)")
     parser.add_argument("--baseline-lib", default=None,
                         help="cost: a libobjtier.so without arenas to compare the off path with")
+    bench_results.add_arguments(parser)
     args = parser.parse_args()
     if args.repeats < 1 or args.iterations < 1:
         parser.error("--repeats and --iterations must be at least 1")
@@ -342,6 +398,8 @@ def main() -> int:
     path = out_dir / f"arena_cost_{args.mode}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(f"written to {path}")
+    bench_results.save(args, lambda: results_record(
+        result, bench_results.script_command(sys.argv[1:], "bench/arena_cost.py")), tag=args.mode)
     return 0
 
 

@@ -11,7 +11,13 @@ every run; then the geometric mean of the speedups per local size.
 
     bench/third_party/setup.sh
     .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph,vector,duckdb,redis]
-        [--local 70%,50%] [-o bench-out/compare-suite] [--report-only]
+        [--local 70%,50%] [-o bench-out/compare-suite] [--report-only [--write-results]]
+        [--results-dir bench/results] [--no-results]
+
+It also writes a results file (objtier.bench_results) to bench/results/ (docs/benchmarks.md is
+rendered from those): every run of compare.csv, the rows above, the speedups and geomeans.
+--report-only writes one only with --write-results (dated by the compares' own summaries,
+commit unknown).
 
 The min–max beside each median is the spread of that arm's finished runs: where the two arms'
 spreads overlap, the speedup is within the noise of the machine.
@@ -25,11 +31,14 @@ import argparse
 import csv
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from objtier import bench_results
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS_DIR = ROOT / "bench" / "third_party" / "programs"
@@ -130,6 +139,69 @@ def row_of(name: str, local: str, target: Path) -> dict[str, Any]:
                          for a in ("baseline", "objtier")}}
 
 
+#: the issue's goal for this suite, and how the page states it
+GOAL = "geomean ≥ 1.5× at 50 %; no program below 0.97×"
+#: the columns of compare.csv kept in the results file's raw runs
+RAW_COLUMNS = ("config", "repeat", "order", "returncode", "status", "wall_s", "user_s",
+               "system_s", "memcg_refault_anon", "pswpin", "major_faults", "locked_bytes")
+
+
+def raw_runs(target: Path) -> list[dict[str, str]]:
+    with open(target / "compare.csv") as f:
+        return [{k: run.get(k) for k in RAW_COLUMNS} for run in csv.DictReader(f)]
+
+
+def when(target: Path) -> str | None:
+    """The compare's own start time (summary.json machine.date)."""
+    try:
+        return json.loads((target / "summary.json").read_text())["machine"]["date"]
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def results_record(rows: list[dict[str, Any]], failed: list[str], out: Path, command: str,
+                   loads: list[float] | None, commit: str | None = None) -> dict[str, Any]:
+    """The results file of one suite run (objtier.bench_results)."""
+    locals_ = list(dict.fromkeys(r["local"] for r in rows))
+    means = {local: geomean([r["speedup"] for r in rows if r["local"] == local])
+             for local in locals_}
+    per = {name: [next((r["speedup"] for r in rows if r["program"] == name
+                        and r["local"] == local), None) for local in locals_]
+           for name in dict.fromkeys(r["program"] for r in rows)}
+    at = " / ".join(locals_)
+    figure = (", ".join(f"{n} " + " / ".join(f"{fmt(v, '.2f')}×" for v in vs)
+                        for n, vs in per.items())
+              + f" at {at}; geomean " + " / ".join(f"{fmt(m, '.2f')}×" for m in means.values()))
+    if bench_results.words(figure) > bench_results.MAX_WORDS:
+        best = max(rows, key=lambda r: r["speedup"] or 0)
+        figure = ("geomean " + " / ".join(f"{fmt(m, '.2f')}×" for m in means.values())
+                  + f" at {at}; best {best['program']} {best['speedup']:.2f}× at {best['local']}")
+    alive = sum(r["alive"] for r in rows)
+    cut = sum(1 for r in rows if (r["objtier_swapins"] or 0) < (r["kernel_swapins"] or 0))
+    finding = (f"both arms finished every run in {alive} of {len(rows)} cells; objtier swapped "
+               f"in less than the kernel in {cut} of {len(rows)}"
+               + (f"; {len(failed)} not run" if failed else ""))
+    half = means.get("50%")
+    goal = GOAL + ("" if half is None else ": " + (
+        "met" if half >= 1.5 and all((r["speedup"] or 0) >= 0.97 for r in rows) else "not met"))
+    dates = sorted(d for d in (when(compare_dir(out, r["program"], r["local"])) for r in rows)
+                   if d)
+    return bench_results.make(
+        "compare_suite", "placement",
+        title=f"third-party programs ({', '.join(per)}), swap tier at {at} local: kernel "
+              "reclaim vs the plan",
+        kind="real, exact", command=command, figure=figure, finding=finding, goal=goal,
+        medians={"rows": rows}, ratios={"speedup": {f"{r['program']} {r['local']}":
+                                                    r["speedup"] for r in rows},
+                                        "geomean_speedup": means},
+        raw={f"{r['program']} {r['local']}": raw_runs(compare_dir(out, r["program"],
+                                                                  r["local"]))
+             for r in rows},
+        date=dates[0] if dates else None,
+        load_=f"load {bench_results.span(loads)}" if loads else None, commit_=commit,
+        note=("failed: " + "; ".join(failed)) if failed else None)
+
+
 def geomean(values: list[float]) -> float | None:
     good = [v for v in values if v and math.isfinite(v) and v > 0]
     return math.exp(sum(map(math.log, good)) / len(good)) if good else None
@@ -190,6 +262,9 @@ def main() -> int:
     parser.add_argument("-o", "--output", type=Path, default=ROOT / "bench-out/compare-suite")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: the table of the compares already in --output")
+    parser.add_argument("--write-results", action="store_true",
+                        help="with --report-only: write the results file too")
+    bench_results.add_arguments(parser)
     args = parser.parse_args()
     names = [p for p in args.programs.split(",") if p]
     unknown = sorted(set(names) - set(PROGRAMS))
@@ -200,7 +275,8 @@ def main() -> int:
             shutil.rmtree(args.output)
         args.output.mkdir(parents=True)
 
-    rows, failed = [], []
+    rows, failed, loads = [], [], []
+    commit = None if args.report_only else bench_results.commit()
     for name in names:
         why = None if args.report_only else (missing_module(PROGRAMS[name][2])
                                              or missing_needs(name))
@@ -208,6 +284,7 @@ def main() -> int:
             failed.append(f"{name}: {why}")
             continue
         for local in args.local.split(","):
+            loads.append(os.getloadavg()[0])
             try:
                 target = (compare_dir(args.output, name, local) if args.report_only
                           else run_compare(name, local, args.repeat, args.output))
@@ -219,6 +296,11 @@ def main() -> int:
     (args.output / "results.json").write_text(json.dumps({"rows": rows, "failed": failed},
                                                          indent=2))
     print(text, end="")
+    if rows and (not args.report_only or args.write_results):
+        bench_results.save(args, lambda: results_record(
+            rows, failed, args.output, bench_results.script_command(sys.argv[1:],
+                                                                    "bench/compare_suite.py"),
+            None if args.report_only else loads, commit), tag=args.output.name)
     return 0 if rows and not failed else 1
 
 

@@ -4,7 +4,7 @@
         [--workloads bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,stream,gups,
                      ptrchase,kmeans]
         [--size-factor 1.0] [--trials 1.0] [--stat-flush 10] [--arms objtier-noguard,kernel-raw]
-        [-o bench-out/compare] [--append-docs] [--table-only]
+        [-o bench-out/compare] [--table-only [--write-results]] [--results-dir DIR]
 
 Every arm but kernel-raw runs with compare's stat-flush reader (--stat-flush, default 10 ms):
 the fair baseline. The table shows each arm's survival next to its time; an arm with a failed
@@ -14,9 +14,11 @@ pressure guard; with kernel-raw, how often kernel reclaim without the reader sur
 Graphs are generated once (graphgen -o, outside the measurement) and loaded with -f. Sizes are
 parameters: --scale for the graphs, --size-factor scales STREAM, GUPS and K-means (1.0 = about
 100 MiB each, a few seconds per unlimited run here). Needs root. Prints a Markdown table (one row
-per workload and local size) and, with --append-docs, appends it under its own heading to
-docs/benchmarks.md (re-read right before writing), plus a combined chart per local size.
---table-only runs nothing and prints the table of the comparisons already in -o. Swap figures
+per workload and local size), plus a combined chart per local size.
+--table-only runs nothing and prints the table of the comparisons already in -o. Every run (and
+--table-only with --write-results) also writes a results file to bench/results/
+(objtier.bench_results; docs/benchmarks.md is rendered from those): the runs of each
+compare.csv, the medians, speedups and survival per workload. Swap figures
 in the table are the cgroup's own swap-ins (workingset_refault_anon): the vmstat counters are
 system-wide. Failed runs are counted per configuration, with OOM kills and timeouts named.
 """
@@ -25,16 +27,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as _dt
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-from objtier import workloads
+from objtier import bench_results, workloads
 from objtier.errors import UsageError
 from objtier.workloads import SUITE, make_graphs
 
@@ -105,19 +105,75 @@ def reader_text(flush: dict) -> str:
         f"{fmt(flush['period_ms'])} ms"
 
 
+def fair_of(summary: dict, rows: list[dict]) -> bool:
+    """Whether the compare's ratios stand: none withheld and both arms finished every run."""
+    return not summary.get("ratios_withheld") and all(
+        survived(rows, c).split(" ")[0].split("/")[0] == survived(rows, c).split(" ")[0]
+        .split("/")[1] for c in ("baseline", "objtier"))
+
+
+RAW_COLUMNS = ("config", "repeat", "order", "returncode", "status", "timed_out", "wall_s",
+               "user_s", "system_s", "fom_seconds", "memcg_refault_anon", "pswpin",
+               "major_faults", "locked_bytes", "memcg_oom_kills")
+
+
+def results_record(entries: list[tuple[str, str, dict, list[dict], Path]], command: str,
+                   loads: list[float] | None, commit: str | None) -> dict:
+    """The results file of one run of this script (objtier.bench_results): per workload and
+    local size the medians, the speedup where it stands (fair_of) and each run of compare.csv."""
+    medians, speedups, raw = {}, {}, {}
+    for name, local, summary, rows, target in entries:
+        key = f"{name} {local}"
+        fair = fair_of(summary, rows)
+        speedups[key] = summary["ratios"].get("speedup") if fair else None
+        medians[key] = {
+            "kernel_s": summary["medians"]["baseline"]["wall_s"],
+            "objtier_s": summary["medians"]["objtier"]["wall_s"],
+            "kernel_swapins": _median(rows, "baseline", "memcg_refault_anon"),
+            "objtier_swapins": _median(rows, "objtier", "memcg_refault_anon"),
+            "survival": {c: survived(rows, c) for c in ("baseline", "objtier")},
+            "peak_locked_bytes": peak_locked(target),
+            "timed_speedup": summary["ratios"].get("timed_speedup") if fair else None,
+            "ratios_withheld": summary.get("ratios_withheld")}
+        raw[key] = [{k: r.get(k) for k in RAW_COLUMNS} for r in rows]
+    locals_ = list(dict.fromkeys(local for _, local, *_ in entries))
+    stood = [v for v in speedups.values() if v]
+    mean = (statistics.geometric_mean(stood) if stood else None)
+    figure = (", ".join(f"{k.split(' ')[0]} " + (f"{fmt(v, 3)}×" if v else "withheld")
+                        for k, v in speedups.items())
+              + f"; geomean {fmt(mean, 3)}× of the {len(stood)} that stand")
+    if bench_results.words(figure) > bench_results.MAX_WORDS:
+        best = max(speedups, key=lambda k: speedups[k] or 0)
+        figure = (f"geomean {fmt(mean, 3)}× of {len(stood)} of {len(speedups)} cells; best "
+                  f"{best} {fmt(speedups[best], 3)}×")
+    cut = sum(1 for m in medians.values()
+              if (m["objtier_swapins"] or 0) < (m["kernel_swapins"] or 0))
+    finding = (f"ratios stand in {len(stood)} of {len(speedups)} cells (both arms finished "
+               f"every run); objtier swapped in less in {cut}")
+    dates = sorted(d for d in (e[2].get("machine", {}).get("date") for e in entries) if d)
+    return bench_results.make(
+        "compare_swap", "placement",
+        title=f"our workloads ({', '.join(dict.fromkeys(e[0] for e in entries))}), swap tier "
+              f"at {' / '.join(locals_)} local: kernel vs plan",
+        kind="real, exact", command=command, figure=figure, finding=finding,
+        medians=medians, ratios={"speedup": speedups, "geomean_speedup": mean}, raw=raw,
+        date=dates[0] if dates else None,
+        load_=f"load {bench_results.span(loads)}" if loads else None, commit_=commit,
+        note=None if all(e[2].get("runtime_enforces_plans", True) for e in entries) else
+        "the runtime did not enforce plans: the objtier arm is the runtime without placement")
+
+
 def row_for(name: str, local: str, summary: dict, rows: list[dict], target: Path) -> str:
     """Swap-ins are the cgroup's own (memory.stat workingset_refault_anon): the vmstat swap
     counters are system-wide and count every other program swapping at the same time."""
     m, r = summary["medians"], summary["ratios"]
     base, obj = m["baseline"], m["objtier"]
     swapin = [_median(rows, c, "memcg_refault_anon") for c in ("baseline", "objtier")]
-    fair = not summary.get("ratios_withheld") and all(
-        survived(rows, c).split(" ")[0].split("/")[0] == survived(rows, c).split(" ")[0]
-        .split("/")[1] for c in ("baseline", "objtier"))
     noguard = (summary.get("arm_ratios") or {}).get("objtier-noguard")
     flush = summary.get("stat_flush") or {}
     unlimited = summary["unlimited"]["wall_s"]
     plan = summary["plan"]
+    fair = fair_of(summary, rows)
     sys_us = [sys_per_swapin(rows, c) for c in ("baseline", "objtier")]
     return (f"| {name} | {local} | {summary['unlimited']['footprint_bytes'] >> 20} | "
             f"{fmt(unlimited)} | {fmt(base['wall_s'])} ({survived(rows, 'baseline')}) | "
@@ -142,6 +198,12 @@ HEADER = ("| workload | local | footprint MiB | unlimited s | baseline s (finish
           "kernel-raw (no reader): finished/runs | reader | plan: fast + split / "
           "objects, sampled share, peak locked |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def read_compare(target: Path) -> tuple[dict, list[dict], Path]:
+    summary = json.loads((target / "summary.json").read_text())
+    with open(target / "compare.csv") as f:
+        return summary, list(csv.DictReader(f)), target
 
 
 def table_from(out: Path, names: list[str], locals_: list[str]) -> list[str]:
@@ -194,13 +256,26 @@ def main() -> int:
     parser.add_argument("--append-docs", action="store_true")
     parser.add_argument("--table-only", action="store_true",
                         help="run nothing: print the table of the comparisons already in -o")
+    parser.add_argument("--write-results", action="store_true",
+                        help="with --table-only: write the results file too")
+    bench_results.add_arguments(parser)
     args = parser.parse_args()
+    command = bench_results.script_command(sys.argv[1:], "bench/compare_swap.py")
+    if args.append_docs:
+        parser.error("--append-docs: docs/benchmarks.md is rendered from bench/results/ "
+                     "(make bench-doc); every run writes its results file there")
     if args.gups_updates is not None and args.gups_updates < 1:
         parser.error("--gups-updates must be at least 1")
     if args.table_only:
         names = args.workloads.split(",") if args.workloads else list(SUITE)
         print(HEADER + "\n" + "\n".join(table_from(Path(args.output), names,
                                                      args.local.split(","))))
+        found = [(n, local, *read_compare(Path(args.output) / f"{n}-{local.rstrip('%')}"))
+                 for local in args.local.split(",") for n in names
+                 if (Path(args.output) / f"{n}-{local.rstrip('%')}" / "summary.json").exists()]
+        if args.write_results and found:
+            bench_results.save(args, lambda: results_record(found, command, None, None),
+                               tag=Path(args.output).name)
         return 0
 
     from objtier.experiments.chart import plot_comparison
@@ -217,7 +292,8 @@ def main() -> int:
                                 gups_log2=args.gups_log2, gups_updates=args.gups_updates)
     except UsageError as error:
         parser.error(str(error))
-    lines, enforced = [], None
+    lines, entries, loads = [], [], []
+    commit = bench_results.commit()
     for local in args.local.split(","):
         groups = []
         for name in chosen:
@@ -232,6 +308,7 @@ def main() -> int:
                          else ["--phases" if args.phases else "--no-phases"]),
                        "--", *suite[name]]
             print(f"== {name} at {local}", file=sys.stderr, flush=True)
+            loads.append(os.getloadavg()[0])
             run = subprocess.run(command, capture_output=True, text=True)
             if run.returncode != 0:
                 message = (run.stderr.strip().splitlines() or ["?"])[-1]
@@ -239,39 +316,20 @@ def main() -> int:
                 print(message, file=sys.stderr)
                 continue
             summary = json.loads((target / "summary.json").read_text())
-            enforced = summary["runtime_enforces_plans"]
             with open(target / "compare.csv") as f:
                 rows = list(csv.DictReader(f))
             lines.append(row_for(name, local, summary, rows, target))
             print(lines[-1], flush=True)
             groups.append((name, summary, rows))
+            entries.append((name, local, summary, rows, target))
         if groups:
             plot_comparison(groups, out / f"compare-{local.rstrip('%')}.png",
                             f"swap tier, local {local} of the footprint: time / kernel baseline")
     table = HEADER + "\n" + "\n".join(lines)
     print(table)
-    if args.append_docs:
-        date = _dt.date.today().isoformat()
-        section = (
-            f"\n## Swap tier, fair baseline: kernel reclaim vs objtier plan, every arm with the "
-            f"stat-flush reader (`bench/compare_swap.py`)\n\n"
-            f"`.venv/bin/python bench/compare_swap.py --local {args.local} --repeat "
-            f"{args.repeat} --scale {args.scale} --size-factor {args.size_factor} --trials "
-            f"{args.trials} --stat-flush {args.stat_flush:g}"
-            f"{' --gups-log2 ' + str(args.gups_log2) if args.gups_log2 is not None else ''}"
-            f"{' --gups-updates ' + str(args.gups_updates) if args.gups_updates else ''}"
-            f"{' --arms ' + args.arms if args.arms else ''}` — "
-            f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs, {date}. "
-            f"Memory cgroup v1 limited to --local of the footprint (cgroup peak of an "
-            f"unlimited run), zram (lz4) behind it; baseline and objtier runs interleaved, "
-            f"medians of {args.repeat}; plan algorithm {args.algo}"
-            f"{PHASES_NOTE[args.phases]}; every arm but kernel-raw with memory.stat read "
-            f"every {args.stat_flush:g} ms from outside the program. "
-            f"Runtime enforces plans: "
-            f"{'yes' if enforced else 'NO — the objtier column is the runtime without placement'}"
-            f".\n\n{table}\n")
-        with open(REPO / "docs" / "benchmarks.md", "a") as f:
-            f.write(section)
+    if entries:
+        bench_results.save(args, lambda: results_record(entries, command, loads, commit),
+                           tag=out.name)
     return 0
 
 

@@ -6,7 +6,9 @@ arm), from the summary.json files `objtier compare --tier swap` wrote.
 
 Prints one markdown table (program, local, arm, predicted, measured, error) and the share of
 cells within +-25 % (issue goal: >= 80 %). Figures are estimated (the model) beside measured
-(the cgroup's anonymous refaults, pages).
+(the cgroup's anonymous refaults, pages). Also writes a results file to bench/results/
+(objtier.bench_results; --results-dir, --no-results): every cell, and the share within per
+directory given.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from objtier import bench_results
 
 WITHIN = 0.25
 
@@ -42,12 +46,19 @@ def cells(summary: dict) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", type=Path)
+    bench_results.add_arguments(parser)
     args = parser.parse_args(argv)
-    rows = []
+    rows, dates = [], []
     for d in args.dirs:
         for path in sorted(d.rglob("summary.json")):
             try:
-                rows += cells(json.loads(path.read_text()))
+                summary = json.loads(path.read_text())
+                found = cells(summary)
+                for row in found:
+                    row["dir"] = str(d)
+                rows += found
+                if found and summary.get("machine", {}).get("date"):
+                    dates.append(summary["machine"]["date"])
             except (OSError, ValueError, KeyError) as error:
                 print(f"model_error: skipping {path}: {error}", file=sys.stderr)
     if not rows:
@@ -62,7 +73,39 @@ def main(argv: list[str] | None = None) -> int:
     inside = sum(r["within"] for r in rows)
     print(f"\n{inside} of {len(rows)} cells within +-{100 * WITHIN:.0f} % "
           f"(or {500} swap-ins) of the measurement")
+    bench_results.save(args, lambda: results_record(rows, args.dirs, sorted(dates), argv))
     return 0
+
+
+def results_record(rows: list[dict], dirs: list[Path], dates: list[str],
+                   argv: list[str] | None) -> dict:
+    """The results file: every cell; within ±25 % per directory given and in all."""
+    per = {str(d): (sum(r["within"] for r in rows if r["dir"] == str(d)),
+                    sum(1 for r in rows if r["dir"] == str(d))) for d in dirs}
+    inside = sum(r["within"] for r in rows)
+    figure = (f"within ±{100 * WITHIN:.0f} %: {inside} of {len(rows)} cells; "
+              + ", ".join(f"{Path(d).name} {k} of {n}" for d, (k, n) in per.items()))
+    if bench_results.words(figure) > bench_results.MAX_WORDS:
+        figure = f"within ±{100 * WITHIN:.0f} %: {inside} of {len(rows)} cells"
+    worst = max((r for r in rows if r["error"] is not None), key=lambda r: abs(r["error"]),
+                default=None)
+    finding = ("" if worst is None else
+               f"largest error {100 * worst['error']:+.0f} % ({worst['program']} at "
+               f"{worst['local']}, {worst['arm']} arm)")
+    share = inside / len(rows)
+    return bench_results.make(
+        "model_error", "prediction",
+        title="kernel model's predicted swap-ins vs measured, per program, local size and arm, "
+              f"over {', '.join(Path(d).name for d in dirs)}",
+        kind="estimated vs real", command=bench_results.script_command(
+            sys.argv[1:] if argv is None else argv, "bench/model_error.py"),
+        figure=figure, finding=finding or "no cell with an error",
+        goal=f"≥ 80 % of cells within ±25 %: {'met' if share >= 0.8 else 'not met'}",
+        medians={"cells": rows}, ratios={"within": {d: list(v) for d, v in per.items()},
+                                         "within_all": [inside, len(rows)]},
+        raw=None, date=dates[0] if dates else None, load_=None, commit_=None,
+        note="cells: the model's prediction (estimated) against the compares' medians (real); "
+             "date, machine and commit are the compares' (raw runs in their own results files)")
 
 
 if __name__ == "__main__":

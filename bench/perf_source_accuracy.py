@@ -20,6 +20,9 @@ record --with-perf, and prints the rank correlation of perf's samples per object
 recording's own table (not an exact reference).
 
 Usage: python bench/perf_source_accuracy.py [--repeats 3] [--only bfs,cg] [--scipy-cg]
+    [--results-dir bench/results] [--no-results]
+
+Also writes a results file (objtier.bench_results): every round's Spearman and wall times.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +44,7 @@ from scipy.stats import spearmanr
 from exact_accuracy import (OBJTIER, REPO, WORKLOADS, build, clean_env,  # bench/, beside this
                             median_range, timed)
 
+from objtier import bench_results
 from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables
 from objtier.analysis.objects import object_table
 from objtier.objects_view import objects_view
@@ -203,16 +208,54 @@ def walls_line(walls: dict[str, list[float]]) -> str:
             + "; ".join(f"{k} " + " ".join(f"{x:.2f}" for x in v) for k, v in walls.items()))
 
 
+def results_record(found: dict[str, dict], command: str) -> dict:
+    """The results file: per workload the Spearman of each round (perf's samples per object
+    against the exact trace's misses, per LLC model) and the wall times; medians and the
+    --with-perf / record wall ratio."""
+    raw, medians, ratios, loads = {}, {}, {}, []
+    for name, r in found.items():
+        walls = r["walls"]
+        raw[name] = {"walls": walls, "loads": r.get("loads"),
+                     "spearman": {kind: {m: [s[m].spearman for s in runs] for m in METRICS}
+                                  for kind, runs in r.get("scores", {}).items()}}
+        if "rhos" in r:
+            raw[name]["spearman"] = {"perf vs the recording's table": {"misses": r["rhos"]}}
+        medians[name] = {"walls": {k: statistics.median(v) for k, v in walls.items() if v},
+                         "spearman": {k: {m: float(np.nanmedian(v)) for m, v in d.items()}
+                                      for k, d in raw[name]["spearman"].items()}}
+        w = medians[name]["walls"]
+        ratios[name] = {"with_perf_over_record": w["with-perf"] / w["record"]}
+        loads += [float(x) for x in r.get("loads") or []]
+    rho = {n: medians[n]["spearman"].get("perf / LLC machine", {}).get("misses")
+           for n in found}
+    figure = ("median Spearman, perf vs exact misses (machine LLC model): "
+              + ", ".join(f"{n} {v:.2f}" for n, v in rho.items() if v is not None)
+              + "; --with-perf wall × record: "
+              + " / ".join(f"{ratios[n]['with_perf_over_record']:.2f}" for n in found))
+    met = [n for n, v in rho.items() if v is not None and v >= 0.9]
+    return bench_results.make(
+        "perf_source_accuracy", "prediction",
+        title="objects ranked by record --with-perf against an exact trace's LLC-model "
+              f"misses ({', '.join(found)})",
+        kind="real, estimated", command=command, figure=figure,
+        finding=f"Spearman ≥ 0.9 at the median on {len(met)} of {len(rho)}",
+        goal="Spearman ≥ 0.9", medians=medians, ratios=ratios, raw=raw,
+        load_=f"load {bench_results.span(loads)}" if loads else None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="")
     parser.add_argument("--scipy-cg", action="store_true")
+    bench_results.add_arguments(parser)
     args = parser.parse_args()
+    found: dict[str, dict] = {}
     names = [n for n in CASES if not args.only or n in args.only.split(",")]
     with tempfile.TemporaryDirectory(prefix="objtier-perfsrc-") as tmp:
         for name in names:
             r = one(name, Path(tmp), args.repeats)
+            found[name] = r
             print(f"{name} (exact {r['exact_args']}; sampled {r['sampled_args']}): "
                   f"{r['objects']} objects, {r['matched']} matched; perf samples "
                   f"{r['samples']}; load at round starts {r['loads']}")
@@ -224,11 +267,15 @@ def main() -> int:
         if args.scipy_cg:
             r = scipy_cg(Path(tmp), args.repeats)
             if r:
+                found["scipy cg"] = r
                 print(f"scipy cg (--rows 400000 --iters 25): perf samples {r['samples']}; "
                       f"spearman perf vs the recording's table {fmt(r['rhos'])} (not exact); "
                       f"load {r['loads']}")
                 print(f"  {walls_line(r['walls'])}\n  {cpu_line()}")
     print(f"runs that crashed and were repeated: {len(FAILURES)}")
+    if found:
+        bench_results.save(args, lambda: results_record(found, bench_results.script_command(
+            sys.argv[1:], "bench/perf_source_accuracy.py")))
     return 0
 
 

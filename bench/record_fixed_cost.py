@@ -11,7 +11,9 @@
    line (measured by the sampler itself, native/runtime/sample/overhead.h).
 
     .venv/bin/python bench/record_fixed_cost.py [--repeat 5] [--passes 40] [--mib 256]
-        [--sampler auto] [--threads 1,2] [--skip-programs]
+        [--sampler auto] [--threads 1,2] [--skip-programs] [--results-dir DIR] [--no-results]
+
+Also writes a results file (objtier.bench_results) to bench/results/: every run's times.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from objtier import bench_results
 
 REPO = Path(__file__).resolve().parent.parent
 OBJTIER = REPO / ".venv" / "bin" / "objtier"
@@ -116,6 +120,30 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def results_record(found: dict, sampler: str, command: str, loads: list[float]) -> dict:
+    """The results file: `record -- true` runs, the steps, and each program's runs."""
+    walls = {name: median([w for w, _ in runs]) for name, runs in found["true"].items()}
+    recorded = walls.get(f"record --sampler {sampler} -- true")
+    programs = found.get("programs", {})
+    figure = (f"record -- true {recorded:.2f} s wall (true {walls['true']:.3f} s)"
+              + "".join(f"; {p} wall ×{v['wall_ratio']:.3f}" for p, v in programs.items()))
+    slowest = max(found["steps"], key=found["steps"].get)
+    return bench_results.make(
+        "record_fixed_cost", "recording-cost",
+        title=f"fixed cost of objtier record --sampler {sampler} -- true, its steps, and "
+              "array sweeps plain vs recorded",
+        kind="real, exact", command=command, figure=figure,
+        finding=f"the largest step: {slowest}, {found['steps'][slowest]:.2f} s",
+        medians={"walls": walls, "cpu": {n: median([c for _, c in runs])
+                                         for n, runs in found["true"].items()},
+                 "steps": found["steps"], "programs": programs},
+        ratios={p: {"wall": v["wall_ratio"], "cpu": v["cpu_ratio"]}
+                for p, v in programs.items()},
+        raw={"true": found["true"], "steps": found["step_runs"],
+             "programs": found.get("program_runs", {})},
+        load_=f"load {bench_results.span(loads)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -124,8 +152,19 @@ def main() -> int:
     parser.add_argument("--sampler", default="auto")
     parser.add_argument("--threads", default="1,2", help="program variants: threads, e.g. 1,2")
     parser.add_argument("--skip-programs", action="store_true")
+    bench_results.add_arguments(parser)
     args = parser.parse_args()
     load = os.getloadavg()
+    found: dict = {}
+    command = bench_results.script_command(sys.argv[1:], "bench/record_fixed_cost.py")
+    code = measure(args, load, found)
+    if found.get("steps"):
+        bench_results.save(args, lambda: results_record(found, args.sampler, command,
+                                                        [load[0], os.getloadavg()[0]]))
+    return code
+
+
+def measure(args, load, found: dict) -> int:
     print(f"# objtier record: fixed cost and overhead — {platform.node()}, {os.cpu_count()} CPUs, "
           f"kernel {platform.release()}, {datetime.datetime.now():%Y-%m-%d %H:%M}, load "
           f"{load[0]:.1f}; medians of {args.repeat} runs\n")
@@ -143,6 +182,7 @@ def main() -> int:
         for _ in range(args.repeat):
             for name, command in rows.items():
                 results[name].append(timed(command)[:2])
+        found["true"] = results
         for name, runs in results.items():
             print(f"| {name} | {median([w for w, _ in runs]):.3f} | "
                   f"{median([c for _, c in runs]):.3f} |")
@@ -151,6 +191,8 @@ def main() -> int:
         steps = [phases(work, args.sampler) for _ in range(args.repeat)]
         print("| step | s |")
         print("|---|---:|")
+        found["step_runs"] = steps
+        found["steps"] = {step: median([s[step] for s in steps]) for step in steps[0]}
         for step in steps[0]:
             print(f"| {step} | {median([s[step] for s in steps]):.3f} |")
         if args.skip_programs:
@@ -178,6 +220,13 @@ def main() -> int:
             pw, pc = median([w for w, _ in plain]), median([c for _, c in plain])
             rw, rc = median([w for w, _ in recorded]), median([c for _, c in recorded])
             cost = f"{median(costs):.1f} % of the program's CPU" if costs else "not stated"
+            key = f"sweep, {threads} thread(s)"
+            found.setdefault("programs", {})[key] = {
+                "plain_wall_s": pw, "recorded_wall_s": rw, "wall_ratio": rw / pw,
+                "plain_cpu_s": pc, "recorded_cpu_s": rc, "cpu_ratio": rc / pc,
+                "stated_cost_pct": median(costs) if costs else None}
+            found.setdefault("program_runs", {})[key] = {"plain": plain, "recorded": recorded,
+                                                         "stated_cost_pct": costs}
             print(f"| sweep, {threads} thread(s) | {pw:.2f} | {rw:.2f} | {rw / pw:.3f} | "
                   f"{pc:.2f} | {rc:.2f} | {rc / pc:.3f} | {cost} |")
     return 0

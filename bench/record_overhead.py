@@ -13,19 +13,26 @@ file written beforehand, so generation is not in the measurement.
         [--samplers pageout,fault,perf]   (compare samplers in the same interleaved rounds;
                       default: the recorder's auto choice; a sampler that needs swap on a
                       machine without it gets a temporary zram device for the whole run, root)
+        [--results-dir bench/results] [--no-results]
+
+Also writes a results file (objtier.bench_results): every round's times and the medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
 import resource
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+from objtier import bench_results
 
 from objtier import workloads
 from objtier.native import binary
@@ -63,6 +70,7 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--rate", type=int, default=None)
     parser.add_argument("--samplers", default="auto")
+    bench_results.add_arguments(parser)
     args = parser.parse_args()
     samplers = [choose_sampler(s, transparent_default=True)[0] for s in args.samplers.split(",")]
     with Restorer() as restorer:
@@ -73,12 +81,39 @@ def main() -> None:
         measure(args, samplers)
 
 
+COLUMNS = ("plain_wall_s", "preloaded_wall_s", "recorded_wall_s", "preloaded_over_plain",
+           "recorded_over_plain", "timed_preloaded_over_plain", "timed_recorded_over_plain",
+           "cpu_preloaded_over_plain", "samples", "samples_per_s", "bytes_per_sample")
+
+
+def results_record(rows: list[tuple], raw: dict, command: str, loads: list[float]) -> dict:
+    """The results file: each round's times per workload and sampler, and the medians."""
+    medians = {row[0]: dict(zip(COLUMNS, row[1:])) for row in rows}
+    figure = "timed region, preloaded / plain: " + ", ".join(
+        f"{name} {m['timed_preloaded_over_plain']:.3f}" for name, m in medians.items())
+    if bench_results.words(figure) > bench_results.MAX_WORDS:
+        worst = max(medians, key=lambda n: medians[n]["timed_preloaded_over_plain"])
+        figure = (f"timed region, preloaded / plain: at most "
+                  f"{medians[worst]['timed_preloaded_over_plain']:.3f} ({worst})")
+    worst = max(m["recorded_over_plain"] for m in medians.values())
+    return bench_results.make(
+        "record_overhead", "recording-cost",
+        title="a workload's timed region under the runtime (preloaded) and under the whole "
+              "objtier record, against plain runs",
+        kind="real, exact", command=command, figure=figure,
+        finding=f"whole record at most {worst:.3f}× the plain wall time",
+        medians=medians, ratios={n: {"timed_preloaded": m["timed_preloaded_over_plain"],
+                                     "recorded": m["recorded_over_plain"]}
+                                 for n, m in medians.items()},
+        raw=raw, load_=f"load {bench_results.span(loads)}")
+
+
 def measure(args, samplers: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="objtier-bench-"))
     graph = work / f"kron{args.scale}.graph"
     subprocess.run([str(binary("graphgen")), "-g", str(args.scale), "-o", str(graph)],
                    check=True, capture_output=True)
-    rows = []
+    rows, raw, loads = [], {}, [os.getloadavg()[0]]
     for name, command in workloads.suite("record", graph=graph).items():
         if args.only and name not in args.only.split(","):
             continue
@@ -107,6 +142,9 @@ def measure(args, samplers: list[str]) -> None:
                 trace = open_trace(out)
                 m["samples"].append(trace.samples.num_rows)
                 m["size"].append(sum(f.stat().st_size for f in out.glob("proc-*.otr")))
+        raw[name] = {"plain": {"wall_s": plain, "timed_s": plain_fom, "cpu_s": plain_cpu},
+                     **{s: {k: v for k, v in m.items()} for s, m in per.items()}}
+        loads.append(os.getloadavg()[0])
         p, pf = statistics.median(plain), statistics.median(plain_fom)
         for sampler in samplers:
             m = per[sampler]
@@ -131,6 +169,9 @@ def measure(args, samplers: list[str]) -> None:
     for name, p, q, t, rq, rt, rqf, rtf, cpu, s, rate, bps in rows:
         print(f"| {name} | {p:.3f} | {q:.3f} | {t:.3f} | {rq:.3f} | {rt:.3f} | {rqf:.3f} | "
               f"{rtf:.3f} | {cpu:.3f} | {s:.0f} | {rate:.0f} | {bps:.1f} |")
+    if rows:
+        bench_results.save(args, lambda: results_record(rows, raw, bench_results.script_command(
+            sys.argv[1:], "bench/record_overhead.py"), loads))
 
 
 if __name__ == "__main__":

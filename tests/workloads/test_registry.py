@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from objtier import benchmarks, workloads
+from objtier import bench_results, benchmarks, workloads
 from objtier.errors import UsageError
 from objtier.workloads import SIZES, SUITE, WORKLOADS, parse_fom
 
@@ -80,10 +80,20 @@ def test_every_bench_script_is_registered_and_every_entry_exists():
                               "(add each to BENCHMARKS, or to HELPERS if another imports it)")
     assert not registered - bench_scripts(), "registered benchmarks without a script"
     docs = (REPO / benchmarks.DOCS).read_text()
+    results = bench_results.read_all(REPO / "bench" / "results")   # validated: known names
     for b in benchmarks.BENCHMARKS:
         assert b.question.endswith("?") and b.results and b.kind, b
-        if not b.pending:
-            assert b.script in docs, f"{b.script} backs no row of {benchmarks.DOCS}"
+        if b.pending:
+            assert f"`{b.script}`" in docs.split("## Not measured", 1)[-1], (
+                f"{b.script} is pending but not under 'Not measured' in {benchmarks.DOCS}")
+            continue
+        mine = {name: r for name, r in results.items() if r["benchmark"] == b.name}
+        assert mine, f"{b.script} has no results file in bench/results/, so no row of the page"
+        for name, r in mine.items():
+            assert r["command"].startswith(b.script) or f" {b.script}" in r["command"], (
+                name, r["command"])
+            row = next((line for line in docs.splitlines() if f"results/{name})" in line), "")
+            assert b.script in row, f"{b.script} backs no row of {benchmarks.DOCS} ({name})"
 
 
 def test_bench_scripts_import_objtier_from_the_environment():

@@ -37,7 +37,8 @@ def list_benchmarks() -> None:
         print(f"{b.name:<{width}}  {b.question} [{b.kind}{needs}]{pending}")
         print(f"{'':<{width}}    .venv/bin/python {b.script} {b.command}".rstrip()
               + f"  -> {b.results}")
-    print(f"(each is run on its own; its figures go to {DOCS})")
+    print(f"(each is run on its own and writes a results file to bench/results/; `make bench-doc` "
+          f"renders {DOCS} from those)")
 
 
 def list_sizes() -> None:
