@@ -253,7 +253,9 @@ def render(results: dict[str, dict[str, Any]], results_link: str = RESULTS_LINK,
            f"results file (each bench/ script writes one; `objtier bench --benchmarks` lists "
            f"them). Each row links its results file (machine, commit, date, load, raw runs, "
            f"medians, ratios) and gives the command that reproduces it; set-up and discussion "
-           f"are in docs/history/, as are the rows no longer current.", "",
+           f"are in docs/history/, as are the rows no longer current. The seeds' own programs "
+           f"(GAPBS, Graph500, Rodinia K-means, ...) and their experiments are measured in "
+           f"[seeds.md](seeds.md), each figure with its kind, load and command.", "",
            "Kinds: " + KINDS_TEXT, "", "Machines:", ""]
     out += [f"- {label[m]}: {m}" for m in machines]
     for key, heading in QUESTIONS.items():
