@@ -51,7 +51,9 @@ enum ot_file_kind {
     OT_FILE_PROCESS = 1,  /* runtime inside a traced process */
     OT_FILE_COUNTERS = 2, /* recorder's system counters timeline */
     OT_FILE_PERF = 3,     /* since 1.5: SAMPLE records of one process imported from perf
-                             (record --with-perf, import-perf); they replace the runtime's */
+                             (perf-<pid>.otr: record --with-perf, import-perf) or, since 1.6,
+                             from DAMON (damon-<pid>.otr: record --sampler damon); they
+                             replace the runtime's */
 };
 
 typedef struct ot_file_header {
@@ -170,6 +172,8 @@ enum ot_sample_source {
     OT_SRC_TRACE = 5,        /* compiler instrumentation (exact) */
     OT_SRC_PAGEOUT = 6,      /* major fault on a page the pageout sampler pushed to swap */
     OT_SRC_WP = 7,           /* first write to a userfaultfd write-protected page (wp sampler) */
+    OT_SRC_DAMON = 8,        /* since 1.6: a chunk of a DAMON region seen accessed (record
+                                --sampler damon; weight = nr_accesses x the chunk's pages) */
 };
 
 /* ot_sample_record.level: where the access was served (perf data source), or

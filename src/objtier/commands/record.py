@@ -116,6 +116,14 @@ def run(args: argparse.Namespace) -> int:
         from objtier.record.perf_source import PerfSource
 
         perf = PerfSource.choose(args.with_perf, args.sampler)
+    damon = None
+    if args.sampler == "damon":
+        if perf:
+            raise UsageError("--with-perf and --sampler damon are two sources of samples; "
+                             "choose one")
+        from objtier.record.damon_source import DamonSource
+
+        damon = DamonSource.choose()   # refuses here, before the program runs
     sampler, reason = choose_sampler(perf.sampler if perf else args.sampler,
                                      transparent_default=True)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
@@ -131,12 +139,11 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda text: None) if args.quiet else (
         lambda text: print(f"objtier record: {text}", file=sys.stderr))
     say(f"sampler {sampler}: {reason}")
-    if perf:
     from objtier.record.watch_sites import watched_sites
 
     with watched_sites(args.sites, args.sites_from, sampler, say) as watch_env:
         settings.extra_env.update(watch_env)   # the sites file lives while the program runs
-        code = _record(args, command, settings, sampler, perf, output, say)
+        code = _record(args, command, settings, sampler, perf, output, say, damon)
     if args.sites:
         from objtier.record.watch_sites import say_watched
 
@@ -144,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _record(args, command, settings, sampler, perf, output, say) -> int:
+def _record(args, command, settings, sampler, perf, output, say, damon=None) -> int:
+    if perf:
         perf.settle(sampler, say)
     from objtier.record.launcher import ChildWatcher
 
@@ -155,11 +163,14 @@ def _record(args, command, settings, sampler, perf, output, say) -> int:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             returncode, elapsed = record_program(command, output, settings, force=args.force,
-                                                 stats=stats, launch=perf and perf.launch)
+                                                 stats=stats, launch=perf and perf.launch,
+                                                 attach=damon and damon.attach)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)   # perf script not counted
         finally:
             if perf:
                 perf.finish(output, say)
+            if damon:
+                damon.finish(output, say)
     program_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks,
               cost=(stats.get("counters_cpu_s", 0.0), program_cpu_s))

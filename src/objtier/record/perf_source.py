@@ -232,9 +232,10 @@ def perf_files(recording: Path) -> list[Path]:
     return sorted(recording.glob("perf-*.otr"))
 
 
-def store_samples(recording: Path, parsed: ParsedSamples) -> dict[int, int]:
-    """Write perf-<pid>.otr for every process of the recording that perf sampled; returns
-    {pid: samples written}. Samples of other processes are left out."""
+def store_samples(recording: Path, parsed: ParsedSamples, prefix: str = "perf") -> dict[int, int]:
+    """Write <prefix>-<pid>.otr (a file of imported samples: perf's, or DAMON's with prefix
+    "damon") for every process of the recording that was sampled; returns {pid: samples
+    written}. Samples of other processes are left out."""
     from objtier.trace import open_trace
     from objtier.trace.writer import TraceWriter
 
@@ -246,7 +247,7 @@ def store_samples(recording: Path, parsed: ParsedSamples) -> dict[int, int]:
             continue
         records = parsed.records[parsed.pids == pid]
         records = records[np.argsort(records["time_ns"], kind="stable")]
-        with TraceWriter(recording / f"perf-{pid}.otr", kind="perf", pid=int(pid),
+        with TraceWriter(recording / f"{prefix}-{pid}.otr", kind="perf", pid=int(pid),
                          ppid=process.ppid, start_mono_ns=process.start_mono_ns,
                          start_real_ns=process.start_real_ns,
                          page_bytes=process.page_bytes) as writer:

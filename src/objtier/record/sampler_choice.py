@@ -25,7 +25,7 @@ from pathlib import Path
 
 from objtier.errors import EnvironmentProblem, UsageError
 
-SAMPLERS = ("auto", "perf", "pageout", "wp", "fault", "trace", "none")
+SAMPLERS = ("auto", "perf", "pageout", "wp", "fault", "trace", "damon", "none")
 EVENT_SOURCES = Path("/sys/bus/event_source/devices")
 PROC_SWAPS = Path("/proc/swaps")
 ZRAM_CONTROL = Path("/sys/class/zram-control")
@@ -112,6 +112,10 @@ def choose_sampler(requested: str, root: Path = EVENT_SOURCES,
         return "trace", "exact counts from objtier cc instrumentation (--sampler trace)"
     if requested == "none":
         return "none", "allocations only, no access sampling (--sampler none)"
+    if requested == "damon":   # the runtime tracks allocations; DAMON samples (record/damon_source)
+        return "none", ("DAMON monitors the program's address space from the kernel (vaddr): "
+                        "each region's access frequency, one page checked per region every "
+                        "5 ms; estimated (--sampler damon)")
     if requested == "fault":
         return "fault", "user-space hint faults on PROT_NONE scan windows (--sampler fault)"
     if requested == "wp":

@@ -81,11 +81,13 @@ def _make_private(output: Path) -> None:
 
 def record_program(command: list[str], output: Path, settings: RecordSettings,
                    force: bool = False, preexec=None,
-                   stats: dict | None = None, launch=None) -> tuple[int, float]:
+                   stats: dict | None = None, launch=None, attach=None) -> tuple[int, float]:
     """Run command under the runtime; returns (raw returncode, seconds). The trace is in output.
     stats, when given, receives "counters_cpu_s": the counters thread's CPU time (s).
     launch(command, env) -> (command, env, pid_of), when given, starts the program through
-    another one (record --with-perf: perf); pid_of(started pid) is the program's pid."""
+    another one (record --with-perf: perf); pid_of(started pid) is the program's pid.
+    attach(pid), when given, is called with the program's pid once it runs (record --sampler
+    damon: the kdamond's target)."""
     settings.validate()
     env = runtime_env(settings.runtime_settings(output))  # fails early when not built
     prepare_output(output, force)
@@ -99,6 +101,8 @@ def record_program(command: list[str], output: Path, settings: RecordSettings,
                                           settings.counters_interval_ms / 1000)
             collectors.append(collector)
             collector.start()
+        if attach is not None:
+            attach(pid)
 
     started = time.monotonic()
     try:

@@ -16,7 +16,7 @@ BLOCK_MAGIC = 0x4B42544F  # "OTBK"
 
 FILE_PROCESS = 1
 FILE_COUNTERS = 2
-FILE_PERF = 3  # since 1.5: SAMPLE records of one process imported from perf
+FILE_PERF = 3  # since 1.5: SAMPLE records of one process imported from perf (1.6: or DAMON)
 
 # enum ot_tag — never renumbered
 TAG_PROCESS = 1
@@ -59,9 +59,10 @@ FREE_KINDS = {1: "free", 2: "realloc", 3: "munmap", 4: "mremap", 5: "exit"}
 FREE_MUNMAP = 3
 FREE_MREMAP = 4
 SAMPLE_SOURCES = {1: "fault", 2: "perf-pebs", 3: "perf-ibs", 4: "perf-swfault", 5: "trace",
-                  6: "pageout", 7: "wp"}
+                  6: "pageout", 7: "wp", 8: "damon"}
 SOURCE_FAULT = 1  # user-space hint fault: latency = protect -> touch [us]
 SOURCE_TRACE = 5  # compiler instrumentation: every access (exact)
+SOURCE_DAMON = 8  # since 1.6: a chunk of a DAMON region seen accessed (record --sampler damon)
 MEM_LEVELS = {0: "unknown", 1: "L1", 2: "LFB", 3: "L2", 4: "L3", 5: "DRAM", 6: "remote DRAM",
               7: "PMEM", 8: "CXL", 9: "swap", 10: "uncached"}
 SAMPLE_WRITE = 0x1

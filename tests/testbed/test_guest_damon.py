@@ -1,0 +1,49 @@
+"""In the guest (a kernel with DAMON vaddr and no kdamond running): `objtier record --sampler
+damon` monitors the program with a real kdamond, ranks a hot, a warm and a cold array in that
+order by DAMON's estimated accesses, leaves the program's output and exit status as they are,
+and removes its kdamond afterwards (nr_kdamonds back to 0)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from objtier.analysis.objects import object_table
+from objtier.testbed.paths import repo_root
+from objtier.trace import format as F
+from objtier.trace import open_trace
+
+from .guest_helpers import guest_read
+
+pytestmark = pytest.mark.guest
+
+PROG = Path(__file__).with_name("progs") / "damon_hotcold.c"
+NR_KDAMONDS = "/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds"
+
+
+def test_damon_source_ranks_hot_warm_cold(testbed):
+    run = testbed.paths.run / "damon"
+    run.mkdir(parents=True, exist_ok=True)
+    exe = run / "hotcold"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(PROG)], check=True)
+    assert guest_read(testbed, NR_KDAMONDS) == "0"
+    rc, plain, err = testbed.run([str(exe), "0.2"], timeout=120)
+    assert rc == 0, err
+    rec = run / "damon.otr"
+    objtier = repo_root() / ".venv" / "bin" / "objtier"
+    rc, out, err = testbed.run([str(objtier), "record", "-f", "--sampler", "damon", "-o",
+                                str(rec), "--", str(exe), "4"], timeout=400)
+    assert rc == 0, err
+    assert out.startswith("passes ") and plain.startswith("passes "), (out, plain)
+    assert "DAMON:" in err and "Traceback" not in err, err
+    assert guest_read(testbed, NR_KDAMONDS) == "0"          # objtier's kdamond is gone
+
+    trace = open_trace(rec)
+    samples = trace.samples
+    assert samples.num_rows > 0
+    assert set(samples.column("source").to_pylist()) == {F.SOURCE_DAMON}
+    table = object_table(trace, labels=False).sort_by("seq")   # hot, cold, warm (alloc order)
+    hot, cold, warm = table.column("accesses").to_pylist()
+    assert hot > warm > cold, (hot, warm, cold)
