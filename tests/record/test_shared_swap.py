@@ -95,3 +95,82 @@ def test_a_stale_state_file_is_replaced(private_state):
         (device,) = active() - before
         assert (private_state / "sampler-swap").read_text().strip() == device[len("/dev/zram"):]
     assert device not in active()
+
+
+def zram_devices() -> set[str]:
+    return {p.name for p in Path("/sys/block").glob("zram*")}
+
+
+def test_release_removes_it_while_the_recording_goes_on(private_state):
+    """release() (the program has ended) starts the removal in a thread; the block's end waits
+    for it, so the device is gone once the recording is."""
+    before, devices = active(), zram_devices()
+    with S.sampler_swap("pageout", lambda text: None) as use:
+        (device,) = active() - before
+        use.release()
+        use.release()                                   # a second call changes nothing
+    assert device not in active() and zram_devices() <= devices
+    assert not (private_state / "sampler-swap").exists()
+
+
+def test_a_released_recording_leaves_the_device_to_one_still_using_it(private_state):
+    before = active()
+    with S.sampler_swap("pageout", lambda text: None):
+        (device,) = active() - before
+        with S.sampler_swap("pageout", lambda text: None) as use:
+            use.release()
+        assert device in active()                       # the first still samples with it
+    assert device not in active()
+
+
+def test_an_error_after_release_still_waits_for_the_removal(private_state):
+    before, devices = active(), zram_devices()
+    with pytest.raises(RuntimeError):
+        with S.sampler_swap("pageout", lambda text: None) as use:
+            use.release()
+            raise RuntimeError("the summary failed")
+    assert active() <= before and zram_devices() <= devices
+
+
+def test_a_failed_set_up_leaves_no_device(private_state, monkeypatch):
+    """mkswap is not found (PATH without it): the zram device just added is removed again and
+    no state file names it."""
+    devices = zram_devices()
+    monkeypatch.setenv("PATH", str(private_state.parent / "empty-bin"))
+    with pytest.raises(Exception, match="mkswap"):
+        with S.sampler_swap("pageout", lambda text: None):
+            pass
+    assert zram_devices() <= devices
+    assert not (private_state / "sampler-swap").exists()
+
+
+def test_ctrl_c_during_set_up_leaves_no_device(private_state):
+    """A recording waiting in set-up (here for the lock another recording holds) and stopped
+    by SIGINT: it exits with KeyboardInterrupt and no device is left behind."""
+    import fcntl
+    import os
+    import signal
+
+    private_state.mkdir(mode=0o700)
+    lock = os.open(private_state / "sampler-swap.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    devices = zram_devices()
+    child = subprocess.Popen([sys.executable, "-c", "print('ready', flush=True)\n" + CHILD,
+                              str(private_state)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        for _ in range(500):   # until it waits for the lock (its wchan names the flock)
+            wchan = Path(f"/proc/{child.pid}/wchan").read_text()
+            if "lock" in wchan or "flock" in wchan:
+                break
+            subprocess.run(["sleep", "0.01"])
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+        assert child.returncode != 0 and "KeyboardInterrupt" in err
+    finally:
+        os.close(lock)
+        if child.poll() is None:
+            child.kill()
+    assert zram_devices() <= devices
+    assert not (private_state / "sampler-swap").exists()

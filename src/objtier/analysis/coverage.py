@@ -29,10 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from objtier.analysis.timeline import counter_series
-
 # parts of the footprint outside the tracked objects, in the order lines print them
 PART_NAMES = {
     "small": "heap in small blocks and other anonymous memory",
@@ -96,6 +92,8 @@ def root_pids(trace) -> set[int]:
 
 def _live_bytes_at(allocs, frees, t_ns: int, pids: set[int] | None) -> int:
     """Bytes of the ranges of allocs live at t_ns (analysis.mapping.live_ranges)."""
+    import numpy as np
+
     from objtier.analysis.mapping import live_ranges
 
     if not allocs.num_rows:
@@ -108,6 +106,8 @@ def _live_bytes_at(allocs, frees, t_ns: int, pids: set[int] | None) -> int:
 
 
 def _peak_live_bytes(allocs, frees) -> int:
+    import numpy as np
+
     from objtier.analysis.mapping import live_ranges
     from objtier.plan.budget import peak_live_bytes
 
@@ -136,6 +136,10 @@ def _sites_bytes(trace, t_ns: int | None) -> int | None:
 
 def coverage(trace) -> Coverage:
     """The footprint of the recorded program and its split (module docstring)."""
+    import numpy as np
+
+    from objtier.analysis.timeline import counter_series
+
     series = counter_series(trace.counters, trace.start_ns)
     watch = unwatched_by(trace)
     if "proc.rss_bytes" not in series or not len(series["proc.rss_bytes"][0]):
@@ -172,6 +176,59 @@ def coverage(trace) -> Coverage:
     return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
                     int(cache[i]) if cache is not None else None,
                     _sites_bytes(trace, peak_ns), watch)
+
+
+COVERAGE_COUNTERS = {"proc.rss_bytes", "proc.swap_bytes", "proc.rss_anon_bytes",
+                     "proc.stack_bytes", "proc.rss_file_bytes", "proc.rss_shmem_bytes",
+                     "memcg.cache"}
+
+
+def coverage_light(trace) -> Coverage:
+    """coverage(trace) in plain Python for an objtier.trace.light.LightTrace (`record`'s
+    summary): the same steps and float arithmetic. Raises light.Unsupported where it would
+    need the columnar code (no RSS counters but objects or sampled sites)."""
+    from objtier.trace.light import Unsupported, interp, live_ranges
+
+    series = trace.counter_series(COVERAGE_COUNTERS)
+    watch = unwatched_by(trace)
+    if not series.get("proc.rss_bytes", ([], []))[0]:
+        if trace.allocations or trace.has_sites:
+            raise Unsupported
+        return Coverage(None, "no RSS counters in the recording", 0, unwatched_by=watch)
+    t, rss = series["proc.rss_bytes"]
+
+    def at(name: str) -> list[float] | None:
+        if name not in series or not series[name][0]:
+            return None
+        ts, values = series[name]
+        return [interp(x, ts, values) for x in t]
+
+    swap = at("proc.swap_bytes")
+    total = [r + (s if swap is not None else 0.0)
+             for r, s in zip(rss, swap if swap is not None else rss)]
+    i = total.index(max(total))   # the first peak, as np.argmax
+    peak_ns = int(trace.start_ns + t[i] * 1e9)
+    pids = root_pids(trace)
+    objects = sum(end - start for pid, start, end, t_begin, t_end, _
+                  in live_ranges(trace.allocations, trace.frees)
+                  if t_begin <= peak_ns < t_end and pid in pids)
+    footprint = int(total[i])
+    parts: dict[str, int] = {}
+    anon = at("proc.rss_anon_bytes")
+    if anon is not None:
+        anon_i = anon[i] + (swap[i] if swap is not None else 0.0)
+        stack = at("proc.stack_bytes")
+        stack_i = min(float(stack[i]), anon_i) if stack is not None else 0.0
+        parts["small"] = int(max(0.0, anon_i - min(objects, anon_i) - stack_i))
+        parts["stack"] = int(stack_i)
+        for key, name in (("file", "proc.rss_file_bytes"), ("shmem", "proc.rss_shmem_bytes")):
+            values = at(name)
+            if values is not None:
+                parts[key] = int(values[i])
+    cache = at("memcg.cache")
+    return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
+                    int(cache[i]) if cache is not None else None,
+                    trace.live_site_bytes(peak_ns) if trace.has_sites else None, watch)
 
 
 def coverage_of(footprint_bytes: int, trace, basis: str,

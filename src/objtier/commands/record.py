@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from objtier import bounds as B
@@ -116,14 +117,6 @@ def run(args: argparse.Namespace) -> int:
         from objtier.record.perf_source import PerfSource
 
         perf = PerfSource.choose(args.with_perf, args.sampler)
-    damon = None
-    if args.sampler == "damon":
-        if perf:
-            raise UsageError("--with-perf and --sampler damon are two sources of samples; "
-                             "choose one")
-        from objtier.record.damon_source import DamonSource
-
-        damon = DamonSource.choose()   # refuses here, before the program runs
     sampler, reason = choose_sampler(perf.sampler if perf else args.sampler,
                                      transparent_default=True)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
@@ -143,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
     with watched_sites(args.sites, args.sites_from, sampler, say) as watch_env:
         settings.extra_env.update(watch_env)   # the sites file lives while the program runs
-        code = _record(args, command, settings, sampler, perf, output, say, damon)
+        code = _record(args, command, settings, sampler, perf, output, say)
     if args.sites:
         from objtier.record.watch_sites import say_watched
 
@@ -151,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _record(args, command, settings, sampler, perf, output, say, damon=None) -> int:
+def _record(args, command, settings, sampler, perf, output, say) -> int:
     if perf:
         perf.settle(sampler, say)
     from objtier.record.launcher import ChildWatcher
@@ -159,21 +152,21 @@ def _record(args, command, settings, sampler, perf, output, say, damon=None) -> 
     import resource
 
     stats: dict = {}
-    with sampler_swap(sampler, say), ChildWatcher() as watcher:   # watcher: record.launcher
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        try:
-            returncode, elapsed = record_program(command, output, settings, force=args.force,
-                                                 stats=stats, launch=perf and perf.launch,
-                                                 attach=damon and damon.attach)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)   # perf script not counted
-        finally:
-            if perf:
-                perf.finish(output, say)
-            if damon:
-                damon.finish(output, say)
-    program_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks,
-              cost=(stats.get("counters_cpu_s", 0.0), program_cpu_s))
+    with sampler_swap(sampler, say) as swap:
+        with ChildWatcher() as watcher:   # record.launcher
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            try:
+                returncode, elapsed = record_program(command, output, settings,
+                                                     force=args.force, stats=stats,
+                                                     launch=perf and perf.launch)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)  # perf script not counted
+            finally:
+                swap.release()   # the program has ended: its swap is removed meanwhile
+                if perf:
+                    perf.finish(output, say)
+        program_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks,
+                  cost=(stats.get("counters_cpu_s", 0.0), program_cpu_s))
     return exit_code(returncode)
 
 
@@ -210,43 +203,94 @@ def summarize(output: Path, elapsed: float, returncode: int, say,
               cost: tuple[float, float] | None = None) -> None:
     """Read the trace back and print what it holds; with cost = (counters thread CPU s,
     program CPU s), end with the recorder's cost (objtier.record.cost)."""
-    from objtier.errors import TraceError
-    from objtier.trace import open_trace
-
     if returncode < 0:
         say(f"the program was killed by signal {-returncode}; the trace holds what was flushed")
-    try:
-        trace = open_trace(output)
-    except TraceError as error:
-        say(f"no readable trace was written ({error})")
-        return
-    samples = trace.samples
-    objects = trace.allocations.num_rows
+    facts = _facts_light(output, children or {}, follow_forks, cost is not None)
+    if facts is None:
+        facts = _facts(output, children or {}, follow_forks, cost is not None, say)
+        if facts is None:
+            return
     size = sum(f.stat().st_size for f in output.glob("*.otr"))
-    say(f"{len(trace.processes)} process(es), {objects} objects, {samples.num_rows} samples, "
-        f"{trace.counters.num_rows} counter values in {elapsed:.2f}s")
-    if trace.access_counts.num_rows:
-        counts = trace.access_counts
-        loads = sum(counts.column("loads").to_pylist())
-        stores = sum(counts.column("stores").to_pylist())
+    say(f"{facts.processes} process(es), {facts.objects} objects, {facts.samples} samples, "
+        f"{facts.counter_values} counter values in {elapsed:.2f}s")
+    if facts.access_counts:
+        loads, stores, rows = facts.access_counts
         say(f"exact counts: {loads} loads, {stores} stores over "
-            f"{counts.num_rows} (object, context) pairs")
-    from objtier.analysis.coverage import coverage, coverage_line
+            f"{rows} (object, context) pairs")
+    from objtier.analysis.coverage import coverage_line
 
-    for line in coverage_line(coverage(trace)).splitlines():
+    for line in coverage_line(facts.coverage).splitlines():
         say(line)
-    for warning in trace.warnings:
+    for warning in facts.warnings:
         say(f"warning: {warning}")
-    from objtier.record.launcher import launcher_hint
-
-    hint = launcher_hint(trace, children or {}, follow_forks)
-    if hint:
-        print(f"objtier record: warning: {hint}", file=sys.stderr)   # even with --quiet
-    if not trace.processes:
+    if facts.hint:
+        print(f"objtier record: warning: {facts.hint}", file=sys.stderr)   # even with --quiet
+    if not facts.processes:
         say("warning: the runtime wrote no process trace (is the program statically linked, "
             "or setuid?)")
     say(f"trace written to {output}/ ({format_bytes(size)})")
     if cost is not None:
-        from objtier.record.cost import cost_line, recorder_cost
+        from objtier.record.cost import cost_line
 
-        say(cost_line(recorder_cost(trace), *cost))
+        say(cost_line(facts.cost, *cost))
+
+
+@dataclass
+class _Facts:
+    """What the summary says about a recording."""
+
+    processes: int
+    objects: int
+    samples: int
+    counter_values: int
+    access_counts: tuple[int, int, int] | None  # loads, stores, (object, context) pairs
+    coverage: object                            # analysis.coverage.Coverage
+    warnings: list[str]
+    hint: str | None                            # record.launcher: looks like a launcher
+    cost: object                                # record.cost.RecorderCost (if asked)
+
+
+def _facts_light(output: Path, children: dict[int, str], follow_forks: bool,
+                 with_cost: bool) -> _Facts | None:
+    """The facts from the plain-Python reader (objtier.trace.light), which spares the
+    columnar reader's imports; None when the recording needs the columnar reader."""
+    from objtier.analysis.coverage import coverage_light
+    from objtier.record.cost import recorder_cost_light
+    from objtier.record.launcher import launcher_hint_of
+    from objtier.trace.light import LightTrace, Unsupported
+
+    try:
+        trace = LightTrace(output)
+        access = trace.access_counts()
+        hint = None if follow_forks else launcher_hint_of(
+            trace.processes, {a[0] for a in trace.allocations}, children)
+        return _Facts(len(trace.processes), trace.objects, trace.samples, trace.counter_values,
+                      access if access[2] else None, coverage_light(trace), trace.warnings,
+                      hint, recorder_cost_light(trace) if with_cost else None)
+    except Unsupported:
+        return None
+
+
+def _facts(output: Path, children: dict[int, str], follow_forks: bool, with_cost: bool,
+           say) -> _Facts | None:
+    """The facts from the columnar reader; None (said) when no readable trace was written."""
+    from objtier.analysis.coverage import coverage
+    from objtier.errors import TraceError
+    from objtier.record.cost import recorder_cost
+    from objtier.record.launcher import launcher_hint
+    from objtier.trace import open_trace
+
+    try:
+        trace = open_trace(output)
+    except TraceError as error:
+        say(f"no readable trace was written ({error})")
+        return None
+    access = None
+    if trace.access_counts.num_rows:
+        counts = trace.access_counts
+        access = (sum(counts.column("loads").to_pylist()),
+                  sum(counts.column("stores").to_pylist()), counts.num_rows)
+    return _Facts(len(trace.processes), trace.allocations.num_rows, trace.samples.num_rows,
+                  trace.counters.num_rows, access, coverage(trace), trace.warnings,
+                  launcher_hint(trace, children, follow_forks),
+                  recorder_cost(trace) if with_cost else None)

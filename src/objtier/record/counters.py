@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import threading
 import time
 from pathlib import Path
@@ -141,21 +142,65 @@ def unit_of(name: str) -> str:
     return "pages" if name.startswith("vmstat.p") or name.startswith("vmstat.numa_pages") else "events"
 
 
-def _import_trace_package() -> None:
-    """Imports objtier.trace (numpy, pyarrow) with one BLAS thread when numpy is not loaded
-    yet: the recorder does no linear algebra, and OpenBLAS's start-up threads cost more CPU
-    than the rest of the import. Runs only after the program has started, whose environment
-    was copied before, so the program never sees the variable."""
-    import sys
+class CountersFile:
+    """The counters timeline's .otr file (FILE_COUNTERS), written with struct: the same bytes
+    objtier.trace.TraceWriter(path, kind="counters") writes for the same calls, without numpy,
+    whose import would cost `record` more than the whole timeline."""
 
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-        import objtier.trace  # noqa: F401
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import objtier.trace  # noqa: F401
-    finally:
-        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+    BLOCK_BYTES = 64 * 1024
+
+    def __init__(self, path: Path):
+        from objtier.outputs import open_private
+        from objtier.trace import light as L
+
+        self._L = L
+        self._file = open_private(path, what="trace")  # 0600, never through a link
+        self._file.write(L.FILE_HEADER.pack(L.MAGIC, L.VERSION_MAJOR, L.VERSION_MINOR,
+                                            L.FILE_HEADER.size, 1, 8, 62, L.FILE_COUNTERS, 0, 0,
+                                            4096, time.monotonic_ns(), time.time_ns()))
+        self._pending: list[bytes] = []   # COUNTER records not yet in a block
+        self.records = 0
+
+    def _block(self, tag: int, record_size: int, count: int, payload: bytes) -> None:
+        import zlib
+
+        self._file.write(self._L.BLOCK_HEADER.pack(self._L.BLOCK_MAGIC, tag, record_size,
+                                                   len(payload), count, zlib.crc32(payload), 0)
+                         + payload)
+        self.records += count
+
+    def counter_def(self, counter_id: int, name: str, unit: str) -> None:
+        raw_name, raw_unit = name.encode(), unit.encode()
+        body = (self._L.COUNTER_DEF_HEAD.pack(counter_id, len(raw_unit), len(raw_name))
+                + raw_name + raw_unit)
+        self._block(self._L.TAG_COUNTER_DEF, 0, 1, struct.pack("<I", len(body)) + body
+                    + b"\0" * (-len(body) % 8))
+
+    def counters(self, time_ns: int, ids: list[int], values: list[int]) -> None:
+        pack = self._L.COUNTER.pack
+        self._pending.extend(pack(time_ns, i, 0, v) for i, v in zip(ids, values))
+        if len(self._pending) * self._L.COUNTER.size >= self.BLOCK_BYTES:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        size = self._L.COUNTER.size
+        per_block = max(1, self.BLOCK_BYTES // size)
+        pending, self._pending = self._pending, []
+        for start in range(0, len(pending), per_block):
+            chunk = pending[start:start + per_block]
+            self._block(self._L.TAG_COUNTERS, size, len(chunk), b"".join(chunk))
+
+    def flush(self) -> None:
+        self._write_pending()
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        self.flush()
+        end = self._L.END
+        self._block(self._L.TAG_END, end.size, 1, end.pack(time.monotonic_ns(), self.records, 0, 0))
+        self._file.close()
 
 
 class CountersCollector:
@@ -165,12 +210,9 @@ class CountersCollector:
         self.path = path
         self.pid = pid
         self.interval_s = interval_s
-        # The TraceWriter is made by a second thread, so that its import (numpy) overlaps the
-        # program's run; points sampled before it exists wait in _pending (time order kept).
-        self._writer = None
+        # points sampled while there is no file (it could not be opened) wait in _pending
+        self._writer: CountersFile | None = None
         self._error: OSError | None = None
-        self._opener = threading.Thread(target=self._open, name="objtier-counters-open",
-                                        daemon=True)
         self._pending: list[tuple[int, dict[str, int]]] = []
         self.cpu_s = 0.0  # CPU time of the collector thread (s), known once it has stopped
         self._ids: dict[str, int] = {}
@@ -181,28 +223,21 @@ class CountersCollector:
         self.samples = 0
 
     def start(self) -> None:
-        self._opener.start()
+        try:
+            self._writer = CountersFile(self.path)
+        except OSError as error:
+            self._error = error
         self._thread.start()
 
     def stop(self) -> None:
         """Ends the threads and closes the file; re-raises an error met opening it."""
         self._stop.set()
         self._thread.join()
-        self._opener.join()
         if self._writer is not None:
             self._drain()
             self._writer.close()
         if self._error is not None:
             raise self._error
-
-    def _open(self) -> None:
-        try:
-            _import_trace_package()
-            from objtier.trace.writer import TraceWriter
-
-            self._writer = TraceWriter(self.path, kind="counters", pid=0)
-        except OSError as error:
-            self._error = error
 
     def _drain(self) -> None:
         """Writes the points sampled before the writer existed."""
@@ -211,12 +246,7 @@ class CountersCollector:
             self._emit(*point)
 
     def _emit(self, now_ns: int, values: dict[str, int]) -> None:
-        """One COUNTERS record per value, all in one array (a record at a time costs more
-        than reading the counters)."""
-        import numpy as np
-
-        from objtier.trace import format as F
-
+        """One COUNTERS record per value."""
         ids = []
         for name in values:
             counter_id = self._ids.get(name)
@@ -224,11 +254,7 @@ class CountersCollector:
                 counter_id = self._ids[name] = len(self._ids) + 1
                 self._writer.counter_def(counter_id, name, unit_of(name))
             ids.append(counter_id)
-        records = np.zeros(len(ids), dtype=F.FIXED[F.TAG_COUNTERS])
-        records["time_ns"] = now_ns
-        records["id"] = ids
-        records["value"] = [int(value) for value in values.values()]
-        self._writer.fixed(F.TAG_COUNTERS, records)
+        self._writer.counters(now_ns, ids, [int(value) for value in values.values()])
 
     def sample_once(self) -> None:
         point = self._collect()

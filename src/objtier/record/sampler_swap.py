@@ -11,6 +11,11 @@ with it. The bookkeeping lives in /run/objtier (root only, mode 0700):
 The kernel drops a process's flocks when it dies, so a recording killed by SIGKILL stops
 counting as a user; if it was the last one, the device stays until the next recording that
 joins it ends.
+
+Removing a device takes the kernel about 0.07 s (swapoff, then hot_remove), most of it waiting.
+A recording whose program has ended calls release(): the removal then runs in a thread while
+the recording reads its trace back, and leaving the `with` block waits for it (on an error or
+Ctrl-C as well; the thread is not a daemon, so the interpreter waits for it too).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 from pathlib import Path
 
 from objtier.record.sampler_choice import PROC_SWAPS, needs_temporary_swap
@@ -58,6 +64,8 @@ class _Lease:
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         self.users_fd: int | None = None
+        self._leaving: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     def _mutex(self) -> int:
         fd = os.open(self.run_dir / "sampler-swap.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
@@ -93,8 +101,32 @@ class _Lease:
         finally:
             os.close(mutex)
 
+    def leave_soon(self) -> None:
+        """Starts leave() in a thread (the program no longer needs the swap)."""
+        if self.users_fd is None or self._leaving is not None:
+            return
+        self._leaving = threading.Thread(target=self._leave_in_thread,
+                                         name="objtier-swap-removal")
+        self._leaving.start()
+
+    def _leave_in_thread(self) -> None:
+        try:
+            self._leave()
+        except BaseException as error:  # reported by leave(), in the recording's thread
+            self._error = error
+
     def leave(self) -> None:
-        """Stops using the device; the last user removes it."""
+        """Stops using the device; the last user removes it. After leave_soon(), waits for it
+        and re-raises what it met."""
+        if self._leaving is not None:
+            self._leaving.join()
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
+            return
+        self._leave()
+
+    def _leave(self) -> None:
         from objtier.tiers.swap import remove_zram
 
         if self.users_fd is None:
@@ -118,21 +150,34 @@ class _Lease:
             os.close(mutex)
 
 
+class SwapUse:
+    """What sampler_swap yields: release() says that the program has ended, so that the
+    device (when this recording is its last user) is removed while the recording goes on."""
+
+    def __init__(self, lease: _Lease | None = None):
+        self._lease = lease
+
+    def release(self) -> None:
+        if self._lease is not None:
+            self._lease.leave_soon()
+
+
 @contextlib.contextmanager
 def sampler_swap(sampler: str, say):
     """A temporary zram swap device while the pageout sampler records on a machine without
     swap (shared with the recordings that overlap this one); the last recording using it
-    removes it on exit, error, Ctrl-C and SIGTERM (Restorer)."""
+    removes it on exit, error, Ctrl-C and SIGTERM (Restorer), or from release() on (SwapUse),
+    the block's end waiting for the removal."""
     if sampler != "pageout":
-        yield
+        yield SwapUse()
         return
     shared = shared_device(RUN_DIR)
     if shared is None:
         if not needs_temporary_swap(sampler):
-            yield
+            yield SwapUse()
             return
     elif _other_swap(shared) or os.geteuid() != 0:
-        yield  # another swap device serves as well, or no lease can be taken: use it as it is
+        yield SwapUse()  # another swap device serves as well, or no lease can be taken
         return
     from objtier.restore import Restorer
 
@@ -141,4 +186,4 @@ def sampler_swap(sampler: str, say):
         restorer.push("temporary zram swap device", lease.leave)
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         lease.take(min(total // 4, 8 << 30), say)
-        yield
+        yield SwapUse(lease)
