@@ -83,7 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "samples as the recording's: EVENT mem (perf mem record), a perf "
                         "event name, or by default perf mem where the CPU has it, else "
                         "major faults (pageout sampler) or page faults (docs/runtime.md)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     parser.add_argument("--sites", type=B.int_option(0, 256, "sites"), default=0, metavar="N",
                         help="serve the N largest small-block sites of --sites-from RUN from "
                         "arenas of their own while recording, so that the pageout sampler "
@@ -92,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sites-from", default=None, metavar="RUN",
                         help="an earlier recording of the same program: where --sites finds "
                         "the largest sites")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- CMD [ARGS...]: the program to record")
     parser.epilog = FAULT_SAMPLER_NOTE
@@ -117,6 +117,14 @@ def run(args: argparse.Namespace) -> int:
         from objtier.record.perf_source import PerfSource
 
         perf = PerfSource.choose(args.with_perf, args.sampler)
+    damon = None
+    if args.sampler == "damon":
+        if perf:
+            raise UsageError("--with-perf and --sampler damon are two sources of samples; "
+                             "choose one")
+        from objtier.record.damon_source import DamonSource
+
+        damon = DamonSource.choose()   # refuses here, before the program runs
     sampler, reason = choose_sampler(perf.sampler if perf else args.sampler,
                                      transparent_default=True)
     settings = RecordSettings(sampler=sampler, rate=args.rate,
@@ -136,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
     with watched_sites(args.sites, args.sites_from, sampler, say) as watch_env:
         settings.extra_env.update(watch_env)   # the sites file lives while the program runs
-        code = _record(args, command, settings, sampler, perf, output, say)
+        code = _record(args, command, settings, sampler, perf, output, say, damon)
     if args.sites:
         from objtier.record.watch_sites import say_watched
 
@@ -144,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _record(args, command, settings, sampler, perf, output, say) -> int:
+def _record(args, command, settings, sampler, perf, output, say, damon=None) -> int:
     if perf:
         perf.settle(sampler, say)
     from objtier.record.launcher import ChildWatcher
@@ -158,12 +166,15 @@ def _record(args, command, settings, sampler, perf, output, say) -> int:
             try:
                 returncode, elapsed = record_program(command, output, settings,
                                                      force=args.force, stats=stats,
-                                                     launch=perf and perf.launch)
+                                                     launch=perf and perf.launch,
+                                                     attach=damon and damon.attach)
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)  # perf script not counted
             finally:
                 swap.release()   # the program has ended: its swap is removed meanwhile
                 if perf:
                     perf.finish(output, say)
+                if damon:
+                    damon.finish(output, say)
         program_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         summarize(output, elapsed, returncode, say, watcher.children, args.follow_forks,
                   cost=(stats.get("counters_cpu_s", 0.0), program_cpu_s))
