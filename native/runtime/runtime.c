@@ -376,6 +376,10 @@ __attribute__((constructor(101))) static void rt_start(void)
         rt_log(1, "out of memory at start-up; not recording");
         goto out;
     }
+    if (rt_cfg.sampler == RT_SAMPLER_AUTO) /* before the PROCESS record names it */
+        rt_cfg.sampler = rt_cfg.output[0]
+                             ? rt_sampler_auto(rt_cfg.sampler_reason, sizeof rt_cfg.sampler_reason)
+                             : RT_SAMPLER_NONE;
     if (begin_file() != 0)
         goto out;
     rt_thread_buffers_init();

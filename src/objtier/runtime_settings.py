@@ -17,7 +17,7 @@ from objtier.errors import UsageError
 
 U64, BOOL, PATH, SAMPLER, TIER = "u64", "bool", "path", "sampler", "tier"
 
-SAMPLERS = ("none", "fault", "perf", "trace", "pageout", "wp")   # config.c sampler_names, in id order
+SAMPLERS = ("none", "fault", "perf", "trace", "pageout", "wp", "auto")  # config.c sampler_names, id order
 TIERS = ("swap", "numa")                        # config.c tier_names
 
 
@@ -33,7 +33,7 @@ class Setting:
 _HALF = (1 << 64) // 2 - 1          # UINT64_MAX / 2
 SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_OUTPUT", PATH, ""),
-    Setting("OBJTIER_SAMPLER", SAMPLER, "fault"),
+    Setting("OBJTIER_SAMPLER", SAMPLER, "auto"),
     Setting("OBJTIER_RATE", U64, "2000", 1, 10_000_000),
     Setting("OBJTIER_OVERHEAD_BP", U64, "0", 0, 10_000),
     Setting("OBJTIER_MIN_SIZE", U64, "131072", 1, _HALF),

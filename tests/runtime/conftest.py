@@ -88,6 +88,7 @@ def runtime_env(out: Path | None, **settings) -> dict[str, str]:
     if out is not None:
         env["OBJTIER_OUTPUT"] = str(out)
     env.setdefault("OBJTIER_LOG", "1")
+    env.setdefault("OBJTIER_SAMPLER", "fault")  # what these tests exercise unless they say
     for key, value in settings.items():
         env[f"OBJTIER_{key.upper()}"] = str(value)
     return env

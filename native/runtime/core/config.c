@@ -20,7 +20,7 @@ typedef struct {
 #define F(field) offsetof(rt_config, field), (int)sizeof(((rt_config *)0)->field)
 static const rt_setting settings[] = {
     {"OBJTIER_OUTPUT", T_PATH, "", 0, 0, F(output)},
-    {"OBJTIER_SAMPLER", T_SAMPLER, "fault", 0, 5, F(sampler)},
+    {"OBJTIER_SAMPLER", T_SAMPLER, "auto", 0, 6, F(sampler)},
     {"OBJTIER_RATE", T_U64, "2000", 1, 10000000, F(rate)},
     {"OBJTIER_OVERHEAD_BP", T_U64, "0", 0, 10000, F(overhead_bp)},
     {"OBJTIER_MIN_SIZE", T_U64, "131072", 1, UINT64_MAX / 2, F(min_size)},
@@ -58,7 +58,8 @@ static const rt_setting settings[] = {
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 
-static const char *const sampler_names[] = {"none", "fault", "perf", "trace", "pageout", "wp"};
+static const char *const sampler_names[] = {"none",    "fault", "perf", "trace",
+                                            "pageout", "wp",    "auto"};
 #define N_SAMPLERS (int)(sizeof sampler_names / sizeof sampler_names[0])
 static const char *const tier_names[] = {"swap", "numa"};
 
@@ -161,8 +162,8 @@ int rt_config_load(rt_config *cfg, const char *(*getter)(const char *), char *er
             if (found < 0) {
                 if (!bad)
                     snprintf(err, err_len,
-                             "%s=%s is not one of none, fault, perf, trace, pageout, wp", s->name,
-                             text);
+                             "%s=%s is not one of auto, none, fault, perf, trace, pageout, wp",
+                             s->name, text);
                 bad = 1;
                 continue;
             }

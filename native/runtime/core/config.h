@@ -11,13 +11,14 @@ enum rt_sampler_kind {
     RT_SAMPLER_PERF = 2,
     RT_SAMPLER_TRACE = 3,
     RT_SAMPLER_PAGEOUT = 4,
-    RT_SAMPLER_WP = 5
+    RT_SAMPLER_WP = 5,
+    RT_SAMPLER_AUTO = 6 /* the default: resolved at start-up (sampler.h, rt_sampler_auto) */
 };
 enum rt_tier_kind { RT_TIER_SWAP = 0, RT_TIER_NUMA = 1 };
 
 typedef struct rt_config {
     char output[1024];     /* OBJTIER_OUTPUT: directory; empty = passive */
-    int sampler;           /* OBJTIER_SAMPLER: enum rt_sampler_kind */
+    int sampler;           /* OBJTIER_SAMPLER: enum rt_sampler_kind; never AUTO once started */
     uint64_t rate;         /* OBJTIER_RATE: max samples per second (>= 1) */
     uint64_t min_size;     /* OBJTIER_MIN_SIZE: bytes; objects >= this are recorded */
     uint32_t stack_depth;  /* OBJTIER_STACK_DEPTH: frames per context, 1..32 */

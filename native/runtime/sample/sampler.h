@@ -45,6 +45,15 @@ uint64_t rt_trace_stream_order(void);
 /* The ops table for enum rt_sampler_kind, NULL for none. */
 const rt_sampler_ops *rt_sampler_for(int kind);
 
+/* What OBJTIER_SAMPLER=auto, the default, resolves to, in the order `objtier record`'s auto
+ * takes (objtier.record.sampler_choice): perf with PEBS/IBS; else pageout when a swap device
+ * has free space; else perf's software page-fault events (the runtime never adds a swap device
+ * itself); none (allocations only) when perf_event_open is not permitted, never fault (the
+ * program could notice it). Writes one line saying why to reason (OBJTIER_SAMPLER_REASON). */
+int rt_sampler_auto(char *reason, size_t cap);
+/* 1 when /proc/swaps lists a swap device or file with free space (the pageout sampler's need). */
+int rt_swap_available(void);
+
 /* Fault-sampler hooks used by the interposers (no-ops when it is not running). */
 void rt_fault_disarm(uint64_t addr, uint64_t len);          /* before memory is released */
 void rt_fault_touch(const void *buf, uint64_t len);         /* before a syscall uses buf */

@@ -111,25 +111,6 @@ static inline uint64_t page_up(uint64_t a)
     return page_down(a + rt_page_bytes - 1);
 }
 
-/* 1 when /proc/swaps lists a device or file with free space. */
-static int swap_available(void)
-{
-    char text[4096];
-    if (rt_sys_read_small("/proc/swaps", text, sizeof text) <= 0)
-        return 0;
-    char *save = NULL;
-    int line = 0;
-    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        if (line++ == 0)
-            continue; /* header */
-        char name[256], type[32];
-        unsigned long long size = 0, used = 0;
-        if (sscanf(l, "%255s %31s %llu %llu", name, type, &size, &used) == 4 && size > used)
-            return 1;
-    }
-    return 0;
-}
-
 /* One major-fault sample: PERF_SAMPLE_TID (pid, tid), TIME, ADDR in that order. */
 static void on_record(void *ctx, const struct perf_event_header *h, const unsigned char *rec)
 {
@@ -306,7 +287,7 @@ static int pageout_init(const rt_config *c)
 static int pageout_start(void)
 {
     my_pid = (uint32_t)getpid();
-    if (!swap_available()) {
+    if (!rt_swap_available()) {
         rt_log(1, "pageout sampler: no active swap device with free space; recording "
                   "without samples (add swap, e.g. zram, or choose another sampler)");
         return -ENODEV;

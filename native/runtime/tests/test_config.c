@@ -22,7 +22,8 @@ int main(void)
     const char *none[] = {NULL};
     env = none;
     CHECK(rt_config_load(&c, get, err, sizeof err) == 0);
-    CHECK(c.sampler == RT_SAMPLER_FAULT && c.rate == 2000 && c.min_size == 131072);
+    /* the default sampler is resolved at start-up (rt_sampler_auto), never fault */
+    CHECK(c.sampler == RT_SAMPLER_AUTO && c.rate == 2000 && c.min_size == 131072);
     CHECK(c.stack_depth == 8 && c.follow_forks == 0 && c.window_pages == 1024);
     CHECK(c.flush_ms == 200 && c.log == 0 && c.output[0] == 0);
 
@@ -66,6 +67,12 @@ int main(void)
     const char *wp[] = {"OBJTIER_SAMPLER", "wp", NULL};
     env = wp;
     CHECK(rt_config_load(&c, get, err, sizeof err) == 0 && c.sampler == RT_SAMPLER_WP);
+    const char *fault[] = {"OBJTIER_SAMPLER", "fault", NULL};
+    env = fault;
+    CHECK(rt_config_load(&c, get, err, sizeof err) == 0 && c.sampler == RT_SAMPLER_FAULT);
+    const char *autos[] = {"OBJTIER_SAMPLER", "auto", NULL};
+    env = autos;
+    CHECK(rt_config_load(&c, get, err, sizeof err) == 0 && c.sampler == RT_SAMPLER_AUTO);
     const char *bad_rate[] = {"OBJTIER_RATE", "12x", NULL};
     env = bad_rate;
     CHECK(rt_config_load(&c, get, err, sizeof err) == -1);
