@@ -259,7 +259,7 @@ def _model_memory(args: argparse.Namespace, profile: Any, peak: int | None):
 
     footprint = peak or recorded_footprint(profile) or profile.footprint_bytes()
     local = planner_budget_bytes(args.local, footprint)
-    return ModelMemory(local, other_bytes(footprint, profile.objects),
+    return ModelMemory(local, other_bytes(footprint, profile.objects, profile.traces),
                        footprint_bytes=footprint,
                        choose=getattr(args, "model_chooses", True))
 

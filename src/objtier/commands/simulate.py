@@ -79,7 +79,7 @@ def model_line(path: str, fast: str) -> str | None:
     foot = recorded_footprint(profile) or profile.footprint_bytes()
     local = planner.parse_budget(fast, foot).bytes
     made = make_plan(profile, "auto", planner.Budget(local, fast, None, foot),
-                     memory=ModelMemory(local, other_bytes(foot, profile.objects),
+                     memory=ModelMemory(local, other_bytes(foot, profile.objects, profile.traces),
                                         footprint_bytes=foot))
     c = made.choice
     if c is None:

@@ -247,7 +247,7 @@ def plan_profile(profiles: list[Path], command: list[str], settings: CompareSett
     profile = read_recordings(profiles, phases=settings.phases, exe=command[0])
     limit, margin = enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
     # a margin the user gave bounds every candidate; else the model derives its own
-    memory = ModelMemory(local, other_bytes(footprint, profile.objects),
+    memory = ModelMemory(local, other_bytes(footprint, profile.objects, profile.traces),
                          limit if settings.margin is not None else None, footprint,
                          calibrate_to, choose=settings.algo == "auto")
 
