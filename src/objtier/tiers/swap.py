@@ -147,7 +147,7 @@ class ZramSwap:
         # set before swapon: a signal that lands while swapon runs must still lead to swapoff
         # (swapoff of a device that is not on fails quietly)
         self.swapped_on = True
-        _run(["swapon", "-p", str(priority), str(self.device)])
+        swapon(str(self.device), priority)
 
     def stats(self) -> dict[str, int]:
         fields = (self.sysfs / "mm_stat").read_text().split()
@@ -156,18 +156,41 @@ class ZramSwap:
 
     def remove(self) -> None:
         if getattr(self, "swapped_on", False):
-            subprocess.run(["swapoff", str(self.device)], capture_output=True)
+            swapoff(str(self.device))
             self.swapped_on = False
         if self.sysfs.exists():
             (self.sysfs / "reset").write_text("1")
             (ZRAM_CONTROL / "hot_remove").write_text(str(self.index))
 
 
+SWAP_FLAG_PREFER = 0x8000     # swapon(2): the priority is in the low 15 bits
+
+
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def swapon(device: str, priority: int) -> None:
+    """swapon(2) of device at priority (as `swapon -p`), without starting a swapon process;
+    EnvironmentProblem when the kernel refuses."""
+    import ctypes
+
+    if _libc().swapon(os.fsencode(device), SWAP_FLAG_PREFER | (priority & 0x7FFF)) != 0:
+        raise EnvironmentProblem(f"swapon {device} failed: {os.strerror(ctypes.get_errno())}")
+
+
+def swapoff(device: str) -> bool:
+    """swapoff(2) of device; False when it fails (e.g. the device is not swapped on)."""
+    return _libc().swapoff(os.fsencode(device)) == 0
+
+
 def remove_zram(index: int) -> None:
     """Swap off and remove zram device `index` (a device another process may have created:
     the pageout sampler's shared device, objtier.record.sampler_swap)."""
     device, sysfs = f"/dev/zram{index}", Path(f"/sys/block/zram{index}")
-    subprocess.run(["swapoff", device], capture_output=True)  # fails quietly when not on
+    swapoff(device)  # fails quietly when not on
     if sysfs.exists():
         (sysfs / "reset").write_text("1")
         (ZRAM_CONTROL / "hot_remove").write_text(str(index))
