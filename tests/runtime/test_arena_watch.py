@@ -86,6 +86,9 @@ def test_hot_site_ranked_above_cold_site_of_the_same_bytes(hot_cold, tmp_path):
     objects = objtier("objects", out)
     assert objects.returncode == 0, objects.stderr[-800:]
     assert "watched sites first" in objects.stdout
+    # windows of no object: the report's window views must take them
+    report = objtier("report", out, "-o", tmp_path / "report")
+    assert report.returncode == 0, report.stderr[-800:]
 
     plan = objtier("plan", out, "--fast", "8M", "--sites", "1", "--cold-sites", "1",
                    "-o", tmp_path / "plan.json")

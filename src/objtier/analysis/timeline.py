@@ -68,7 +68,9 @@ def window_rates(trace, shift: int) -> dict[str, np.ndarray] | None:
     obj = np.where(found, order[at] if len(order) else -1, -1).astype(np.int64)
     base = column(allocs, "addr", np.uint64)
     start = column(windows, "start", np.uint64)
-    rel = np.where(obj >= 0, (start - base[np.maximum(obj, 0)]) >> np.uint64(shift), 0)
+    # windows of no object (a watched site's arena, analysis.site_watch) keep page 0
+    base_of = base[np.maximum(obj, 0)] if len(base) else np.zeros(len(obj), np.uint64)
+    rel = np.where(obj >= 0, (start - base_of) >> np.uint64(shift), 0)
     pages = column(windows, "pages", np.float64)
     touched = column(windows, "touched", np.float64)
     dwell = column(windows, "dwell_ns", np.float64)
