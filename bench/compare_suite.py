@@ -10,7 +10,8 @@ swap-ins per arm (pages), the kernel model's predicted vs measured swap-ins per 
 every run; then the geometric mean of the speedups per local size.
 
     bench/third_party/setup.sh
-    .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph,vector,duckdb,redis]
+    .venv/bin/python bench/compare_suite.py [--repeat 5] [--programs cg,graph,vector,duckdb,redis,
+        smallgraph,sqlite]
         [--local 70%,50%] [-o bench-out/compare-suite] [--report-only [--write-results]]
         [--results-dir bench/results] [--no-results]
 
@@ -53,6 +54,9 @@ PROGRAMS: dict[str, tuple[str, list[str], str]] = {
     "vector": ("vector_hnswlib.py", [], "hnswlib"),
     "duckdb": ("duckdb_tpch.py", ["--cache", str(TPCH_CACHE)], "duckdb_extension_tpch"),
     "redis": ("redis_bench.py", [], "socket"),
+    # small-block programs: interpreter objects, SQLite's page cache
+    "smallgraph": ("graph_networkx.py", [], "networkx"),
+    "sqlite": ("sqlite_btree.py", [], "sqlite3"),
 }
 #: name -> options of `objtier compare` it needs (redis: the server and client are children)
 COMPARE_OPTIONS: dict[str, list[str]] = {"redis": ["--follow-forks"]}

@@ -11,9 +11,10 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="$root/build/third-party/venv"
 python="${PYTHON:-python3}"
 
-# Required: the CG solver and a graph library. Optional: installed when PyPI has them.
+# Required: the CG solver and a graph library. Optional: installed when PyPI has them
+# (networkx: the small-block graph program; sqlite3 is Python's own, on Debian's libsqlite3).
 required=(numpy scipy igraph)
-optional=(hnswlib)
+optional=(hnswlib networkx)
 
 if [ ! -x "$venv/bin/python" ]; then
     mkdir -p "$(dirname "$venv")"
@@ -52,10 +53,11 @@ fi
 echo "third-party venv: $venv"
 "$venv/bin/python" - <<'PY'
 import importlib
-for name in ("scipy", "igraph", "hnswlib", "duckdb"):
+for name in ("scipy", "igraph", "hnswlib", "networkx", "duckdb", "sqlite3"):
     try:
         mod = importlib.import_module(name)
-        print(f"  {name} {getattr(mod, '__version__', '?')}")
+        version = getattr(mod, "__version__", None) or getattr(mod, "sqlite_version", "?")
+        print(f"  {name} {version}")
     except ImportError:
         print(f"  {name}: not installed")
 PY
