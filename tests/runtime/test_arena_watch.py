@@ -66,6 +66,7 @@ def test_hot_site_ranked_above_cold_site_of_the_same_bytes(hot_cold, tmp_path):
     assert run.returncode == 0, run.stderr[-1500:]
     assert run.stdout == base.stdout
     assert "watched sites: 2 with arenas" in run.stderr, run.stderr[-1500:]
+    assert "watched sites' arenas only" in run.stderr   # the coverage line counts them
 
     trace = open_trace(out)
     assert has_watched_sites(trace)

@@ -51,6 +51,7 @@ class Coverage:
     page_cache_bytes: int | None = None
     sites_bytes: int | None = None  # estimated small-block bytes of sampled sites
     unwatched_by: str = ""          # window sampler that watches tracked objects only
+    watched_sites_bytes: int | None = None  # arena chunks of watched sites (record --sites)
 
     @property
     def covered_bytes(self) -> int:
@@ -79,7 +80,8 @@ class Coverage:
                 "outside_bytes": self.outside_bytes, "peak_s": self.peak_s,
                 "parts_bytes": dict(self.parts), "page_cache_bytes": self.page_cache_bytes,
                 "sites_bytes_estimated": self.sites_bytes,
-                "unwatched_by": self.unwatched_by or None}
+                "unwatched_by": self.unwatched_by or None,
+                "watched_sites_bytes": self.watched_sites_bytes}
 
 
 def root_pids(trace) -> set[int]:
@@ -134,6 +136,19 @@ def _sites_bytes(trace, t_ns: int | None) -> int | None:
     return live_site_bytes(trace, t_ns)
 
 
+def _watched_bytes(trace, t_ns: int | None) -> int | None:
+    """Bytes of the watched sites' arena chunks made by t_ns (all when None; analysis.
+    site_watch): pages the pageout sampler arms besides the tracked objects'."""
+    import numpy as np
+
+    regions = getattr(trace, "site_regions", None)
+    if regions is None or not regions.num_rows:
+        return None
+    made = regions.column("time_ns").to_numpy() <= np.uint64(t_ns if t_ns is not None
+                                                             else np.iinfo(np.uint64).max)
+    return int(regions.column("len").to_numpy()[made].sum())
+
+
 def coverage(trace) -> Coverage:
     """The footprint of the recorded program and its split (module docstring)."""
     import numpy as np
@@ -145,7 +160,8 @@ def coverage(trace) -> Coverage:
     if "proc.rss_bytes" not in series or not len(series["proc.rss_bytes"][0]):
         return Coverage(None, "no RSS counters in the recording",
                         _peak_live_bytes(trace.allocations, trace.frees),
-                        sites_bytes=_sites_bytes(trace, None), unwatched_by=watch)
+                        sites_bytes=_sites_bytes(trace, None), unwatched_by=watch,
+                        watched_sites_bytes=_watched_bytes(trace, None))
     t, rss, _ = series["proc.rss_bytes"]
 
     def at(name: str) -> np.ndarray | None:
@@ -175,7 +191,7 @@ def coverage(trace) -> Coverage:
     cache = at("memcg.cache")
     return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
                     int(cache[i]) if cache is not None else None,
-                    _sites_bytes(trace, peak_ns), watch)
+                    _sites_bytes(trace, peak_ns), watch, _watched_bytes(trace, peak_ns))
 
 
 COVERAGE_COUNTERS = {"proc.rss_bytes", "proc.swap_bytes", "proc.rss_anon_bytes",
@@ -266,8 +282,12 @@ def coverage_line(c: Coverage) -> str:
     if c.page_cache_bytes is not None:
         text += f"; page cache {_mib(c.page_cache_bytes)} (not in the footprint)"
     if c.unwatched_by and c.outside_bytes:
-        share = c.outside_bytes / c.footprint_bytes
-        text += (f"\ncoverage: the {c.unwatched_by} sampler watches tracked objects only: "
+        arenas = min(c.watched_sites_bytes or 0, c.outside_bytes) \
+            if "pageout" in c.unwatched_by else 0
+        share = (c.outside_bytes - arenas) / c.footprint_bytes
+        what = (f"tracked objects and about {_mib(arenas)} of watched sites' arenas" if arenas
+                else "tracked objects")
+        text += (f"\ncoverage: the {c.unwatched_by} sampler watches {what} only: "
                  f"accesses to the other {share:.1%} of the footprint are not sampled")
     return text
 
