@@ -67,6 +67,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OBJTIER_ARENA", PATH, ""),
     Setting("OBJTIER_ARENA_STATS", PATH, ""),
     Setting("OBJTIER_ARENA_SITES", PATH, ""),
+    Setting("OBJTIER_ARENA_LEARN", U64, "0", 0, 256),
+    Setting("OBJTIER_ARENA_LEARN_BYTES", U64, "4194304", 1, 1 << 40),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -67,15 +67,21 @@ def test_real_program_heavy_with_arenas(prepared_case, tmp_path, monkeypatch, na
     check_arenas(prepared_case, tmp_path, monkeypatch, name, sampler)
 
 
-def check_watched(prepared_case, tmp_path, monkeypatch, name: str) -> None:
-    """The 8 largest sites of a first recording (no sampler) watched in a second one."""
+def check_watched(prepared_case, tmp_path, monkeypatch, name: str, how: str) -> None:
+    """The 8 largest sites of a first recording (no sampler) watched in a second one, or
+    learned by the runtime while it records."""
     from objtier.record.watch_sites import largest_sites, sites_text
 
     prepared = prepared_case(name)
     if prepared.skip:
         pytest.skip(prepared.skip)
-    case, plain = prepared.case, prepared.plain
+    plain = prepared.plain
     assert plain.exit_status == 0, f"the plain run failed: {plain.stderr[-400:]}"
+    stats = tmp_path / "arena-stats"
+    monkeypatch.setenv("OBJTIER_ARENA_STATS", str(stats))
+    if how == "learned":
+        monkeypatch.setenv("OBJTIER_ARENA_LEARN", "8")
+        return check_watched_run(prepared, tmp_path, name, stats)
     first = real_programs.run_recorded(prepared.program, "none", tmp_path / "first.otr")
     if not first.objects and not (tmp_path / "first.otr").exists():
         pytest.skip(f"{name}: the first recording wrote no trace")
@@ -85,9 +91,12 @@ def check_watched(prepared_case, tmp_path, monkeypatch, name: str) -> None:
         pytest.skip(f"{name}: no sites to watch ({error})")
     sites_file = tmp_path / "sites.txt"
     sites_file.write_text(sites_text(sites))
-    stats = tmp_path / "arena-stats"
     monkeypatch.setenv("OBJTIER_ARENA_SITES", str(sites_file))
-    monkeypatch.setenv("OBJTIER_ARENA_STATS", str(stats))
+    check_watched_run(prepared, tmp_path, name, stats)
+
+
+def check_watched_run(prepared, tmp_path, name: str, stats) -> None:
+    case, plain = prepared.case, prepared.plain
     recorded = real_programs.run_recorded(prepared.program, "pageout", tmp_path / "run.otr")
     outcome, why = real_programs.verdict(case, plain, recorded)
     if outcome == "refused" and not case.may_refuse:
@@ -103,7 +112,8 @@ def check_watched(prepared_case, tmp_path, monkeypatch, name: str) -> None:
         assert any("mode=watch" in line for line in lines), f"no watched arena: {lines}"
 
 
+@pytest.mark.parametrize("how", ["from-run", "learned"])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.heavy, pytest.mark.root])
                                   for n in FAST])
-def test_real_program_with_watched_sites(prepared_case, tmp_path, monkeypatch, name):
-    check_watched(prepared_case, tmp_path, monkeypatch, name)
+def test_real_program_with_watched_sites(prepared_case, tmp_path, monkeypatch, name, how):
+    check_watched(prepared_case, tmp_path, monkeypatch, name, how)

@@ -1,6 +1,6 @@
 """Watched sites (docs/runtime.md, "Watched sites"): `objtier record --sites N --sites-from RUN`
-serves the N largest small-block sites of an earlier recording from arenas of their own while
-recording, and the pageout sampler arms those arenas' pages as one region per site. A program
+serves the N largest small-block sites of an earlier recording (without RUN: learned from the
+first small blocks) from arenas of their own while recording, and the pageout sampler arms those arenas' pages as one region per site. A program
 with a hot and a cold site of the same bytes must come out with the hot one ranked first by
 sampled access (the bytes alone cannot tell them apart), `plan --sites` must choose it, and the
 program's output and exit status must not change. Needs root: the pageout sampler adds a
@@ -101,15 +101,39 @@ def test_hot_site_ranked_above_cold_site_of_the_same_bytes(hot_cold, tmp_path):
     assert by_tier["fast"]["est_touches"] > by_tier["slow"]["est_touches"]
 
 
-def test_program_unchanged_with_its_sites_watched(compile_c, tmp_path):
+def test_learned_sites_rank_hot_above_cold(hot_cold, tmp_path):
+    """Without --sites-from the runtime learns the largest sites from the first 4 MiB of small
+    blocks (about a tenth of this program's): those blocks stay outside, the rest is watched."""
+    cmd = [hot_cold, ROWS, "1500"]
+    base = plain(cmd)
+    out = tmp_path / "learned.otr"
+    run = objtier("record", "--sampler", "pageout", "--overhead", "0", "--sites", "2",
+                  "-o", out, "--", *cmd)
+    assert run.returncode == 0 and run.stdout == base.stdout, run.stderr[-1500:]
+    ranked = rank_by_access(site_table(open_trace(out))).to_pylist()
+    hot, cold = ranked[0], ranked[1]
+    assert "hot_row" in hot["label"] and "cold_row" in cold["label"]
+    for site in (hot, cold):
+        assert site["watched"] and 0.5 < site["arena_share"] < 1.0   # the first blocks: outside
+    assert hot["est_touches"] > 20 * cold["est_touches"], (hot, cold)
+
+
+@pytest.mark.parametrize("how", ["from-run", "learned"])
+def test_program_unchanged_with_its_sites_watched(compile_c, tmp_path, how):
     """Every allocation call, threads, fork and realloc across sizes, with its 8 largest sites
-    served from watched arenas: the same output and exit status as without objtier."""
+    (of a first recording, or learned while threads allocate) served from watched arenas: the
+    same output and exit status as without objtier."""
     program = compile_c((HERE / "arena_program.c").read_text(), name="arena_program",
                         flags=("-O1", "-g", "-fno-builtin"))
     cmd = [program, *PARTS]
     base = plain(cmd)
     assert base.returncode == 0 and "bad=0" in base.stdout
-    out, run = watched_recording(tmp_path, cmd, 8)
+    if how == "from-run":
+        out, run = watched_recording(tmp_path, cmd, 8)
+    else:
+        out = tmp_path / "learned.otr"
+        run = objtier("record", "--sampler", "pageout", "--overhead", "0", "--sites", "8",
+                      "-o", out, "--", *cmd)
     assert run.returncode == base.returncode, run.stderr[-1500:]
     assert run.stdout == base.stdout
     assert has_watched_sites(open_trace(out)), run.stderr[-1500:]
@@ -118,9 +142,10 @@ def test_program_unchanged_with_its_sites_watched(compile_c, tmp_path):
 def test_sites_file_errors(hot_cold, tmp_path):
     """Bad input: one line and a non-zero exit from record; a malformed sites file given to the
     runtime directly is refused with a logged line, and the program runs as it would."""
-    no_from = objtier("record", "--sites", "2", "-o", tmp_path / "x.otr", "--", hot_cold, "10", "1")
-    assert no_from.returncode != 0 and "--sites N needs --sites-from" in no_from.stderr
-    assert "Traceback" not in no_from.stderr
+    no_n = objtier("record", "--sites-from", tmp_path, "-o", tmp_path / "x.otr", "--", hot_cold,
+                   "10", "1")
+    assert no_n.returncode != 0 and "--sites-from needs --sites N" in no_n.stderr
+    assert "Traceback" not in no_n.stderr
     missing = objtier("record", "--sites", "2", "--sites-from", tmp_path / "none.otr",
                       "-o", tmp_path / "y.otr", "--", hot_cold, "10", "1")
     last = missing.stderr.strip().splitlines()[-1]

@@ -54,6 +54,8 @@ static const rt_setting settings[] = {
     {"OBJTIER_ARENA", T_PATH, "", 0, 0, F(arena)},
     {"OBJTIER_ARENA_STATS", T_PATH, "", 0, 0, F(arena_stats)},
     {"OBJTIER_ARENA_SITES", T_PATH, "", 0, 0, F(arena_sites)},
+    {"OBJTIER_ARENA_LEARN", T_U64, "0", 0, 256, F(arena_learn)},
+    {"OBJTIER_ARENA_LEARN_BYTES", T_U64, "4194304", 1, 1ULL << 40, F(arena_learn_bytes)},
 };
 #undef F
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

@@ -64,12 +64,17 @@ typedef struct rt_config {
     uint32_t site_period;     /* OBJTIER_SITE_PERIOD: 1 in N heap blocks below min_size are
                                 sampled as allocation sites (trace_format.h); 0 = none */
     /* segregated arenas (place/arena.c) */
-    char arena[8];          /* OBJTIER_ARENA: "" = the plan's `site` records, "all" = every
-                               small block from an arena of its calling address, "off" */
-    char arena_stats[1024]; /* OBJTIER_ARENA_STATS: one line of arena counts per process
-                               appended here at exit; may be empty */
-    char arena_sites[1024]; /* OBJTIER_ARENA_SITES: sites to watch while recording, one
-                               `KEY FRAME0` a line (place/arena_watch.h); "" = none */
+    char arena[8];              /* OBJTIER_ARENA: "" = the plan's `site` records, "all" =
+                                   every small block from an arena of its calling address,
+                                   "off" */
+    char arena_stats[1024];     /* OBJTIER_ARENA_STATS: one line of arena counts per process
+                                   appended here at exit; may be empty */
+    char arena_sites[1024];     /* OBJTIER_ARENA_SITES: sites to watch while recording, one
+                                   `KEY FRAME0` a line (place/arena_watch.h); "" = none */
+    uint32_t arena_learn;       /* OBJTIER_ARENA_LEARN: with no sites file, watch the N sites
+                                   with the most sampled bytes once arena_learn_bytes were
+                                   seen; 0 = off */
+    uint64_t arena_learn_bytes; /* OBJTIER_ARENA_LEARN_BYTES (estimated small-block bytes) */
 } rt_config;
 
 #define RT_MAX_STACK_DEPTH  32

@@ -93,11 +93,18 @@ static const char *base_name(const char *path, size_t len, size_t *name_len)
 
 uint64_t rt_context_key(uint32_t id)
 {
+    return rt_context_key_depth(id, UINT32_MAX);
+}
+
+uint64_t rt_context_key_depth(uint32_t id, uint32_t max_depth)
+{
     const ot_frame *frames;
     uint32_t depth;
     uint64_t h = 0;
     pthread_mutex_lock(&lock);
     if (rt_ctxtab_frames(&table, id, &frames, &depth) == 0) {
+        if (depth > max_depth)
+            depth = max_depth;
         h = OT_FNV64_OFFSET;
         for (uint32_t i = 0; i < depth; i++) {
             size_t len = 0, name_len = 0;

@@ -21,6 +21,9 @@ uint32_t rt_context_of_address(rt_writer *w, uint64_t addr);
  * as recorded — module basename, NUL, offset; a frame in no module has an empty name and its
  * absolute ip as offset. 0 when id is unknown. */
 uint64_t rt_context_key(uint32_t id);
+/* The same over the context's innermost max_depth frames only (1: a plan `site` record's
+ * frame0 key). 0 when id is unknown. */
+uint64_t rt_context_key_depth(uint32_t id, uint32_t max_depth);
 
 /* Fork hooks: hold the lock across fork; a child writing its own file re-emits. */
 void rt_context_lock(void);

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "track.h"
+#include "arena_watch.h"
 #include "context.h"
 #include "maps.h"
 #include "placement.h"
@@ -87,6 +88,8 @@ void rt_on_site_alloc(void *addr, uint64_t size, uint16_t kind)
     rt_tbuf *t = rt_thread_buffers(0);
     if (t)
         rt_append(&rt_w, t, RT_BUF_SITE_ALLOC, &r, 0);
+    if (RT_UNLIKELY(atomic_load_explicit(&rt_sarena_learning, memory_order_relaxed)))
+        rt_sarena_learn(r.context, size * rt_site_period); /* arena_watch.h */
     rt_guard--;
 }
 

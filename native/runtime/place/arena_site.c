@@ -320,14 +320,9 @@ static int take_plan_sites(void)
 
 /* The sites of OBJTIER_ARENA_SITES, sorted by key into site_key (no tier), and their
  * frame0s. 0, or -1 (logged) when the file is not a sites file. */
-static int take_watch_sites(const char *path)
+static void put_watch_sites(const uint64_t *keys, const uint64_t *f0, uint32_t n)
 {
-    uint64_t keys[RT_SARENA_MAX_SITES], f0[RT_SARENA_MAX_SITES];
-    int n = rt_sarena_watch_read(path, keys, f0, RT_SARENA_MAX_SITES);
-    frame0s = n > 0 ? rt_sys_mmap(RT_SARENA_MAX_SITES * sizeof *frame0s) : NULL;
-    if (n <= 0 || !frame0s || rt_sarena_watch_init() != 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         uint32_t at;
         if (!has_u64(site_key, n_sites, keys[i], &at)) {
             memmove(site_key + at + 1, site_key + at, (n_sites - at) * sizeof *site_key);
@@ -341,7 +336,29 @@ static int take_watch_sites(const char *path)
         }
     }
     memset(site_tier, TIER_NONE, sizeof site_tier);
+}
+
+/* OBJTIER_ARENA_SITES, or with OBJTIER_ARENA_LEARN (path NULL) none yet: they are learned
+ * (arena_watch.c) and rt_sarena_watch_begin turns serving on. 0 or -1. */
+static int take_watch_sites(const char *path, const rt_config *cfg)
+{
+    uint64_t keys[RT_SARENA_MAX_SITES], f0[RT_SARENA_MAX_SITES];
+    int n = path ? rt_sarena_watch_read(path, keys, f0, RT_SARENA_MAX_SITES) : 0;
+    frame0s = n > 0 || !path ? rt_sys_mmap(RT_SARENA_MAX_SITES * sizeof *frame0s) : NULL;
+    if ((path && n <= 0) || !frame0s || rt_sarena_watch_init() != 0)
+        return -1;
+    if (!path)
+        return rt_sarena_learn_init(cfg->arena_learn, cfg->arena_learn_bytes);
+    put_watch_sites(keys, f0, (uint32_t)n);
     return 0;
+}
+
+void rt_sarena_watch_begin(const uint64_t *keys, const uint64_t *f0, uint32_t n)
+{
+    if (mode != MODE_WATCH || atomic_load(&rt_sarena_serving))
+        return;
+    put_watch_sites(keys, f0, n); /* before serving: no reader yet */
+    atomic_store(&rt_sarena_serving, 1);
 }
 
 void rt_sarena_init(const rt_config *cfg)
@@ -354,12 +371,13 @@ void rt_sarena_init(const rt_config *cfg)
     }
     int planned = atomic_load(&rt_place_on) && rt_plan_in_force.n_sites > 0;
     mode = cfg->arena[0] ? MODE_ALL : planned ? MODE_PLAN : MODE_OFF;
-    if (mode == MODE_OFF && cfg->arena_sites[0]) {
+    int learn = !cfg->arena_sites[0] && cfg->arena_learn > 0;
+    if (mode == MODE_OFF && (cfg->arena_sites[0] || learn)) {
         if (!cfg->output[0]) /* watching is for recordings: nothing to register with */
             return;
         mode = MODE_WATCH;
-    } else if (mode != MODE_OFF && cfg->arena_sites[0])
-        rt_log(1, "OBJTIER_ARENA_SITES ignored: arenas already serve %s",
+    } else if (mode != MODE_OFF && (cfg->arena_sites[0] || learn))
+        rt_log(1, "OBJTIER_ARENA_SITES/LEARN ignored: arenas already serve %s",
                mode == MODE_ALL ? "every call site (OBJTIER_ARENA=all)" : "the plan's sites");
     if (mode == MODE_OFF)
         return;
@@ -379,7 +397,8 @@ void rt_sarena_init(const rt_config *cfg)
     if (rt_modules_range_of((uint64_t)(uintptr_t)&rt_sarena_init, &self_lo, &self_hi) != 0)
         self_lo = self_hi = 0;
     rt_context_unlock();
-    if (mode == MODE_WATCH && (!ip_tab || !stk_tab || take_watch_sites(cfg->arena_sites))) {
+    if (mode == MODE_WATCH &&
+        (!ip_tab || !stk_tab || take_watch_sites(learn ? NULL : cfg->arena_sites, cfg))) {
         rt_log(1, "no watched sites");
         mode = MODE_OFF;
         return;
@@ -390,8 +409,9 @@ void rt_sarena_init(const rt_config *cfg)
         return;
     }
     rt_sarena_alloc_init();
-    rt_log(0, "arenas: %s, %u sites", mode_name(), n_sites);
-    atomic_store(&rt_sarena_serving, 1);
+    rt_log(0, "arenas: %s, %u sites%s", mode_name(), n_sites, learn ? " (learning)" : "");
+    if (!learn)
+        atomic_store(&rt_sarena_serving, 1);
 }
 
 void rt_sarena_site_fork_prepare(void)

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "arena_watch.h"
 #include "arena.h"
+#include "arena_site.h"
+#include "context.h"
 #include "objtier/trace_format.h"
 #include "rt.h"
 #include "writer.h"
@@ -21,6 +23,70 @@ typedef struct chunk {
 static chunk *tab;             /* MAX_CHUNKS, rt_sys_mmap */
 static _Atomic uint64_t n_tab; /* entries written */
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define LEARN_CTX (1u << 16) /* context ids learned: 1 .. LEARN_CTX - 1 */
+
+_Atomic int rt_sarena_learning;
+static _Atomic uint64_t *learn_tab; /* estimated bytes per context id, rt_sys_mmap */
+static _Atomic uint64_t learn_total, learn_top;
+static uint64_t learn_threshold;
+static uint32_t learn_n;
+
+int rt_sarena_learn_init(uint32_t n, uint64_t bytes)
+{
+    learn_tab = rt_sys_mmap(LEARN_CTX * sizeof *learn_tab);
+    if (!learn_tab)
+        return -ENOMEM;
+    learn_n = n < RT_SARENA_MAX_SITES ? n : RT_SARENA_MAX_SITES;
+    learn_threshold = bytes;
+    atomic_store(&rt_sarena_learning, 1);
+    return 0;
+}
+
+/* The learn_n contexts with the most bytes (learning is over: the table is ours alone). */
+static void choose(uint64_t total)
+{
+    uint64_t keys[RT_SARENA_MAX_SITES], f0[RT_SARENA_MAX_SITES];
+    uint32_t n = 0, top = (uint32_t)atomic_load(&learn_top);
+    while (n < learn_n) {
+        uint32_t best = 0;
+        uint64_t most = 0;
+        for (uint32_t c = 1; c <= top; c++) {
+            uint64_t b = atomic_load_explicit(&learn_tab[c], memory_order_relaxed);
+            if (b > most) {
+                most = b;
+                best = c;
+            }
+        }
+        if (!best)
+            break;
+        atomic_store_explicit(&learn_tab[best], 0, memory_order_relaxed);
+        uint64_t k = rt_context_key(best), k0 = rt_context_key_depth(best, 1);
+        if (k && k0) {
+            keys[n] = k;
+            f0[n] = k0;
+            n++;
+        }
+    }
+    rt_log(0, "arenas: watching %u sites learned from %llu estimated bytes of small blocks", n,
+           (unsigned long long)total);
+    if (n)
+        rt_sarena_watch_begin(keys, f0, n);
+}
+
+void rt_sarena_learn(uint32_t ctx, uint64_t est_bytes)
+{
+    if (ctx == 0 || ctx >= LEARN_CTX || !learn_tab)
+        return;
+    atomic_fetch_add_explicit(&learn_tab[ctx], est_bytes, memory_order_relaxed);
+    uint64_t top = atomic_load_explicit(&learn_top, memory_order_relaxed);
+    while (ctx > top && !atomic_compare_exchange_weak(&learn_top, &top, ctx))
+        ;
+    uint64_t total = atomic_fetch_add(&learn_total, est_bytes) + est_bytes;
+    int on = 1;
+    if (total >= learn_threshold && atomic_compare_exchange_strong(&rt_sarena_learning, &on, 0))
+        choose(total); /* one thread, once */
+}
 
 static int hex16(const char *p, uint64_t *out)
 {
@@ -128,6 +194,7 @@ size_t rt_sarena_watch_snapshot(rt_obj *out, size_t cap)
 
 void rt_sarena_watch_fork_child(void)
 {
+    atomic_store(&rt_sarena_learning, 0); /* a child does not learn its parent's sites */
     pthread_mutex_init(&tab_lock, NULL);
     atomic_store(&n_tab, 0);
 }

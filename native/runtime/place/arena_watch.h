@@ -42,6 +42,18 @@ void rt_sarena_watch_chunk(uint32_t s, uint64_t key, uint32_t ctx, void *c, size
 size_t rt_sarena_watch_snapshot(rt_obj *out, size_t cap);
 uint64_t rt_sarena_watch_count(void);
 
+/* Learning (OBJTIER_ARENA_LEARN=N, no sites file): while rt_sarena_learning is 1, each sampled
+ * small block (track.c rt_on_site_alloc) adds its estimated bytes to its context's count; once
+ * OBJTIER_ARENA_LEARN_BYTES were seen, the N contexts with the most bytes become the watched
+ * sites (rt_sarena_watch_begin) and learning stops. Blocks allocated before stay with the
+ * program's allocator. */
+extern _Atomic int rt_sarena_learning;
+int rt_sarena_learn_init(uint32_t n, uint64_t bytes);   /* 0, or -ENOMEM (no learning) */
+void rt_sarena_learn(uint32_t ctx, uint64_t est_bytes); /* rt_guard raised by the caller */
+
+/* arena_site.c: the sites to watch from now on (keys and frame0 keys of n sites). */
+void rt_sarena_watch_begin(const uint64_t *keys, const uint64_t *frame0s, uint32_t n);
+
 /* Forked child: chunks inherited from the parent belong to the parent's trace; the child's
  * table starts empty (its own new chunks are registered and written to its own trace). */
 void rt_sarena_watch_fork_child(void);

@@ -84,10 +84,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "event name, or by default perf mem where the CPU has it, else "
                         "major faults (pageout sampler) or page faults (docs/runtime.md)")
     parser.add_argument("--sites", type=B.int_option(0, 256, "sites"), default=0, metavar="N",
-                        help="serve the N largest small-block sites of --sites-from RUN from "
-                        "arenas of their own while recording, so that the pageout sampler "
-                        "samples their accesses (objtier objects, plan --sites rank them by "
-                        "access; docs/runtime.md \"Watched sites\")")
+                        help="serve the N largest small-block sites (of --sites-from RUN, else "
+                        "learned from the first 4 MiB of small blocks) from arenas of their own "
+                        "while recording, so that the pageout sampler samples their accesses "
+                        "(objtier objects, plan --sites rank them by access; docs/runtime.md "
+                        "\"Watched sites\")")
     parser.add_argument("--sites-from", default=None, metavar="RUN",
                         help="an earlier recording of the same program: where --sites finds "
                         "the largest sites")

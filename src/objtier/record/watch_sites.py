@@ -1,8 +1,11 @@
-"""`objtier record --sites N --sites-from RUN`: watch the N largest small-block sites.
+"""`objtier record --sites N [--sites-from RUN]`: watch the N largest small-block sites.
 
-The sites are the N allocation sites (analysis.sites) with the most estimated peak live bytes in
-RUN, an earlier recording of the same program (same binary, same --stack-depth: sites are keyed
-by calling context). The runtime serves their blocks from segregated arenas while recording
+With RUN, the sites are the N allocation sites (analysis.sites) with the most estimated peak
+live bytes in RUN, an earlier recording of the same program (same binary, same --stack-depth:
+sites are keyed by calling context). Without it the runtime learns them as the recording goes
+(OBJTIER_ARENA_LEARN=N): the N contexts with the most sampled bytes once LEARN_BYTES of small
+blocks were seen (an estimate from 1 in OBJTIER_SITE_PERIOD blocks); blocks allocated before
+that stay with the program's allocator (analysis.site_watch's arena_share says how many). The runtime serves their blocks from segregated arenas while recording
 (OBJTIER_ARENA_SITES, docs/runtime.md "Watched sites") and the pageout sampler arms those arenas'
 pages as one region per site, so that the sites' accesses are sampled like objects' and
 `objtier objects` / `plan --sites` rank them by access (analysis.site_watch). Only those N sites
@@ -19,6 +22,7 @@ from typing import Any, Iterator
 from objtier.errors import UsageError
 
 MAX_WATCHED = 256          # RT_SARENA_MAX_SITES (native/runtime/place/arena_site.h)
+LEARN_BYTES = 4 << 20      # OBJTIER_ARENA_LEARN_BYTES default (native/runtime/core/config.c)
 
 
 def largest_sites(run: Path, n: int) -> list[dict[str, Any]]:
@@ -65,17 +69,19 @@ def watched_sites(n: int, run: str | None, sampler: str, say) -> Iterator[dict[s
             raise UsageError("--sites-from needs --sites N")
         yield {}
         return
+    if sampler != "pageout":
+        say(f"note: only the pageout sampler arms the watched arenas' pages; with --sampler "
+            f"{sampler} only samples that land in them count")
     if not run:
-        raise UsageError("--sites N needs --sites-from RUN: an earlier recording of the same "
-                         "program, whose N largest small-block sites are watched")
+        say(f"watching the {n} small-block site(s) with the most sampled bytes after the first "
+            f"{LEARN_BYTES >> 20} MiB of small blocks (those stay with the program's allocator)")
+        yield {"OBJTIER_ARENA_LEARN": str(n)}
+        return
     sites = largest_sites(Path(run), n)
     if not sites:
         raise UsageError(f"--sites-from {run}: no small-block site with a known context")
     say(f"watching {len(sites)} small-block site(s) of {run} through arenas "
         f"({sum(s['est_peak_bytes'] for s in sites) / 2**20:.1f} MiB peak, estimated)")
-    if sampler != "pageout":
-        say(f"note: only the pageout sampler arms the watched arenas' pages; with --sampler "
-            f"{sampler} only samples that land in them count")
     with tempfile.TemporaryDirectory(prefix="objtier-sites-") as tmp:
         path = Path(tmp) / "sites.txt"
         path.write_text(sites_text(sites))
@@ -91,8 +97,8 @@ def say_watched(output: Path, say) -> None:
         line = watch_line(open_trace(output))
     except (TraceError, OSError):
         return
-    say(line or "watched sites: no watched site got an arena (another binary, other inputs, "
-        "another --stack-depth than the recording they came from?)")
+    say(line or "watched sites: no watched site got an arena (fewer small blocks than the "
+        "learning needs, or another binary, other inputs or --stack-depth than --sites-from's)")
 
 
 def watch_line(trace) -> str | None:
