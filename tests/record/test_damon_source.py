@@ -8,7 +8,8 @@ import subprocess
 
 import numpy as np
 
-from objtier.record.damon_source import ADMIN, PAGE_BYTES, Snapshot, samples_of, unavailable
+from objtier.record.damon_source import (ADMIN, PAGE_BYTES, DamonMonitor, Snapshot, samples_of,
+                                         unavailable)
 from objtier.trace import format as F
 
 from tests.cli.helpers import OBJTIER
@@ -40,6 +41,27 @@ def test_regions_become_weighted_samples_inside_them():
 def test_no_accessed_region_gives_no_sample():
     assert len(samples_of([snapshot(1, [(0x1000, 0x9000, 0, 3)])], tid=1)) == 0
     assert len(samples_of([], tid=1)) == 0
+
+
+def test_a_listing_reads_every_tried_region_as_the_sysfs_tree_lays_it_out(tmp_path):
+    """read_regions against a tree laid out as DAMON's sysfs (kdamonds/0/contexts/0/schemes/0/
+    tried_regions/N/{start,end,nr_accesses,age}, numbers with a newline, total_bytes beside)."""
+    kdamond = tmp_path / "kdamonds" / "0"
+    tried = kdamond / "contexts" / "0" / "schemes" / "0" / "tried_regions"
+    regions = {0: (0x7F0000000000, 0x7F0000100000, 7, 2),
+               1: (0x7F0000100000, 0x7F0000180000, 0, 40),
+               12: (0x7FFF00000000, 0x7FFF00021000, 20, 0)}
+    for n, values in regions.items():
+        (tried / str(n)).mkdir(parents=True)
+        for name, value in zip(("start", "end", "nr_accesses", "age"), values):
+            (tried / str(n) / name).write_text(f"{value}\n")
+    (tried / "total_bytes").write_text("1708032\n")
+    (kdamond / "state").write_text("on\n")
+    snap = DamonMonitor(admin=tmp_path).read_regions()
+    assert (kdamond / "state").read_text() == "update_schemes_tried_regions\n"
+    got = sorted(zip(snap.start.tolist(), snap.end.tolist(), snap.nr_accesses.tolist(),
+                     snap.age.tolist()))
+    assert got == sorted(regions.values())
 
 
 def test_record_refuses_in_one_line_or_records_where_damon_is_free(tmp_path):

@@ -17,6 +17,10 @@ and changes nothing; writing `update_schemes_tried_regions` to the kdamond's sta
 to list the regions the scheme was tried on (all of them) in schemes/0/tried_regions/N/ —
 start, end (bytes, end exclusive), nr_accesses, age (aggregation intervals since the region's
 access frequency last changed). objtier reads that list about once per aggregation interval.
+MIN_REGIONS (100) bounds a region to a hundredth of the monitored space (DAMON merges adjacent
+regions only up to that size), so that objects of a few hundred KiB get regions of their own;
+the list is read with one os.read per file, since in the QEMU guest (TCG) reading it costs more
+than the aggregation interval (bench/damon_source_accuracy.py measured both).
 
 Samples (SAMPLE records, source OT_SRC_DAMON, in damon-<pid>.otr, a file of imported samples
 that replaces the runtime's as perf's does): a region with nr_accesses > 0 in a snapshot is cut
@@ -28,6 +32,7 @@ figure from these samples is an estimate (DAMON samples one page per region per 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,7 +48,7 @@ ADMIN = Path("/sys/kernel/mm/damon/admin")
 SAMPLE_US = 5_000             # DAMON's sampling interval [us]
 AGGR_US = 100_000             # aggregation interval [us]: nr_accesses is 0..AGGR_US/SAMPLE_US
 UPDATE_US = 1_000_000         # how often DAMON re-reads the target's mappings [us]
-MIN_REGIONS, MAX_REGIONS = 10, 1000
+MIN_REGIONS, MAX_REGIONS = 100, 1000
 CHUNK_BYTES = 64 << 10        # most bytes one sample stands for
 PAGE_BYTES = 4096
 U32_MAX = (1 << 32) - 1
@@ -180,12 +185,9 @@ class DamonMonitor:
         self._write("state", "update_schemes_tried_regions", base=self._kdamond)
         now = time.monotonic_ns()
         tried = self._context / "schemes" / "0" / "tried_regions"
-        rows = []
-        for region in tried.iterdir():
-            if not region.name.isdigit():
-                continue
-            rows.append(tuple(int((region / name).read_text())
-                              for name in ("start", "end", "nr_accesses", "age")))
+        rows = [tuple(_read_int(f"{tried}/{name}/{field}")
+                      for field in ("start", "end", "nr_accesses", "age"))
+                for name in os.listdir(tried) if name.isdigit()]
         table = np.array(rows, dtype=np.uint64).reshape(-1, 4)
         return Snapshot(time_ns=now, start=table[:, 0], end=table[:, 1],
                         nr_accesses=table[:, 2].astype(np.uint32),
@@ -211,6 +213,16 @@ class DamonMonitor:
                 self._write("kdamonds/nr_kdamonds", 0, base=self.admin)
             except OSError as error:
                 self.errors.append(f"could not remove objtier's kdamond: {error}")
+
+
+def _read_int(path: str) -> int:
+    """One sysfs number; os.open/os.read, not Path.read_text: a listing reads 4 files per
+    region, and under TCG the text layer's cost per file made listings seconds apart."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return int(os.read(fd, 64))
+    finally:
+        os.close(fd)
 
 
 def samples_of(snapshots: list[Snapshot], tid: int,
