@@ -57,6 +57,11 @@ def test_objects_cover_their_share_and_the_rest_is_split(compile_c, tmp_path):
     assert "heap in small blocks" in line and "(estimate)" in line
     d = c.as_dict()
     assert d["covered_share"] == c.share and d["parts_bytes"]["small"] == c.parts["small"]
+    # objects and sites together: most of the footprint, more of its anonymous memory
+    assert 0.8 < c.with_sites_share <= 1.0 and c.with_sites_share > c.share + 0.4
+    assert c.anonymous_share >= c.with_sites_share
+    assert f"objects and sites about {c.with_sites_share:.1%} of the footprint" in line
+    assert d["with_sites_share_estimated"] == c.with_sites_share
 
 
 def test_footprint_measured_elsewhere(compile_c, tmp_path):

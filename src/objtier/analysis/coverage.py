@@ -73,6 +73,27 @@ class Coverage:
             return None
         return self.footprint_bytes - self.covered_bytes
 
+    @property
+    def with_sites_share(self) -> float | None:
+        """Fraction of the footprint the tracked objects and the sampled small-block sites
+        cover together (an estimate: sites are sampled; never above 1); None without a
+        footprint or without sites."""
+        if not self.footprint_bytes or self.sites_bytes is None:
+            return None
+        return min(self.covered_bytes + self.sites_bytes, self.footprint_bytes) / \
+            self.footprint_bytes
+
+    @property
+    def anonymous_share(self) -> float | None:
+        """with_sites_share over the memory objects and sites can hold: the footprint less
+        code and mapped files and shared memory (parts `file`, `shmem`); None where unknown."""
+        if self.with_sites_share is None or "file" not in self.parts:
+            return None
+        anonymous = self.footprint_bytes - self.parts.get("file", 0) - self.parts.get("shmem", 0)
+        if anonymous <= 0:
+            return None
+        return min(self.covered_bytes + self.sites_bytes, anonymous) / anonymous
+
     def as_dict(self) -> dict:
         """JSON-ready (summary.json's `coverage`)."""
         return {"footprint_bytes": self.footprint_bytes, "basis": self.basis,
@@ -80,6 +101,8 @@ class Coverage:
                 "outside_bytes": self.outside_bytes, "peak_s": self.peak_s,
                 "parts_bytes": dict(self.parts), "page_cache_bytes": self.page_cache_bytes,
                 "sites_bytes_estimated": self.sites_bytes,
+                "with_sites_share_estimated": self.with_sites_share,
+                "anonymous_with_sites_share_estimated": self.anonymous_share,
                 "unwatched_by": self.unwatched_by or None,
                 "watched_sites_bytes": self.watched_sites_bytes}
 
@@ -279,6 +302,9 @@ def coverage_line(c: Coverage) -> str:
         text += f"; {_mib(c.outside_bytes)} outside them"
     if c.sites_bytes is not None:
         text += f"; sampled small-block sites about {_mib(c.sites_bytes)} (estimate)"
+        text += f"; objects and sites about {c.with_sites_share:.1%} of the footprint"
+        if c.anonymous_share is not None:
+            text += f", {c.anonymous_share:.1%} of its anonymous memory"
     if c.page_cache_bytes is not None:
         text += f"; page cache {_mib(c.page_cache_bytes)} (not in the footprint)"
     if c.unwatched_by and c.outside_bytes:
