@@ -489,7 +489,7 @@ typedef struct ot_site_free_record {
 _Static_assert(sizeof(ot_site_free_record) == 32, "ot_site_free_record is 32 bytes");
 
 /* Watched allocation sites ---------------------------------------------------
- * With OBJTIER_ARENA_SITES (docs/runtime.md "Watched sites"), the blocks of a few chosen sites
+ * With OBJTIER_ARENA_SITES (docs/watched-sites.md), the blocks of a few chosen sites
  * are served from segregated arena chunks while recording, and the window samplers that scan
  * pages (pageout) arm those chunks as they arm objects' pages. A SITE_REGION record is written
  * when a site gets a chunk; the chunk stays the site's to the end of the process (arena memory

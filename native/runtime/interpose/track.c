@@ -88,7 +88,9 @@ void rt_on_site_alloc(void *addr, uint64_t size, uint16_t kind)
     rt_tbuf *t = rt_thread_buffers(0);
     if (t)
         rt_append(&rt_w, t, RT_BUF_SITE_ALLOC, &r, 0);
-    if (RT_UNLIKELY(atomic_load_explicit(&rt_sarena_learning, memory_order_relaxed)))
+    /* a realloc's new block is never served from an arena (its site cannot be watched) */
+    if (RT_UNLIKELY(atomic_load_explicit(&rt_sarena_learning, memory_order_relaxed)) &&
+        kind != OT_ALLOC_REALLOC)
         rt_sarena_learn(r.context, size * rt_site_period); /* arena_watch.h */
     rt_guard--;
 }

@@ -3,7 +3,7 @@
  * are registered with the window samplers that scan pages (sampler_scan.h), each site's
  * chunks as one object-like region of seq OT_SITE_REGION_SEQ_BASE + site, and each chunk is
  * written to the trace as a SITE_REGION record (trace_format.h "Watched allocation sites").
- * docs/runtime.md, "Watched sites".
+ * docs/watched-sites.md.
  *
  * Invariants
  *   - The chunk table is append-only: an entry is written before the count is raised

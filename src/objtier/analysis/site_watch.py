@@ -1,6 +1,6 @@
 """Watched allocation sites: sampled access to small-block sites measured through their arenas.
 
-`objtier record --sites N` (OBJTIER_ARENA_SITES, docs/runtime.md "Watched sites") serves the
+`objtier record --sites N` (OBJTIER_ARENA_SITES, docs/watched-sites.md) serves the
 blocks of N chosen sites from segregated arena chunks while recording, and the pageout sampler
 arms those chunks' pages as it arms objects' pages: each site's chunks are one object-like
 region (SITE_REGION records, trace_format.h), its WINDOW records carry the region's seq, and a

@@ -87,8 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve the N largest small-block sites (of --sites-from RUN, else "
                         "learned from the first 4 MiB of small blocks) from arenas of their own "
                         "while recording, so that the pageout sampler samples their accesses "
-                        "(objtier objects, plan --sites rank them by access; docs/runtime.md "
-                        "\"Watched sites\")")
+                        "(objtier objects, plan --sites rank them by access; "
+                        "docs/watched-sites.md)")
     parser.add_argument("--sites-from", default=None, metavar="RUN",
                         help="an earlier recording of the same program: where --sites finds "
                         "the largest sites")

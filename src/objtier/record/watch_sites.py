@@ -6,7 +6,7 @@ sites are keyed by calling context). Without it the runtime learns them as the r
 (OBJTIER_ARENA_LEARN=N): the N contexts with the most sampled bytes once LEARN_BYTES of small
 blocks were seen (an estimate from 1 in OBJTIER_SITE_PERIOD blocks); blocks allocated before
 that stay with the program's allocator (analysis.site_watch's arena_share says how many). The runtime serves their blocks from segregated arenas while recording
-(OBJTIER_ARENA_SITES, docs/runtime.md "Watched sites") and the pageout sampler arms those arenas'
+(OBJTIER_ARENA_SITES, docs/watched-sites.md) and the pageout sampler arms those arenas'
 pages as one region per site, so that the sites' accesses are sampled like objects' and
 `objtier objects` / `plan --sites` rank them by access (analysis.site_watch). Only those N sites
 are served from arenas; every other block stays with the program's allocator.
