@@ -166,3 +166,19 @@ def test_sites_file_errors(hot_cold, tmp_path):
     assert run.returncode == 0 and run.stdout == plain([hot_cold, "1000", "2"]).stdout
     assert "is not `KEY FRAME0`" in run.stderr
     assert not has_watched_sites(open_trace(tmp_path / "z.otr"))
+
+
+def test_watched_sites_under_a_sampler_that_arms_nothing(hot_cold, tmp_path):
+    """Watched with a sampler that arms no page (none): the sites are in arenas (watched) but
+    unarmed (no touch rate), and the plan's --sites, with no access to rank by, chooses no fast
+    site, as from any recording without samples of small blocks."""
+    out = tmp_path / "unarmed.otr"
+    run = objtier("record", "--sampler", "none", "--sites", "2", "-q", "-o", out, "--",
+                  hot_cold, ROWS, "2")
+    assert run.returncode == 0, run.stderr[-800:]
+    rows = site_table(open_trace(out)).to_pylist()
+    assert any(r["watched"] and r["touch_rate"] is None for r in rows)
+    plan = objtier("plan", out, "--fast", "8M", "--sites", "1", "-o", tmp_path / "plan.json")
+    assert plan.returncode == 0, plan.stderr[-800:]
+    assert not [s for s in json.loads((tmp_path / "plan.json").read_text()).get("sites") or []
+                if s["tier"] == "fast"]

@@ -160,11 +160,12 @@ def access_per_byte(row: dict) -> float:
 
 
 def rank_by_access(table: pa.Table) -> pa.Table:
-    """The watched sites of a site table, most estimated touches per byte first (then larger
-    first); the unwatched ones follow in the table's order."""
+    """The watched sites of a site table whose arena scan windows armed, most estimated
+    touches per byte first (then larger first); the others follow in the table's order."""
     if not table.num_rows or "watched" not in table.column_names:
         return table
-    watched = column(table, "watched", bool)
+    watched = column(table, "watched", bool) & ~np.asarray(
+        table.column("touch_rate").is_null().to_numpy(zero_copy_only=False), bool)
     rows = np.flatnonzero(watched)
     est = np.nan_to_num(np.asarray(table.column("est_touches").to_numpy(zero_copy_only=False),
                                    np.float64))

@@ -64,7 +64,9 @@ def choose_sites(traces: list[Any], hot: int, cold: int) -> list[dict[str, Any]]
             if not key or not f0 or r["est_peak_bytes"] <= 0:
                 continue
             old = rows.get(key)
-            watched = bool(r.get("watched"))
+            # measured: its arena's pages were armed by scan windows (pageout); a watched
+            # site with no window (another sampler) is ranked by its samples, as any other
+            watched = bool(r.get("watched")) and r.get("touch_rate") is not None
             if old is None:
                 old = rows[key] = {"context_key": key, "frame0_key": f0,
                                    "est_peak_bytes": 0, "est_samples": 0, "label": r["label"],
