@@ -118,15 +118,16 @@ def watch_columns(trace, table: pa.Table) -> dict[str, pa.Array]:
     watched_s = np.zeros(n)
     touches = np.zeros(n)
     if windows.num_rows:
-        seq_row = {(int(p), int(s)): int(r) for p, s, r in zip(
-            r_pid[known], column(regions, "seq", np.uint64)[known], region_row[known])}
-        w_pid = column(windows, "pid", np.uint32)
-        w_seq = column(windows, "alloc_seq", np.uint64)
-        cand = np.flatnonzero(np.isin(w_seq, np.unique(column(regions, "seq", np.uint64))))
-        w_row = np.array([seq_row.get((int(w_pid[i]), int(w_seq[i])), -1) for i in cand],
-                         np.int64)
-        ok = w_row >= 0
-        idx, w_row = cand[ok], w_row[ok]
+        # (pid, region seq) -> site row, as objects' (pid << 40 | seq; region seqs < 2^40)
+        r_keys = (r_pid[known].astype(np.uint64) << np.uint64(40)) | \
+            column(regions, "seq", np.uint64)[known]
+        r_keys, first = np.unique(r_keys, return_index=True)
+        r_rows = region_row[known][first]
+        w_keys = (column(windows, "pid", np.uint64) << np.uint64(40)) | \
+            column(windows, "alloc_seq", np.uint64)
+        at = np.minimum(np.searchsorted(r_keys, w_keys), len(r_keys) - 1)
+        idx = np.flatnonzero(r_keys[at] == w_keys)
+        w_row = r_rows[at[idx]]
         w_pages = column(windows, "pages", np.float64)[idx]
         w_touched = column(windows, "touched", np.float64)[idx]
         exposure = (column(windows, "touched_ns", np.float64)[idx]
