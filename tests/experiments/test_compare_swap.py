@@ -346,3 +346,40 @@ def test_stat_flush_off_is_warned_before_anything_runs(tmp_path, compile_c):
     assert run.returncode != 0 and len(lines) == 2, run.stderr
     assert "--stat-flush 0" in lines[0] and "ratios are not fair" in lines[0]
     assert "footprint too small" in lines[1]
+
+
+# 48 MiB in 4 KiB blocks (all below --min-size): no tracked object, so no plan can act.
+SMALL_BLOCKS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(void) {
+    enum { N = 12288, B = 4096 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) { blocks[i] = malloc(B); memset(blocks[i], i, B); }
+    long sum = 0;
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < N; i++) sum += blocks[i][(round * 64) % B];
+    printf("FOM small=%ld sum time=0.1\n", sum);
+    return 0;
+}
+"""
+
+
+def test_a_plan_that_does_nothing_runs_the_program_alone(compile_c, tmp_path):
+    """When the plan locks nothing and moves nothing (here: no object at all), the objtier
+    arm runs the program without the runtime, so that it is exactly the kernel's run."""
+    exe = compile_c(SMALL_BLOCKS, "small_blocks")
+    out = tmp_path / "out"
+    said = []
+    settings = CompareSettings(local="70%", repeat=1, profiles=1, output=out)
+    result = run_compare([str(exe)], settings, say=said.append)
+    assert all(r.ok for r in result.rows)
+    assert any("leaves the program to the kernel" in line for line in said), said
+    plan = json.loads((out / "plan.json").read_text())
+    assert not [e for e in plan["entries"] if e["tier"] in ("fast", "split")]
+    with open(out / "compare.csv") as f:
+        rows = list(csv.DictReader(f))
+    objtier_rows = [r for r in rows if r["config"] == "objtier"]
+    assert objtier_rows and all(r["objects_matched"] == "" for r in objtier_rows)
+    assert not list((out / "runs").glob("*objtier*.otr"))     # no runtime, no trace

@@ -387,7 +387,10 @@ def run_compare(command: list[str], settings: CompareSettings,
     plan, limit, margin = plan_profile(profiles, command, settings, footprint, local)
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
     guarded = settings.guard and enforce.locks_something(plan)  # the objtier arm's guard
-    if settings.guard and not guarded:
+    if not enforce.acts(plan):
+        say("the plan leaves the program to the kernel (nothing locked, no large folios): "
+            "the objtier arm runs it without the runtime")
+    elif settings.guard and not guarded:
         say("the plan locks nothing: the objtier arm runs without the pressure guard")
     phases = plan.get("phases", [])      # the whole program "*" and the marked phases
     own = [p["name"] for p in phases if p["name"] == p["target"]]
@@ -424,7 +427,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                 order = len(rows) + 1
                 say(f"run {order}/{len(arms) * settings.repeat}: {config} #{i}")
                 env = trace_dir = spool = None
-                if config.startswith("objtier"):
+                if config.startswith("objtier") and enforce.acts(plan):
                     trace_dir = runs_dir / f"{order:02d}-{config}-{i}.otr"
                     trace_dir.mkdir(mode=0o700)
                     spool = Spool(trace_dir)
@@ -450,6 +453,9 @@ def run_compare(command: list[str], settings: CompareSettings,
                     plan, limit, margin = plan_profile(profiles, command, settings, footprint,
                                                        local, calibrate_to=kernel_swapins(row))
                     guarded = settings.guard and enforce.locks_something(plan)
+                    if not enforce.acts(plan):
+                        say("the plan now leaves the program to the kernel: the objtier arm "
+                            "runs it without the runtime")
                     fit = plan["model"].get("calibration", {})
                     if plan["model"].get("why_not"):
                         say(f"model checked on kernel run 1 ({kernel_swapins(row):,} swap-ins "

@@ -154,6 +154,9 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                     footprint, local_bytes)
                 plans[local] = (plan, limit, pdir)
                 say(f"plan for {local}: mlock limit {limit >> 20} MiB (margin {margin >> 20} MiB)")
+                if not enforce.acts(plan):
+                    say(f"the plan for {local} leaves the program to the kernel: the objtier "
+                        f"arms run it without the runtime")
         runs = output / "runs"
         runs.mkdir(mode=0o700)
         arms = list(settings.arms)
@@ -166,7 +169,7 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                     stem = runs / f"{order:03d}-{local.rstrip('%')}-{arm}-{i}"
                     env = dict(settings.env)
                     trace_dir = None
-                    if arm.startswith("objtier"):
+                    if arm.startswith("objtier") and enforce.acts(plans[local][0]):
                         plan, limit, pdir = plans[local]
                         trace_dir = stem.with_suffix(".otr")
                         trace_dir.mkdir(mode=0o700)
