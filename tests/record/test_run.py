@@ -210,6 +210,25 @@ def test_a_plan_that_locks_nothing_runs_without_the_guard(hot_fast_plan, hotcold
 
 
 @pytest.mark.root
+def test_a_plan_that_does_nothing_runs_the_program_alone(hot_fast_plan, hotcold, tmp_path):
+    """Under --local without -o, a plan that locks nothing and moves nothing runs the program
+    without the runtime (as compare's objtier arm does): no trace, same output."""
+    plan = json.loads(hot_fast_plan.read_text())
+    for entry in plan["entries"]:
+        entry["tier"], entry["fast_bytes"] = "slow", 0
+    plan.pop("large_folios", None)
+    all_slow = tmp_path / "all-slow.json"
+    all_slow.write_text(json.dumps(plan))
+    run = objtier("run", "--plan", str(all_slow), "--local", "24M", "--", str(hotcold), "8",
+                  "24", "2")
+    assert run.returncode == 0, run.stderr
+    assert "it runs without the runtime" in run.stderr, run.stderr
+    assert "matched the plan" not in run.stderr and "Traceback" not in run.stderr
+    plain = subprocess.run([str(hotcold), "8", "24", "2"], capture_output=True, text=True)
+    assert re.sub(r"\d+\.\d+", "T", run.stdout) == re.sub(r"\d+\.\d+", "T", plain.stdout)
+
+
+@pytest.mark.root
 def test_pressure_advice_on_a_pages_object_goes_between_its_ranges(hot_fast_plan, hotcold,
                                                                   tmp_path):
     """The cold array as a `pages` entry with 64 locked ranges: under pressure the guard

@@ -141,11 +141,16 @@ def run(args: argparse.Namespace) -> int:
                                    pressure_guard=guarded,
                                    large_folios=folio_size is not None,
                                    follow_forks=args.follow_forks)
-        env = runtime_env(settings.settings())
+        # on the swap tier a plan that does nothing runs the program alone, as compare does
+        alone = local is not None and not enforce.acts(plan) and not args.output
+        env = None if alone else runtime_env(settings.settings())
         if local is not None:
             say(f"local memory {local >> 20} MiB (memory cgroup + {args.swap} swap), "
                 f"at most {limit >> 20} MiB locked ({margin >> 20} MiB margin)")
-            if args.guard and not guarded:
+            if alone:
+                say("the plan leaves the program to the kernel (nothing locked, no large "
+                    "folios): it runs without the runtime, as compare's objtier arm does")
+            elif args.guard and not guarded:
                 say("the plan locks nothing: no pressure guard")
             if folio:
                 say(f"{len(plan['large_folios'])} swept object(s) swapped in "
@@ -180,8 +185,8 @@ def run(args: argparse.Namespace) -> int:
             say(stats_line(reader.stats))
         if args.follow_forks:
             _say_processes(plan, output, say, warn)
-        found = enforce.read_enforcement(plan, output)
-        for text in enforce.enforcement_warnings(plan, found, supported):
+        found = None if alone else enforce.read_enforcement(plan, output)
+        for text in [] if alone else enforce.enforcement_warnings(plan, found, supported):
             warn(text)
         if found is not None:
             folios = (f"{found.large_folio_bytes >> 20} MiB on large folios, "
