@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import time
 from dataclasses import dataclass
@@ -143,7 +144,7 @@ class ZramSwap:
         if algorithm in algorithms.split():
             (self.sysfs / "comp_algorithm").write_text(algorithm)
         (self.sysfs / "disksize").write_text(str(size_bytes))
-        _run(["mkswap", str(self.device)])
+        write_swap_header(str(self.device), size_bytes)
         # set before swapon: a signal that lands while swapon runs must still lead to swapoff
         # (swapoff of a device that is not on fails quietly)
         self.swapped_on = True
@@ -164,6 +165,29 @@ class ZramSwap:
 
 
 SWAP_FLAG_PREFER = 0x8000     # swapon(2): the priority is in the low 15 bits
+
+
+def write_swap_header(device: str, size_bytes: int) -> None:
+    """What mkswap(8) writes on a new, zero-filled device, without starting a process: the
+    first page holds the version-1 swap header (union swap_header in include/linux/swap.h:
+    1024 boot bytes, version 1, last page, no bad pages, a UUID, no label) and ends with the
+    "SWAPSPACE2" magic."""
+    import uuid
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    last_page = size_bytes // page - 1
+    if last_page < 10:
+        raise EnvironmentProblem(f"{device} is too small for swap ({size_bytes} bytes)")
+    header = bytearray(page)
+    header[1024:1036] = struct.pack("<III", 1, last_page, 0)
+    header[1036:1052] = uuid.uuid4().bytes
+    header[page - 10:] = b"SWAPSPACE2"
+    fd = os.open(device, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.pwrite(fd, bytes(header), 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _libc():
