@@ -132,16 +132,15 @@ def test_an_error_after_release_still_waits_for_the_removal(private_state):
     assert active() <= before and zram_devices() <= devices
 
 
-def test_a_failed_set_up_leaves_no_device(private_state, monkeypatch):
-    """mkswap is not found (PATH without it): the zram device just added is removed again and
-    no state file names it."""
-    devices = zram_devices()
-    monkeypatch.setenv("PATH", str(private_state.parent / "empty-bin"))
-    with pytest.raises(Exception, match="mkswap"):
+def test_a_failed_set_up_leaves_no_device(private_state):
+    """The state file cannot be written (a directory is in its way) once the zram device is
+    up: the device is removed again before the error reaches the recording."""
+    devices, before = zram_devices(), active()
+    (private_state / "sampler-swap").mkdir(parents=True)
+    with pytest.raises(OSError):
         with S.sampler_swap("pageout", lambda text: None):
             pass
-    assert zram_devices() <= devices
-    assert not (private_state / "sampler-swap").exists()
+    assert zram_devices() <= devices and active() <= before
 
 
 def test_ctrl_c_during_set_up_leaves_no_device(private_state):

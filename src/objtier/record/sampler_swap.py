@@ -92,10 +92,12 @@ class _Lease:
             undo = Restorer()  # not entered: holds the creation's undo until the device is up
             try:
                 zram = ZramSwap(size_bytes, undo, priority=0)
+                (self.run_dir / STATE).write_text(f"{zram.index}\n")  # names it for leave()
             except BaseException:
                 undo.restore()
+                with contextlib.suppress(OSError):   # it must not name a removed device
+                    (self.run_dir / STATE).unlink()
                 raise
-            (self.run_dir / STATE).write_text(f"{zram.index}\n")
             say(f"temporary swap device {zram.device} (zram, removed at exit, or by the last "
                 f"recording using it)")
         finally:
