@@ -12,6 +12,12 @@
 
     .venv/bin/python bench/record_fixed_cost.py [--repeat 5] [--passes 40] [--mib 256]
         [--sampler auto] [--threads 1,2] [--skip-programs] [--results-dir DIR] [--no-results]
+        [--baseline DIR]
+
+--baseline DIR: the `record -- true` rows once more with the objtier sources of DIR (DIR/src,
+e.g. `git archive <commit> src | tar -x -C DIR`), interleaved with this tree's runs, so that
+before and after are measured in the same conditions (the same native runtime: this tree's,
+or OBJTIER_NATIVE_DIR's).
 
 Also writes a results file (objtier.bench_results) to bench/results/: every run's times.
 """
@@ -64,11 +70,12 @@ int main(int argc, char **argv) {
 """
 
 
-def timed(command: list[str]) -> tuple[float, float, str]:
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """(wall s, CPU s of the process tree, stderr) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    run = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env=env)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -152,6 +159,8 @@ def main() -> int:
     parser.add_argument("--sampler", default="auto")
     parser.add_argument("--threads", default="1,2", help="program variants: threads, e.g. 1,2")
     parser.add_argument("--skip-programs", action="store_true")
+    parser.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                        help="also time `record -- true` with the sources in DIR/src")
     bench_results.add_arguments(parser)
     args = parser.parse_args()
     load = os.getloadavg()
@@ -168,20 +177,28 @@ def measure(args, load, found: dict) -> int:
     print(f"# objtier record: fixed cost and overhead — {platform.node()}, {os.cpu_count()} CPUs, "
           f"kernel {platform.release()}, {datetime.datetime.now():%Y-%m-%d %H:%M}, load "
           f"{load[0]:.1f}; medians of {args.repeat} runs\n")
+    swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    if swaps:   # pageout then uses it (or joins it): no temporary device is set up or removed
+        print(f"(swap active at the start: {', '.join(line.split()[0] for line in swaps)})\n")
     with tempfile.TemporaryDirectory(prefix="objtier-fixed-") as tmp:
         work = Path(tmp)
         print("## `record -- true`\n")
         print("| command | wall s | CPU s |")
         print("|---|---:|---:|")
-        rows = {"true": ["true"]}
+        rows: dict[str, tuple[list[str], dict[str, str] | None]] = {"true": (["true"], None)}
+        trees = {"": None}
+        if args.baseline:
+            trees[" (baseline)"] = {**os.environ,
+                                    "PYTHONPATH": str(args.baseline.resolve() / "src")}
         for sampler in dict.fromkeys([args.sampler, "none"]):
-            rows[f"record --sampler {sampler} -- true"] = [
-                str(OBJTIER), "record", "-q", "--sampler", sampler, "-o", str(work / "t.otr"),
-                "-f", "--", "true"]
+            for suffix, env in trees.items():
+                rows[f"record --sampler {sampler} -- true{suffix}"] = ([
+                    str(OBJTIER), "record", "-q", "--sampler", sampler, "-o",
+                    str(work / "t.otr"), "-f", "--", "true"], env)
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
         for _ in range(args.repeat):
-            for name, command in rows.items():
-                results[name].append(timed(command)[:2])
+            for name, (command, env) in rows.items():
+                results[name].append(timed(command, env)[:2])
         found["true"] = results
         for name, runs in results.items():
             print(f"| {name} | {median([w for w, _ in runs]):.3f} | "
