@@ -172,15 +172,15 @@ def write_swap_header(device: str, size_bytes: int) -> None:
     first page holds the version-1 swap header (union swap_header in include/linux/swap.h:
     1024 boot bytes, version 1, last page, no bad pages, a UUID, no label) and ends with the
     "SWAPSPACE2" magic."""
-    import uuid
-
     page = os.sysconf("SC_PAGE_SIZE")
     last_page = size_bytes // page - 1
     if last_page < 10:
         raise EnvironmentProblem(f"{device} is too small for swap ({size_bytes} bytes)")
     header = bytearray(page)
     header[1024:1036] = struct.pack("<III", 1, last_page, 0)
-    header[1036:1052] = uuid.uuid4().bytes
+    uuid = bytearray(os.urandom(16))   # a version-4 UUID (module uuid costs 4 ms to import)
+    uuid[6], uuid[8] = (uuid[6] & 0x0F) | 0x40, (uuid[8] & 0x3F) | 0x80
+    header[1036:1052] = uuid
     header[page - 10:] = b"SWAPSPACE2"
     fd = os.open(device, os.O_WRONLY | os.O_CLOEXEC)
     try:
