@@ -17,10 +17,10 @@ and changes nothing; writing `update_schemes_tried_regions` to the kdamond's sta
 to list the regions the scheme was tried on (all of them) in schemes/0/tried_regions/N/ —
 start, end (bytes, end exclusive), nr_accesses, age (aggregation intervals since the region's
 access frequency last changed). objtier reads that list about once per aggregation interval.
-MIN_REGIONS (100) bounds a region to a hundredth of the monitored space (DAMON merges adjacent
-regions only up to that size), so that objects of a few hundred KiB get regions of their own;
-the list is read with one os.read per file, since in the QEMU guest (TCG) reading it costs more
-than the aggregation interval (bench/damon_source_accuracy.py measured both).
+The list is read with one os.read per file: in the QEMU guest (TCG) reading it costs more than
+the aggregation interval. MIN_REGIONS stays 10: 100 (regions of at most a hundredth of the
+space) ranked objects no better there (bench/damon_source_accuracy.py) and cost listings and
+sampling fidelity (the kdamond checks more pages per interval).
 
 Samples (SAMPLE records, source OT_SRC_DAMON, in damon-<pid>.otr, a file of imported samples
 that replaces the runtime's as perf's does): a region with nr_accesses > 0 in a snapshot is cut
@@ -48,7 +48,7 @@ ADMIN = Path("/sys/kernel/mm/damon/admin")
 SAMPLE_US = 5_000             # DAMON's sampling interval [us]
 AGGR_US = 100_000             # aggregation interval [us]: nr_accesses is 0..AGGR_US/SAMPLE_US
 UPDATE_US = 1_000_000         # how often DAMON re-reads the target's mappings [us]
-MIN_REGIONS, MAX_REGIONS = 100, 1000
+MIN_REGIONS, MAX_REGIONS = 10, 1000
 CHUNK_BYTES = 64 << 10        # most bytes one sample stands for
 PAGE_BYTES = 4096
 U32_MAX = (1 << 32) - 1
