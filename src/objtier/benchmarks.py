@@ -57,6 +57,10 @@ BENCHMARKS: list[Benchmark] = [
     Benchmark("perf_source_accuracy", "how well do perf-sourced recordings rank objects "
               "against the exact trace, and what does --with-perf cost?", "--repeats 3",
               _STDOUT, "real, estimated"),
+    Benchmark("damon_source_accuracy", "how well do DAMON-sourced recordings (record --sampler "
+              "damon, in the guest) rank objects against the exact trace, and what do they "
+              "cost?", "--repeats 3", _STDOUT,
+              "real, estimated (Spearman vs exact); emulated (times)", "root, the QEMU guest"),
     Benchmark("arena_cost", "what do segregated arenas cost on the malloc path and in memory, "
               "and does a locked hot small-block site help under run --local?",
               "cost --repeats 3; rss --repeats 3; swap --repeats 3", _STDOUT, "real",
