@@ -461,10 +461,12 @@ def run_compare(command: list[str], settings: CompareSettings,
                         say(f"model checked on kernel run 1 ({kernel_swapins(row):,} swap-ins "
                             f"measured): {plan['model']['why_not']} (was '{old}')")
                     else:
+                        scale = (f"; every prediction then scaled by {fit['scale']:.2f} to "
+                                 f"the run's level" if fit.get("scale") else "")
                         say(f"model calibrated on kernel run 1 ({kernel_swapins(row):,} "
-                            f"swap-ins measured, {fit.get('kernel_before', 0):,} predicted): "
-                            f"plan '{plan['model']['chosen']}' (was '{old}'), budget "
-                            f"{limit >> 20} MiB")
+                            f"swap-ins measured, {fit.get('kernel_before', 0):,} predicted"
+                            f"{scale}): plan '{plan['model']['chosen']}' (was '{old}'), "
+                            f"budget {limit >> 20} MiB")
                 if spare is None and config == "baseline":
                     spare = decide_spare(settings.spare_reclaim, tier, unlimited, plan, row)
                     say(f"spare-CPU reclaim {'on' if spare.use else 'off'} for the objtier "

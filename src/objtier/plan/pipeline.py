@@ -629,6 +629,10 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
     choice = by_model.choose(placed, curves, page, memory.local_bytes, memory.other_bytes,
                              (rules.algorithm, limit, rules), extra, cap,
                              keep_rules=not memory.choose)
+    if calibration:
+        choice, scale = by_model.scaled(choice, measured)
+        if scale != 1.0:
+            calibration["scale"] = round(scale, 4)
     return (replace(choice, calibration=calibration) if calibration else choice), None
 
 
