@@ -41,9 +41,7 @@ BENCHMARKS: list[Benchmark] = [
               "root, bench/third_party/setup.sh"),
     Benchmark("compare_swap_guest", "does it in the guest, against MGLRU, DAMON_RECLAIM, PSI "
               "reclaim and DAMOS pageout?", "--local 50% --repeat 3", "bench-out/compare-guest/",
-              "emulated", "root, the QEMU guest",
-              pending="no guest run with the model's planner (2026-12-01: the testbed was not "
-              "set up on this machine; its TCG runs take hours for the suite)"),
+              "emulated", "root, the QEMU guest"),
     Benchmark("model_error", "how far are the kernel model's predicted swap-ins from the "
               "measured ones?", "DIR... (compare outputs)", _STDOUT, "estimated vs real"),
     Benchmark("record_fixed_cost", "what does recording cost: fixed start-up and per-program "
