@@ -8,8 +8,8 @@ import subprocess
 
 import numpy as np
 
-from objtier.record.damon_source import (ADMIN, PAGE_BYTES, DamonMonitor, Snapshot, samples_of,
-                                         unavailable)
+from objtier.record.damon_source import (ADMIN, PAGE_BYTES, DamonMonitor, Snapshot, _running,
+                                         samples_of, unavailable)
 from objtier.trace import format as F
 
 from tests.cli.helpers import OBJTIER
@@ -73,7 +73,7 @@ def test_record_refuses_in_one_line_or_records_where_damon_is_free(tmp_path):
     out = tmp_path / "d.otr"
     marker = tmp_path / "ran"
     done = subprocess.run([str(OBJTIER), "record", "--sampler", "damon", "-o", str(out), "--",
-                           "sh", "-c", f"touch {marker}"], capture_output=True, text=True,
+                           "sh", "-c", f"touch {marker}; sleep 1"], capture_output=True, text=True,
                           timeout=120)
     after = nr.read_text() if nr.exists() else None
     assert after == before                            # DAMON's sysfs left as found
@@ -85,3 +85,21 @@ def test_record_refuses_in_one_line_or_records_where_damon_is_free(tmp_path):
     else:
         assert done.returncode == 0, done.stderr
         assert marker.exists() and "DAMON:" in done.stderr
+
+
+def test_a_program_that_already_ended_is_not_running():
+    """attach tells a program that ended before DAMON could watch it (a zombie not yet reaped,
+    or gone) from a refusal of a live one."""
+    import os
+
+    child = subprocess.Popen(["true"])
+    try:
+        while True:   # exited, not reaped: a zombie
+            state = [line for line in open(f"/proc/{child.pid}/status") if line.startswith("State:")]
+            if "Z" in state[0]:
+                break
+        assert not _running(child.pid)
+    finally:
+        child.wait()
+    assert not _running(child.pid)            # reaped: gone
+    assert _running(os.getpid())

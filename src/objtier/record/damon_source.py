@@ -257,6 +257,15 @@ def samples_of(snapshots: list[Snapshot], tid: int,
     return out[np.argsort(out["time_ns"], kind="stable")]
 
 
+def _running(pid: int) -> bool:
+    """Whether pid is a live process (not gone, not a zombie waiting to be reaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
 class DamonSource:
     """record's side of the damon sampler: refuse early, monitor the program from its start,
     store the samples after it ends."""
@@ -274,7 +283,12 @@ class DamonSource:
 
     def attach(self, pid: int) -> None:
         self.monitor = DamonMonitor(admin=self.admin)
-        self.monitor.start(pid)
+        try:
+            self.monitor.start(pid)
+        except EnvironmentProblem:
+            if _running(pid):
+                raise
+            self.monitor.errors.append("the program ended before DAMON could watch it")
 
     def stop(self) -> None:
         if self.monitor is not None:
@@ -292,6 +306,8 @@ class DamonSource:
                                pids=np.full(len(records), self.monitor.pid or 0, np.uint32),
                                events={"damon": len(records)})
         written = store_samples(output, parsed, prefix="damon")
+        for error in self.monitor.errors[:1]:
+            say(f"warning: DAMON: {error}")
         regions = sum(len(s.start) for s in self.monitor.snapshots)
         say(f"DAMON: {len(self.monitor.snapshots)} listings of {regions} regions in all, "
             f"{sum(written.values())} samples stored (estimated accesses: one page per region "
