@@ -154,9 +154,9 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                     footprint, local_bytes)
                 plans[local] = (plan, limit, pdir)
                 say(f"plan for {local}: mlock limit {limit >> 20} MiB (margin {margin >> 20} MiB)")
-                if not enforce.acts(plan):
-                    say(f"the plan for {local} leaves the program to the kernel: the objtier "
-                        f"arms run it without the runtime")
+                if not enforce.locks_something(plan):   # the guest arms use no large folios
+                    say(f"the plan for {local} locks nothing: the objtier arms run the program "
+                        f"without the runtime")
 
         def recheck(local: str, local_bytes: int, kernel: GuestRun) -> None:
             """As compare does on the host: where the first kernel run shows the model off
@@ -194,7 +194,7 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                     stem = runs / f"{order:03d}-{local.rstrip('%')}-{arm}-{i}"
                     env = dict(settings.env)
                     trace_dir = None
-                    if arm.startswith("objtier") and enforce.acts(plans[local][0]):
+                    if arm.startswith("objtier") and enforce.locks_something(plans[local][0]):
                         plan, limit, pdir = plans[local]
                         trace_dir = stem.with_suffix(".otr")
                         trace_dir.mkdir(mode=0o700)
