@@ -199,6 +199,17 @@ def coverage(trace) -> Coverage:
     peak_ns = int(trace.start_ns + t[i] * 1e9)
     objects = _live_bytes_at(trace.allocations, trace.frees, peak_ns, root_pids(trace))
     footprint = int(total[i])
+    parts = _parts_at(at, swap, i, objects)
+    cache = at("memcg.cache")
+    return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
+                    int(cache[i]) if cache is not None else None,
+                    _sites_bytes(trace, peak_ns), watch, _watched_bytes(trace, peak_ns))
+
+
+def _parts_at(at, swap, i: int, objects: int) -> dict[str, int]:
+    """The footprint's parts outside the objects at counters sample i (PART_NAMES keys), for
+    coverage and coverage_light alike: at(name) gives a counter's values at the RSS samples
+    (numpy array or list), or None where the recording lacks it."""
     parts: dict[str, int] = {}
     anon = at("proc.rss_anon_bytes")
     if anon is not None:
@@ -211,10 +222,7 @@ def coverage(trace) -> Coverage:
             values = at(name)
             if values is not None:
                 parts[key] = int(values[i])
-    cache = at("memcg.cache")
-    return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
-                    int(cache[i]) if cache is not None else None,
-                    _sites_bytes(trace, peak_ns), watch, _watched_bytes(trace, peak_ns))
+    return parts
 
 
 COVERAGE_COUNTERS = {"proc.rss_bytes", "proc.swap_bytes", "proc.rss_anon_bytes",
@@ -252,18 +260,7 @@ def coverage_light(trace) -> Coverage:
                   in live_ranges(trace.allocations, trace.frees)
                   if t_begin <= peak_ns < t_end and pid in pids)
     footprint = int(total[i])
-    parts: dict[str, int] = {}
-    anon = at("proc.rss_anon_bytes")
-    if anon is not None:
-        anon_i = anon[i] + (swap[i] if swap is not None else 0.0)
-        stack = at("proc.stack_bytes")
-        stack_i = min(float(stack[i]), anon_i) if stack is not None else 0.0
-        parts["small"] = int(max(0.0, anon_i - min(objects, anon_i) - stack_i))
-        parts["stack"] = int(stack_i)
-        for key, name in (("file", "proc.rss_file_bytes"), ("shmem", "proc.rss_shmem_bytes")):
-            values = at(name)
-            if values is not None:
-                parts[key] = int(values[i])
+    parts = _parts_at(at, swap, i, objects)
     cache = at("memcg.cache")
     return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
                     int(cache[i]) if cache is not None else None,
