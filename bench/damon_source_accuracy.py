@@ -38,20 +38,19 @@ import re
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from exact_accuracy import REPO, WORKLOADS, build, clean_env, median_range  # bench/, beside this
+from exact_accuracy import (EXACT_LLC_MODELS, REPO, WORKLOADS, build,  # bench/, beside this
+                            exact_object_tables, median_range)
 
 from objtier import bench_results
 from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables
 from objtier.analysis.mapping import sample_objects
 from objtier.analysis.objects import object_table
 from objtier.errors import EnvironmentProblem, ObjtierError
-from objtier.objects_view import objects_view
 from objtier.trace import open_trace
 
 BENCH = Path(__file__).resolve().parent
@@ -59,8 +58,6 @@ CASES = {  # name: (sources, arguments: the exact trace's and the guest recordin
     "bfs": WORKLOADS["bfs"],
     "cg": ([str(BENCH / "cg.c")], ["-n", "100000", "-i", "25"]),
 }
-LLC_MODELS = (None, "4M")   # exact recordings: this machine's LLC model, and 4 MiB
-EXACT_ATTEMPTS = 5          # the traced 2-thread bfs crashes now and then (SIGSEGV)
 GUEST_ATTEMPTS = 2
 GUEST_TIMEOUT_S = 1800.0
 ZRAM_MIB = 512
@@ -75,22 +72,10 @@ def load() -> str:
 
 
 def exact_tables(name: str, exe: Path, args: list[str], work: Path) -> dict[str, object]:
-    tables = {}
-    for llc in LLC_MODELS:
-        out = work / f"{name}-exact-{llc or 'machine'}.otr"
-        env = clean_env(OBJTIER_OUTPUT=out, OBJTIER_SAMPLER="trace",
-                        **({"OBJTIER_LLC_BYTES": llc} if llc else {}))
-        for attempt in range(EXACT_ATTEMPTS):
-            shutil.rmtree(out, ignore_errors=True)
-            if subprocess.run([str(exe), *args], env=env,
-                              stdout=subprocess.DEVNULL).returncode == 0:
-                break
-            FAILURES.append(f"exact {name} (LLC {llc or 'machine'})")
-            print(f"  {FAILURES[-1]} failed (attempt {attempt + 1})", flush=True)
-        else:
-            raise SystemExit(f"{name}: no exact recording")
-        tables[llc or "machine"] = objects_view(open_trace(out), labels=False).table
-        shutil.rmtree(out, ignore_errors=True)
+    """exact_accuracy.exact_object_tables, with the exact recordings removed after."""
+    tables = exact_object_tables(name, exe, args, work, FAILURES)
+    for llc in EXACT_LLC_MODELS:
+        shutil.rmtree(work / f"{name}-exact-{llc or 'machine'}.otr", ignore_errors=True)
     return tables
 
 

@@ -131,6 +131,36 @@ def first_object(exact_t, sampled_t) -> dict[str, float]:
     return shares
 
 
+EXACT_LLC_MODELS = (None, "4M")   # exact recordings: this machine's LLC model, and 4 MiB
+EXACT_ATTEMPTS = 5                # the traced 2-thread bfs crashes now and then (SIGSEGV)
+
+
+def exact_object_tables(name: str, exe: Path, args: list[str], work: Path,
+                        failures: list[str]) -> dict[str, object]:
+    """Object tables of exact recordings (the trace sampler) of `exe args`, one per LLC model
+    of EXACT_LLC_MODELS ("machine" for this machine's), each recorded into
+    work/<name>-exact-<model>.otr; a crashed run is run again (up to EXACT_ATTEMPTS times) and
+    noted in failures. The recordings are left in work."""
+    import shutil
+
+    tables = {}
+    for llc in EXACT_LLC_MODELS:
+        out = work / f"{name}-exact-{llc or 'machine'}.otr"
+        env = clean_env(OBJTIER_OUTPUT=out, OBJTIER_SAMPLER="trace",
+                        **({"OBJTIER_LLC_BYTES": llc} if llc else {}))
+        for attempt in range(EXACT_ATTEMPTS):
+            shutil.rmtree(out, ignore_errors=True)
+            if subprocess.run([str(exe), *args], env=env,
+                              stdout=subprocess.DEVNULL).returncode == 0:
+                break
+            failures.append(f"exact {name} (LLC {llc or 'machine'})")
+            print(f"  {failures[-1]} failed (attempt {attempt + 1})", flush=True)
+        else:
+            raise SystemExit(f"{name}: no exact recording")
+        tables[llc or "machine"] = objects_view(open_trace(out), labels=False).table
+    return tables
+
+
 def median_range(values: list[float]) -> tuple[float, float, float]:
     ok = [v for v in values if not np.isnan(v)]
     if not ok:

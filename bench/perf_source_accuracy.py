@@ -11,7 +11,7 @@ scored (objtier.analysis.accuracy.score_tables) with perf's samples per object a
 accesses ("perf"), and with the same recording's objects table as objects/plan rank it
 ("table": the pageout windows' estimated touches when there are windows); the plain record
 run is scored as "record". Exact references: this machine's LLC model (on the development VM
-300 MiB, so its misses are first touches of lines) and a 4 MiB one (LLC_MODELS). Wall times are of the whole command; the overhead of --with-perf
+300 MiB, so its misses are first touches of lines) and a 4 MiB one (exact_accuracy.EXACT_LLC_MODELS). Wall times are of the whole command; the overhead of --with-perf
 is its median wall over the plain record's median wall (same rounds).
 
 With --scipy-cg it also times the scipy CG program (bench/third_party/programs/cg.py under
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -41,13 +40,12 @@ import numpy as np
 import pyarrow as pa
 from scipy.stats import spearmanr
 
-from exact_accuracy import (OBJTIER, REPO, WORKLOADS, build, clean_env,  # bench/, beside this
-                            median_range, timed)
+from exact_accuracy import (EXACT_ATTEMPTS, OBJTIER, REPO, WORKLOADS,  # bench/, beside this
+                            build, clean_env, exact_object_tables, median_range, timed)
 
 from objtier import bench_results
 from objtier.analysis.accuracy import METRICS, sampled_on_exact, score_tables
 from objtier.analysis.objects import object_table
-from objtier.objects_view import objects_view
 from objtier.trace import open_trace
 
 BENCH = Path(__file__).resolve().parent
@@ -56,8 +54,6 @@ CASES = {  # name: (sources, exact arguments, sampled arguments)
     "bfs": (WORKLOADS["bfs"][0], WORKLOADS["bfs"][1], WORKLOADS["bfs"][1]),
     "cg": ([str(BENCH / "cg.c")], ["-n", "100000", "-i", "25"], ["-n", "100000", "-i", "200"]),
 }
-LLC_MODELS = (None, "4M")   # exact recordings: this machine's LLC model, and 4 MiB
-EXACT_ATTEMPTS = 5          # the traced 2-thread bfs crashes now and then (SIGSEGV)
 SCIPY_CG = REPO / "bench" / "third_party" / "programs" / "cg.py"
 VENV_PYTHON = REPO / "build" / "third-party" / "venv" / "bin" / "python"
 
@@ -118,21 +114,7 @@ def load() -> str:
 def one(name: str, work: Path, repeats: int) -> dict:
     sources, exact_args, sampled_args = CASES[name]
     exe = build(name, sources, work)
-    exacts = {}
-    for llc in LLC_MODELS:                     # this machine's LLC, and a smaller one
-        exact_out = work / f"{name}-exact-{llc or 'machine'}.otr"
-        env = clean_env(OBJTIER_OUTPUT=exact_out, OBJTIER_SAMPLER="trace",
-                        **({"OBJTIER_LLC_BYTES": llc} if llc else {}))
-        for attempt in range(EXACT_ATTEMPTS):
-            shutil.rmtree(exact_out, ignore_errors=True)
-            if subprocess.run([str(exe), *exact_args], env=env,
-                              stdout=subprocess.DEVNULL).returncode == 0:
-                break
-            FAILURES.append(f"exact {name} (LLC {llc or 'machine'})")
-            print(f"  {FAILURES[-1]} failed (attempt {attempt + 1})", flush=True)
-        else:
-            raise SystemExit(f"{name}: no exact recording")
-        exacts[llc or "machine"] = objects_view(open_trace(exact_out), labels=False).table
+    exacts = exact_object_tables(name, exe, exact_args, work, FAILURES)
     command = [str(exe), *sampled_args]
     walls = {"alone": [], "record": [], "with-perf": []}
     scores = {f"{kind} / LLC {llc}": [] for llc in exacts for kind in ("perf", "table", "record")}
