@@ -32,7 +32,6 @@ Also writes a results file (objtier.bench_results): every round's Spearman, cove
 from __future__ import annotations
 
 import argparse
-import lzma
 import os
 import re
 import shlex
@@ -114,20 +113,12 @@ class GuestSwap:
 
     def _modules(self) -> list[Path]:
         from objtier.testbed.fetch import KernelImage
-        from objtier.testbed.modules import read_ko, resolve
+        from objtier.testbed.modules import unpack_modules
 
         image = KernelImage.load(self.tb.paths)
         if image is None:
             raise EnvironmentProblem("no guest kernel")
-        files = []
-        for name, path, _ in resolve(Path(image.modules), ("zram",)):
-            out = self.work / f"{name}.ko"
-            try:
-                out.write_bytes(read_ko(path))
-            except lzma.LZMAError as error:
-                raise EnvironmentProblem(f"cannot unpack {path.name}: {error}") from None
-            files.append(out)
-        return files
+        return unpack_modules(Path(image.modules), ("zram",), self.work)
 
     def close(self) -> None:
         while self.undo:

@@ -39,7 +39,6 @@ machine's.
 """
 from __future__ import annotations
 
-import lzma
 import os
 import shlex
 import subprocess
@@ -294,22 +293,14 @@ class GuestSwapTier:
         """The modules and their dependencies, uncompressed into workdir/modules (insmod in the
         guest's userland, busybox, takes plain .ko files), in load order."""
         from objtier.testbed.fetch import KernelImage
-        from objtier.testbed.modules import read_ko, resolve
+        from objtier.testbed.modules import unpack_modules
 
         image = KernelImage.load(self.tb.paths)
         if image is None:
             raise EnvironmentProblem("no guest kernel: run `objtier testbed fetch`")
         dest = self.workdir / "modules"
         dest.mkdir(exist_ok=True)
-        files = []
-        for name, path, _ in resolve(Path(image.modules), names):
-            out = dest / f"{name}.ko"
-            try:
-                out.write_bytes(read_ko(path))
-            except lzma.LZMAError as error:
-                raise EnvironmentProblem(f"cannot unpack {path.name}: {error}") from None
-            files.append(out)
-        return files
+        return unpack_modules(Path(image.modules), names, dest)
 
 
     # ---- one run -----------------------------------------------------------------------------

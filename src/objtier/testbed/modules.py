@@ -122,3 +122,18 @@ def load_order_from_modules_dep(text: str) -> list[str]:
     for mod in deps:
         visit(mod)
     return out
+
+
+def unpack_modules(modules_dir: Path, names: tuple[str, ...], dest: Path) -> list[Path]:
+    """The modules `names` and their dependencies (resolve), uncompressed into dest as plain
+    .ko files (insmod in the guest's busybox takes no compressed ones), in load order.
+    EnvironmentProblem when one cannot be unpacked."""
+    files = []
+    for name, path, _ in resolve(modules_dir, names):
+        out = dest / f"{name}.ko"
+        try:
+            out.write_bytes(read_ko(path))
+        except lzma.LZMAError as error:
+            raise EnvironmentProblem(f"cannot unpack {path.name}: {error}") from None
+        files.append(out)
+    return files
