@@ -49,6 +49,7 @@
 #include "pageout_pool.h"
 #include "perf_ring.h"
 #include "sampler_scan.h"
+#include "thp_guard.h"
 #include "window_log.h"
 #include "rt.h"
 #include "writer.h"
@@ -101,6 +102,7 @@ static rt_pool pool;
 static rt_scan_budget budget; /* scanner thread only */
 static rt_overhead ovh;       /* scanner thread only */
 static uint32_t scanner_tid;  /* its calibration faults are not samples */
+static rt_thp_guard thp;      /* scanner thread only */
 
 static inline uint64_t page_down(uint64_t a)
 {
@@ -214,23 +216,38 @@ static void read_swapped(rt_pool_slot *s, uint64_t at, uint64_t k, uint64_t len)
     }
 }
 
-/* Arms the next window; its pages, 0 when none could be armed now. */
+/* Arms the next window; the pages it paged out (tokens taken), 0 when none could be armed
+ * now. A cluster the THP guard keeps (thp_guard.h) is not paged out: its pages are not
+ * armed and not in the window's exposure; it takes one token (its PAGEMAP_SCAN), so that a
+ * pass over huge pages stays paced. */
 static uint64_t arm_next(void)
 {
     rt_scan_window w;
     if (!rt_scan_next(&scan, (uint64_t)budget.tokens, &w))
         return 0;
     rt_pool_slot *s = rt_pool_open(&pool, &w, rt_now_ns());
+    uint64_t paged = 0;
+    uint64_t kept[(RT_MAX_WINDOW_PAGES + 63) / 64] = {0}; /* bit k: cluster k kept */
     /* any protection: paging out keeps contents and protection, the kernel swaps in */
+    for (uint64_t k = 0; k < w.m; k++) {
+        uint64_t at = rt_scan_cluster_at(&w, k, rt_page_bytes);
+        uint64_t n = rt_scan_cluster_pages(&w, k);
+        if (rt_thp_guard_keeps(&thp, w.obj, at, n * rt_page_bytes)) {
+            kept[k / 64] |= 1ULL << (k % 64);
+            budget.tokens -= 1.0;
+            continue;
+        }
+        syscall(SYS_madvise, (void *)(uintptr_t)at, n * rt_page_bytes, MADV_PAGEOUT);
+        paged += n;
+    }
     for (uint64_t k = 0; k < w.m; k++)
-        syscall(SYS_madvise, (void *)(uintptr_t)rt_scan_cluster_at(&w, k, rt_page_bytes),
-                rt_scan_cluster_pages(&w, k) * rt_page_bytes, MADV_PAGEOUT);
-    for (uint64_t k = 0; k < w.m; k++)
-        read_swapped(s, rt_scan_cluster_at(&w, k, rt_page_bytes), k, rt_scan_cluster_pages(&w, k));
+        if (!(kept[k / 64] & (1ULL << (k % 64))))
+            read_swapped(s, rt_scan_cluster_at(&w, k, rt_page_bytes), k,
+                         rt_scan_cluster_pages(&w, k));
     rt_pool_ready(s, rt_now_ns());
-    budget.tokens -= (double)w.pages;
-    ovh.pages += w.pages;
-    return w.pages;
+    budget.tokens -= (double)paged;
+    ovh.pages += paged;
+    return w.pages; /* the window's span of the pattern is used up, armed or kept */
 }
 
 static void *scan_loop(void *arg)
@@ -242,6 +259,9 @@ static void *scan_loop(void *arg)
     scanner_tid = rt_tid();
     rt_overhead_init(&ovh, cfg);
     rt_overhead_calibrate(&ovh, pagemap_fd);
+    const char *no_guard = rt_thp_guard_init(&thp, pagemap_fd);
+    if (no_guard)
+        rt_log(0, "pageout sampler: huge pages not guarded (%s)", no_guard);
     drain_all(); /* the calibration's faults: the scanner's own, dropped */
     double rate = ovh.rate;
     while (!atomic_load(&stop_flag)) {
@@ -273,6 +293,9 @@ static void *scan_loop(void *arg)
     ovh.faults = atomic_load(&wlog.samples) + atomic_load(&wlog.lost) +
                  atomic_load_explicit(&n_outside, memory_order_relaxed);
     rt_overhead_step(&ovh, 1); /* the run's totals */
+    if (thp.kept)
+        rt_log(0, "pageout sampler: %llu clusters left unarmed to keep their huge pages",
+               (unsigned long long)thp.kept);
     return NULL;
 }
 

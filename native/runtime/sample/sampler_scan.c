@@ -143,7 +143,8 @@ int rt_scan_next(rt_scan *s, uint64_t budget, rt_scan_window *w)
                               .last_pages = last_pages,
                               .period = period,
                               .cluster = cluster,
-                              .seq = o->seq};
+                              .seq = o->seq,
+                              .obj = o->addr};
         s->cursor += len;
         return 1;
     }

@@ -41,6 +41,7 @@ typedef struct rt_scan_window {
     uint64_t pages;      /* armed pages: (m - 1) * cluster + last_pages */
     uint64_t m, last_pages, period, cluster;
     uint64_t seq; /* ALLOC seq of the object */
+    uint64_t obj; /* the object's first byte (its region's, for a watched site) */
 } rt_scan_window;
 
 void rt_scan_init(rt_scan *s, const rt_config *cfg);

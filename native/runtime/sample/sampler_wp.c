@@ -32,10 +32,10 @@
 #include "writer.h"
 #include "sampler_scan.h"
 #include "window_log.h"
+#include "pagemap_scan.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <string.h>
@@ -43,7 +43,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Kernel ABI (include/uapi/linux/userfaultfd.h and fs.h, Linux 6.7) for older headers. */
+/* Kernel ABI (include/uapi/linux/userfaultfd.h, Linux 6.7) for older headers. */
 #ifndef UFFD_FEATURE_WP_UNPOPULATED
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #endif
@@ -52,17 +52,6 @@
 #endif
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef PAGEMAP_SCAN
-#define PAGE_IS_WRITTEN (1 << 1)
-struct page_region {
-    uint64_t start, end, categories;
-};
-struct pm_scan_arg {
-    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
-        category_mask, category_anyof_mask, return_mask;
-};
-#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
 #endif
 
 #define TICK_NS  5000000ULL  /* scan period while a window dwells, 5 ms */
