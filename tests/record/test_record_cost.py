@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from objtier.record.cost import RecorderCost, cost_line
 from objtier.record.elfcheck import read_elf, unrecordable
 from objtier.record.sampler_choice import perf_permitted
 from objtier.record.sanitizers import sanitizer_of
@@ -116,9 +117,26 @@ def test_the_last_line_is_the_recorders_cost(compile_c, tmp_path):
     run = record("--sampler", sampler, "-o", tmp_path / "run.otr", "--", exe)
     assert run.returncode == plain.returncode == 3 and run.stdout == plain.stdout
     last = run.stderr.strip().splitlines()[-1]
-    assert last.startswith("objtier record: recorder cost: ") and "of the program's CPU" in last
+    assert last.startswith("objtier record: recorder cost: ")
+    # this program runs for tens of ms: a share of that would say nothing
+    assert ("of the program's CPU" in last) != ("too little for a share" in last)
     if sampler == "pageout":
         assert "sampled faults" in last and "sampler thread" in last
+
+
+def test_the_cost_is_a_share_only_of_a_program_that_used_the_cpu():
+    busy = RecorderCost(processes=1, cost_ns=30_000_000, sampler_cpu_ns=20_000_000,
+                        sampled_faults=4000, fault_cost_ns=2500, program_cpu_ns=2_000_000_000,
+                        rate_max=2000, rate_last=1800, rate_lowest=1500, overhead_bp=300)
+    line = cost_line(busy, 0.02, 2.0)
+    assert line.startswith("recorder cost: 2.5 % of the program's CPU time")
+    assert "from 2000 pages/s to 1500 at the lowest (1800 at the end)" in line
+    idle = RecorderCost(processes=1, cost_ns=23_000_000, sampler_cpu_ns=23_000_000,
+                        program_cpu_ns=1_000_000, rate_max=2000, rate_last=2000,
+                        rate_lowest=2000, overhead_bp=300)
+    line = cost_line(idle, 0.07, 0.0)
+    assert line.startswith("recorder cost: 0.09 s CPU") and "%" not in line
+    assert "used 0.001 s, too little for a share" in line
 
 
 def test_overhead_option_bounds(tmp_path):

@@ -274,12 +274,15 @@ static void *scan_loop(void *arg)
             scan.rate = (uint64_t)rate;
         }
         rt_scan_budget_refill(&budget);
-        for (int k = 0; k < ARM_ROUND && budget.tokens >= 1.0 && arm_next(); k++)
-            ;
-        /* paced down, the scanner's own wake-ups weigh: fewer of them (touch times come
-         * from the perf samples, not from the tick); short of tokens for a cluster, sleep
-         * until they accrue (at most IDLE_MAX_NS) */
-        uint64_t tick = rate * 2 < (double)cfg->rate ? SLOW_TICK_NS : TICK_NS;
+        int armed = 0;
+        while (armed < ARM_ROUND && budget.tokens >= 1.0 && arm_next())
+            armed++;
+        /* paced down, or with nothing to arm and no window open, the scanner's own
+         * wake-ups weigh: fewer of them (touch times come from the perf samples, not from
+         * the tick); short of tokens for a cluster, sleep until they accrue (at most
+         * IDLE_MAX_NS) */
+        uint64_t tick =
+            rate * 2 < (double)cfg->rate || (!armed && !pool.n) ? SLOW_TICK_NS : TICK_NS;
         double need = RT_SCAN_CLUSTER_PAGES - budget.tokens;
         double wait = need > 0 ? need / budget.per_ns : 0;
         rt_scan_sleep_ns(wait > (double)IDLE_MAX_NS ? IDLE_MAX_NS

@@ -92,6 +92,9 @@ def cost_of(files) -> RecorderCost:
     return total
 
 
+MEANINGFUL_PROGRAM_CPU_S = 0.1  # below this program CPU [s] the cost is given in seconds
+
+
 def cost_line(cost: RecorderCost, counters_cpu_s: float, program_cpu_s: float) -> str:
     """The last line of `record`: the recorder's cost in % of the program's CPU time.
     program_cpu_s (the children's CPU time from the kernel, the runtime's threads included)
@@ -104,12 +107,18 @@ def cost_line(cost: RecorderCost, counters_cpu_s: float, program_cpu_s: float) -
                 f"CPU time ({counters}); this sampler does not measure its own cost")
     program_s = cost.program_cpu_ns / 1e9
     spent_s = cost.cost_ns / 1e9 + counters_cpu_s
-    share = f"{100 * spent_s / program_s:.1f} %" if program_s > 0 else "all"
-    text = (f"recorder cost: {share} of the program's CPU time (estimated: sampler thread "
-            f"{cost.sampler_cpu_ns / 1e9:.3f} s CPU + {cost.sampled_faults} sampled faults x "
-            f"{cost.fault_cost_ns / 1e3:.1f} us; {counters})")
+    parts = (f"sampler thread {cost.sampler_cpu_ns / 1e9:.3f} s CPU + {cost.sampled_faults} "
+             f"sampled faults x {cost.fault_cost_ns / 1e3:.1f} us; {counters}")
+    if program_s < max(spent_s, MEANINGFUL_PROGRAM_CPU_S):
+        # a share of next to nothing says nothing: an idle program, or a launcher whose
+        # children were not followed
+        text = (f"recorder cost: {spent_s:.2f} s CPU (estimated: {parts}); the recorded "
+                f"process itself used {program_s:.3f} s, too little for a share")
+    else:
+        text = (f"recorder cost: {100 * spent_s / program_s:.1f} % of the program's CPU time "
+                f"(estimated: {parts})")
     if cost.overhead_bp and cost.rate_lowest and cost.rate_lowest < cost.rate_max:
-        text += (f"; sampling rate lowered from {cost.rate_max} to {cost.rate_last} pages/s "
-                 f"(lowest {cost.rate_lowest}) to keep within --overhead "
+        text += (f"; sampling rate lowered from {cost.rate_max} pages/s to {cost.rate_lowest} "
+                 f"at the lowest ({cost.rate_last} at the end) to keep within --overhead "
                  f"{cost.overhead_bp / 100:g} %")
     return text
