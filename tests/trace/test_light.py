@@ -19,7 +19,7 @@ from objtier.trace.writer import TraceWriter
 
 LAYOUTS = {"FILE_HEADER": "FILE_HEADER", "BLOCK_HEADER": "BLOCK_HEADER", "ALLOC": "ALLOC",
            "FREE": "FREE", "COUNTER": "COUNTER", "END": "END", "ACCESS_COUNT": "ACCESS_COUNT",
-           "SITE_ALLOC": "SITE_ALLOC", "SITE_FREE": "SITE_FREE",
+           "SITE_ALLOC": "SITE_ALLOC", "SITE_FREE": "SITE_FREE", "SITE_REGION": "SITE_REGION",
            "PROCESS_HEAD": "PROCESS_HEAD", "COUNTER_DEF_HEAD": "COUNTER_DEF_HEAD",
            "CONTEXT_HEAD": "CONTEXT_HEAD"}
 
@@ -47,7 +47,7 @@ def test_constants_and_record_sizes_match_the_format():
         assert F.FIXED[tag].itemsize == size, F.TAG_NAMES[tag]
     assert L.VARIABLE == F.VARIABLE
     for name in ("PROCESS", "MODULE", "CONTEXT", "ALLOC", "FREE", "SAMPLE", "COUNTER_DEF",
-                 "COUNTERS", "END", "ACCESS_COUNT", "SITE_ALLOC", "SITE_FREE"):
+                 "COUNTERS", "END", "ACCESS_COUNT", "SITE_ALLOC", "SITE_FREE", "SITE_REGION"):
         assert getattr(L, f"TAG_{name}") == getattr(F, f"TAG_{name}")
     assert (L.FILE_PROCESS, L.FILE_COUNTERS, L.FILE_PERF) == (
         F.FILE_PROCESS, F.FILE_COUNTERS, F.FILE_PERF)
@@ -178,6 +178,24 @@ def test_sampled_small_blocks_are_the_same(compile_c, tmp_path):
             env={"OBJTIER_SITE_PERIOD": "1"})
     light, full = _both(out)
     assert light == full and light.coverage.sites_bytes is not None
+
+
+@pytest.mark.root
+def test_watched_sites_arenas_are_the_same(compile_c, tmp_path):
+    """A recording that watched two sites (SITE_REGION records of their arena chunks, read by
+    the pageout sampler): the plain reader reads it, and says what the columnar one says."""
+    from objtier.record.sampler_choice import perf_permitted
+
+    if not perf_permitted()[0]:
+        pytest.skip("perf_event_open is not permitted")
+    source = Path(__file__).resolve().parent.parent / "runtime" / "watch_program.c"
+    exe = compile_c(source.read_text(), "watch_program")
+    out = tmp_path / "run.otr"
+    _record(out, "--sampler", "pageout", "--overhead", "0", "--sites", "2", "--", str(exe),
+            "20000", "50")
+    light, full = _both(out)
+    assert light == full
+    assert light.coverage.watched_sites_bytes and light.coverage.watched_sites_bytes >= 4 << 20
 
 
 def test_a_cut_short_trace_goes_to_the_columnar_reader(compile_c, tmp_path):

@@ -264,7 +264,8 @@ def coverage_light(trace) -> Coverage:
     cache = at("memcg.cache")
     return Coverage(footprint, "peak RSS + swap", objects, float(t[i]), parts,
                     int(cache[i]) if cache is not None else None,
-                    trace.live_site_bytes(peak_ns) if trace.has_sites else None, watch)
+                    trace.live_site_bytes(peak_ns) if trace.has_sites else None, watch,
+                    trace.watched_site_bytes(peak_ns))
 
 
 def coverage_of(footprint_bytes: int, trace, basis: str,

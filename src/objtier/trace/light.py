@@ -8,7 +8,8 @@ unusual — a partial or corrupt block, a record tag or a record size this modul
 (a newer minor version is read when its records are all known ones), more records to decode
 than LIMIT_RECORDS, many partial unmaps — raises Unsupported, and the caller uses the columnar
 reader, which reports the problem in its own words. Fixed records are counted from the block
-headers; only ALLOC, FREE, COUNTERS, ACCESS_COUNT and SITE_ALLOC/SITE_FREE records are decoded
+headers; only ALLOC, FREE, COUNTERS, ACCESS_COUNT, SITE_ALLOC/SITE_FREE and SITE_REGION records are
+decoded
 (never SAMPLE records). The record layouts are those of native/include/objtier/trace_format.h;
 tests/trace/test_light.py checks them against objtier.trace.format and compares what both
 readers give for real recordings.
@@ -29,11 +30,11 @@ BLOCK_MAGIC = 0x4B42544F
 FILE_PROCESS, FILE_COUNTERS, FILE_PERF = 1, 2, 3
 TAG_PROCESS, TAG_MODULE, TAG_CONTEXT, TAG_ALLOC, TAG_FREE, TAG_SAMPLE = 1, 2, 3, 4, 5, 6
 TAG_COUNTER_DEF, TAG_COUNTERS, TAG_END, TAG_ACCESS_COUNT = 7, 8, 12, 13
-TAG_SITE_ALLOC, TAG_SITE_FREE = 20, 21
+TAG_SITE_ALLOC, TAG_SITE_FREE, TAG_SITE_REGION = 20, 21, 22
 VARIABLE = frozenset({TAG_PROCESS, TAG_MODULE, TAG_CONTEXT, TAG_COUNTER_DEF, 10})
-# bytes of each fixed record (format 1.5), by tag
+# bytes of each fixed record (format 1.6), by tag
 FIXED_BYTES = {4: 48, 5: 40, 6: 40, 8: 24, 9: 24, 11: 48, 12: 24, 13: 40, 14: 32, 15: 32,
-               16: 48, 17: 48, 18: 40, 19: 32, 20: 48, 21: 32}
+               16: 48, 17: 48, 18: 40, 19: 32, 20: 48, 21: 32, 22: 48}
 
 FILE_HEADER = struct.Struct("<8sHHHBBHHIIIQQ16x")
 BLOCK_HEADER = struct.Struct("<IHHIIII")
@@ -44,6 +45,7 @@ END = struct.Struct("<QQII")             # time_ns records exit_status -
 ACCESS_COUNT = struct.Struct("<QIIQQQ")  # alloc_seq cct_node - loads stores llc_misses
 SITE_ALLOC = struct.Struct("<QQQQIIIHH")  # time_ns seq addr size tid context period kind flags
 SITE_FREE = struct.Struct("<QQQIHH")     # time_ns seq addr tid kind flags
+SITE_REGION = struct.Struct("<QQQQQII")  # time_ns seq addr len key context site
 PROCESS_HEAD = struct.Struct("<IIQII")   # pid ppid time_ns argc config_len
 COUNTER_DEF_HEAD = struct.Struct("<IHH")  # id unit_len name_len
 CONTEXT_HEAD = struct.Struct("<II")      # id depth (then depth frames of 16 bytes)
@@ -79,7 +81,8 @@ class LightFile:
         return out
 
 
-_DECODED = (TAG_ALLOC, TAG_FREE, TAG_COUNTERS, TAG_ACCESS_COUNT, TAG_SITE_ALLOC, TAG_SITE_FREE)
+_DECODED = (TAG_ALLOC, TAG_FREE, TAG_COUNTERS, TAG_ACCESS_COUNT, TAG_SITE_ALLOC, TAG_SITE_FREE,
+            TAG_SITE_REGION)
 
 
 def read_light(path: Path, budget: list[int]) -> LightFile:
@@ -242,6 +245,14 @@ class LightTrace:
                    in live_ranges([a[:5] for a in self.site_allocations], frees)
                    if t_begin <= t_ns < t_end]
         return int(sum(weights))   # integers below 2**53: exact in any order
+
+    def watched_site_bytes(self, t_ns: int) -> int | None:
+        """analysis.coverage._watched_bytes: bytes of the watched sites' arena chunks made by
+        t_ns (SITE_REGION records), None when the recording has none."""
+        rows = [r for f in self._process_files for r in f.decoded(TAG_SITE_REGION, SITE_REGION)]
+        if not rows:
+            return None
+        return sum(r[3] for r in rows if r[0] <= t_ns)
 
     def access_counts(self) -> tuple[int, int, int]:
         """(loads, stores, rows) of the ACCESS_COUNT records."""
