@@ -89,14 +89,19 @@ def compare_dir(out: Path, name: str, local: str) -> Path:
     return out / f"{name}-{local.rstrip('%')}"
 
 
+def program_command(name: str, *extra: str) -> list[str]:
+    """The command line of program `name` (PROGRAMS): the venv's Python, its driver and its
+    arguments, then `extra` (more of the driver's options)."""
+    script, args, _module = PROGRAMS[name]
+    return [str(VENV_PYTHON), str(PROGRAMS_DIR / script), *args, *extra]
+
+
 def run_compare(name: str, local: str, repeat: int, out: Path) -> Path:
     """One `objtier compare --tier swap`; returns its output directory (raises on failure)."""
-    script, args, _module = PROGRAMS[name]
     target = compare_dir(out, name, local)
     command = [str(OBJTIER), "compare", "--tier", "swap", "--local", local,
                "--repeat", str(repeat), "-o", str(target), "-f",
-               *COMPARE_OPTIONS.get(name, []), "--",
-               str(VENV_PYTHON), str(PROGRAMS_DIR / script), *args]
+               *COMPARE_OPTIONS.get(name, []), "--", *program_command(name)]
     print(f"== {name} at {local} local: {' '.join(command)}", flush=True)
     with open(out / f"{name}-{local.rstrip('%')}.log", "w") as log:
         done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)

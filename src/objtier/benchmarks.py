@@ -46,8 +46,9 @@ BENCHMARKS: list[Benchmark] = [
               "measured ones?", "DIR... (compare outputs)", _STDOUT, "estimated vs real"),
     Benchmark("record_fixed_cost", "what does recording cost: fixed start-up and per-program "
               "overhead?", "", _STDOUT, "real"),
-    Benchmark("record_overhead", "how much slower is a workload's timed region under record?",
-              "--repeat 3 --scale 20 --only bfs,cc", _STDOUT, "real"),
+    Benchmark("record_overhead", "how much slower is a workload's timed region, or a "
+              "third-party program, under record?", "--third-party --repeat 5", _STDOUT, "real",
+              "bench/third_party/setup.sh (--third-party)"),
     Benchmark("exact_accuracy", "how well does each sampler rank objects against the exact "
               "profile, and what does exact tracing cost?",
               "--repeats 1 --samplers pageout,fault,perf --markdown", _STDOUT,
