@@ -1,7 +1,8 @@
 """In the guest (a kernel with DAMON vaddr and no kdamond running): `objtier record --sampler
 damon` monitors the program with a real kdamond, ranks a hot, a warm and a cold array in that
 order by DAMON's estimated accesses, leaves the program's output and exit status as they are,
-and removes its kdamond afterwards (nr_kdamonds back to 0)."""
+and removes its kdamond afterwards (nr_kdamonds back to 0). The regions come from DAMON's
+damon_aggregated tracepoint (record.damon_trace), whose tracefs instance is removed too."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.guest
 
 PROG = Path(__file__).with_name("progs") / "damon_hotcold.c"
 NR_KDAMONDS = "/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds"
+TRACEFS = "/sys/kernel/debug/tracing"   # under the guest's debugfs (guest_init.sh)
 
 
 def test_damon_source_ranks_hot_warm_cold(testbed):
@@ -39,6 +41,11 @@ def test_damon_source_ranks_hot_warm_cold(testbed):
     assert out.startswith("passes ") and plain.startswith("passes "), (out, plain)
     assert "DAMON:" in err and "Traceback" not in err, err
     assert guest_read(testbed, NR_KDAMONDS) == "0"          # objtier's kdamond is gone
+    # the guest mounts debugfs, so tracefs has damon_aggregated: every aggregation is read
+    # from it, through an instance of objtier's own that is gone afterwards
+    assert "aggregations (tracepoint)" in err, err
+    rc, left, _ = testbed.run(["ls", f"{TRACEFS}/instances"])
+    assert rc == 0 and "objtier-" not in left, left
 
     trace = open_trace(rec)
     samples = trace.samples

@@ -21,6 +21,9 @@ The list is read with one os.read per file: in the QEMU guest (TCG) reading it c
 the aggregation interval. MIN_REGIONS stays 10: 100 (regions of at most a hundredth of the
 space) ranked objects no better there (bench/damon_source_accuracy.py) and cost listings and
 sampling fidelity (the kdamond checks more pages per interval).
+Where tracefs has DAMON's `damon_aggregated` event, objtier reads every aggregation from it
+instead (record.damon_trace: a tracefs instance of its own, removed after), and lists nothing;
+the listings are the fallback.
 
 Samples (SAMPLE records, source OT_SRC_DAMON, in damon-<pid>.otr, a file of imported samples
 that replaces the runtime's as perf's does): a region with nr_accesses > 0 in a snapshot is cut
@@ -116,9 +119,12 @@ class DamonMonitor:
     snapshots: list[Snapshot] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     pid: int | None = None
+    tracepoint: bool = True         # read damon_aggregated where tracefs has it
     _made: bool = False
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    events: object | None = None    # record.damon_trace.AggregatedEvents while it reads
+    via: str = "sysfs listings"     # or "tracepoint": where the snapshots came from
 
     @property
     def _kdamond(self) -> Path:
@@ -157,6 +163,7 @@ class DamonMonitor:
             for name, top in (("sz", U64_MAX), ("nr_accesses", U32_MAX), ("age", U32_MAX)):
                 self._write(f"{scheme}access_pattern/{name}/min", 0)
                 self._write(f"{scheme}access_pattern/{name}/max", top)
+            self._trace_events()
             self._write("state", "on", base=self._kdamond)
         except OSError as error:
             self.stop()
@@ -165,8 +172,27 @@ class DamonMonitor:
         except EnvironmentProblem:
             self.stop()
             raise
-        self._thread = threading.Thread(target=self._poll, name="objtier-damon", daemon=True)
-        self._thread.start()
+        if self.events is None:
+            self._thread = threading.Thread(target=self._poll, name="objtier-damon",
+                                            daemon=True)
+            self._thread.start()
+
+    def _trace_events(self) -> None:
+        """Every aggregation from the damon_aggregated tracepoint where tracefs has it
+        (record.damon_trace), instead of listings; without it, listings."""
+        from objtier.record.damon_trace import AggregatedEvents, tracefs_root
+
+        root = tracefs_root() if self.tracepoint else None
+        if root is None:
+            return
+        events = AggregatedEvents(root)
+        try:
+            events.start()
+        except OSError as error:
+            self.errors.append(f"DAMON's tracepoint could not be read ({error.strerror or error}); "
+                               "listing regions instead")
+            return
+        self.events, self.via = events, "tracepoint"
 
     def _poll(self) -> None:
         interval = AGGR_US / 1e6
@@ -199,6 +225,13 @@ class DamonMonitor:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self.events is not None:
+            from objtier.record.damon_trace import aggregations
+
+            self.events.stop()
+            self.errors.extend(self.events.errors)
+            self.snapshots = aggregations(self.events.rows)
+            self.events = None
         if not self._made:
             return
         try:
@@ -309,6 +342,8 @@ class DamonSource:
         for error in self.monitor.errors[:1]:
             say(f"warning: DAMON: {error}")
         regions = sum(len(s.start) for s in self.monitor.snapshots)
-        say(f"DAMON: {len(self.monitor.snapshots)} listings of {regions} regions in all, "
+        what = ("aggregations (tracepoint)" if self.monitor.via == "tracepoint"
+                else "listings")
+        say(f"DAMON: {len(self.monitor.snapshots)} {what} of {regions} regions in all, "
             f"{sum(written.values())} samples stored (estimated accesses: one page per region "
             f"checked every {SAMPLE_US // 1000} ms)")
