@@ -64,6 +64,9 @@ BENCHMARKS: list[Benchmark] = [
               "and does a locked hot small-block site help under run --local?",
               "cost --repeats 3; rss --repeats 3; swap --repeats 3", _STDOUT, "real",
               "root (swap)"),
+    Benchmark("site_accuracy", "how well does record --sites rank small-block sites by "
+              "access without a PMU, against an exact trace, and what do its arenas cover?",
+              "--repeats 4", _STDOUT, "real, estimated vs exact", "root"),
     Benchmark("fault_transparency", "do real programs give the same output under the fault "
               "sampler, and at what cost?", "", _STDOUT, "real"),
     Benchmark("real_programs", "do real programs behave as plain under every sampler?",
@@ -116,6 +119,7 @@ BENCHMARKS: list[Benchmark] = [
 
 #: scripts in bench/ that are not benchmarks: modules a benchmark imports, tools over the results
 HELPERS = {"report_synthetic": "the synthetic recording of report_mapping",
+           "site_dicts": "the Python workload of site_accuracy (run under the system's python3)",
            "render_benchmarks": "renders docs/benchmarks.md from bench/results/ (make bench-doc)"}
 
 BY_NAME = {b.name: b for b in BENCHMARKS}
