@@ -177,7 +177,7 @@ def guest_record(tb, out: Path, sampler: str, command: list[str],
     raise SystemExit(f"{command[0]}: no {sampler} recording in the guest")
 
 
-DAMON_LINE = re.compile(r"DAMON: (\d+) listings of (\d+) regions")
+DAMON_LINE = re.compile(r"DAMON: (\d+) (?:listings|aggregations \(tracepoint\)) of (\d+) regions")
 RUN_LINE = re.compile(r"process\(es\),.* in ([\d.]+)s$", re.M)   # the program's run under record
 
 
@@ -322,7 +322,7 @@ def main() -> int:
                         args.repeats, samplers, settings)
                 found[name] = r
                 print(f"{name} ({r['args']}): {r['objects']} objects, {r['matched']} matched; "
-                      f"samples {r['samples']}; DAMON (listings, regions) {r['listings']}; "
+                      f"samples {r['samples']}; DAMON (listings or aggregations, regions) {r['listings']}; "
                       f"load at round starts {r['loads']}")
                 for kind, runs in r["scores"].items():
                     print(f"  {kind:18s} " + "; ".join(
