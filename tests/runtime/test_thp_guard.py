@@ -4,7 +4,8 @@ Paging out a part of a huge page splits it; a sampler arming clusters all over a
 array used to leave none of it huge (a 96 MiB solver matrix: 94 MiB huge plain, 0 while
 recorded). A real C program madvises a 64 MiB array MADV_HUGEPAGE, reads it round after round
 and prints how much of its memory is huge at the end; under the real runtime with the pageout
-sampler most of it stays huge, the array is still sampled (in its sample frames), and the
+sampler most of it stays huge (at most 7 of its 32 frames split), the array is still sampled
+(in its sample frames), and the
 program's output is otherwise the same as plain.
 
 Needs root (a temporary zram swap device when the machine has none), perf_event_open and
@@ -76,13 +77,14 @@ def test_a_recorded_huge_array_stays_mostly_huge_and_is_sampled(compile_c, run_t
     assert run.returncode == 0, run.stderr
     got = fields(run.stdout)
     assert got["sum"] == fields(plain.stdout)["sum"]
-    # at most 1 huge frame in 8 of the array may be split by arming (RT_THP_SAMPLE_EVERY)
-    assert got["huge_kib"] >= 0.75 * plain_huge, (got["huge_kib"], plain_huge)
+    # of its 32 frames, arming may split the first 4 (RT_THP_SAMPLE_FIRST) and 8, 16, 24
+    # (RT_THP_SAMPLE_EVERY): 14 MiB; 50 MiB stay huge (the guard off: none)
+    assert got["huge_kib"] >= plain_huge - 7 * 2048, (got["huge_kib"], plain_huge)
     trace = run.trace()
     assert samples_in(trace, got["array"], 64 * MIB) > 0
-    # what was armed lies mostly in the sample frames, 0, 8, 16, ... from the array's start
+    # what was armed lies mostly in the sample frames, 0-3, 8, 16, 24 from the array's start
     # (a frame the kernel did not make huge is armed anywhere, as base pages always are)
     addr = trace.samples.column("addr").to_numpy()
     inside = addr[(addr >= got["array"]) & (addr < got["array"] + 64 * MIB)]
     frames = (inside - got["array"]) // (2 * MIB)
-    assert (frames % 8 == 0).mean() >= 0.5, sorted(set(frames.tolist()))
+    assert ((frames < 4) | (frames % 8 == 0)).mean() >= 0.5, sorted(set(frames.tolist()))

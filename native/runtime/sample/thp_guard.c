@@ -69,7 +69,8 @@ int rt_thp_guard_keeps(rt_thp_guard *g, uint64_t obj, uint64_t at, uint64_t len)
         return 0;
     uint64_t h = g->huge_bytes, mask = ~(h - 1), end = at + len;
     for (uint64_t f = at & mask; f < end; f += h) { /* a cluster spans one or two frames */
-        if (((f - (obj & mask)) / h) % RT_THP_SAMPLE_EVERY == 0)
+        uint64_t index = (f - (obj & mask)) / h;
+        if (index < RT_THP_SAMPLE_FIRST || index % RT_THP_SAMPLE_EVERY == 0)
             continue; /* a sample frame: may be split */
         uint64_t s = f > at ? f : at, e = f + h < end ? f + h : end;
         if (has_huge(g->pagemap_fd, s, e) > 0) {

@@ -7,11 +7,13 @@
  * by a solver that was +10 % of the program's user time (TLB misses), more than everything
  * the sampler itself costs. So the pageout sampler arms a cluster that lies in a huge page
  * only when that huge page is a *sample frame* of its object: frames
- * (huge-page-aligned ranges) are numbered from the one holding the object's first byte,
- * and every RT_THP_SAMPLE_EVERY-th one (0, 8, 16, ...) may be split. Every object so
- * keeps at least one frame it is sampled in, and at most 1 in RT_THP_SAMPLE_EVERY of its
- * huge memory loses its huge pages. Clusters in base pages (not THP-backed, or split
- * already) are armed as before. The trace's WINDOW records list the pages actually armed,
+ * (huge-page-aligned ranges) are numbered from the one holding the object's first byte;
+ * the first RT_THP_SAMPLE_FIRST (0..3) and every RT_THP_SAMPLE_EVERY-th after them (8, 16,
+ * ...) may be split. An object of up to 4 frames (8 MiB with 2 MiB pages) is sampled as
+ * without the guard — splitting its few huge pages costs little, and a short run of a
+ * THP-backed program (THP "always", the default of many distributions) still gets samples
+ * of every object — and a large one loses at most 4 frames + 1 in RT_THP_SAMPLE_EVERY of its
+ * huge pages. Clusters in base pages (not THP-backed, or split already) are armed as before. The trace's WINDOW records list the pages actually armed,
  * so estimates per object stay exposure-weighted (systematic spatial sampling).
  *
  * Detection: PAGEMAP_SCAN with PAGE_IS_HUGE (Linux 6.7). Where the kernel lacks it, or THP
@@ -23,7 +25,8 @@
 
 #include <stdint.h>
 
-#define RT_THP_SAMPLE_EVERY 8 /* 1 huge frame in 8 of an object may be split by arming */
+#define RT_THP_SAMPLE_FIRST 4 /* an object's first 4 huge frames may be split by arming */
+#define RT_THP_SAMPLE_EVERY 8 /* and 1 in 8 of the frames after them */
 
 typedef struct rt_thp_guard {
     int pagemap_fd;      /* /proc/self/pagemap, the sampler's */
