@@ -348,7 +348,9 @@ def third_party_record(summaries: dict, raw: dict, failed: list[str], args, comm
             for n, m in huge.items())
     if bench_results.words(finding) > bench_results.MAX_WORDS:
         finding = finding.split(";")[0]
-    sizes = "the drivers' own sizes" if args.short else "10–20 s plain"
+    walls = [m["plain_wall_s"] for m in summaries.values()]
+    sizes = (("the drivers' own sizes, " if args.short else "")
+             + f"{min(walls):.0f}–{max(walls):.0f} s plain (medians)")
     return bench_results.make(
         "record_overhead", "recording-cost",
         title=f"third-party programs ({names}), {sizes}: plain vs the whole objtier record "
