@@ -139,3 +139,16 @@ def printed(stdout: str) -> dict[str, int]:
 
 def np_sorted(column) -> np.ndarray:
     return np.sort(column.to_numpy())
+
+
+@pytest.fixture
+def swap():
+    """The pageout sampler's swap (a temporary zram device while none is active, removed
+    after); skips where perf_event_open is not permitted. Needs root."""
+    from objtier.commands.record import sampler_swap
+    from objtier.record.sampler_choice import perf_permitted
+
+    if not perf_permitted()[0]:
+        pytest.skip("perf_event_open is not permitted")
+    with sampler_swap("pageout", lambda text: None):
+        yield

@@ -10,21 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from objtier.commands.record import sampler_swap
 from objtier.record.cost import recorder_cost
-from objtier.record.sampler_choice import perf_permitted
 
 from .conftest import SWEEP_C
 
 pytestmark = pytest.mark.root
-
-
-@pytest.fixture
-def swap():
-    if not perf_permitted()[0]:
-        pytest.skip("perf_event_open is not permitted")
-    with sampler_swap("pageout", lambda text: None):
-        yield
 
 
 def counter_values(trace, name: str) -> list[int]:

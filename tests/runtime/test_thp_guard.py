@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import pytest
 
-from objtier.commands.record import sampler_swap
-from objtier.record.sampler_choice import perf_permitted
 
 from .conftest import samples_in
 
@@ -56,14 +54,6 @@ int main(int argc, char **argv) {
 
 def fields(stdout: str) -> dict[str, int]:
     return {k: int(v) for k, v in (line.split() for line in stdout.splitlines())}
-
-
-@pytest.fixture
-def swap():
-    if not perf_permitted()[0]:
-        pytest.skip("perf_event_open is not permitted")
-    with sampler_swap("pageout", lambda text: None):
-        yield
 
 
 def test_a_recorded_huge_array_stays_mostly_huge_and_is_sampled(compile_c, run_traced, swap):
