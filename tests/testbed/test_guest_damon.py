@@ -51,6 +51,6 @@ def test_damon_source_ranks_hot_warm_cold(testbed):
     samples = trace.samples
     assert samples.num_rows > 0
     assert set(samples.column("source").to_pylist()) == {F.SOURCE_DAMON}
-    table = object_table(trace, labels=False).sort_by("seq")   # hot, cold, warm (alloc order)
-    hot, cold, warm = table.column("accesses").to_pylist()
+    table = object_table(trace, labels=False).sort_by("seq")   # hot, warm, cold (alloc order)
+    hot, warm, cold = table.column("accesses").to_pylist()
     assert hot > warm > cold, (hot, warm, cold)

@@ -1,5 +1,8 @@
 /* Three 8 MiB arrays: hot (every page read in every pass, passes back to back), warm (every
  * page read once every 200 ms), cold (written once), for SECS seconds (argv[1], default 2).
+ * Allocated hot, warm, cold: each is its own mapping, placed below the one before, so cold
+ * borders warm and not hot. A DAMON region that straddles two arrays gives both its access
+ * count, and one straddling hot and cold once gave cold more than warm.
  * Times, not pass counts, set warm's rate, so that it stays far below hot's however fast the
  * machine (or its emulator) runs. Prints the passes and a checksum. */
 #include <stdio.h>
@@ -18,10 +21,10 @@ int main(int argc, char **argv)
 {
     double secs = argc > 1 ? atof(argv[1]) : 2.0;
     size_t n = 8u << 20;
-    char *hot = malloc(n), *cold = malloc(n), *warm = malloc(n);
+    char *hot = malloc(n), *warm = malloc(n), *cold = malloc(n);
     memset(hot, 1, n);
-    memset(cold, 2, n);
     memset(warm, 3, n);
+    memset(cold, 2, n);
     double start = now(), last_warm = start, t = start;
     unsigned long sum = 0, pass = 0;
     do {
@@ -37,7 +40,7 @@ int main(int argc, char **argv)
     } while (t - start < secs);
     printf("passes %lu sum %lu\n", pass, sum);
     free(hot);
-    free(cold);
     free(warm);
+    free(cold);
     return 0;
 }
