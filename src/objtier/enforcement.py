@@ -220,12 +220,14 @@ class PlanRun:
 
 
 def locks_something(plan: dict[str, Any]) -> bool:
-    """True when some entry keeps an object, or part of one, in fast memory. A plan that locks
+    """True when some entry keeps an object, or part of one, in fast memory, or a site's
+    arena is kept fast (plan.sites). A plan that locks
     nothing runs without the pressure guard: the guard stocks the inactive list for reclaim
     when locked pages shrink what reclaim may take, and with nothing locked its MADV_COLD only
     ages the pages the kernel would age anyway, sooner (ptrchase at 50 %: 4.52 s with it, 2.55
     s without, 2.45 s the kernel; docs/benchmarks.md)."""
-    return any(e.get("tier") in ("fast", "split") for e in plan.get("entries", []))
+    return (any(e.get("tier") in ("fast", "split") for e in plan.get("entries", []))
+            or any(s.get("tier") == "fast" for s in plan.get("sites") or []))
 
 
 def acts(plan: dict[str, Any]) -> bool:

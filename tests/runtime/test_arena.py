@@ -179,6 +179,24 @@ def test_plan_site_is_served_and_locked(program, tmp_path):
         assert int(line["locked_bytes"]) >= 1 << 20 and line["lock_failed"] == "0"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root nothing else caps mlock")
+def test_plan_site_lock_bytes_locks_only_its_first_chunks(program, tmp_path):
+    """`site KEY FRAME0 fast 1048576`: of the site's three chunks only the first is locked,
+    and the two left to the kernel are not counted as failed locks."""
+    n = 12000   # 12000 rows of 208 + 16 bytes: three 1 MiB chunks
+    plan = _site_plan(tmp_path, program, n, {"site_row": "fast"})
+    text = plan.read_text().replace(" fast\n", f" fast {1 << 20}\n")
+    assert f" fast {1 << 20}" in text
+    plan.write_text(text)
+    base = plain([program, "sites", str(n)])
+    run = under_arenas([program, "sites", str(n)], tmp_path / "stats", plan=plan,
+                       sampler="none")
+    assert_same(base, run)
+    (line,) = counts(tmp_path / "stats")
+    assert int(line["chunks"]) >= 3, line
+    assert (int(line["locked_bytes"]), line["lock_failed"]) == (1 << 20, "0"), line
+
+
 def test_plan_slow_site_full_chunks_advised_cold(program, tmp_path):
     n = 12000   # 12000 blocks of 208 + 16 bytes fill two 1 MiB chunks
     plan = _site_plan(tmp_path, program, n, {"site_row": "slow", "site_scratch": "slow"})
@@ -244,6 +262,14 @@ def test_site_records_text_form_round_trip():
     assert parse_text(text)["sites"] == sites
     with pytest.raises(UsageError):
         parse_text(text.replace("slow", "warm"))
+    capped = [dict(sites[0], tier="fast", lock_bytes=3 << 20)]
+    text = to_text(dict(plan, sites=capped))
+    assert f"site 85a36dc5f2dd851d 6e28a1a4308f09d3 fast {3 << 20}\n" in text
+    assert parse_text(text)["sites"] == capped
+    with pytest.raises(UsageError):     # a cap on a slow site means nothing: refused
+        parse_text(text.replace(" fast ", " slow "))
+    with pytest.raises(UsageError):
+        check_sites("plan", [dict(capped[0], lock_bytes=-1)])
     with pytest.raises(UsageError):
         check_sites("plan", [dict(sites[0], frame0_key="XYZ")])
 

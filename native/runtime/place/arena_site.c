@@ -85,6 +85,7 @@ static uint64_t self_lo, self_hi; /* the runtime's own code: frames skipped, as 
 static uint32_t n_sites;          /* sites in use (plan mode: the plan's, sorted by key) */
 static uint64_t site_key[RT_SARENA_MAX_SITES]; /* plan key, or ip (all mode) */
 static uint8_t site_tier[RT_SARENA_MAX_SITES];
+static uint64_t site_cap[RT_SARENA_MAX_SITES]; /* fast, swap tier: most locked bytes, 0 = none */
 static _Atomic uint32_t site_ctx[RT_SARENA_MAX_SITES]; /* a context id of the site, 0 unknown */
 static uint64_t *frame0s; /* plan mode: the records' frame0 keys, sorted */
 static uint32_t n_frame0s;
@@ -265,8 +266,12 @@ void rt_sarena_site_chunk(uint32_t s, void *c, size_t len, rt_sarena_counts *k)
     }
     if (t != TIER_FAST)
         return;
+    /* the site's own cap (the plan's lock_bytes: its first chunks, the part of a cyclic
+     * pass LRU would lose anyway) leaves the rest to the kernel, and is no failure */
+    if (site_cap[s] && k->locked_bytes + len > site_cap[s])
+        return;
     pthread_mutex_lock(&slock);
-    int room = !lock_cap || locked_total + len <= lock_cap;
+    int room = !lock_cap || locked_total + len <= lock_cap; /* the limit all sites share */
     if (room)
         locked_total += len;
     pthread_mutex_unlock(&slock);
@@ -305,8 +310,10 @@ static int take_plan_sites(void)
         if (!has_u64(site_key, n_sites, r->key, &at)) { /* the first record of a key wins */
             memmove(site_key + at + 1, site_key + at, (n_sites - at) * sizeof *site_key);
             memmove(site_tier + at + 1, site_tier + at, n_sites - at);
+            memmove(site_cap + at + 1, site_cap + at, (n_sites - at) * sizeof *site_cap);
             site_key[at] = r->key;
             site_tier[at] = r->tier == RT_PLAN_SLOW ? TIER_SLOW : TIER_FAST;
+            site_cap[at] = r->lock_bytes;
             n_sites++;
         }
         if (!has_u64(frame0s, n_frame0s, r->frame0, &at)) {

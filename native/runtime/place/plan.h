@@ -53,10 +53,13 @@ typedef struct rt_plan_folio {
 /* A `site` record: small blocks whose calling context has stable key `key` are served from a
  * segregated arena (arena.h) that the tier keeps fast or slow. frame0 is the key of the
  * context's innermost frame alone (a one-frame context), so that an allocator call from any
- * other return address is known not to be of the site without unwinding. */
+ * other return address is known not to be of the site without unwinding.
+ * Text: `site KEY FRAME0 fast|slow [LOCK_BYTES]`. */
 typedef struct rt_plan_site {
     uint64_t key, frame0;
-    uint32_t tier; /* RT_PLAN_FAST or RT_PLAN_SLOW */
+    uint64_t lock_bytes; /* fast on the swap tier: most bytes of its chunks locked, in chunk
+                          * order (the 5th field; 0 = no cap but the mlock limit) */
+    uint32_t tier;       /* RT_PLAN_FAST or RT_PLAN_SLOW */
     uint32_t line;
 } rt_plan_site;
 

@@ -275,7 +275,8 @@ def coverage_of(footprint_bytes: int, trace, basis: str,
     return Coverage(int(footprint_bytes), basis,
                     _peak_live_bytes(trace.allocations, trace.frees),
                     page_cache_bytes=page_cache_bytes, sites_bytes=_sites_bytes(trace, None),
-                    unwatched_by=unwatched_by(trace))
+                    unwatched_by=unwatched_by(trace),
+                    watched_sites_bytes=_watched_bytes(trace, None))
 
 
 def _mib(n: float) -> str:

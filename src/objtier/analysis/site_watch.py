@@ -43,7 +43,7 @@ def has_watched_sites(trace) -> bool:
     return regions is not None and regions.num_rows > 0
 
 
-def _in_regions(regions: pa.Table, pid: np.ndarray, addr: np.ndarray) -> np.ndarray:
+def in_regions(regions: pa.Table, pid: np.ndarray, addr: np.ndarray) -> np.ndarray:
     """Row of `regions` (sorted by pid, addr; never overlapping within a pid) holding each
     (pid, addr), -1 for none."""
     out = np.full(len(addr), -1, np.int64)
@@ -94,14 +94,14 @@ def watch_columns(trace, table: pa.Table) -> dict[str, pa.Array]:
 
     # samples in the chunks
     samples = trace.samples
-    hit = _in_regions(regions, column(samples, "pid", np.uint32),
+    hit = in_regions(regions, column(samples, "pid", np.uint32),
                       column(samples, "addr", np.uint64)) if samples.num_rows else np.zeros(0, int)
     hit_row = region_row[hit[hit >= 0]]
     region_samples = np.bincount(hit_row[hit_row >= 0], minlength=n).astype(np.int64)
 
     # the site's sampled blocks that lay in its chunks
     allocs = trace.site_allocations
-    in_arena = _in_regions(regions, column(allocs, "pid", np.uint32),
+    in_arena = in_regions(regions, column(allocs, "pid", np.uint32),
                            column(allocs, "addr", np.uint64))
     block_row = np.full(len(in_arena), -1, np.int64)
     block_row[in_arena >= 0] = region_row[in_arena[in_arena >= 0]]

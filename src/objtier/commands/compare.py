@@ -50,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "recordings (default 4 for --algo auto and pages, which sum their "
                         "samples per page, else 1), sampler=auto|fault|perf (auto), rate=HZ, "
                         f"the most access samples per second ({DEFAULT_RATE}: the profile run "
-                        "is unlimited and short runs need the samples)")
+                        "is unlimited and short runs need the samples), sites=N: watch the N "
+                        "small-block sites with the most bytes (record --sites), so that the "
+                        "plan can lock the first chunks of their arenas (swap tier; 0)")
     parser.add_argument("--phases", action=argparse.BooleanOptionalAction, default=None,
                         help="swap: one placement per phase the program marks (objtier_phase), "
                              "switched by the runtime as the phases change (default: where "
@@ -74,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-- CMD [ARGS...]: the program to compare")
 
 
-PROFILE_KEYS = {"count": "profiles", "sampler": "sampler", "rate": "rate"}
+PROFILE_KEYS = {"count": "profiles", "sampler": "sampler", "rate": "rate", "sites": "sites"}
 PROFILE_SAMPLERS = ("auto", "fault", "perf")
 DEFAULT_RATE = 20000   # the profile run is unlimited and short runs need the samples
 _NOTES: list[str] = []   # deprecation notes, printed after the comparison
@@ -104,9 +106,9 @@ def rewrite_argv(words: list[str]) -> list[str]:
 
 
 def read_profile(args: argparse.Namespace) -> None:
-    """--profile count=N,sampler=S,rate=R into args.profiles (None = the algorithm's default),
-    args.sampler and args.rate, checked."""
-    args.profiles, args.sampler, args.rate = None, "auto", DEFAULT_RATE
+    """--profile count=N,sampler=S,rate=R,sites=N into args.profiles (None = the algorithm's
+    default), args.sampler, args.rate and args.sites, checked."""
+    args.profiles, args.sampler, args.rate, args.sites = None, "auto", DEFAULT_RATE, 0
     for item in filter(None, (args.profile or "").split(",")):
         key, sep, value = (part.strip() for part in item.partition("="))
         if not sep or key not in PROFILE_KEYS:
@@ -118,8 +120,8 @@ def read_profile(args: argparse.Namespace) -> None:
                                  f"got {value!r}")
             args.sampler = value
             continue
-        check = B.int_option(1) if key == "count" else B.int_option(1, B.RATE_MAX,
-                                                                     "samples per second")
+        check = (B.int_option(1) if key == "count" else B.int_option(0, 256, "sites")
+                 if key == "sites" else B.int_option(1, B.RATE_MAX, "samples per second"))
         try:
             setattr(args, PROFILE_KEYS[key], check(value))
         except argparse.ArgumentTypeError as error:
@@ -255,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
                                sampler=args.sampler, large_folio=folio,
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
-                               timeout_s=args.timeout, follow_forks=args.follow_forks,
+                               sites=args.sites, timeout_s=args.timeout, follow_forks=args.follow_forks,
                                spare_reclaim=args.spare_reclaim or "auto",
                                output=Path(args.output), force=args.force)
 

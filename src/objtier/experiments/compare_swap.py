@@ -83,6 +83,7 @@ class CompareSettings:
     profiles: int | None = None    # recordings for the plan; None = profile_count(algo)
     phases: bool | None = None     # one placement per program phase (the program's markers);
                                    # None = where the recording has markers, else one plan
+    sites: int = 0                 # profile: small-block sites watched (record --sites N)
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
@@ -210,6 +211,12 @@ def record_profile(command: list[str], settings: CompareSettings,
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
                             stack_depth=settings.stack_depth,
                             follow_forks=settings.follow_forks)
+    if settings.sites:   # record --sites N: the runtime learns the sites with the most bytes
+        from objtier.record.watch_sites import LEARN_BYTES
+
+        say(f"watching the {settings.sites} small-block site(s) with the most sampled bytes "
+            f"after the first {LEARN_BYTES >> 20} MiB of small blocks, through arenas")
+        record.extra_env["OBJTIER_ARENA_LEARN"] = str(settings.sites)
     profiles = []
     for i in range(1, count + 1):
         profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
@@ -386,6 +393,8 @@ def run_compare(command: list[str], settings: CompareSettings,
         warnings.append(short)
     plan, limit, margin = plan_profile(profiles, command, settings, footprint, local)
     say(f"plan budget {limit >> 20} MiB ({margin >> 20} MiB margin)")
+    if (plan.get("model") or {}).get("note"):
+        say(plan["model"]["note"])
     guarded = settings.guard and enforce.locks_something(plan)  # the objtier arm's guard
     if not enforce.acts(plan):
         say("the plan leaves the program to the kernel (nothing locked, no large folios): "

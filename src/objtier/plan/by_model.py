@@ -50,6 +50,7 @@ class Choice:
     capacity_bytes: int           # local - other: what the objects share
     other_bytes: int
     calibration: dict | None = None  # pipeline: the fit to a measured kernel run, if any
+    sites: list | None = None     # pipeline: the plan's `sites` the model locks (site_rows)
 
 
 def locked_pages(placement: Placement) -> np.ndarray:
@@ -91,15 +92,19 @@ def predicted(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pag
 
 
 def greedy(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,
-           cap_pages: float) -> np.ndarray:
+           cap_pages: float, start: np.ndarray | None = None,
+           only: np.ndarray | None = None) -> np.ndarray:
     """Locked pages per object, grown step by step: each step tries, for every object, locks
     of 1, 2, 4, ... chunks more (up to the object and the cap) and takes the one that lowers
     the prediction most per page locked; it stops when no lock lowers it. Looking further
     than one chunk matters: under LRU a lock of a swept object gains only once the part left
-    unlocked fits the room, or a hot object misses only once T has fallen."""
+    unlocked fits the room, or a hot object misses only once T has fallen. start: locks
+    already made (they count against the cap); only: the rows that may grow (default all)."""
     total = object_pages(objects, page_bytes, curves)
     can = objects.plannable & (total > 0) & curves_known(curves)
-    locked = np.zeros(len(total))
+    if only is not None:
+        can &= only
+    locked = np.zeros(len(total)) if start is None else np.minimum(start, total).astype(float)
     chunk = max(1.0, float(np.floor(cap_pages / STEPS)))
     now = predicted(curves, objects, page_bytes, capacity_pages, locked)
     best = now.swapins

@@ -485,6 +485,8 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
         plan["model"] = model_section(choice)
         if model_note:
             plan["model"]["note"] = model_note
+        if choice.sites:
+            plan["sites"] = choice.sites
     elif model_note:
         plan["model"] = {"chosen": None, "why_not": model_note}
     return PlanResult(plan, placed, result, placements, budget, choice, model_note)
@@ -604,6 +606,7 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
         return None, blind
     if len(whole.horizon_ns) != len(placed):
         return None, "the object table does not come from the first recording"
+    raw = curves   # before any fit: the site rows are fitted with the objects again
     calibration = None
     if memory.calibrate_to is not None:
         capacity_pages = float(max(0, memory.local_bytes - memory.other_bytes) // page)
@@ -629,11 +632,20 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
     choice = by_model.choose(placed, curves, page, memory.local_bytes, memory.other_bytes,
                              (rules.algorithm, limit, rules), extra, cap,
                              keep_rules=not memory.choose)
+    note = None
+    if memory.choose and profile.traces:    # watched sites: rows of their own (site_rows)
+        from objtier.plan.site_rows import with_site_locks
+
+        choice, note = with_site_locks(choice, profile.traces, placed, raw, page,
+                                       memory.local_bytes, memory.other_bytes,
+                                       memory.cap_bytes, memory.calibrate_to)
+        if calibration and choice.calibration:
+            calibration.update(choice.calibration)
     if calibration:
         choice, scale = by_model.scaled(choice, measured)
         if scale != 1.0:
             calibration["scale"] = round(scale, 4)
-    return (replace(choice, calibration=calibration) if calibration else choice), None
+    return (replace(choice, calibration=calibration) if calibration else choice), note
 
 
 def write_plan_files(plan: dict[str, Any], json_path: str | Path,

@@ -10,7 +10,10 @@ the fast nodes on NUMA) or slow (MADV_COLD of full arena chunks, the slow nodes)
 
 context_key is the site's stable context key (as entries'), frame0_key the key of its
 innermost frame alone (the runtime looks a call's return address up by it before it unwinds),
-tier fast or slow; the other fields are informative. Text form: `site KEY FRAME0 TIER`.
+tier fast or slow; lock_bytes (optional, fast sites on the swap tier) the most bytes of the
+site's arena chunks the runtime locks, its first chunks in allocation order (the model's split
+of a site swept cyclically, plan.site_rows); the other fields are informative. Text form:
+`site KEY FRAME0 TIER [LOCK_BYTES]`.
 
 Choosing (`objtier plan --sites N [--cold-sites M]`): sites ranked by estimated sampled
 accesses per byte of their peak live bytes (est_samples / est_peak_bytes); the first N with
@@ -141,17 +144,27 @@ def check_sites(where: str, sites: Any) -> None:
                 raise UsageError(f"{where}: site {i}: {field} must be 16 lowercase hex digits")
         if s.get("tier") not in SITE_TIERS:
             raise UsageError(f"{where}: site {i}: tier must be fast or slow")
+        cap = s.get("lock_bytes")
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 0
+                                or s["tier"] != "fast"):
+            raise UsageError(f"{where}: site {i}: lock_bytes must be a byte count >= 0, and "
+                             f"only on a fast site")
 
 
 def text_lines(plan: dict[str, Any]) -> list[str]:
     """The plan's `site` records (textexport.to_text)."""
     return [f"site {s['context_key']} {s['frame0_key']} {s['tier']}"
+            + (f" {s['lock_bytes']}" if s.get("lock_bytes") else "")
             for s in plan.get("sites") or []]
 
 
 def parse_record(fields: list[str]) -> dict[str, Any]:
-    """A `site KEY FRAME0 TIER` record's fields; ValueError when malformed."""
-    if len(fields) != 4 or not _KEY.fullmatch(fields[1]) or not _KEY.fullmatch(fields[2]) \
-            or fields[3] not in SITE_TIERS:
+    """A `site KEY FRAME0 TIER [LOCK_BYTES]` record's fields; ValueError when malformed."""
+    if len(fields) not in (4, 5) or not _KEY.fullmatch(fields[1]) \
+            or not _KEY.fullmatch(fields[2]) or fields[3] not in SITE_TIERS \
+            or (len(fields) == 5 and (not fields[4].isdigit() or fields[3] != "fast")):
         raise ValueError(" ".join(fields))
-    return {"context_key": fields[1], "frame0_key": fields[2], "tier": fields[3]}
+    out = {"context_key": fields[1], "frame0_key": fields[2], "tier": fields[3]}
+    if len(fields) == 5:
+        out["lock_bytes"] = int(fields[4])
+    return out
