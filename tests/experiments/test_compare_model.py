@@ -55,11 +55,12 @@ def rows(compile_c) -> Path:
 
 @pytest.mark.heavy   # a few minutes: sweeps under pressure, four profiles, two arms
 def test_a_matrix_of_small_rows_gets_its_site_partly_locked_and_swaps_in_less(rows, tmp_path):
-    """The matrix lives in small blocks only (no tracked object holds it): with the profiles
-    watching its site (--profile sites=N), the model sees the site as a row of its own and
-    locks the first chunks of its arena, and the objtier arm swaps in less than the kernel."""
+    """The matrix lives in small blocks only (no tracked object holds it): compare sees that
+    in its first profile and watches the sites in the others (the default, --profile
+    sites unset), the model sees the site as a row of its own and locks the first chunks of
+    its arena, and the objtier arm swaps in less than the kernel."""
     said: list[str] = []
-    settings = CompareSettings(local="50%", repeat=1, sites=2, output=tmp_path / "out")
+    settings = CompareSettings(local="50%", repeat=1, output=tmp_path / "out")
     # 100k rows of 384 B (about 40 MiB with headers), 150 sweeps: about a second unlimited
     result = run_compare([str(rows), "100000", "150"], settings, say=said.append)
     summary = result.summary
@@ -68,6 +69,7 @@ def test_a_matrix_of_small_rows_gets_its_site_partly_locked_and_swaps_in_less(ro
     assert fast and fast[0]["lock_bytes"] >= 1 << 20, (plan.get("sites"), said)
     assert plan["model"]["chosen"].endswith("+sites")
     assert any(line.startswith("sites:") and "locked" in line for line in said), said
+    assert any("in profiles 2-4: small blocks hold" in line for line in said), said
     med = summary["medians"]
     assert med["baseline"]["finished"] == med["objtier"]["finished"] == 1
     assert med["objtier"]["memcg_refault_anon"] < 0.8 * med["baseline"]["memcg_refault_anon"]

@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"the most access samples per second ({DEFAULT_RATE}: the profile run "
                         "is unlimited and short runs need the samples), sites=N: watch the N "
                         "small-block sites with the most bytes (record --sites), so that the "
-                        "plan can lock the first chunks of their arenas (swap tier; 0)")
+                        "plan can lock the first chunks of their arenas (swap tier; default: "
+                        "8 in the profiles after the first where small blocks hold a quarter "
+                        "of the footprint or more; 0: never)")
     parser.add_argument("--phases", action=argparse.BooleanOptionalAction, default=None,
                         help="swap: one placement per phase the program marks (objtier_phase), "
                              "switched by the runtime as the phases change (default: where "
@@ -108,7 +110,7 @@ def rewrite_argv(words: list[str]) -> list[str]:
 def read_profile(args: argparse.Namespace) -> None:
     """--profile count=N,sampler=S,rate=R,sites=N into args.profiles (None = the algorithm's
     default), args.sampler, args.rate and args.sites, checked."""
-    args.profiles, args.sampler, args.rate, args.sites = None, "auto", DEFAULT_RATE, 0
+    args.profiles, args.sampler, args.rate, args.sites = None, "auto", DEFAULT_RATE, None
     for item in filter(None, (args.profile or "").split(",")):
         key, sep, value = (part.strip() for part in item.partition("="))
         if not sep or key not in PROFILE_KEYS:

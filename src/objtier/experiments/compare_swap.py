@@ -83,7 +83,8 @@ class CompareSettings:
     profiles: int | None = None    # recordings for the plan; None = profile_count(algo)
     phases: bool | None = None     # one placement per program phase (the program's markers);
                                    # None = where the recording has markers, else one plan
-    sites: int = 0                 # profile: small-block sites watched (record --sites N)
+    sites: int | None = None       # profile: small-block sites watched (record --sites N);
+                                   # None = record_profile decides
     min_size: int = 128 << 10      # profile: smallest recorded allocation [bytes]
     stack_depth: int = 8           # profile and objtier runs (context keys hash the frames)
     timeout_s: float | None = None  # per limited run; None = max(300 s, 100 x unlimited wall)
@@ -194,11 +195,30 @@ def short_profile_warning(wall_s: float, windowed: bool) -> str | None:
             f"(a larger input or more iterations) for a plan to trust")
 
 
+AUTO_SITES = 8              # sites watched when compare decides to watch them itself
+AUTO_SITES_SHARE = 0.25     # ... because small blocks hold this share of the footprint
+
+
+def watch_sites_after(first: Path, footprint: int, sampler: str) -> bool:
+    """Whether the later profiles watch sites on their own (settings.sites None): the first
+    profile's sampled small-block sites hold at least AUTO_SITES_SHARE of the footprint, and
+    the sampler is pageout (only its windows arm the watched arenas)."""
+    from objtier.analysis.sites import has_sites, live_site_bytes
+    from objtier.trace import open_trace
+
+    if sampler != "pageout" or footprint <= 0:
+        return False
+    trace = open_trace(first)
+    return has_sites(trace) and live_site_bytes(trace) >= AUTO_SITES_SHARE * footprint
+
+
 def record_profile(command: list[str], settings: CompareSettings,
-                   say: Callable[[str], None]) -> list[Path]:
+                   say: Callable[[str], None], footprint: int = 0) -> list[Path]:
     """Record the program settings.profiles times (default profile_count), unlimited, into
     DIR/profile.otr, then DIR/profile-2.otr, … (its output: DIR/profile.log, appended).
-    Returns the recordings."""
+    Sites: settings.sites N watches N sites in every profile; None (the default) watches
+    AUTO_SITES in the profiles after the first where the first shows small blocks holding
+    much of the footprint [bytes] (watch_sites_after); 0 never. Returns the recordings."""
     from objtier.record.sampler_choice import choose_sampler
     from objtier.record.sampler_swap import sampler_swap
     from objtier.record.session import RecordSettings, record_program
@@ -211,14 +231,21 @@ def record_profile(command: list[str], settings: CompareSettings,
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
                             stack_depth=settings.stack_depth,
                             follow_forks=settings.follow_forks)
-    if settings.sites:   # record --sites N: the runtime learns the sites with the most bytes
-        from objtier.record.watch_sites import LEARN_BYTES
+    from objtier.record.watch_sites import LEARN_BYTES
 
-        say(f"watching the {settings.sites} small-block site(s) with the most sampled bytes "
-            f"after the first {LEARN_BYTES >> 20} MiB of small blocks, through arenas")
-        record.extra_env["OBJTIER_ARENA_LEARN"] = str(settings.sites)
+    def watch(n: int, why: str) -> None:   # record --sites N: the runtime learns the sites
+        say(f"watching the {n} small-block site(s) with the most sampled bytes after the "
+            f"first {LEARN_BYTES >> 20} MiB of small blocks, through arenas{why}")
+        record.extra_env["OBJTIER_ARENA_LEARN"] = str(n)
+
+    if settings.sites:
+        watch(settings.sites, "")
     profiles = []
     for i in range(1, count + 1):
+        if (i == 2 and settings.sites is None
+                and watch_sites_after(profiles[0], footprint, sampler)):
+            watch(AUTO_SITES, f", in profiles 2-{count}: small blocks hold "
+                  f"{AUTO_SITES_SHARE:.0%} of the footprint or more (--profile sites=0: none)")
         profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
         with _output_to(settings.output / "profile.log", append=i > 1), \
                 sampler_swap(sampler, say):
@@ -380,12 +407,13 @@ def run_compare(command: list[str], settings: CompareSettings,
     enforce.mlock_limit(local, settings.margin, fitted=settings.margin is None)
     say(f"footprint {footprint >> 20} MiB (+ {page_cache >> 20} MiB of file page cache, not "
         f"counted); local {local >> 20} MiB")
-    profiles = record_profile(command, settings, say)
+    profiles = record_profile(command, settings, say, footprint)
     from objtier.trace import open_trace
 
     from objtier.analysis.coverage import coverage_line, coverage_of
 
-    covered = coverage_of(footprint, open_trace(profiles[0]), "the unlimited run's cgroup peak "
+    # the last profile: where compare watched sites, it is one that watched them
+    covered = coverage_of(footprint, open_trace(profiles[-1]), "the unlimited run's cgroup peak "
                           "less page cache", page_cache)
     say(coverage_line(covered).replace("\ncoverage: ", "; "))
     short = short_profile_warning(unlimited.wall_s, open_trace(profiles[0]).windows.num_rows > 0)

@@ -48,6 +48,7 @@ class SiteRows:
     tail_slope: np.ndarray        # float64 [1/ns]
     first_ns: np.ndarray          # float64: first chunk, ns after the first recording's start
     armed: np.ndarray             # int64: pages armed over all windows
+    calls: np.ndarray             # float64: estimated allocation calls of the site in a run
 
     def __len__(self) -> int:
         return len(self.sites)
@@ -68,7 +69,7 @@ def _site_observations(trace) -> dict[str, dict[str, Any]]:
     for i, key in enumerate(r_key):
         o = out.setdefault(key, {"delays": [], "dwell": [], "untouched": [], "armed": 0,
                                  "arena_bytes": 0.0, "first_ns": np.inf, "peak": 0.0,
-                                 "label": "", "frame0_key": None})
+                                 "calls": 0.0, "label": "", "frame0_key": None})
         o["arena_bytes"] += r_len[i]
         o["first_ns"] = min(o["first_ns"], r_time[i])
     region_key = {(int(p), int(s)): k for p, s, k in zip(r_pid.tolist(), r_seq.tolist(), r_key)}
@@ -104,6 +105,7 @@ def _site_observations(trace) -> dict[str, dict[str, Any]]:
             if o is None:
                 continue
             o["peak"] += float(r["est_peak_bytes"] or 0)
+            o["calls"] += float(r.get("est_blocks") or 0)
             o["label"] = o["label"] or r["label"]
             o["frame0_key"] = o["frame0_key"] or first.get((r["pid"], r["context"]))
     return out
@@ -119,13 +121,14 @@ def site_rows(traces: list[Any]) -> SiteRows | None:
         counted += 1
         for key, o in _site_observations(trace).items():
             p = pooled.setdefault(key, {"delays": [], "dwell": [], "untouched": [], "armed": 0,
-                                        "arena_bytes": [], "peak": [], "first_ns": np.inf,
-                                        "label": "", "frame0_key": None})
+                                        "arena_bytes": [], "peak": [], "calls": [],
+                                        "first_ns": np.inf, "label": "", "frame0_key": None})
             for field in ("delays", "dwell", "untouched"):
                 p[field] += o[field]
             p["armed"] += o["armed"]
             p["arena_bytes"].append(o["arena_bytes"])
             p["peak"].append(o["peak"])
+            p["calls"].append(o["calls"])
             p["first_ns"] = min(p["first_ns"], o["first_ns"])
             p["label"] = p["label"] or o["label"]
             p["frame0_key"] = p["frame0_key"] or o["frame0_key"]
@@ -153,7 +156,8 @@ def site_rows(traces: list[Any]) -> SiteRows | None:
         share=np.array([r[4] for r in rows]).reshape(len(rows), GRID),
         tail_slope=np.array([r[5] for r in rows]),
         first_ns=np.array([r[1]["first_ns"] for r in rows]),
-        armed=np.array([r[1]["armed"] for r in rows], dtype=np.int64))
+        armed=np.array([r[1]["armed"] for r in rows], dtype=np.int64),
+        calls=np.array([float(np.median(r[1]["calls"])) for r in rows]))
 
 
 def extended_table(objects: ObjectTable, rows: SiteRows) -> ObjectTable:
@@ -223,6 +227,14 @@ def site_entries(rows: SiteRows, locked_pages: np.ndarray, page_bytes: int
 
 
 SITE_TIE = 0.03   # site locks must predict this share fewer swap-ins than the objects' alone
+# What serving a planned site costs and what a swap-in saved is worth, to weigh the two (the
+# plan has no measured cost per swap-in yet): a malloc+free pair of a planned hot site took
+# 562 ns against 45.5 ns without the runtime (bench/arena_cost.py cost, 2026-12-02, M1); a
+# swap-in from zram 6.4-9.8 us (bench/replay_prefetch.py, 2026-11-28), taken low. Every block
+# of a locked site is served from its arena, locked chunk or not.
+ARENA_CALL_S = 0.52e-6
+SWAPIN_S = 5e-6
+COST_SHARE = 0.5  # the arena's cost must stay below this share of the swap-ins' time saved
 
 
 def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: Any,
@@ -267,11 +279,22 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
     nothing, objects_only, with_sites = at(np.zeros(len(locked))), at(start), at(locked)
     site_bytes = int(sum(by_key.values()))
     watched = f"{len(rows)} watched site(s), {rows.size.sum() / 2**20:.1f} MiB"
+    locked_keys = set(by_key)
+    calls = float(sum(c for s, c in zip(rows.sites, rows.calls.tolist())
+                      if s["context_key"] in locked_keys))
+    saved_s = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
     if not entries or with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
         chosen = objects_only
         note = (f"sites: {watched} modelled; locking their chunks gains too little "
                 f"({objects_only.swapins:,.0f} swap-ins predicted without, "
                 f"{with_sites.swapins:,.0f} with; estimated): none locked")
+        entries = []
+    elif calls * ARENA_CALL_S > COST_SHARE * saved_s:
+        chosen = objects_only
+        note = (f"sites: {watched} modelled; locking their chunks would save about "
+                f"{saved_s:.2f} s of swap-ins but serving their {calls:,.0f} allocation calls "
+                f"from arenas costs about {calls * ARENA_CALL_S:.2f} s (estimated): none "
+                f"locked")
         entries = []
     else:
         chosen = with_sites
