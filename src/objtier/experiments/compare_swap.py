@@ -212,16 +212,32 @@ def watch_sites_after(first: Path, footprint: int, sampler: str) -> bool:
     return has_sites(trace) and live_site_bytes(trace) >= AUTO_SITES_SHARE * footprint
 
 
+def _watching(n: int, first: Path, sampler: str):
+    """The context whose value is the runtime settings that watch the n largest sites of the
+    first profile ({} for none: n is 0, or the first profile has no site with a context)."""
+    from objtier.analysis.sites import has_sites
+    from objtier.record.watch_sites import largest_sites, watched_sites
+    from objtier.trace import open_trace
+
+    if not n or not has_sites(open_trace(first)) or not largest_sites(first, n):
+        return contextlib.nullcontext({})
+    return watched_sites(n, str(first), sampler, lambda text: None)
+
+
 def record_profile(command: list[str], settings: CompareSettings,
                    say: Callable[[str], None], footprint: int = 0) -> list[Path]:
     """Record the program settings.profiles times (default profile_count), unlimited, into
     DIR/profile.otr, then DIR/profile-2.otr, … (its output: DIR/profile.log, appended).
-    Sites: settings.sites N watches N sites in every profile; None (the default) watches
-    AUTO_SITES in the profiles after the first where the first shows small blocks holding
-    much of the footprint [bytes] (watch_sites_after); 0 never. Returns the recordings."""
+    Sites: settings.sites N watches N sites in every profile (the first learns them, the
+    others watch the first's N largest by peak bytes); None (the default) watches the first's
+    AUTO_SITES largest in the others where the first shows small blocks holding much of the
+    footprint [bytes] (watch_sites_after); 0 never. Returns the recordings."""
+    from dataclasses import replace as _replace
+
     from objtier.record.sampler_choice import choose_sampler
     from objtier.record.sampler_swap import sampler_swap
     from objtier.record.session import RecordSettings, record_program
+    from objtier.record.watch_sites import LEARN_BYTES
 
     count = settings.profiles or profile_count(settings.algo)
     # record's own default (pageout where there is no PEBS/IBS): the plan comes from the
@@ -231,25 +247,29 @@ def record_profile(command: list[str], settings: CompareSettings,
     record = RecordSettings(sampler=sampler, rate=settings.rate, min_size=settings.min_size,
                             stack_depth=settings.stack_depth,
                             follow_forks=settings.follow_forks)
-    from objtier.record.watch_sites import LEARN_BYTES
-
-    def watch(n: int, why: str) -> None:   # record --sites N: the runtime learns the sites
-        say(f"watching the {n} small-block site(s) with the most sampled bytes after the "
-            f"first {LEARN_BYTES >> 20} MiB of small blocks, through arenas{why}")
-        record.extra_env["OBJTIER_ARENA_LEARN"] = str(n)
-
     if settings.sites:
-        watch(settings.sites, "")
+        say(f"watching the {settings.sites} small-block site(s) with the most sampled bytes: "
+            f"in profile 1 those after its first {LEARN_BYTES >> 20} MiB of small blocks, in "
+            f"the others profile 1's largest, through arenas")
+    watch = settings.sites or 0   # sites watched in profiles 2..count (from profile 1's)
     profiles = []
     for i in range(1, count + 1):
-        if (i == 2 and settings.sites is None
-                and watch_sites_after(profiles[0], footprint, sampler)):
-            watch(AUTO_SITES, f", in profiles 2-{count}: small blocks hold "
-                  f"{AUTO_SITES_SHARE:.0%} of the footprint or more (--profile sites=0: none)")
+        if i == 2 and settings.sites is None and watch_sites_after(profiles[0], footprint,
+                                                                    sampler):
+            watch = AUTO_SITES
+            say(f"watching profile 1's {AUTO_SITES} largest small-block sites through arenas "
+                f"in profiles 2-{count}: small blocks hold {AUTO_SITES_SHARE:.0%} of the "
+                f"footprint or more (--profile sites=0: none)")
+        if i == 1:
+            env = {"OBJTIER_ARENA_LEARN": str(settings.sites)} if settings.sites else {}
+            sites = contextlib.nullcontext(env)
+        else:
+            sites = _watching(watch, profiles[0], sampler)
         profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
-        with _output_to(settings.output / "profile.log", append=i > 1), \
+        with sites as env, _output_to(settings.output / "profile.log", append=i > 1), \
                 sampler_swap(sampler, say):
-            returncode, _ = record_program(command, profile, record, force=True)
+            returncode, _ = record_program(command, profile, _replace(record, extra_env=env),
+                                           force=True)
         if returncode == -signal.SIGINT:
             raise KeyboardInterrupt
         if returncode != 0:
