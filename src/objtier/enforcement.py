@@ -206,6 +206,14 @@ class PlanRun:
     large_folios: bool = True        # swap: MADV_HUGEPAGE the plan's swept objects' slow runs
     follow_forks: bool = False       # the plan applies in child processes too
 
+    @property
+    def arena_stats(self) -> Path | None:
+        """Where the runtime writes its arena counts (a plan's sites), in the trace dir; None
+        where the user's own OBJTIER_ARENA_STATS names a file (it is kept, and not read)."""
+        if self.output is None or os.environ.get("OBJTIER_ARENA_STATS"):
+            return None
+        return arena_stats_path(self.output)
+
     def settings(self) -> dict[str, str]:
         from objtier.runtime_settings import runtime_env
 
@@ -216,7 +224,30 @@ class PlanRun:
             fast_nodes=self.fast_nodes or None, slow_nodes=self.slow_nodes or None,
             pressure_ms=None if self.pressure_guard else 0,
             large_folios=None if self.large_folios else 0,
-            follow_forks=1 if self.follow_forks else None)
+            follow_forks=1 if self.follow_forks else None,
+            arena_stats=self.arena_stats.resolve() if self.arena_stats else None)
+
+
+def arena_stats_path(trace_dir: Path) -> Path:
+    """The arena counts file of a run whose trace goes to trace_dir: inside it (a spool lands
+    it with the trace; the trace reader reads *.otr only)."""
+    return Path(trace_dir) / "arena-stats.txt"
+
+
+def site_locked_bytes(trace_dir: Path) -> int:
+    """Bytes of the plan's sites' arena chunks the runtime mlocked, over the run's processes
+    (its OBJTIER_ARENA_STATS lines, `locked_bytes=N`); 0 when it wrote none."""
+    try:
+        text = arena_stats_path(trace_dir).read_text()
+    except OSError:
+        return 0
+    total = 0
+    for line in text.splitlines():
+        for field in line.split():
+            key, _, value = field.partition("=")
+            if key == "locked_bytes" and value.isdigit():
+                total += int(value)
+    return total
 
 
 def locks_something(plan: dict[str, Any]) -> bool:
@@ -391,6 +422,7 @@ class Enforcement:
                             # is usually 0 [bytes]
     cold_bytes: int         # sum of successful COLD + PAGEOUT lengths
     large_folio_bytes: int = 0  # sum of successful HUGEPAGE lengths
+    site_locked_bytes: int = 0  # the plan's sites' arena chunks mlocked (site_locked_bytes)
 
 
 MLOCK, MUNLOCK, COLD, PAGEOUT, MBIND, HUGEPAGE = 1, 2, 3, 4, 5, 6  # enum ot_placement_action
@@ -424,7 +456,8 @@ def read_enforcement(plan: dict[str, Any], trace_dir: Path) -> Enforcement | Non
         failed = int((~ok).sum())
     else:
         locked = cold = failed = large = 0
-    return Enforcement(allocations.num_rows, matched, actions, failed, locked, cold, large)
+    return Enforcement(allocations.num_rows, matched, actions, failed, locked, cold, large,
+                       site_locked_bytes(trace_dir))
 
 
 def enforcement_warnings(plan: dict[str, Any], found: Enforcement | None,

@@ -276,8 +276,10 @@ def model_lines(made: Any, memory: Any) -> list[str]:
         return [f"kernel model not used: {made.model_note}"]
     c = made.choice
     mib = 1 << 20
+    sites = sum(s.get("lock_bytes") or 0 for s in c.sites or [])
     locking = (f", locking {c.placement.used_bytes / mib:.1f} MiB" if c.placement is not None
-               else " (one plan per phase)")
+               else " (one plan per phase)") + (f" + {sites / mib:.0f} MiB of sites' arenas"
+                                                if sites else "")
     out = [f"kernel model (estimated): local {memory.local_bytes / mib:.1f} MiB, of it "
            f"{c.other_bytes / mib:.1f} MiB held outside tracked objects; chose "
            f"'{c.name}'{locking}: {c.chosen.swapins:,.0f} swap-ins predicted, "

@@ -191,8 +191,10 @@ def run(args: argparse.Namespace) -> int:
         if found is not None:
             folios = (f"{found.large_folio_bytes >> 20} MiB on large folios, "
                       if found.large_folio_bytes else "")
+            sites = (f" (+ {found.site_locked_bytes / 2**20:.0f} MiB of the sites' arenas)"
+                     if found.site_locked_bytes else "")
             say(f"{found.matched} of {found.objects} objects matched the plan; "
-                f"{found.locked_bytes >> 20} MiB locked, {found.cold_bytes >> 20} MiB advised "
+                f"{found.locked_bytes >> 20} MiB locked{sites}, {found.cold_bytes >> 20} MiB advised "
                 f"cold, {folios}{found.failed_actions} failed action(s)")
         if helper is not None:
             say(f"spare-CPU reclaim: {helper.reclaims:,} lowerings of the limit, "

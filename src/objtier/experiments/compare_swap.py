@@ -401,7 +401,7 @@ def one_run(tier, config: str, repeat: int, order: int, command: list[str],
         memcg_oom_kills=_delta(before, after, "oom_kill"),
         objects_matched=found.matched if found else None,
         placement_actions=found.actions if found else None,
-        locked_bytes=found.locked_bytes if found else None,
+        locked_bytes=found.locked_bytes + found.site_locked_bytes if found else None,
         stat_flush_ms=stat_flush_ms, stat_flush_reads=reader.stats.reads,
         stat_flush_max_gap_ms=round(reader.stats.max_gap_ms, 3))
 

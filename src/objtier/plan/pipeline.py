@@ -613,9 +613,16 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
         before = by_model.predicted(curves, placed, page, capacity_pages,
                                     np.zeros(len(placed))).swapins
         measured = float(memory.calibrate_to)
-        if before > OVER_TRUST * measured and before - measured > 500:
-            return None, (f"{UNTRUSTED} {before:,.0f} swap-ins for the kernel run that took "
-                          f"{measured:,.0f} ({before / max(measured, 1.0):.1f}x): too far off "
+        whole_footprint = None
+        if memory.choose:   # watched sites as rows: the model of the whole footprint is judged
+            from objtier.plan.site_rows import kernel_swapins
+
+            whole_footprint = kernel_swapins(profile.traces, placed, curves, page,
+                                             memory.local_bytes, memory.other_bytes)
+        judged = before if whole_footprint is None else whole_footprint
+        if judged > OVER_TRUST * measured and judged - measured > 500:
+            return None, (f"{UNTRUSTED} {judged:,.0f} swap-ins for the kernel run that took "
+                          f"{measured:,.0f} ({judged / max(measured, 1.0):.1f}x): too far off "
                           f"to choose what to lock, so nothing is locked")
         alpha, curves = by_model.calibrate(curves, placed, page, capacity_pages,
                                            memory.calibrate_to)

@@ -254,10 +254,7 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
     if rows is None or choice.placement is None:
         return choice, None
     n = len(placed)
-    table = extended_table(placed, rows)
-    duration = float(views_duration(views))
-    ext = extended_views(views, rows, duration)
-    other = max(0, int(other_bytes) - int(rows.size.sum()))
+    table, ext, other = extended(placed, views, rows, other_bytes)
     capacity_pages = float(max(0, local_bytes - other) // page_bytes)
     calibration = None
     if calibrate_to is not None:
@@ -307,17 +304,43 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
         return replace(p, per_object=p.per_object[:n])
 
     object_bytes = int(by_model.locked_pages(choice.placement).sum()) * page_bytes
+    # "sites" alone where the objects' choice locks nothing, else "<objects' choice>+sites"
+    name = ("sites" if choice.name == "nothing" else f"{choice.name}+sites") if entries \
+        else choice.name
     predictions = {**choice.predictions, "objects only": objects_only.swapins}
     if entries:
-        predictions[f"{choice.name}+sites"] = with_sites.swapins
+        predictions[name] = with_sites.swapins
     fit = dict(choice.calibration or {})
     if calibration is not None:
         fit["sites_alpha"] = calibration
-    return replace(choice, name=f"{choice.name}+sites" if entries else choice.name,
+    return replace(choice, name=name,
                    limit_bytes=max(choice.limit_bytes, object_bytes + site_bytes),
                    predictions=predictions, nothing=trim(nothing), chosen=trim(chosen),
                    capacity_bytes=max(0, local_bytes - other), other_bytes=other,
                    calibration=fit or None, sites=entries), note
+
+
+def extended(placed: ObjectTable, views: Any, rows: SiteRows, other_bytes: int):
+    """(table, views, other): the objects and the site rows, and what is then held outside
+    both [bytes]."""
+    table = extended_table(placed, rows)
+    ext = extended_views(views, rows, float(views_duration(views)))
+    return table, ext, max(0, int(other_bytes) - int(rows.size.sum()))
+
+
+def kernel_swapins(traces: list[Any], placed: ObjectTable, views: Any, page_bytes: int,
+                   local_bytes: int, other_bytes: int) -> float | None:
+    """The swap-ins predicted with nothing locked when the watched sites are rows of their
+    own (None without watched sites): what a measured kernel run is to be held against."""
+    from objtier.plan import by_model
+
+    rows = site_rows(traces)
+    if rows is None:
+        return None
+    table, ext, other = extended(placed, views, rows, other_bytes)
+    capacity_pages = float(max(0, local_bytes - other) // page_bytes)
+    return by_model.predicted(ext, table, page_bytes, capacity_pages,
+                              np.zeros(len(table))).swapins
 
 
 def views_duration(views: Any) -> float:
