@@ -266,9 +266,10 @@ def acts(plan: dict[str, Any]) -> bool:
     memory on the swap tier: something locked, or objects moved as large folios. A plan that
     does neither (the kernel model chose to lock nothing) would only add the runtime's own
     memory to the cgroup (about 0.3-0.6 MiB resident: bfs here, and 0.3 MiB of a 9 MiB limit in
-    the guest took 1.3x the kernel's swap-ins), so compare runs that arm as the program alone:
+    the guest took 1.3x the kernel's swap-ins), so compare runs that arm as the program alone
+    (a plan naming sites acts: their blocks move to arenas of their own):
     leaving the program to the kernel is then exactly what the kernel does."""
-    return locks_something(plan) or bool(plan.get("large_folios"))
+    return locks_something(plan) or bool(plan.get("large_folios")) or bool(plan.get("sites"))
 
 
 def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike,

@@ -312,7 +312,9 @@ static int take_plan_sites(void)
             memmove(site_tier + at + 1, site_tier + at, n_sites - at);
             memmove(site_cap + at + 1, site_cap + at, (n_sites - at) * sizeof *site_cap);
             site_key[at] = r->key;
-            site_tier[at] = r->tier == RT_PLAN_SLOW ? TIER_SLOW : TIER_FAST;
+            site_tier[at] = r->tier == RT_PLAN_SLOW    ? TIER_SLOW
+                            : r->tier == RT_PLAN_APART ? TIER_NONE
+                                                       : TIER_FAST;
             site_cap[at] = r->lock_bytes;
             n_sites++;
         }

@@ -394,10 +394,13 @@ static int parse_pass(rt_plan *p, const char *text, size_t len, int pass, const 
             rt_plan_site r = {.tier = RT_PLAN_FAST, .line = number};
             ok = (f.count == 4 || f.count == 5) && parse_key(f.s[1], f.n[1], &r.key) == 0 &&
                  parse_key(f.s[2], f.n[2], &r.frame0) == 0 &&
-                 (is_word(&f, 3, "fast") || is_word(&f, 3, "slow")) &&
-                 (f.count == 4 || parse_dec(f.s[4], f.n[4], &r.lock_bytes) == 0);
+                 (is_word(&f, 3, "fast") || is_word(&f, 3, "slow") || is_word(&f, 3, "apart")) &&
+                 (f.count == 4 ||
+                  (is_word(&f, 3, "fast") && parse_dec(f.s[4], f.n[4], &r.lock_bytes) == 0));
             if (ok && is_word(&f, 3, "slow"))
                 r.tier = RT_PLAN_SLOW;
+            else if (ok && is_word(&f, 3, "apart"))
+                r.tier = RT_PLAN_APART;
             if (ok && pass == 2 && mine)
                 p->sites[p->n_sites++] = r;
         } else if (f.count == 7 || (f.count == 8 && is_word(&f, 4, "pages"))) {

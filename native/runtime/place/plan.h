@@ -21,7 +21,14 @@
 #define RT_PLAN_MAX_NAME   255        /* bytes of a decoded phase name */
 #define RT_PLAN_NONE       UINT32_MAX /* no entry / no phase */
 
-enum rt_plan_tier { RT_PLAN_FAST = 0, RT_PLAN_SLOW = 1, RT_PLAN_SPLIT = 2, RT_PLAN_PAGES = 3 };
+/* RT_PLAN_APART: `site` records only (an arena of its own, no tier action) */
+enum rt_plan_tier {
+    RT_PLAN_FAST = 0,
+    RT_PLAN_SLOW = 1,
+    RT_PLAN_SPLIT = 2,
+    RT_PLAN_PAGES = 3,
+    RT_PLAN_APART = 4
+};
 
 /* A fast range of a "pages" entry: bytes [off, off + len) counted from the object's first
  * whole page (its first byte rounded up to a page); page multiples. */
@@ -54,12 +61,12 @@ typedef struct rt_plan_folio {
  * segregated arena (arena.h) that the tier keeps fast or slow. frame0 is the key of the
  * context's innermost frame alone (a one-frame context), so that an allocator call from any
  * other return address is known not to be of the site without unwinding.
- * Text: `site KEY FRAME0 fast|slow [LOCK_BYTES]`. */
+ * Text: `site KEY FRAME0 fast|slow|apart [LOCK_BYTES]` (LOCK_BYTES on fast only). */
 typedef struct rt_plan_site {
     uint64_t key, frame0;
     uint64_t lock_bytes; /* fast on the swap tier: most bytes of its chunks locked, in chunk
                           * order (the 5th field; 0 = no cap but the mlock limit) */
-    uint32_t tier;       /* RT_PLAN_FAST or RT_PLAN_SLOW */
+    uint32_t tier;       /* RT_PLAN_FAST, RT_PLAN_SLOW or RT_PLAN_APART */
     uint32_t line;
 } rt_plan_site;
 

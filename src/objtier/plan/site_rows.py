@@ -42,7 +42,9 @@ class SiteRows:
     """One row per watched site with a curve, pooled over the recordings by context key."""
 
     sites: list[dict[str, Any]]   # {context_key, frame0_key, label, arena_bytes}
-    size: np.ndarray              # int64: bytes the row stands for
+    size: np.ndarray              # int64: bytes the row takes in arenas of its own (its arena
+                                  # chunks' bytes, at most twice its estimated peak)
+    peak: np.ndarray              # int64: its estimated peak live bytes (in the program's heap)
     horizon_ns: np.ndarray        # float64: the curve's horizon (> 0)
     share: np.ndarray             # float64 (n, GRID)
     tail_slope: np.ndarray        # float64 [1/ns]
@@ -142,16 +144,17 @@ def site_rows(traces: list[Any]) -> SiteRows | None:
             continue
         arena = float(np.median(p["arena_bytes"]))
         peak = float(np.median(p["peak"])) or arena
-        size = int(min(arena, peak))
+        size = int(min(arena, 2.0 * peak))
         if size < CHUNK_BYTES:
             continue
-        rows.append((key, p, size, horizon, share, slope))
+        rows.append((key, p, size, horizon, share, slope, int(peak)))
     if not rows:
         return None
     return SiteRows(
         sites=[{"context_key": k, "frame0_key": p["frame0_key"], "label": p["label"],
                 "arena_bytes": int(np.median(p["arena_bytes"]))} for k, p, *_ in rows],
         size=np.array([r[2] for r in rows], dtype=np.int64),
+        peak=np.array([r[6] for r in rows], dtype=np.int64),
         horizon_ns=np.array([r[3] for r in rows]),
         share=np.array([r[4] for r in rows]).reshape(len(rows), GRID),
         tail_slope=np.array([r[5] for r in rows]),
@@ -160,11 +163,11 @@ def site_rows(traces: list[Any]) -> SiteRows | None:
         calls=np.array([float(np.median(r[1]["calls"])) for r in rows]))
 
 
-def extended_table(objects: ObjectTable, rows: SiteRows) -> ObjectTable:
-    """The object table with one row per site after the objects' (ids above theirs; never
-    freed, allocated at their first chunk: only size, plannable and the lifetime columns are
-    read by the model)."""
-    n = len(rows)
+def _table(objects: ObjectTable, keys: list[str], labels: list[str], size: np.ndarray,
+           accesses: np.ndarray) -> ObjectTable:
+    """The object table with rows appended after the objects' (ids above theirs; never freed,
+    allocated at 0: only size, plannable and the lifetime columns are read by the model)."""
+    n = len(keys)
     base = int(objects.object.max()) + 1 if len(objects) else 0
 
     def more(a, values):
@@ -173,174 +176,265 @@ def extended_table(objects: ObjectTable, rows: SiteRows) -> ObjectTable:
     return replace(
         objects,
         object=np.concatenate([objects.object, base + np.arange(n, dtype=np.int64)]),
-        context_key=np.concatenate([objects.context_key,
-                                    np.array([s["context_key"] for s in rows.sites],
-                                             dtype=object)]),
+        context_key=np.concatenate([objects.context_key, np.array(keys, dtype=object)]),
         occurrence=np.concatenate([objects.occurrence, np.ones(n, dtype=np.int64)]),
-        size=np.concatenate([objects.size, rows.size]),
-        accesses=np.concatenate([objects.accesses, rows.armed.astype(np.float64)]),
-        label=np.concatenate([objects.label,
-                              np.array([f"site {s['label']}" for s in rows.sites],
-                                       dtype=object)]),
+        size=np.concatenate([objects.size, np.asarray(size, dtype=np.int64)]),
+        accesses=np.concatenate([objects.accesses, np.asarray(accesses, dtype=np.float64)]),
+        label=np.concatenate([objects.label, np.array(labels, dtype=object)]),
         alloc_ns=more(objects.alloc_ns, np.zeros(n)),
         free_ns=more(objects.free_ns, -np.ones(n)),
         retouch_us=more(objects.retouch_us, np.full(n, np.nan)),
         sequential=more(objects.sequential, np.full(n, np.nan)))
 
 
-def extended_views(views, rows: SiteRows, duration_ns: float):
-    """Each view (model.Curves, or a list of the run's equal slices) with the site rows
-    appended: the site's whole-run curve in every slice, live from its first chunk on."""
+def _row_curves(rows: SiteRows, pick: np.ndarray) -> Curves:
+    return Curves(rows.horizon_ns[pick], rows.share[pick], rows.tail_slope[pick],
+                  np.ones(int(pick.sum())), 1.0)
+
+
+def mixed_curve(rows: SiteRows, mixed: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """(H, F on GRID points over [0, H], tail slope) of a page of the program's own heap that
+    holds the `mixed` sites' blocks side by side, in proportion to their peak bytes: a page
+    is left untouched for t only when each of its blocks is, so its survival is the product
+    of the sites' survivals, each to the power of its share of the page (independent blocks;
+    a page of one site is one site's page): 1 - F = prod_s (1 - F_s)^(w_s)."""
+    from objtier.analysis.reuse_curves import concave_majorant
+    from objtier.model.lru import shares_at
+
+    curves = _row_curves(rows, mixed)
+    weight = rows.peak[mixed].astype(np.float64)
+    weight = weight / max(weight.sum(), 1.0)
+    horizon = float(curves.horizon_ns.max())
+    grid = np.linspace(0.0, horizon, GRID)
+
+    def share(ts):
+        survive = np.clip(1.0 - shares_at(curves, ts), 0.0, 1.0)
+        return 1.0 - np.prod(survive ** weight[:, None], axis=0)
+
+    f = concave_majorant(grid, share(grid))
+    beyond = share(np.array([horizon, 1.5 * horizon]))
+    slope = max(0.0, float(beyond[1] - beyond[0]) / (0.5 * horizon))
+    return horizon, f, slope
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The model's rows for one way of holding the sites: the objects, then one row per site
+    in an arena of its own (`apart`), then one row for the other sites' blocks mixed in the
+    program's heap (if any)."""
+
+    table: ObjectTable
+    views: Any
+    other_bytes: int          # held outside objects and sites [bytes]
+    apart: np.ndarray         # bool (k,): sites with a row of their own
+    first_site_row: int       # = len(objects)
+
+
+def layout(placed: ObjectTable, views: Any, rows: SiteRows, apart: np.ndarray,
+           other_bytes: int) -> Layout:
+    """The Layout with the `apart` sites in arenas of their own (their arena bytes) and the
+    rest mixed (their peak bytes); what is held outside both is other_bytes less every site's
+    peak bytes."""
+    apart = np.asarray(apart, bool)
+    mixed = ~apart
+    keys = [s["context_key"] for s, a in zip(rows.sites, apart) if a]
+    labels = [f"site {s['label']}" for s, a in zip(rows.sites, apart) if a]
+    size = list(rows.size[apart])
+    acc = list(rows.armed[apart].astype(float))
+    first = list(rows.first_ns[apart])
+    h, share, slope = list(rows.horizon_ns[apart]), list(rows.share[apart]), \
+        list(rows.tail_slope[apart])
+    if mixed.any():
+        mh, mf, ms = mixed_curve(rows, mixed)
+        keys.append("")          # no context: a plan can name no lock of it
+        labels.append("small blocks of the other watched sites, mixed in the heap")
+        size.append(int(rows.peak[mixed].sum()))
+        acc.append(float(rows.armed[mixed].sum()))
+        first.append(float(rows.first_ns[mixed].min()))
+        h.append(mh)
+        share.append(mf)
+        slope.append(ms)
+    table = _table(placed, keys, labels, np.array(size), np.array(acc))
+    duration = float(views_duration(views))
+    first_ns = np.array(first)
     many = isinstance(views, list)
     parts = views if many else [views]
     out = []
     for i, view in enumerate(parts):
-        lo, hi = duration_ns * i / len(parts), duration_ns * (i + 1) / len(parts)
-        live = np.clip((hi - np.maximum(rows.first_ns, lo)) / max(hi - lo, 1.0), 0.0, 1.0)
+        lo, hi = duration * i / len(parts), duration * (i + 1) / len(parts)
+        live = np.clip((hi - np.maximum(first_ns, lo)) / max(hi - lo, 1.0), 0.0, 1.0)
         present = (None if view.present is None
-                   else np.concatenate([view.present, np.ones(len(rows))]))
-        out.append(Curves(np.concatenate([view.horizon_ns, rows.horizon_ns]),
-                          np.concatenate([view.share, rows.share]),
-                          np.concatenate([view.tail_slope, rows.tail_slope]),
-                          np.concatenate([view.live_share, live]),
-                          view.duration_ns, present))
-    return out if many else out[0]
+                   else np.concatenate([view.present, np.ones(len(keys))]))
+        out.append(Curves(np.concatenate([view.horizon_ns, h]),
+                          np.concatenate([view.share, np.array(share).reshape(-1, GRID)]),
+                          np.concatenate([view.tail_slope, slope]),
+                          np.concatenate([view.live_share, live]), view.duration_ns, present))
+    other = max(0, int(other_bytes) - int(rows.peak.sum()))
+    return Layout(table, out if many else out[0], other, apart, len(placed))
 
 
-def site_entries(rows: SiteRows, locked_pages: np.ndarray, page_bytes: int
-                 ) -> list[dict[str, Any]]:
-    """The plan's `sites` for the model's locks of the site rows: each site with at least a
-    chunk's worth of locked pages goes fast with lock_bytes, its locked pages rounded down to
-    whole chunks (the runtime locks chunks whole, the first ones the site got; rounding down
-    keeps the plan within the cap)."""
+def site_entries(rows: SiteRows, apart: np.ndarray, locked_pages: np.ndarray,
+                 page_bytes: int) -> list[dict[str, Any]]:
+    """The plan's `sites`: every site kept apart, `fast` with lock_bytes where the model locks
+    at least a chunk of it (its locked pages rounded down to whole chunks: the runtime locks
+    chunks whole, the first ones the site got; rounding down keeps the plan within the cap),
+    else `apart` (its own arena, no tier action: its pages no longer share pages with other
+    blocks, which the kernel's LRU then tells apart)."""
     out = []
-    for site, size, pages in zip(rows.sites, rows.size.tolist(), locked_pages.tolist()):
-        lock = min(int(pages) * page_bytes, int(size)) // CHUNK_BYTES * CHUNK_BYTES
-        if lock <= 0:
+    locks = iter(locked_pages.tolist())
+    for site, size, keep in zip(rows.sites, rows.size.tolist(), apart.tolist()):
+        if not keep:
             continue
-        out.append({"context_key": site["context_key"], "frame0_key": site["frame0_key"],
-                    "tier": "fast", "lock_bytes": int(lock), "est_peak_bytes": int(size),
-                    "label": site["label"],
-                    "access": "model: a lock of its first chunks lowers the predicted "
-                              "swap-ins (pageout windows on the site's arena; estimated)"})
+        lock = min(int(next(locks)) * page_bytes, int(size)) // CHUNK_BYTES * CHUNK_BYTES
+        entry = {"context_key": site["context_key"], "frame0_key": site["frame0_key"],
+                 "tier": "fast" if lock > 0 else "apart", "est_peak_bytes": int(size),
+                 "label": site["label"],
+                 "access": "model: pageout windows on the site's arena (estimated)"}
+        if lock > 0:
+            entry["lock_bytes"] = int(lock)
+        out.append(entry)
     return out
 
 
-SITE_TIE = 0.03   # site locks must predict this share fewer swap-ins than the objects' alone
+SITE_TIE = 0.03   # sites apart must predict this share fewer swap-ins than the objects' alone
 # What serving a planned site costs and what a swap-in saved is worth, to weigh the two (the
 # plan has no measured cost per swap-in yet): a malloc+free pair of a planned hot site took
 # 562 ns against 45.5 ns without the runtime (bench/arena_cost.py cost, 2026-12-02, M1); a
 # swap-in from zram 6.4-9.8 us (bench/replay_prefetch.py, 2026-11-28), taken low. Every block
-# of a locked site is served from its arena, locked chunk or not.
+# of a site kept apart is served from its arena, locked chunk or not.
 ARENA_CALL_S = 0.52e-6
 SWAPIN_S = 5e-6
-COST_SHARE = 0.5  # the arena's cost must stay below this share of the swap-ins' time saved
+COST_SHARE = 0.5  # the arenas' cost must stay below this share of the swap-ins' time saved
+
+
+def _kernel(placed, views, rows, other_bytes, local_bytes, page_bytes, calibrate_to):
+    """(layout, alpha, capacity pages) of the kernel's layout (every site mixed), fitted to a
+    measured kernel run where there is one."""
+    from objtier.plan import by_model
+
+    k = layout(placed, views, rows, np.zeros(len(rows), bool), other_bytes)
+    capacity = float(max(0, local_bytes - k.other_bytes) // page_bytes)
+    alpha = 0.0
+    if calibrate_to is not None:
+        alpha, fitted = by_model.calibrate(k.views, k.table, page_bytes, capacity, calibrate_to)
+        k = replace(k, views=fitted)
+    return k, alpha, capacity
 
 
 def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: Any,
                     page_bytes: int, local_bytes: int, other_bytes: int,
                     cap_bytes: int | None, calibrate_to: float | None) -> tuple[Any, str | None]:
     """(choice, note): the model's choice with the watched sites as rows beside the objects
-    (module docstring). The objects' lock set stays as chosen; the sites' bytes leave
-    `other_bytes` for rows of their own, the model is fitted again to a measured kernel run
-    where there is one (by_model.calibrate), and the sites' chunks are locked where the
-    model's greedy set (by_model.greedy, growing only site rows) predicts SITE_TIE fewer
-    swap-ins than the objects' locks alone. The choice's predictions are then those of the
-    whole footprint: kernel, and plan with the sites' locks (per_object: the objects' only).
-    note: one line on what the sites did (None without watched sites)."""
+    (module docstring). The kernel's run holds every site's blocks mixed in the program's
+    heap (layout: one mixed row); the plan's may keep the watched sites apart in arenas of
+    their own and lock the first chunks of some (by_model.greedy growing site rows only, the
+    objects' lock set as chosen). The model is fitted to a measured kernel run where there is
+    one (by_model.calibrate, on the kernel's layout; the same tail on the plan's). Kept where
+    it predicts SITE_TIE fewer swap-ins than the objects' locks alone and the arenas' calls
+    cost less than COST_SHARE of the swap-ins' time saved; the choice's predictions are then
+    those of the whole footprint (per_object: the objects' only). note: one line on what the
+    sites did (None without watched sites)."""
     from objtier.plan import by_model
 
     rows = site_rows(traces)
     if rows is None or choice.placement is None:
         return choice, None
     n = len(placed)
-    table, ext, other = extended(placed, views, rows, other_bytes)
-    capacity_pages = float(max(0, local_bytes - other) // page_bytes)
-    calibration = None
-    if calibrate_to is not None:
-        alpha, ext = by_model.calibrate(ext, table, page_bytes, capacity_pages, calibrate_to)
-        calibration = round(alpha, 4)
-    cap = by_model.lock_cap(local_bytes, other, cap_bytes)
-    start = np.concatenate([by_model.locked_pages(choice.placement), np.zeros(len(rows))])
+    obj_locks = by_model.locked_pages(choice.placement)
+    kernel, alpha, k_capacity = _kernel(placed, views, rows, other_bytes, local_bytes,
+                                        page_bytes, calibrate_to)
+
+    def at(lay: Layout, site_locks) -> Any:
+        capacity = float(max(0, local_bytes - lay.other_bytes) // page_bytes)
+        extra = len(lay.table) - n
+        locks = np.concatenate([obj_locks, np.zeros(extra)])
+        locks[n:n + len(site_locks)] = site_locks
+        return by_model.predicted(lay.views, lay.table, page_bytes, capacity, locks)
+
+    def apart_layout(apart):
+        lay = layout(placed, views, rows, apart, other_bytes)
+        return replace(lay, views=by_model.with_tail(lay.views, alpha)) if alpha else lay
+
+    nothing = by_model.predicted(kernel.views, kernel.table, page_bytes, k_capacity,
+                                 np.zeros(len(kernel.table)))
+    objects_only = at(kernel, [])
+    # every watched site apart; then the locks of their first chunks the model would make
+    every = apart_layout(np.ones(len(rows), bool))
+    capacity = float(max(0, local_bytes - every.other_bytes) // page_bytes)
+    cap = by_model.lock_cap(local_bytes, every.other_bytes, cap_bytes)
+    start = np.concatenate([obj_locks, np.zeros(len(rows))])
     only = np.concatenate([np.zeros(n, bool), np.ones(len(rows), bool)])
-    locked = by_model.greedy(ext, table, page_bytes, capacity_pages,
-                             float(cap // page_bytes), start=start, only=only)
-    # what the runtime will lock: whole chunks, rounded down
-    entries = site_entries(rows, locked[n:], page_bytes)
-    by_key = {e["context_key"]: e["lock_bytes"] for e in entries}
-    locked[n:] = [by_key.get(s["context_key"], 0) // page_bytes for s in rows.sites]
-
-    def at(locks):
-        return by_model.predicted(ext, table, page_bytes, capacity_pages, locks)
-
-    nothing, objects_only, with_sites = at(np.zeros(len(locked))), at(start), at(locked)
-    site_bytes = int(sum(by_key.values()))
-    watched = f"{len(rows)} watched site(s), {rows.size.sum() / 2**20:.1f} MiB"
-    locked_keys = set(by_key)
-    calls = float(sum(c for s, c in zip(rows.sites, rows.calls.tolist())
-                      if s["context_key"] in locked_keys))
-    saved_s = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
-    if not entries or with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
-        chosen = objects_only
-        note = (f"sites: {watched} modelled; locking their chunks gains too little "
-                f"({objects_only.swapins:,.0f} swap-ins predicted without, "
-                f"{with_sites.swapins:,.0f} with; estimated): none locked")
-        entries = []
-    elif calls * ARENA_CALL_S > COST_SHARE * saved_s:
-        chosen = objects_only
-        note = (f"sites: {watched} modelled; locking their chunks would save about "
-                f"{saved_s:.2f} s of swap-ins but serving their {calls:,.0f} allocation calls "
-                f"from arenas costs about {calls * ARENA_CALL_S:.2f} s (estimated): none "
-                f"locked")
-        entries = []
+    grown = by_model.greedy(every.views, every.table, page_bytes, capacity,
+                            float(cap // page_bytes), start=start, only=only)
+    entries = site_entries(rows, every.apart, grown[n:], page_bytes)
+    site_locks = [e.get("lock_bytes", 0) // page_bytes for e in entries]
+    apart_only = every.apart
+    with_sites = at(every, site_locks)
+    calls = float(rows.calls.sum())
+    watched = f"{len(rows)} watched site(s), {rows.peak.sum() / 2**20:.1f} MiB"
+    saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
+    if calls * ARENA_CALL_S > COST_SHARE * saved and any(site_locks):
+        # the locked ones only, the others left mixed in the heap
+        apart_only = np.array([lock > 0 for lock in site_locks])
+        lay = apart_layout(apart_only)
+        kept = [lock for lock in site_locks if lock > 0]
+        entries = [e for e in entries if e.get("lock_bytes")]
+        with_sites = at(lay, kept)
+        calls = float(rows.calls[apart_only].sum())
+        saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
+    locked_bytes = int(sum(e.get("lock_bytes", 0) for e in entries))
+    if with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
+        chosen, entries = objects_only, []
+        note = (f"sites: {watched} modelled; keeping them apart or locking their chunks gains "
+                f"too little ({objects_only.swapins:,.0f} swap-ins predicted without, "
+                f"{with_sites.swapins:,.0f} with; estimated): none placed")
+    elif calls * ARENA_CALL_S > COST_SHARE * saved:
+        chosen, entries = objects_only, []
+        note = (f"sites: {watched} modelled; placing them would save about {saved:.2f} s of "
+                f"swap-ins but serving their {calls:,.0f} allocation calls from arenas costs "
+                f"about {calls * ARENA_CALL_S:.2f} s (estimated): none placed")
     else:
         chosen = with_sites
-        note = (f"sites: {watched} modelled; {len(entries)} locked "
-                f"({site_bytes / 2**20:.0f} MiB of their first chunks): "
-                f"{with_sites.swapins:,.0f} swap-ins predicted against "
+        note = (f"sites: {watched} modelled; {len(entries)} kept apart in arenas of their own"
+                + (f", {locked_bytes / 2**20:.0f} MiB of their first chunks locked"
+                   if locked_bytes else "")
+                + f": {with_sites.swapins:,.0f} swap-ins predicted against "
                 f"{objects_only.swapins:,.0f} with the objects' locks alone (estimated)")
 
     def trim(p):
         return replace(p, per_object=p.per_object[:n])
 
-    object_bytes = int(by_model.locked_pages(choice.placement).sum()) * page_bytes
-    # "sites" alone where the objects' choice locks nothing, else "<objects' choice>+sites"
+    object_bytes = int(obj_locks.sum()) * page_bytes
     name = ("sites" if choice.name == "nothing" else f"{choice.name}+sites") if entries \
         else choice.name
     predictions = {**choice.predictions, "objects only": objects_only.swapins}
     if entries:
         predictions[name] = with_sites.swapins
     fit = dict(choice.calibration or {})
-    if calibration is not None:
-        fit["sites_alpha"] = calibration
+    if calibrate_to is not None:
+        fit["sites_alpha"] = round(alpha, 4)
     return replace(choice, name=name,
-                   limit_bytes=max(choice.limit_bytes, object_bytes + site_bytes),
+                   limit_bytes=max(choice.limit_bytes, object_bytes + locked_bytes),
                    predictions=predictions, nothing=trim(nothing), chosen=trim(chosen),
-                   capacity_bytes=max(0, local_bytes - other), other_bytes=other,
-                   calibration=fit or None, sites=entries), note
-
-
-def extended(placed: ObjectTable, views: Any, rows: SiteRows, other_bytes: int):
-    """(table, views, other): the objects and the site rows, and what is then held outside
-    both [bytes]."""
-    table = extended_table(placed, rows)
-    ext = extended_views(views, rows, float(views_duration(views)))
-    return table, ext, max(0, int(other_bytes) - int(rows.size.sum()))
+                   capacity_bytes=max(0, local_bytes - kernel.other_bytes),
+                   other_bytes=kernel.other_bytes, calibration=fit or None,
+                   sites=entries), note
 
 
 def kernel_swapins(traces: list[Any], placed: ObjectTable, views: Any, page_bytes: int,
                    local_bytes: int, other_bytes: int) -> float | None:
-    """The swap-ins predicted with nothing locked when the watched sites are rows of their
-    own (None without watched sites): what a measured kernel run is to be held against."""
+    """The swap-ins predicted with nothing locked and every watched site's blocks mixed in
+    the heap, as the kernel's run holds them (None without watched sites): what a measured
+    kernel run is to be held against."""
     from objtier.plan import by_model
 
     rows = site_rows(traces)
     if rows is None:
         return None
-    table, ext, other = extended(placed, views, rows, other_bytes)
-    capacity_pages = float(max(0, local_bytes - other) // page_bytes)
-    return by_model.predicted(ext, table, page_bytes, capacity_pages,
-                              np.zeros(len(table))).swapins
+    kernel, _, capacity = _kernel(placed, views, rows, other_bytes, local_bytes, page_bytes,
+                                  None)
+    return by_model.predicted(kernel.views, kernel.table, page_bytes, capacity,
+                              np.zeros(len(kernel.table))).swapins
 
 
 def views_duration(views: Any) -> float:

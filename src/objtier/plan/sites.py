@@ -10,7 +10,8 @@ the fast nodes on NUMA) or slow (MADV_COLD of full arena chunks, the slow nodes)
 
 context_key is the site's stable context key (as entries'), frame0_key the key of its
 innermost frame alone (the runtime looks a call's return address up by it before it unwinds),
-tier fast or slow; lock_bytes (optional, fast sites on the swap tier) the most bytes of the
+tier fast, slow or apart (an arena of its own and no tier action: its blocks stop sharing
+pages with other blocks, so that the kernel's LRU can tell its pages apart); lock_bytes (optional, fast sites on the swap tier) the most bytes of the
 site's arena chunks the runtime locks, its first chunks in allocation order (the model's split
 of a site swept cyclically, plan.site_rows); the other fields are informative. Text form:
 `site KEY FRAME0 TIER [LOCK_BYTES]`.
@@ -35,7 +36,7 @@ from typing import Any
 from objtier.analysis.site_watch import access_per_byte
 from objtier.errors import UsageError
 
-SITE_TIERS = ("fast", "slow")
+SITE_TIERS = ("fast", "slow", "apart")   # apart: an arena of its own, no tier action
 MAX_SITES = 256            # RT_SARENA_MAX_SITES (native/runtime/place/arena_site.h)
 _KEY = re.compile(r"[0-9a-f]{16}")
 
@@ -143,7 +144,7 @@ def check_sites(where: str, sites: Any) -> None:
             if not isinstance(s.get(field), str) or not _KEY.fullmatch(s[field]):
                 raise UsageError(f"{where}: site {i}: {field} must be 16 lowercase hex digits")
         if s.get("tier") not in SITE_TIERS:
-            raise UsageError(f"{where}: site {i}: tier must be fast or slow")
+            raise UsageError(f"{where}: site {i}: tier must be fast, slow or apart")
         cap = s.get("lock_bytes")
         if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 0
                                 or s["tier"] != "fast"):
