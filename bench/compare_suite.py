@@ -57,19 +57,27 @@ PROGRAMS: dict[str, tuple[str, list[str], str]] = {
     # small-block programs: interpreter objects, SQLite's page cache
     "smallgraph": ("graph_networkx.py", [], "networkx"),
     "sqlite": ("sqlite_btree.py", [], "sqlite3"),
+    # a C++ library's own containers: Boost.Graph's adjacency lists, PageRank over them
+    "boostpr": ("boost_pagerank.cc", ["--scale", "17", "--degree", "8", "--iters", "60"], ""),
 }
+#: programs built by setup.sh from a .cc driver (no venv module): name -> the binary
+BUILT = ROOT / "build" / "third-party"
 #: name -> options of `objtier compare` it needs (redis: the server and client are children)
 COMPARE_OPTIONS: dict[str, list[str]] = {"redis": ["--follow-forks"]}
 #: name -> commands on PATH or files it needs besides the venv (setup.sh, Debian packages)
 NEEDS: dict[str, list[str]] = {"duckdb": [str(TPCH_CACHE)],
-                               "redis": ["redis-server", "redis-benchmark"]}
+                               "redis": ["redis-server", "redis-benchmark"],
+                               "boostpr": [str(BUILT / "boost_pagerank")]}
 
 #: the measured swap-ins of an arm, in the order model_check reads them (pages)
 SWAPIN_KEYS = ("memcg_refault_anon", "pswpin", "memcg_pgmajfault", "major_faults")
 
 
 def missing_module(module: str) -> str | None:
-    """Why the venv cannot run a program needing module, or None when it can."""
+    """Why the venv cannot run a program needing module, or None when it can (module ""
+    needs no venv: a program setup.sh built)."""
+    if not module:
+        return None
     if not VENV_PYTHON.exists():
         return f"no {VENV_PYTHON} (run bench/third_party/setup.sh)"
     done = subprocess.run([str(VENV_PYTHON), "-c", f"import {module}"],
@@ -81,7 +89,8 @@ def missing_needs(name: str) -> str | None:
     """Why a program's other needs (NEEDS) are not met, or None when they are."""
     for need in NEEDS.get(name, []):
         if not (Path(need).exists() if "/" in need else shutil.which(need)):
-            return f"no {need} (bench/third_party/setup.sh; Debian redis-server, redis-tools)"
+            return (f"no {need} (bench/third_party/setup.sh; Debian redis-server, redis-tools, "
+                    f"libboost-graph-dev)")
     return None
 
 
@@ -93,6 +102,8 @@ def program_command(name: str, *extra: str) -> list[str]:
     """The command line of program `name` (PROGRAMS): the venv's Python, its driver and its
     arguments, then `extra` (more of the driver's options)."""
     script, args, _module = PROGRAMS[name]
+    if script.endswith(".cc"):      # built by setup.sh: the binary itself
+        return [str(BUILT / Path(script).stem), *args, *extra]
     return [str(VENV_PYTHON), str(PROGRAMS_DIR / script), *args, *extra]
 
 

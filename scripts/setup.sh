@@ -12,6 +12,7 @@ APT_PACKAGES=(
   qemu-system-x86 busybox-static cpio
   chromium
   sqlite3 xz-utils
+  libboost-graph-dev
 )
 
 missing=()

@@ -50,6 +50,18 @@ if [ ! -e "$tpch_cache" ] && have duckdb_extension_tpch; then
         || echo "setup.sh: the TPC-H tables were not generated" >&2
 fi
 
+# Boost.Graph's PageRank (Debian libboost-graph-dev, a package of scripts/setup.sh): only the
+# driver is ours; built once next to the venv.
+boost_src="$root/bench/third_party/programs/boost_pagerank.cc"
+boost_bin="$root/build/third-party/boost_pagerank"
+if [ -e /usr/include/boost/graph/page_rank.hpp ]; then
+    if [ ! -x "$boost_bin" ] || [ "$boost_src" -nt "$boost_bin" ]; then
+        g++ -O2 -o "$boost_bin" "$boost_src"
+    fi
+else
+    echo "setup.sh: no Boost.Graph headers (apt-get install libboost-graph-dev); boostpr is skipped" >&2
+fi
+
 echo "third-party venv: $venv"
 "$venv/bin/python" - <<'PY'
 import importlib

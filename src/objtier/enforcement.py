@@ -287,8 +287,7 @@ def plan_warnings(plan: dict[str, Any], exe: str | os.PathLike,
     if not entries and not plan.get("sites"):   # sites: served from arenas
         warnings.append("the plan has no entries: it matches no object, the program runs as "
                         "without objtier")
-    elif not any(e["tier"] in ("fast", "split") for e in entries) and not any(
-            s["tier"] == "fast" for s in plan.get("sites") or []):
+    elif not any(e["tier"] in ("fast", "split") for e in entries) and not plan.get("sites"):
         warnings.append("the plan places no object in fast memory: nothing will be locked")
     return warnings
 

@@ -358,30 +358,46 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
     nothing = by_model.predicted(kernel.views, kernel.table, page_bytes, k_capacity,
                                  np.zeros(len(kernel.table)))
     objects_only = at(kernel, [])
-    # every watched site apart; then the locks of their first chunks the model would make
-    every = apart_layout(np.ones(len(rows), bool))
-    capacity = float(max(0, local_bytes - every.other_bytes) // page_bytes)
-    cap = by_model.lock_cap(local_bytes, every.other_bytes, cap_bytes)
-    start = np.concatenate([obj_locks, np.zeros(len(rows))])
-    only = np.concatenate([np.zeros(n, bool), np.ones(len(rows), bool)])
-    grown = by_model.greedy(every.views, every.table, page_bytes, capacity,
-                            float(cap // page_bytes), start=start, only=only)
-    entries = site_entries(rows, every.apart, grown[n:], page_bytes)
-    site_locks = [e.get("lock_bytes", 0) // page_bytes for e in entries]
-    apart_only = every.apart
-    with_sites = at(every, site_locks)
-    calls = float(rows.calls.sum())
+
+    def with_locks(apart):
+        """(prediction, entries) of the sites `apart` kept apart, with the locks of their
+        first chunks the model's greedy set makes on top of the objects' locks."""
+        lay = apart_layout(apart)
+        capacity = float(max(0, local_bytes - lay.other_bytes) // page_bytes)
+        cap = by_model.lock_cap(local_bytes, lay.other_bytes, cap_bytes)
+        k = int(apart.sum())
+        start = np.concatenate([obj_locks, np.zeros(len(lay.table) - n)])
+        only = np.zeros(len(lay.table), bool)
+        only[n:n + k] = True
+        grown = by_model.greedy(lay.views, lay.table, page_bytes, capacity,
+                                float(cap // page_bytes), start=start, only=only)
+        entries = site_entries(rows, apart, grown[n:n + k], page_bytes)
+        return at(lay, [e.get("lock_bytes", 0) // page_bytes for e in entries]), entries
+
+    # which sites to keep apart: grown one site at a time while that lowers the prediction
+    # (an arena costs its size classes' slack, so keeping a site apart can also lose), then
+    # the locks on top; against every site apart with its locks (a sweep gains only by them)
+    apart = np.zeros(len(rows), bool)
+    best = objects_only.swapins
+    while not apart.all():
+        trials = []
+        for i in np.flatnonzero(~apart).tolist():
+            trial = apart.copy()
+            trial[i] = True
+            trials.append((at(apart_layout(trial), np.zeros(int(trial.sum()))).swapins, i))
+        value, i = min(trials)
+        if value >= best * (1.0 - 1e-3):
+            break
+        apart[i], best = True, value
+    candidates = [with_locks(np.ones(len(rows), bool))]
+    if apart.any() and not apart.all():
+        candidates.append(with_locks(apart))
+    with_sites, entries = min(candidates, key=lambda c: (c[0].swapins, len(c[1])))
+    keys = {e["context_key"] for e in entries}
+    calls = float(sum(c for site, c in zip(rows.sites, rows.calls.tolist())
+                      if site["context_key"] in keys))
     watched = f"{len(rows)} watched site(s), {rows.peak.sum() / 2**20:.1f} MiB"
     saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
-    if calls * ARENA_CALL_S > COST_SHARE * saved and any(site_locks):
-        # the locked ones only, the others left mixed in the heap
-        apart_only = np.array([lock > 0 for lock in site_locks])
-        lay = apart_layout(apart_only)
-        kept = [lock for lock in site_locks if lock > 0]
-        entries = [e for e in entries if e.get("lock_bytes")]
-        with_sites = at(lay, kept)
-        calls = float(rows.calls[apart_only].sum())
-        saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
     locked_bytes = int(sum(e.get("lock_bytes", 0) for e in entries))
     if with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
         chosen, entries = objects_only, []
