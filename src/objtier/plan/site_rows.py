@@ -1,6 +1,6 @@
-"""Watched allocation sites as rows of the kernel model: the small blocks a plan can lock.
+"""Watched allocation sites as rows of the kernel model: the small blocks a plan can place.
 
-A recording made with watched sites (`record --sites N`, `compare --sites N`;
+A recording made with watched sites (`record --sites N`, `compare --profile sites=N`;
 analysis.site_watch) served each watched site's blocks from arena chunks of its own, and the
 pageout sampler armed those chunks' pages as it arms objects' (WINDOW records with the region's
 seq; samples whose address lies in a chunk). That is what the model needs for a row: touch
@@ -8,15 +8,18 @@ delays (events) and pages left untouched when their window closed (censored), wh
 Kaplan-Meier curve (analysis.reuse_curves.kaplan_meier) is the site's F(t).
 
 Without site rows the model counts every small block as memory outside the objects that is
-always resident and takes its room; with them a watched site's bytes compete in the LRU like
-an object's, and a lock of the site's first chunks (the runtime's `site ... fast LOCK_BYTES`,
-plan.sites) is a candidate like a lock of an object's first pages: on a matrix of per-row
-arrays swept every iteration it is the part LRU would lose anyway.
+always resident and takes its room. With them (layout): in the kernel's run, which has no
+arenas, the sites' blocks share the heap's pages, one row of them mixed (mixed_curve); in the
+plan's, a site kept apart (site tier `apart`) has pages of its own, a row at its arena's size,
+and a lock of its first chunks (`site ... fast LOCK_BYTES`, plan.sites) is a candidate like a
+lock of an object's first pages: on a matrix of per-row arrays swept every iteration it is
+the part LRU would lose anyway; on a hot site mixed with cold ones, keeping it apart alone
+lets LRU keep its pages and lose the others'.
 
-What a row stands for: the site's bytes its arena served (the arena chunks' bytes, at most the
-site's estimated peak live bytes: blocks allocated before the runtime learnt the site stay with
-the program's allocator and outside the row), live from its first chunk to the end of the run.
-Every figure here is an estimate from sampled pages.
+What a row stands for: apart, the site's arena chunks' bytes (at most twice its estimated peak
+live bytes: size classes and freed blocks cost room); mixed, its estimated peak live bytes;
+live from its first chunk to the end of the run. Every figure here is an estimate from
+sampled pages.
 Units: bytes, ns, pages (the profile's page size).
 """
 
@@ -116,11 +119,9 @@ def _site_observations(trace) -> dict[str, dict[str, Any]]:
 def site_rows(traces: list[Any]) -> SiteRows | None:
     """The recordings' watched sites with a curve (module docstring), or None when none."""
     pooled: dict[str, dict[str, Any]] = {}
-    counted = 0
     for trace in traces:
         if not has_watched_sites(trace):
             continue
-        counted += 1
         for key, o in _site_observations(trace).items():
             p = pooled.setdefault(key, {"delays": [], "dwell": [], "untouched": [], "armed": 0,
                                         "arena_bytes": [], "peak": [], "calls": [],
