@@ -398,7 +398,13 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
     calls = float(sum(c for site, c in zip(rows.sites, rows.calls.tolist())
                       if site["context_key"] in keys))
     watched = f"{len(rows)} watched site(s), {rows.peak.sum() / 2**20:.1f} MiB"
-    saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
+    # the swap-ins saved at the level a measured kernel run showed (by_model.scaled, which
+    # the pipeline applies to every prediction after this)
+    level = 1.0
+    if calibrate_to is not None and nothing.swapins > 0:
+        ratio = calibrate_to / nothing.swapins
+        level = 1.0 if by_model.SCALE_BAND[0] <= ratio <= by_model.SCALE_BAND[1] else ratio
+    saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S * level
     locked_bytes = int(sum(e.get("lock_bytes", 0) for e in entries))
     if with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
         chosen, entries = objects_only, []
