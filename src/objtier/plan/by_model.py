@@ -50,7 +50,7 @@ class Choice:
     capacity_bytes: int           # local - other: what the objects share
     other_bytes: int
     calibration: dict | None = None  # pipeline: the fit to a measured kernel run, if any
-    sites: list | None = None     # pipeline: the plan's `sites` the model locks (site_rows)
+    sites: list | None = None     # pipeline: the plan's `sites` the model places (site_rows)
 
 
 def locked_pages(placement: Placement) -> np.ndarray:

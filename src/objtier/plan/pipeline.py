@@ -81,7 +81,8 @@ class PlanResult:
     placements: dict[str, planner.Placement]  # phase ("*" = the whole run) -> placement
     budget: planner.Budget               # the budget the plan was made for
     choice: Any = None                   # plan.by_model.Choice when the model chose, else None
-    model_note: str | None = None        # why the model did not choose, when asked to
+    model_note: str | None = None        # why the model did not choose, when asked to; or what
+                                         # it did with watched sites (plan.site_rows)
 
 
 @dataclass(frozen=True)
