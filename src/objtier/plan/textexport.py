@@ -21,9 +21,11 @@ Grammar (one record per line, fields separated by single spaces, "\\n" line ends
     folio KEY OCC SIZE_MIN SIZE_MAX                  an object whose planned-slow pages are
                                                      faulted in as large folios (plan.folios);
                                                      OCC decimal or "*"
-    site KEY FRAME0 TIER                             small blocks of the context KEY (FRAME0:
+    site KEY FRAME0 TIER [LOCK_BYTES]                small blocks of the context KEY (FRAME0:
                                                      its innermost frame's key) served from an
-                                                     arena kept fast or slow (plan.sites)
+                                                     arena kept fast, slow or apart; fast with
+                                                     LOCK_BYTES: its first chunks up to that
+                                                     many bytes locked (plan.sites)
     program BUILD_ID RANK PATH                       starts the section of one program of a
                                                      multi-program plan (plan.programs): the
                                                      folio and entry lines up to the next
