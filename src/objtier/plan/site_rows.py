@@ -297,7 +297,11 @@ def site_entries(rows: SiteRows, apart: np.ndarray, locked_pages: np.ndarray,
     return out
 
 
-SITE_TIE = 0.03   # sites apart must predict this share fewer swap-ins than the objects' alone
+# sites placed must predict this share fewer swap-ins than the objects' locks alone: arenas
+# cost calls and room the model does not weigh in swap-ins. At 3 %, SQLite at 70 % kept its
+# page-cache site apart for 4 % fewer predicted swap-ins and took 16 % more (0.88x the
+# kernel, 3 repeats, 2026-12-02); the gains that paid were 28 % and more (rows.c, PageRank).
+SITE_TIE = 0.15
 # What serving a planned site costs and what a swap-in saved is worth, to weigh the two (the
 # plan has no measured cost per swap-in yet): a malloc+free pair of a planned hot site took
 # 562 ns against 45.5 ns without the runtime (bench/arena_cost.py cost, 2026-12-02, M1); a
