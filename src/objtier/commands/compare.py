@@ -122,8 +122,8 @@ def read_profile(args: argparse.Namespace) -> None:
                                  f"got {value!r}")
             args.sampler = value
             continue
-        check = (B.int_option(1) if key == "count" else B.int_option(0, 256, "sites")
-                 if key == "sites" else B.int_option(1, B.RATE_MAX, "samples per second"))
+        check = {"count": B.int_option(1), "sites": B.int_option(0, 256, "sites"),
+                 "rate": B.int_option(1, B.RATE_MAX, "samples per second")}[key]
         try:
             setattr(args, PROFILE_KEYS[key], check(value))
         except argparse.ArgumentTypeError as error:
@@ -259,7 +259,8 @@ def run(args: argparse.Namespace) -> int:
                                sampler=args.sampler, large_folio=folio,
                                margin=args.mlock_margin,
                                rate=args.rate, profiles=args.profiles, phases=args.phases,
-                               sites=args.sites, timeout_s=args.timeout, follow_forks=args.follow_forks,
+                               sites=args.sites, timeout_s=args.timeout,
+                               follow_forks=args.follow_forks,
                                spare_reclaim=args.spare_reclaim or "auto",
                                output=Path(args.output), force=args.force)
 

@@ -194,8 +194,9 @@ def run(args: argparse.Namespace) -> int:
             sites = (f" (+ {found.site_locked_bytes / 2**20:.0f} MiB of the sites' arenas)"
                      if found.site_locked_bytes else "")
             say(f"{found.matched} of {found.objects} objects matched the plan; "
-                f"{found.locked_bytes >> 20} MiB locked{sites}, {found.cold_bytes >> 20} MiB advised "
-                f"cold, {folios}{found.failed_actions} failed action(s)")
+                f"{found.locked_bytes >> 20} MiB locked{sites}, "
+                f"{found.cold_bytes >> 20} MiB advised cold, {folios}"
+                f"{found.failed_actions} failed action(s)")
         if helper is not None:
             say(f"spare-CPU reclaim: {helper.reclaims:,} lowerings of the limit, "
                 f"{helper.seconds:.2f} s of reclaim on CPU {helper.cpu}")

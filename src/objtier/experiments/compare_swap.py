@@ -212,16 +212,18 @@ def watch_sites_after(first: Path, footprint: int, sampler: str) -> bool:
     return has_sites(trace) and live_site_bytes(trace) >= AUTO_SITES_SHARE * footprint
 
 
-def _watching(n: int, first: Path, sampler: str):
-    """The context whose value is the runtime settings that watch the n largest sites of the
-    first profile ({} for none: n is 0, or the first profile has no site with a context)."""
-    from objtier.analysis.sites import has_sites
-    from objtier.record.watch_sites import largest_sites, watched_sites
-    from objtier.trace import open_trace
+def _watching(stack: contextlib.ExitStack, n: int, first: Path, sampler: str) -> dict:
+    """The runtime settings that watch the n largest sites of the first profile, its sites
+    file kept until `stack` closes ({} for none: n is 0, or the first profile has no site
+    with a context, which record.watch_sites refuses)."""
+    from objtier.record.watch_sites import watched_sites
 
-    if not n or not has_sites(open_trace(first)) or not largest_sites(first, n):
-        return contextlib.nullcontext({})
-    return watched_sites(n, str(first), sampler, lambda text: None)
+    if not n:
+        return {}
+    try:
+        return stack.enter_context(watched_sites(n, str(first), sampler, lambda text: None))
+    except UsageError:
+        return {}
 
 
 def record_profile(command: list[str], settings: CompareSettings,
@@ -252,31 +254,32 @@ def record_profile(command: list[str], settings: CompareSettings,
             f"in profile 1 those after its first {LEARN_BYTES >> 20} MiB of small blocks, in "
             f"the others profile 1's largest, through arenas")
     watch = settings.sites or 0   # sites watched in profiles 2..count (from profile 1's)
+    # profile 1 learns the sites (with settings.sites); the others share one sites file
+    env = {"OBJTIER_ARENA_LEARN": str(settings.sites)} if settings.sites else {}
     profiles = []
-    for i in range(1, count + 1):
-        if i == 2 and settings.sites is None and watch_sites_after(profiles[0], footprint,
-                                                                    sampler):
-            watch = AUTO_SITES
-            say(f"watching profile 1's {AUTO_SITES} largest small-block sites through arenas "
-                f"in profiles 2-{count}: small blocks hold {AUTO_SITES_SHARE:.0%} of the "
-                f"footprint or more (--profile sites=0: none)")
-        if i == 1:
-            env = {"OBJTIER_ARENA_LEARN": str(settings.sites)} if settings.sites else {}
-            sites = contextlib.nullcontext(env)
-        else:
-            sites = _watching(watch, profiles[0], sampler)
-        profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
-        with sites as env, _output_to(settings.output / "profile.log", append=i > 1), \
-                sampler_swap(sampler, say):
-            returncode, _ = record_program(command, profile, _replace(record, extra_env=env),
-                                           force=True)
-        if returncode == -signal.SIGINT:
-            raise KeyboardInterrupt
-        if returncode != 0:
-            log = (settings.output / "profile.log").read_text(errors="replace")
-            raise ObjtierError(f"the program failed while being recorded (exit status "
-                               f"{returncode}): {_last_line(log)}")
-        profiles.append(profile)
+    with contextlib.ExitStack() as later:
+        for i in range(1, count + 1):
+            if i == 2:
+                if settings.sites is None and watch_sites_after(profiles[0], footprint,
+                                                                sampler):
+                    watch = AUTO_SITES
+                    say(f"watching profile 1's {AUTO_SITES} largest small-block sites through "
+                        f"arenas in profiles 2-{count}: small blocks hold "
+                        f"{AUTO_SITES_SHARE:.0%} of the footprint or more (--profile "
+                        f"sites=0: none)")
+                env = _watching(later, watch, profiles[0], sampler)
+            profile = settings.output / ("profile.otr" if i == 1 else f"profile-{i}.otr")
+            with _output_to(settings.output / "profile.log", append=i > 1), \
+                    sampler_swap(sampler, say):
+                returncode, _ = record_program(command, profile,
+                                               _replace(record, extra_env=env), force=True)
+            if returncode == -signal.SIGINT:
+                raise KeyboardInterrupt
+            if returncode != 0:
+                log = (settings.output / "profile.log").read_text(errors="replace")
+                raise ObjtierError(f"the program failed while being recorded (exit status "
+                                   f"{returncode}): {_last_line(log)}")
+            profiles.append(profile)
     return profiles
 
 

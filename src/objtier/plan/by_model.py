@@ -230,6 +230,15 @@ def with_tail(curves: Views, alpha: float) -> Views:
 SCALE_BAND = (0.8, 1.25)   # a fitted kernel prediction this close to the run is not scaled
 
 
+def scale_factor(kernel_predicted: float, measured_swapins: float) -> float:
+    """measured / predicted where the kernel arm's prediction lies outside SCALE_BAND of the
+    measured kernel run, else 1 (and 1 for no prediction): the factor `scaled` applies."""
+    kernel = float(kernel_predicted)
+    if kernel <= 0 or SCALE_BAND[0] <= measured_swapins / kernel <= SCALE_BAND[1]:
+        return 1.0
+    return measured_swapins / kernel
+
+
 def scaled(choice: "Choice", measured_swapins: float) -> tuple["Choice", float]:
     """(choice, scale): where the kernel arm's prediction, after calibrate, is still outside
     SCALE_BAND of the measured kernel run, every prediction of the choice times
@@ -239,10 +248,9 @@ def scaled(choice: "Choice", measured_swapins: float) -> tuple["Choice", float]:
     kernel ratio of swap-ins within 3-19 % on CG and hnswlib)."""
     from dataclasses import replace
 
-    kernel = float(choice.nothing.swapins)
-    if kernel <= 0 or SCALE_BAND[0] <= measured_swapins / kernel <= SCALE_BAND[1]:
+    k = scale_factor(choice.nothing.swapins, measured_swapins)
+    if k == 1.0:
         return choice, 1.0
-    k = measured_swapins / kernel
 
     def times(p: Prediction) -> Prediction:
         return replace(p, swapins=p.swapins * k, per_object=p.per_object * k)

@@ -608,19 +608,23 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
     if len(whole.horizon_ns) != len(placed):
         return None, "the object table does not come from the first recording"
     raw = curves   # before any fit: the site rows are fitted with the objects again
+    rows = None    # watched sites as rows of their own (plan.site_rows), read once
+    if memory.choose and profile.traces:
+        from objtier.plan.site_rows import site_rows
+
+        rows = site_rows(profile.traces)
     calibration = None
     if memory.calibrate_to is not None:
         capacity_pages = float(max(0, memory.local_bytes - memory.other_bytes) // page)
         before = by_model.predicted(curves, placed, page, capacity_pages,
                                     np.zeros(len(placed))).swapins
         measured = float(memory.calibrate_to)
-        whole_footprint = None
-        if memory.choose:   # watched sites as rows: the model of the whole footprint is judged
+        judged = before
+        if rows is not None:   # with site rows, the model of the whole footprint is judged
             from objtier.plan.site_rows import kernel_swapins
 
-            whole_footprint = kernel_swapins(profile.traces, placed, curves, page,
-                                             memory.local_bytes, memory.other_bytes)
-        judged = before if whole_footprint is None else whole_footprint
+            judged = kernel_swapins(rows, placed, curves, page, memory.local_bytes,
+                                    memory.other_bytes)
         if judged > OVER_TRUST * measured and judged - measured > 500:
             return None, (f"{UNTRUSTED} {judged:,.0f} swap-ins for the kernel run that took "
                           f"{measured:,.0f} ({judged / max(measured, 1.0):.1f}x): too far off "
@@ -641,10 +645,10 @@ def _model_choice(profile: Profile, placed: planner.ObjectTable, page: int,
                              (rules.algorithm, limit, rules), extra, cap,
                              keep_rules=not memory.choose)
     note = None
-    if memory.choose and profile.traces:    # watched sites: rows of their own (site_rows)
+    if rows is not None:
         from objtier.plan.site_rows import with_site_locks
 
-        choice, note = with_site_locks(choice, profile.traces, placed, raw, page,
+        choice, note = with_site_locks(choice, rows, placed, raw, page,
                                        memory.local_bytes, memory.other_bytes,
                                        memory.cap_bytes, memory.calibrate_to)
         if calibration and choice.calibration:

@@ -230,6 +230,11 @@ class Layout:
     apart: np.ndarray         # bool (k,): sites with a row of their own
     first_site_row: int       # = len(objects)
 
+    def capacity_pages(self, local_bytes: int, page_bytes: int) -> float:
+        """The pages the kernel has for the objects and sites: local less what is held
+        outside both."""
+        return float(max(0, local_bytes - self.other_bytes) // page_bytes)
+
 
 def layout(placed: ObjectTable, views: Any, rows: SiteRows, apart: np.ndarray,
            other_bytes: int) -> Layout:
@@ -318,7 +323,7 @@ def _kernel(placed, views, rows, other_bytes, local_bytes, page_bytes, calibrate
     from objtier.plan import by_model
 
     k = layout(placed, views, rows, np.zeros(len(rows), bool), other_bytes)
-    capacity = float(max(0, local_bytes - k.other_bytes) // page_bytes)
+    capacity = k.capacity_pages(local_bytes, page_bytes)
     alpha = 0.0
     if calibrate_to is not None:
         alpha, fitted = by_model.calibrate(k.views, k.table, page_bytes, capacity, calibrate_to)
@@ -326,7 +331,7 @@ def _kernel(placed, views, rows, other_bytes, local_bytes, page_bytes, calibrate
     return k, alpha, capacity
 
 
-def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: Any,
+def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, views: Any,
                     page_bytes: int, local_bytes: int, other_bytes: int,
                     cap_bytes: int | None, calibrate_to: float | None) -> tuple[Any, str | None]:
     """(choice, note): the model's choice with the watched sites as rows beside the objects
@@ -341,7 +346,6 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
     sites did (None without watched sites)."""
     from objtier.plan import by_model
 
-    rows = site_rows(traces)
     if rows is None or choice.placement is None:
         return choice, None
     n = len(placed)
@@ -350,11 +354,10 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
                                         page_bytes, calibrate_to)
 
     def at(lay: Layout, site_locks) -> Any:
-        capacity = float(max(0, local_bytes - lay.other_bytes) // page_bytes)
-        extra = len(lay.table) - n
-        locks = np.concatenate([obj_locks, np.zeros(extra)])
+        locks = np.concatenate([obj_locks, np.zeros(len(lay.table) - n)])
         locks[n:n + len(site_locks)] = site_locks
-        return by_model.predicted(lay.views, lay.table, page_bytes, capacity, locks)
+        return by_model.predicted(lay.views, lay.table, page_bytes,
+                                  lay.capacity_pages(local_bytes, page_bytes), locks)
 
     def apart_layout(apart):
         lay = layout(placed, views, rows, apart, other_bytes)
@@ -368,13 +371,13 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
         """(prediction, entries) of the sites `apart` kept apart, with the locks of their
         first chunks the model's greedy set makes on top of the objects' locks."""
         lay = apart_layout(apart)
-        capacity = float(max(0, local_bytes - lay.other_bytes) // page_bytes)
         cap = by_model.lock_cap(local_bytes, lay.other_bytes, cap_bytes)
         k = int(apart.sum())
         start = np.concatenate([obj_locks, np.zeros(len(lay.table) - n)])
         only = np.zeros(len(lay.table), bool)
         only[n:n + k] = True
-        grown = by_model.greedy(lay.views, lay.table, page_bytes, capacity,
+        grown = by_model.greedy(lay.views, lay.table, page_bytes,
+                                lay.capacity_pages(local_bytes, page_bytes),
                                 float(cap // page_bytes), start=start, only=only)
         entries = site_entries(rows, apart, grown[n:n + k], page_bytes)
         return at(lay, [e.get("lock_bytes", 0) // page_bytes for e in entries]), entries
@@ -404,10 +407,8 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
     watched = f"{len(rows)} watched site(s), {rows.peak.sum() / 2**20:.1f} MiB"
     # the swap-ins saved at the level a measured kernel run showed (by_model.scaled, which
     # the pipeline applies to every prediction after this)
-    level = 1.0
-    if calibrate_to is not None and nothing.swapins > 0:
-        ratio = calibrate_to / nothing.swapins
-        level = 1.0 if by_model.SCALE_BAND[0] <= ratio <= by_model.SCALE_BAND[1] else ratio
+    level = 1.0 if calibrate_to is None else by_model.scale_factor(nothing.swapins,
+                                                                  calibrate_to)
     saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S * level
     locked_bytes = int(sum(e.get("lock_bytes", 0) for e in entries))
     if with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
@@ -448,16 +449,13 @@ def with_site_locks(choice: Any, traces: list[Any], placed: ObjectTable, views: 
                    sites=entries), note
 
 
-def kernel_swapins(traces: list[Any], placed: ObjectTable, views: Any, page_bytes: int,
-                   local_bytes: int, other_bytes: int) -> float | None:
+def kernel_swapins(rows: SiteRows, placed: ObjectTable, views: Any, page_bytes: int,
+                   local_bytes: int, other_bytes: int) -> float:
     """The swap-ins predicted with nothing locked and every watched site's blocks mixed in
-    the heap, as the kernel's run holds them (None without watched sites): what a measured
-    kernel run is to be held against."""
+    the heap, as the kernel's run holds them: what a measured kernel run is to be held
+    against."""
     from objtier.plan import by_model
 
-    rows = site_rows(traces)
-    if rows is None:
-        return None
     kernel, _, capacity = _kernel(placed, views, rows, other_bytes, local_bytes, page_bytes,
                                   None)
     return by_model.predicted(kernel.views, kernel.table, page_bytes, capacity,

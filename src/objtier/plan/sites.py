@@ -11,9 +11,10 @@ the fast nodes on NUMA) or slow (MADV_COLD of full arena chunks, the slow nodes)
 context_key is the site's stable context key (as entries'), frame0_key the key of its
 innermost frame alone (the runtime looks a call's return address up by it before it unwinds),
 tier fast, slow or apart (an arena of its own and no tier action: its blocks stop sharing
-pages with other blocks, so that the kernel's LRU can tell its pages apart); lock_bytes (optional, fast sites on the swap tier) the most bytes of the
-site's arena chunks the runtime locks, its first chunks in allocation order (the model's split
-of a site swept cyclically, plan.site_rows); the other fields are informative. Text form:
+pages with other blocks, so that the kernel's LRU can tell its pages apart); lock_bytes
+(optional, fast sites on the swap tier) the most bytes of the site's arena chunks the runtime
+locks, its first chunks in allocation order (the model's split of a site swept cyclically,
+plan.site_rows); the other fields are informative. Text form:
 `site KEY FRAME0 TIER [LOCK_BYTES]`.
 
 Choosing (`objtier plan --sites N [--cold-sites M]`): sites ranked by estimated sampled
