@@ -20,6 +20,7 @@
 #include "registry.h"
 #include "rt.h"
 #include "sampler.h"
+#include "site_pace.h"
 #include "statics.h"
 #include "track.h"
 #include "writer.h"
@@ -260,6 +261,7 @@ static void fork_child(void)
     flusher_started = 0;
     int follow = rt_cfg.follow_forks;
     if (follow) {
+        rt_site_pace_fork_child();
         int old_fd = rt_w.fd;
         rt_tbuf *buffers = atomic_load(&rt_w.head); /* begin_file re-initializes the writer */
         if (begin_file() != 0)
@@ -270,7 +272,7 @@ static void fork_child(void)
     if (!follow) {
         /* never write into the parent's file */
         atomic_store(&rt_min_size, UINT64_MAX);
-        atomic_store(&rt_site_threshold, 0);
+        rt_site_pace_stop();
         atomic_store(&rt_state, RT_PASSIVE);
         rt_w.fd = -1;
     }
@@ -301,9 +303,10 @@ static void finish(int status, int have_status)
     rt_thread_stop(flusher, &flush_lock, &flush_cond, &flush_stop, &flusher_started);
     rt_place_finish();
     atomic_store(&rt_min_size, UINT64_MAX);
-    atomic_store(&rt_site_threshold, 0);
+    rt_site_pace_stop();
     atomic_store(&rt_state, RT_CLOSED);
     rt_flush_all(&rt_w, 1);
+    rt_site_pace_write_counters();
     if (sampler) {
         ot_sampler_stats_record s;
         sampler->stats(&s);
@@ -392,8 +395,7 @@ __attribute__((constructor(101))) static void rt_start(void)
     if (sampler && sampler->init(&rt_cfg) != 0)
         sampler = NULL;
     atomic_store(&rt_min_size, rt_cfg.min_size);
-    rt_site_period = rt_cfg.site_period;
-    atomic_store(&rt_site_threshold, rt_cfg.output[0] ? ot_site_threshold(rt_cfg.site_period) : 0);
+    rt_site_pace_start(rt_cfg.output[0] ? rt_cfg.site_period : 0, rt_cfg.overhead_bp);
     state = RT_ACTIVE;
     atomic_store(&rt_state, state);
     /* under a memory limit the background threads keep to this CPU (rt.h) */

@@ -139,6 +139,26 @@ def test_the_cost_is_a_share_only_of_a_program_that_used_the_cpu():
     assert "used 0.001 s, too little for a share" in line
 
 
+def test_the_small_blocks_records_are_part_of_the_cost():
+    paced = RecorderCost(processes=1, cost_ns=30_000_000, sampler_cpu_ns=20_000_000,
+                         sampled_faults=4000, fault_cost_ns=2500, program_cpu_ns=2_000_000_000,
+                         rate_max=2000, rate_last=2000, rate_lowest=2000, overhead_bp=300,
+                         site_processes=1, site_cost_ns=20_000_000, site_records=50_000,
+                         site_period_first=64, site_period_last=256)
+    line = cost_line(paced, 0.02, 2.0)
+    # (30 + 20 ms + 20 ms) of 2 s
+    assert line.startswith("recorder cost: 3.5 % of the program's CPU time")
+    assert "50000 small-block records 0.020 s" in line
+    assert line.endswith("small blocks sampled 1 in 256 at the end (from 1 in 64) to keep "
+                         "their records within half of --overhead")
+    # no sampler counters (--sampler none): the share of the kernel's CPU time for the program
+    alone = RecorderCost(site_processes=1, site_cost_ns=40_000_000, site_records=9000,
+                         site_period_first=64, site_period_last=64)
+    line = cost_line(alone, 0.02, 2.0)
+    assert line.startswith("recorder cost: 3.0 % of the program's CPU time (9000 small-block")
+    assert "sampled 1 in" not in line
+
+
 def test_overhead_option_bounds(tmp_path):
     run = record("--overhead", "150", "-o", tmp_path / "r.otr", "--", "true")
     assert run.returncode == 2 and "--overhead" in run.stderr

@@ -166,3 +166,62 @@ def test_accesses_attributed_to_sites(tmp_path):
     assert sites["row"]["sampled_blocks"] == 500 and sites["node"]["sampled_blocks"] == 500
     assert sites["node"]["stream_accesses"] >= 500 * 6           # the stores of main
     assert sites["row"]["stream_accesses"] > 10 * sites["node"]["stream_accesses"]
+
+
+# A malloc/free loop (one block reused at one address by glibc's tcache), then ROWS rows of 64 B
+# kept live: with every block sampled at first (period 1), the loop's records cost far more
+# than its malloc, so pacing (native/runtime/sample/site_pace.h) raises the period.
+CHURN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) void *churn(void) { void *p = malloc(40); __asm__ volatile("" ::: "memory"); return p; }
+__attribute__((noinline)) char *row(void) { char *p = malloc(64); __asm__ volatile("" ::: "memory"); return p; }
+int main(int argc, char **argv) {
+    long loops = atol(argv[1]), rows_n = atol(argv[2]), sum = 0;
+    for (long i = 0; i < loops; i++) { char *p = churn(); p[0] = (char)i; sum += p[0]; free(p); }
+    char **rows = malloc(rows_n * sizeof *rows);
+    for (long i = 0; i < rows_n; i++) { rows[i] = row(); rows[i][0] = (char)i; }
+    for (long i = 0; i < rows_n; i++) sum += rows[i][0];
+    printf("sum %ld\n", sum);
+    return 0;
+}
+"""
+
+
+def _site_counters(trace) -> dict[str, int]:
+    table = trace.counters
+    return {n: v for n, v in zip(table.column("name").to_pylist(),
+                                 table.column("value").to_pylist()) if n.startswith("recorder.site")}
+
+
+def test_a_budget_raises_the_period_and_the_estimates_stay_unbiased(compile_c, run_traced):
+    exe = compile_c(CHURN, name="churn", flags=NOBUILTIN)
+    loops, rows = 3_000_000, 200_000
+    plain = subprocess.run([str(exe), str(loops), str(rows)], capture_output=True, text=True)
+    run = run_traced(exe, loops, rows, sampler="none", site_period=1, overhead_bp=300)
+    assert run.returncode == 0 and run.stdout == plain.stdout, run.stderr
+    trace = run.trace()
+    counters = _site_counters(trace)
+    assert counters["recorder.site_period_first"] == 1
+    assert counters["recorder.site_period"] > 1
+    assert counters["recorder.site_captures"] == trace.site_allocations.num_rows
+    assert counters["recorder.site_cost_ns"] > 0
+    periods = set(trace.site_allocations.column("period").to_pylist())
+    assert 1 in periods and max(periods) == counters["recorder.site_period"]
+    sites = _sites_by_function(trace)
+    # the loop was sampled every time at first, then no more: far fewer records than loops
+    assert 0 < sites["churn"]["sampled_blocks"] < loops / 2
+    # each block weighted by its own period: the rows are counted as if all were sampled
+    assert abs(sites["row"]["est_blocks"] - rows) < 0.35 * rows
+    assert abs(sites["row"]["est_live_end_bytes"] - rows * 64) < 0.35 * rows * 64
+
+
+def test_no_budget_keeps_every_block_sampled(compile_c, run_traced):
+    exe = compile_c(CHURN, name="churn", flags=NOBUILTIN)
+    run = run_traced(exe, 200_000, 1000, sampler="none", site_period=1, overhead_bp=0)
+    assert run.returncode == 0, run.stderr
+    trace = run.trace()
+    counters = _site_counters(trace)
+    assert counters["recorder.site_period"] == 1
+    sites = _sites_by_function(trace)
+    assert sites["churn"]["sampled_blocks"] == 200_000 and sites["row"]["sampled_blocks"] == 1000

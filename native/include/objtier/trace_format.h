@@ -448,9 +448,12 @@ _Static_assert(sizeof(ot_region_record) == 32, "ot_region_record is 32 bytes");
  * needs no index: free() recomputes it from the pointer alone and writes a SITE_FREE only for
  * addresses that hash below the threshold). A SITE_FREE closes the latest earlier SITE_ALLOC of
  * the same pid and address (by seq); one that matches none (a block allocated before recording
- * started, or by the runtime itself) is ignored. Estimates per calling context (its "site"):
- * blocks = N * sampled blocks, bytes = N * sampled bytes; they are estimates (address-based
- * sampling: a site whose blocks keep reusing one address is all or nothing). Since 1.4. */
+ * started, or by the runtime itself) is ignored. The runtime may raise N while recording (its
+ * cost budget, native/runtime/sample/site_pace.h): the threshold only falls, free() keeps
+ * testing against the first one, and each SITE_ALLOC carries the period in force. Estimates
+ * per calling context (its "site"): blocks = sum of the sampled blocks' periods, bytes = sum of
+ * size * period; they are estimates (address-based sampling: a site whose blocks keep reusing
+ * one address is all or nothing). Since 1.4. */
 #define OT_SITE_HASH_MUL 0x9E3779B97F4A7C15ULL /* 2^64 / golden ratio (Fibonacci hashing) */
 
 static inline uint64_t ot_site_hash(uint64_t addr)
@@ -472,7 +475,7 @@ typedef struct ot_site_alloc_record {
     uint64_t size;    /* bytes requested */
     uint32_t tid;
     uint32_t context; /* ot_context_record.id of the allocation call stack */
-    uint32_t period;  /* OBJTIER_SITE_PERIOD: this block stands for `period` blocks */
+    uint32_t period;  /* the period in force: this block stands for `period` blocks */
     uint16_t kind;    /* enum ot_alloc_kind (MALLOC ... NEW) */
     uint16_t flags;   /* reserved, 0 */
 } ot_site_alloc_record;

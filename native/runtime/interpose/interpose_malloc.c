@@ -76,7 +76,7 @@ static inline int release(void *p, uint16_t kind)
         real_usable(p) >= atomic_load_explicit(&rt_min_size, memory_order_relaxed) &&
         rt_on_free(p, kind))
         return 1;
-    if (rt_site_hit(p))
+    if (rt_site_hit_free(p))
         rt_on_site_free(p, kind);
     return 0;
 }
@@ -127,11 +127,11 @@ void free(void *p)
 /* realloc of an arena block (arena.h): in place or moved, with its site records. */
 static void *realloc_arena(void *p, size_t bytes)
 {
-    int site_old = !rt_guard && rt_site_hit(p);
+    int site_old = !rt_guard && rt_site_hit_free(p);
     if (site_old)
         rt_on_site_free(p, OT_FREE_REALLOC);
     void *q = rt_sarena_realloc(p, bytes, rt_real.malloc);
-    if (site_old && !q && bytes != 0)
+    if (site_old && !q && bytes != 0 && rt_site_hit(p)) /* failed: sampled again as it is now */
         rt_on_site_alloc(p, rt_sarena_usable(p), OT_ALLOC_REALLOC);
     note(q, bytes, OT_ALLOC_REALLOC);
     return q;
@@ -193,11 +193,12 @@ static void *realloc_common(void *p, size_t n, int array, size_t k, const void *
     }
     /* a sampled small block: its SITE_FREE goes before the real realloc can hand the
      * address to another thread, whose SITE_ALLOC must come after it */
-    int site_old = p && !tracked && !rt_guard && rt_site_hit(p);
+    int site_old = p && !tracked && !rt_guard && rt_site_hit_free(p);
     if (site_old)
         rt_on_site_free(p, OT_FREE_REALLOC);
     void *q = array ? rt_real.reallocarray(p, k, n) : rt_real.realloc(p, n);
-    if (site_old && !q && bytes != 0) /* failed: the old block is still the program's */
+    /* failed: the old block is still the program's, sampled again as its address is now */
+    if (site_old && !q && bytes != 0 && rt_site_hit(p))
         rt_on_site_alloc(p, malloc_usable_size(p), OT_ALLOC_REALLOC);
     if (tracked) {
         if (!q && bytes != 0) {

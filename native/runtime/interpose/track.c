@@ -14,15 +14,14 @@
 #include "registry.h"
 #include "rt.h"
 #include "sampler.h"
+#include "site_pace.h"
 #include "writer.h"
 
 #include <sys/mman.h>
 
 _Atomic uint64_t rt_min_size = UINT64_MAX;
 static _Atomic uint64_t seq_counter; /* ALLOC and FREE order, from 1 */
-_Atomic uint64_t rt_site_threshold;  /* 0 = no small block sampled */
-uint32_t rt_site_period;
-static _Atomic uint64_t site_seq; /* SITE_ALLOC and SITE_FREE order, from 1 */
+static _Atomic uint64_t site_seq;    /* SITE_ALLOC and SITE_FREE order, from 1 */
 
 /* ---- records ------------------------------------------------------------------- */
 
@@ -77,13 +76,23 @@ void rt_on_site_alloc(void *addr, uint64_t size, uint16_t kind)
     if (!rt_active())
         return;
     rt_guard++;
-    ot_site_alloc_record r = {.context = rt_context_capture(&rt_w),
-                              .time_ns = rt_now_ns(),
+    /* the period of the threshold in force now; a block tested just before pacing lowered it
+     * is weighted by the new one (rare, and an estimate either way) */
+    uint32_t period = rt_site_period_of(atomic_load(&rt_site_threshold));
+    if (!period) { /* recording stopped since the caller's test */
+        rt_guard--;
+        return;
+    }
+    uint64_t t0 = rt_now_ns();
+    uint32_t context = rt_context_capture(&rt_w);
+    uint64_t t1 = rt_now_ns();
+    ot_site_alloc_record r = {.context = context,
+                              .time_ns = t1,
                               .seq = atomic_fetch_add(&site_seq, 1) + 1,
                               .addr = (uint64_t)(uintptr_t)addr,
                               .size = size,
                               .tid = rt_tid(),
-                              .period = rt_site_period,
+                              .period = period,
                               .kind = kind};
     rt_tbuf *t = rt_thread_buffers(0);
     if (t)
@@ -91,7 +100,8 @@ void rt_on_site_alloc(void *addr, uint64_t size, uint16_t kind)
     /* a realloc's new block is never served from an arena (its site cannot be watched) */
     if (RT_UNLIKELY(atomic_load_explicit(&rt_sarena_learning, memory_order_relaxed)) &&
         kind != OT_ALLOC_REALLOC)
-        rt_sarena_learn(r.context, size * rt_site_period); /* arena_watch.h */
+        rt_sarena_learn(r.context, size * period); /* arena_watch.h */
+    rt_site_pace_note(t0, rt_now_ns());
     rt_guard--;
 }
 

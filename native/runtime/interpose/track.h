@@ -7,29 +7,36 @@
 
 #include "objtier/trace_format.h" /* kind: enum ot_alloc_kind, enum ot_free_kind */
 #include "rt.h"
+#include "site_pace.h" /* rt_site_threshold, rt_site_free_threshold */
 
 /* OBJTIER_MIN_SIZE while recording, UINT64_MAX otherwise: the one compare on the
  * malloc fast path. */
 extern _Atomic uint64_t rt_min_size;
 
 /* Sampled small blocks (allocation sites, trace_format.h "Allocation sites"): a block is
- * sampled iff ot_site_hash(addr) < rt_site_threshold; 0 while not recording or with
- * OBJTIER_SITE_PERIOD=0, so the test costs one multiply and one compare per call. */
-extern _Atomic uint64_t rt_site_threshold;
-extern uint32_t rt_site_period; /* OBJTIER_SITE_PERIOD, written before recording starts */
-
+ * sampled iff ot_site_hash(addr) < rt_site_threshold, which pacing may lower (site_pace.h); a
+ * SITE_FREE is written iff the address hashes below rt_site_free_threshold, the recording's
+ * first threshold. Both 0 while not recording or with OBJTIER_SITE_PERIOD=0, so each test
+ * costs one multiply and one compare per call. */
 static inline int rt_site_hit(const void *p)
 {
     return RT_UNLIKELY(ot_site_hash((uint64_t)(uintptr_t)p) <
                        atomic_load_explicit(&rt_site_threshold, memory_order_relaxed));
 }
 
+static inline int rt_site_hit_free(const void *p)
+{
+    return RT_UNLIKELY(ot_site_hash((uint64_t)(uintptr_t)p) <
+                       atomic_load_explicit(&rt_site_free_threshold, memory_order_relaxed));
+}
+
 /* A sampled small block [addr, addr+size) the program got: captures its context and writes
  * SITE_ALLOC(kind). Caller checked rt_site_hit(addr) and rt_guard == 0. */
 void rt_on_site_alloc(void *addr, uint64_t size, uint16_t kind);
 
-/* A sampled small block the program is about to release: writes SITE_FREE(kind). Caller
- * checked rt_site_hit(addr) and rt_guard == 0; the block is still the program's. */
+/* A small block the program is about to release whose address may be sampled: writes
+ * SITE_FREE(kind). Caller checked rt_site_hit_free(addr) and rt_guard == 0; the block is still
+ * the program's. */
 void rt_on_site_free(void *addr, uint16_t kind);
 
 /* A new object [addr, addr+size) with the caller's context. is_map: an anonymous

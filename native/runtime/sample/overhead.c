@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "overhead.h"
 #include "rt.h"
+#include "site_pace.h"
 #include "writer.h"
 
 #include <string.h>
@@ -123,9 +124,15 @@ double rt_overhead_step(rt_overhead *o, int force)
     uint64_t faults_ns = o->faults * o->fault_ns;
     o->sampler_ns = thread > o->cpu0_ns ? thread - o->cpu0_ns : 0;
     o->cost_ns = o->sampler_ns + faults_ns;
-    o->prog_ns = proc > thread + faults_ns ? proc - thread - faults_ns : 0;
+    uint64_t sites_ns = rt_site_pace_cost_ns(); /* the small blocks' captures (site_pace.h) */
+    uint64_t others = thread + faults_ns + sites_ns;
+    o->prog_ns = proc > others ? proc - others : 0;
     if (o->bp && o->pages && wall_s > 0) {
         double share = (double)o->bp / 1e4;
+        /* the captures' part of the budget is theirs: the sampler keeps to the rest, at least
+         * its own half */
+        double sites = o->prog_ns ? (double)sites_ns / (double)o->prog_ns : 0.0;
+        share -= sites < share * RT_SITE_PACE_SHARE ? sites : share * RT_SITE_PACE_SHARE;
         double prog_rate = (double)(o->prog_ns > o->last_prog ? o->prog_ns - o->last_prog : 0) /
                            wall_s; /* program CPU ns per second */
         double per_page = (double)o->cost_ns / (double)o->pages;

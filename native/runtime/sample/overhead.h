@@ -11,8 +11,10 @@
  * (rt_overhead_calibrate: the scanner swaps out pages of its own and times their swap-in,
  * perf event included). Not counted: TLB shootdowns on the program's CPUs and the cache misses
  * of a swapped-in page.
- * Program CPU [ns] = CLOCK_PROCESS_CPUTIME_ID - cost (every thread of the process, the
- * runtime's others included, which cost far less than the scanner).
+ * Program CPU [ns] = CLOCK_PROCESS_CPUTIME_ID - cost - the small blocks' SITE_ALLOC time
+ * (site_pace.h) (every thread of the process, the runtime's others included, which cost far
+ * less than the scanner). The budget less the small blocks' share so far (at most half of it)
+ * is the scanner's.
  *
  * Pacing: every RT_OVERHEAD_STEP_NS (RT_OVERHEAD_EARLY_NS during the first second, so that
  * a short run is paced too) the rate (pages armed per second) becomes
