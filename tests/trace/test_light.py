@@ -180,6 +180,25 @@ def test_sampled_small_blocks_are_the_same(compile_c, tmp_path):
     assert light == full and light.coverage.sites_bytes is not None
 
 
+def test_many_small_blocks_go_to_the_columnar_reader(compile_c, tmp_path, monkeypatch):
+    """Past LIMIT_SITE_RECORDS small-block records the plain reader declines (its live ranges
+    in Python would cost more than the columnar reader's imports); the summary comes from the
+    columnar reader, whole."""
+    exe = compile_c(PROGRAM, "objects")
+    out = tmp_path / "run.otr"
+    _record(out, "--sampler", "none", "--overhead", "0", "--", "/bin/sh", "-c",
+            f"{exe} fork; true", env={"OBJTIER_SITE_PERIOD": "1"})
+    records = sum(len(f.decoded(L.TAG_SITE_ALLOC, L.SITE_ALLOC)) +
+                  len(f.decoded(L.TAG_SITE_FREE, L.SITE_FREE)) for f in L.LightTrace(out).files)
+    assert records > 10
+    monkeypatch.setattr(L, "LIMIT_SITE_RECORDS", records - 1)
+    with pytest.raises(L.Unsupported):
+        L.LightTrace(out)
+    assert R._facts_light(out, {}, False, True) is None
+    full = R._facts(out, {}, False, True, lambda text: None)
+    assert full is not None and full.coverage.sites_bytes is not None
+
+
 @pytest.mark.root
 def test_watched_sites_arenas_are_the_same(compile_c, tmp_path):
     """A recording that watched two sites (SITE_REGION records of their arena chunks, read by
