@@ -72,3 +72,40 @@ def test_site_entries_lock_whole_chunks_and_keep_the_rest_apart():
                            np.array([(3 * MIB + 5 * PAGE) / PAGE, 0.0]), PAGE)
     assert [(e["tier"], e.get("lock_bytes")) for e in entries] == [("fast", 3 * MIB),
                                                                   ("apart", None)]
+
+
+def test_the_kernel_runs_level_moves_all_but_the_rows_watched_apart():
+    """by_model.scaled carries a measured kernel run's level to the predictions, except the
+    chosen plan's as_watched part (sites kept apart, their curves watched in their arenas)."""
+    from objtier.model.lru import Prediction
+
+    def pred(swapins):
+        return Prediction(swapins, np.array([swapins]), 1.0, 10.0, 10.0)
+
+    choice = by_model.Choice(name="sites", placement=None, limit_bytes=0,
+                             predictions={"nothing": 1000.0, "sites": 300.0},
+                             nothing=pred(1000.0), chosen=pred(300.0), capacity_bytes=0,
+                             other_bytes=0, as_watched=200.0)
+    scaled, k = by_model.scaled(choice, 10_000.0)
+    assert k == 10.0
+    assert scaled.nothing.swapins == 10_000.0
+    assert scaled.chosen.swapins == (300.0 - 200.0) * 10 + 200.0
+    assert scaled.predictions["sites"] == scaled.chosen.swapins
+    assert scaled.predictions["nothing"] == 10_000.0
+
+
+def test_the_fitted_tail_leaves_the_apart_rows_as_watched():
+    from objtier.plan.site_rows import _tail_but_apart
+
+    objects = object_table({"object": [1], "context_key": ["a" * 16], "occurrence": [1],
+                            "size": [PAGE], "accesses": [1.0], "label": ["tiny"]})
+    view = Curves(np.array([1e6]), np.linspace(0, 0.5, GRID)[None, :], np.array([0.0]),
+                  np.array([1.0]), 1e9)
+    half = (10e6, np.linspace(0.0, 0.5, GRID), 0.0)     # half the pages seen again
+    rows = rows_of([half, half, half], [8 * MIB] * 3, [8 * MIB] * 3)
+    lay = layout(objects, view, rows, np.array([True, False, False]), 32 * MIB)
+    fitted = _tail_but_apart(lay, 50.0)
+    everywhere = by_model.with_tail(lay.views, 50.0)
+    assert fitted.tail_slope[1] == lay.views.tail_slope[1] == 0.0        # the apart row
+    assert fitted.tail_slope[0] == everywhere.tail_slope[0] > 0.0          # the object
+    assert fitted.tail_slope[2] == everywhere.tail_slope[2] > 0.0          # the mixed row

@@ -51,6 +51,8 @@ class Choice:
     other_bytes: int
     calibration: dict | None = None  # pipeline: the fit to a measured kernel run, if any
     sites: list | None = None     # pipeline: the plan's `sites` the model places (site_rows)
+    as_watched: float = 0.0       # of chosen.swapins, the part of rows watched in the layout
+                                  # the plan's run holds them in: not scaled (site_rows)
 
 
 def locked_pages(placement: Placement) -> np.ndarray:
@@ -243,7 +245,9 @@ def scaled(choice: "Choice", measured_swapins: float) -> tuple["Choice", float]:
     """(choice, scale): where the kernel arm's prediction, after calibrate, is still outside
     SCALE_BAND of the measured kernel run, every prediction of the choice times
     measured / predicted (else scale 1). The same factor on every candidate keeps the choice
-    (the 3 % margin is relative); it carries the level the run showed over to the plan's arm.
+    (the 3 % margin is relative); it carries the level the run showed over to the plan's arm,
+    all but the chosen prediction's `as_watched` part: sites kept apart, whose curves were
+    watched in their arenas as the plan's run holds them (site_rows).
     Over the 2026-12-02 suite the model was low by 20-53 % on both arms alike (the objtier /
     kernel ratio of swap-ins within 3-19 % on CG and hnswlib)."""
     from dataclasses import replace
@@ -252,11 +256,15 @@ def scaled(choice: "Choice", measured_swapins: float) -> tuple["Choice", float]:
     if k == 1.0:
         return choice, 1.0
 
-    def times(p: Prediction) -> Prediction:
-        return replace(p, swapins=p.swapins * k, per_object=p.per_object * k)
+    def times(p: Prediction, keep: float = 0.0) -> Prediction:
+        return replace(p, swapins=(p.swapins - keep) * k + keep, per_object=p.per_object * k)
 
-    return replace(choice, nothing=times(choice.nothing), chosen=times(choice.chosen),
-                   predictions={n: v * k for n, v in choice.predictions.items()}), k
+    predictions = {n: v * k for n, v in choice.predictions.items()}
+    if choice.as_watched and choice.name in predictions:
+        predictions[choice.name] = (choice.predictions[choice.name] - choice.as_watched) * k \
+            + choice.as_watched
+    return replace(choice, nothing=times(choice.nothing),
+                   chosen=times(choice.chosen, choice.as_watched), predictions=predictions), k
 
 
 def calibrate(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,

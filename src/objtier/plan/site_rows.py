@@ -361,7 +361,7 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
 
     def apart_layout(apart):
         lay = layout(placed, views, rows, apart, other_bytes)
-        return replace(lay, views=by_model.with_tail(lay.views, alpha)) if alpha else lay
+        return replace(lay, views=_tail_but_apart(lay, alpha)) if alpha else lay
 
     nothing = by_model.predicted(kernel.views, kernel.table, page_bytes, k_capacity,
                                  np.zeros(len(kernel.table)))
@@ -401,6 +401,8 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
     if apart.any() and not apart.all():
         candidates.append(with_locks(apart))
     with_sites, entries = min(candidates, key=lambda c: (c[0].swapins, len(c[1])))
+    # the apart rows' swap-ins: watched in the layout the plan's run holds them in
+    as_watched = float(with_sites.per_object[n:n + len(entries)].sum())
     keys = {e["context_key"] for e in entries}
     calls = float(sum(c for site, c in zip(rows.sites, rows.calls.tolist())
                       if site["context_key"] in keys))
@@ -409,7 +411,8 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
     # the pipeline applies to every prediction after this)
     level = 1.0 if calibrate_to is None else by_model.scale_factor(nothing.swapins,
                                                                   calibrate_to)
-    saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S * level
+    saved = max(0.0, objects_only.swapins * level
+                - _at_level(with_sites.swapins, as_watched, level)) * SWAPIN_S
     locked_bytes = int(sum(e.get("lock_bytes", 0) for e in entries))
     if with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
         chosen, entries = objects_only, []
@@ -446,7 +449,33 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
                    predictions=predictions, nothing=trim(nothing), chosen=trim(chosen),
                    capacity_bytes=max(0, local_bytes - kernel.other_bytes),
                    other_bytes=kernel.other_bytes, calibration=fit or None,
-                   sites=entries), note
+                   sites=entries, as_watched=as_watched if entries else 0.0), note
+
+
+def _at_level(swapins: float, as_watched: float, level: float) -> float:
+    """A prediction moved to the level a measured kernel run showed (by_model.scaled), all but
+    its `as_watched` part."""
+    return (swapins - as_watched) * level + as_watched
+
+
+def _tail_but_apart(lay: Layout, alpha: float) -> Any:
+    """lay's views with by_model.with_tail(alpha) on every row but the sites kept apart. The
+    tail is fitted to the kernel's run, whose heap holds the sites mixed; an apart row's curve
+    comes from windows on the site's own arena (record --sites), the layout the plan's run
+    holds it in, so it keeps its measured tail."""
+    from objtier.plan import by_model
+
+    first, k = lay.first_site_row, int(lay.apart.sum())
+
+    def one(before, after):
+        slope = after.tail_slope.copy()
+        slope[first:first + k] = before.tail_slope[first:first + k]
+        return replace(after, tail_slope=slope)
+
+    fitted = by_model.with_tail(lay.views, alpha)
+    if isinstance(fitted, list):
+        return [one(b, a) for b, a in zip(lay.views, fitted)]
+    return one(lay.views, fitted)
 
 
 def kernel_swapins(rows: SiteRows, placed: ObjectTable, views: Any, page_bytes: int,
