@@ -214,6 +214,12 @@ def test_a_budget_raises_the_period_and_the_estimates_stay_unbiased(compile_c, r
     # each block weighted by its own period: the rows are counted as if all were sampled
     assert abs(sites["row"]["est_blocks"] - rows) < 0.35 * rows
     assert abs(sites["row"]["est_live_end_bytes"] - rows * 64) < 0.35 * rows * 64
+    out = subprocess.run([sys.executable, "-m", "objtier", "objects", str(run.out)],
+                         capture_output=True, text=True,
+                         env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert (f"1 in 1 to 1 in {counters['recorder.site_period']} blocks sampled (the period "
+            f"raised while recording" in " ".join(out.stdout.split()))
 
 
 def test_no_budget_keeps_every_block_sampled(compile_c, run_traced):

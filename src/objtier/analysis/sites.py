@@ -197,8 +197,11 @@ def site_live_series(trace, rows: pa.Table, edges_s: np.ndarray) -> np.ndarray:
     return out
 
 
-def sites_period(trace) -> int | None:
-    """The sampling period of the recording's sites (the largest, if processes differ)."""
+def sites_periods(trace) -> tuple[int, int] | None:
+    """(smallest, largest) sampling period of the recording's sampled blocks: they differ
+    where processes had different periods or the runtime raised it while recording (its cost
+    budget, native/runtime/sample/site_pace.h)."""
     if not has_sites(trace):
         return None
-    return int(column(trace.site_allocations, "period", np.uint64).max())
+    period = column(trace.site_allocations, "period", np.uint64)
+    return int(period.min()), int(period.max())

@@ -42,7 +42,7 @@ def run(args) -> int:
         console.print(contexts_rich_table(contexts, args.top))
     console.print(view.outside_line)
     from objtier.analysis.coverage import coverage, coverage_line
-    from objtier.analysis.sites import has_sites, site_table, sites_period
+    from objtier.analysis.sites import has_sites, site_table, sites_periods
 
     console.print(coverage_line(coverage(trace)))
     if has_sites(trace):
@@ -53,7 +53,7 @@ def run(args) -> int:
         sites = site_table(trace, labels=not args.no_symbols)
         watched = has_watched_sites(trace)
         console.print(sites_rich_table(rank_by_access(sites) if watched else sites, args.top,
-                                       sites_period(trace), by_access=watched))
+                                       sites_periods(trace), by_access=watched))
     if not args.no_symbols:
         from objtier.objects_view import missing_line_note
 

@@ -117,17 +117,21 @@ def contexts_rich_table(contexts: pa.Table, top: int) -> Table:
     return table
 
 
-def sites_rich_table(sites: pa.Table, top: int, period: int | None,
+def sites_rich_table(sites: pa.Table, top: int, periods: tuple[int, int] | None,
                      by_access: bool = False) -> Table:
     """Top allocation sites (small blocks grouped by calling context, analysis.sites) by
     estimated peak live bytes, or with by_access (a recording that watched sites, analysis.
     site_watch) watched sites first by estimated touches per byte. est_* figures are the
-    sampled blocks times the period."""
+    sampled blocks, each times its period; periods = (smallest, largest) of them."""
     rows = sites.slice(0, top).to_pylist()
     order = ("watched sites first, by estimated touches per byte of peak live bytes (pageout "
              "windows on their arenas)" if by_access else "by peak live bytes")
+    lo, hi = periods or (0, 0)
+    sampled = (f"1 in {lo} blocks sampled" if lo == hi else
+               f"1 in {lo} to 1 in {hi} blocks sampled (the period raised while recording, "
+               f"to keep within --overhead)")
     table = Table(title=f"top {len(rows)} of {sites.num_rows} allocation sites (blocks below "
-                  f"--min-size) {order}; estimates: 1 in {period} blocks sampled")
+                  f"--min-size) {order}; estimates: {sampled}")
     names = ["site", "pid", "blocks (est)", "mean size", "peak live (est)"]
     names += (["touches (est)", "per MiB (est)", "armed (est)", "in arena"] if by_access
               else ["live at end (est)", "samples (est)"])
