@@ -74,24 +74,32 @@ def test_site_entries_lock_whole_chunks_and_keep_the_rest_apart():
                                                                   ("apart", None)]
 
 
-def test_the_kernel_runs_level_moves_all_but_the_rows_watched_apart():
-    """by_model.scaled carries a measured kernel run's level to the predictions, except the
-    chosen plan's as_watched part (sites kept apart, their curves watched in their arenas)."""
+def test_the_kernel_runs_level_goes_on_the_mixed_row():
+    """A measured kernel run far above the fitted prediction: the surplus goes on the mixed
+    row (the one curve not watched as such); objects and sites kept apart keep theirs."""
     from objtier.model.lru import Prediction
+    from objtier.plan.site_rows import _levels
 
-    def pred(swapins):
-        return Prediction(swapins, np.array([swapins]), 1.0, 10.0, 10.0)
+    def pred(per):
+        per = np.array(per, float)
+        return Prediction(float(per.sum()), per, 1.0, 10.0, 10.0)
 
+    # kernel layout: one object (100), the mixed row (900); measured 10,000
+    level, k_objects, k_mixed = _levels(pred([100.0, 900.0]), 1, 10_000.0)
+    assert (k_objects, k_mixed) == (1.0, 11.0)
+    assert level(pred([100.0, 900.0]), 0).swapins == 10_000.0
+    # plan layout: the object, one site apart (50), the rest mixed (20)
+    assert level(pred([100.0, 50.0, 20.0]), 1).swapins == 100.0 + 50.0 + 220.0
+    # within the band: no levelling; objects above the run: every row alike
+    assert _levels(pred([100.0, 900.0]), 1, 1100.0) is None
+    level, k_objects, k_mixed = _levels(pred([900.0, 100.0]), 1, 300.0)
+    assert k_objects == k_mixed == 0.3
+    # a leveled choice is left as it is by by_model.scaled
     choice = by_model.Choice(name="sites", placement=None, limit_bytes=0,
-                             predictions={"nothing": 1000.0, "sites": 300.0},
-                             nothing=pred(1000.0), chosen=pred(300.0), capacity_bytes=0,
-                             other_bytes=0, as_watched=200.0)
-    scaled, k = by_model.scaled(choice, 10_000.0)
-    assert k == 10.0
-    assert scaled.nothing.swapins == 10_000.0
-    assert scaled.chosen.swapins == (300.0 - 200.0) * 10 + 200.0
-    assert scaled.predictions["sites"] == scaled.chosen.swapins
-    assert scaled.predictions["nothing"] == 10_000.0
+                             predictions={"sites": 370.0}, nothing=pred([10_100.0]),
+                             chosen=pred([370.0]), capacity_bytes=0, other_bytes=0,
+                             leveled=True)
+    assert by_model.scaled(choice, 10_100.0) == (choice, 1.0)
 
 
 def test_the_fitted_tail_leaves_the_apart_rows_as_watched():

@@ -51,8 +51,8 @@ class Choice:
     other_bytes: int
     calibration: dict | None = None  # pipeline: the fit to a measured kernel run, if any
     sites: list | None = None     # pipeline: the plan's `sites` the model places (site_rows)
-    as_watched: float = 0.0       # of chosen.swapins, the part of rows watched in the layout
-                                  # the plan's run holds them in: not scaled (site_rows)
+    leveled: bool = False         # predictions already at a measured kernel run's level,
+                                  # row by row (site_rows): `scaled` leaves them
 
 
 def locked_pages(placement: Placement) -> np.ndarray:
@@ -245,26 +245,24 @@ def scaled(choice: "Choice", measured_swapins: float) -> tuple["Choice", float]:
     """(choice, scale): where the kernel arm's prediction, after calibrate, is still outside
     SCALE_BAND of the measured kernel run, every prediction of the choice times
     measured / predicted (else scale 1). The same factor on every candidate keeps the choice
-    (the 3 % margin is relative); it carries the level the run showed over to the plan's arm,
-    all but the chosen prediction's `as_watched` part: sites kept apart, whose curves were
-    watched in their arenas as the plan's run holds them (site_rows).
+    (the 3 % margin is relative); it carries the level the run showed over to the plan's arm.
+    A choice already `leveled` (site_rows: the level put on the rows it belongs to) is
+    returned as it is, with the factor it would have had.
     Over the 2026-12-02 suite the model was low by 20-53 % on both arms alike (the objtier /
     kernel ratio of swap-ins within 3-19 % on CG and hnswlib)."""
     from dataclasses import replace
 
+    if choice.leveled:
+        return choice, 1.0
     k = scale_factor(choice.nothing.swapins, measured_swapins)
     if k == 1.0:
         return choice, 1.0
 
-    def times(p: Prediction, keep: float = 0.0) -> Prediction:
-        return replace(p, swapins=(p.swapins - keep) * k + keep, per_object=p.per_object * k)
+    def times(p: Prediction) -> Prediction:
+        return replace(p, swapins=p.swapins * k, per_object=p.per_object * k)
 
-    predictions = {n: v * k for n, v in choice.predictions.items()}
-    if choice.as_watched and choice.name in predictions:
-        predictions[choice.name] = (choice.predictions[choice.name] - choice.as_watched) * k \
-            + choice.as_watched
-    return replace(choice, nothing=times(choice.nothing),
-                   chosen=times(choice.chosen, choice.as_watched), predictions=predictions), k
+    return replace(choice, nothing=times(choice.nothing), chosen=times(choice.chosen),
+                   predictions={n: v * k for n, v in choice.predictions.items()}), k
 
 
 def calibrate(curves: Views, objects: ObjectTable, page_bytes: int, capacity_pages: float,

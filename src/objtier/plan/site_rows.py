@@ -339,7 +339,8 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
     heap (layout: one mixed row); the plan's may keep the watched sites apart in arenas of
     their own and lock the first chunks of some (by_model.greedy growing site rows only, the
     objects' lock set as chosen). The model is fitted to a measured kernel run where there is
-    one (by_model.calibrate, on the kernel's layout; the same tail on the plan's). Kept where
+    one (by_model.calibrate, on the kernel's layout; the same tail on the plan's but on its
+    apart rows; what the fit leaves is put on the mixed row, _levels). Kept where
     it predicts SITE_TIE fewer swap-ins than the objects' locks alone and the arenas' calls
     cost less than COST_SHARE of the swap-ins' time saved; the choice's predictions are then
     those of the whole footprint (per_object: the objects' only). note: one line on what the
@@ -401,18 +402,17 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
     if apart.any() and not apart.all():
         candidates.append(with_locks(apart))
     with_sites, entries = min(candidates, key=lambda c: (c[0].swapins, len(c[1])))
-    # the apart rows' swap-ins: watched in the layout the plan's run holds them in
-    as_watched = float(with_sites.per_object[n:n + len(entries)].sum())
     keys = {e["context_key"] for e in entries}
     calls = float(sum(c for site, c in zip(rows.sites, rows.calls.tolist())
                       if site["context_key"] in keys))
     watched = f"{len(rows)} watched site(s), {rows.peak.sum() / 2**20:.1f} MiB"
-    # the swap-ins saved at the level a measured kernel run showed (by_model.scaled, which
-    # the pipeline applies to every prediction after this)
-    level = 1.0 if calibrate_to is None else by_model.scale_factor(nothing.swapins,
-                                                                  calibrate_to)
-    saved = max(0.0, objects_only.swapins * level
-                - _at_level(with_sites.swapins, as_watched, level)) * SWAPIN_S
+    # every prediction at the level a measured kernel run showed, row by row (_levels)
+    levels = _levels(nothing, n, calibrate_to)
+    level = levels[0] if levels else None
+    if level is not None:
+        nothing, objects_only = level(nothing, 0), level(objects_only, 0)
+        with_sites = level(with_sites, len(entries))
+    saved = max(0.0, objects_only.swapins - with_sites.swapins) * SWAPIN_S
     locked_bytes = int(sum(e.get("lock_bytes", 0) for e in entries))
     if with_sites.swapins >= objects_only.swapins * (1.0 - SITE_TIE):
         chosen, entries = objects_only, []
@@ -438,24 +438,60 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
     object_bytes = int(obj_locks.sum()) * page_bytes
     name = ("sites" if choice.name == "nothing" else f"{choice.name}+sites") if entries \
         else choice.name
-    predictions = {**choice.predictions, "objects only": objects_only.swapins}
+    # the objects' candidates (by_model.choose, without the sites' rows) at the kernel
+    # run's level as by_model.scaled puts it
+    k = 1.0 if level is None else by_model.scale_factor(choice.nothing.swapins, calibrate_to)
+    predictions = {**{name: v * k for name, v in choice.predictions.items()},
+                   "objects only": objects_only.swapins}
     if entries:
         predictions[name] = with_sites.swapins
     fit = dict(choice.calibration or {})
     if calibrate_to is not None:
         fit["sites_alpha"] = round(alpha, 4)
+        if levels:
+            fit["sites_scale_objects"], fit["sites_scale_mixed"] = (round(levels[1], 4),
+                                                                    round(levels[2], 4))
     return replace(choice, name=name,
                    limit_bytes=max(choice.limit_bytes, object_bytes + locked_bytes),
                    predictions=predictions, nothing=trim(nothing), chosen=trim(chosen),
                    capacity_bytes=max(0, local_bytes - kernel.other_bytes),
                    other_bytes=kernel.other_bytes, calibration=fit or None,
-                   sites=entries, as_watched=as_watched if entries else 0.0), note
+                   sites=entries, leveled=level is not None), note
 
 
-def _at_level(swapins: float, as_watched: float, level: float) -> float:
-    """A prediction moved to the level a measured kernel run showed (by_model.scaled), all but
-    its `as_watched` part."""
-    return (swapins - as_watched) * level + as_watched
+def _levels(nothing: Any, n: int, calibrate_to: float | None):
+    """Where the kernel's layout, fitted, still predicts outside by_model.SCALE_BAND of the
+    measured kernel run: (level, objects' factor, mixed row's factor), level a function
+    (prediction, apart rows) -> the prediction at the run's level; else None. Rows of a layout: n objects, then the sites kept apart, then the mixed
+    row (the kernel's layout: objects and the mixed row). The measured surplus or shortfall is
+    put on the mixed row, the one curve the windows did not watch as such (a product of the
+    sites' survivals, module docstring); the objects and the apart rows keep their
+    predictions, their curves watched in the layout the plan's run holds them in. Where the
+    mixed row cannot carry it (the objects alone predict more than the run), every row is
+    scaled alike, as by_model.scaled does."""
+    from objtier.plan import by_model
+
+    if calibrate_to is None:
+        return None
+    k = by_model.scale_factor(nothing.swapins, calibrate_to)
+    if k == 1.0:
+        return None
+    mixed = float(nothing.per_object[n:].sum())
+    objects = float(nothing.swapins) - mixed
+    if mixed > 0 and calibrate_to > objects:
+        k_objects, k_mixed = 1.0, (calibrate_to - objects) / mixed
+    else:
+        k_objects = k_mixed = k
+
+    def level(p: Any, apart: int) -> Any:
+        weight = np.full(len(p.per_object), k_mixed)
+        weight[:n] = k_objects
+        weight[n:n + apart] = 1.0
+        per = p.per_object * weight
+        return replace(p, swapins=float(p.swapins - p.per_object.sum() + per.sum()),
+                       per_object=per)
+
+    return level, k_objects, k_mixed
 
 
 def _tail_but_apart(lay: Layout, alpha: float) -> Any:
