@@ -61,9 +61,11 @@ static void check(void)
     uint64_t d_cpu = cpu > last_cpu_ns ? cpu - last_cpu_ns : 0;
     last_cost = spent;
     last_cpu_ns = cpu;
+    /* the records are timed on the wall clock: on a loaded machine they can take longer than
+     * the process's CPU time over the interval, which leaves the program nothing (over) */
     uint64_t program = d_cpu > d_spent ? d_cpu - d_spent : 0;
     uint64_t threshold = atomic_load(&rt_site_threshold);
-    if (!threshold || program == 0 || (double)d_spent <= budget * (double)program)
+    if (!threshold || d_spent == 0 || (double)d_spent <= budget * (double)program)
         return;
     /* one doubling a check: a churned address that hashes below the threshold usually falls
      * out of it within a doubling or two (its hash is uniform below the first threshold), and
