@@ -35,6 +35,24 @@ def test_swept_objects_with_a_slow_part_get_large_folios():
     assert plan["large_folios"][0]["sequential"] == 0.95
 
 
+def test_only_objects_predicted_a_share_of_the_swapins_keep_their_folios():
+    """folios.worth_naming: a large-folio record is kept where the model predicts its object
+    at least MIN_SHARE of the plan's swap-ins (a folio can spare at most those)."""
+    from objtier.plan.folios import MIN_SHARE, worth_naming
+
+    records = make_plan()["large_folios"]
+    predicted = np.zeros(len(OBJS))
+    predicted[0] = 900.0        # object 0: 90 % of the swap-ins
+    predicted[3] = 100.0 * MIN_SHARE * 0.99 * 10   # object 3: just under the share
+    predicted[2] = 1000.0 - predicted[0] - predicted[3]
+    kept, dropped = worth_naming(records, OBJS, predicted)
+    assert [(r["context_key"], r["occurrence"]) for r in kept] == [(f"{1:016x}", 0)]
+    assert [(r["context_key"], r["occurrence"]) for r in dropped] == [(f"{4:016x}", 0),
+                                                                     (f"{4:016x}", 1)]
+    # no prediction at all: nothing is worth naming
+    assert worth_naming(records, OBJS, np.zeros(len(OBJS)))[0] == []
+
+
 def test_no_sequential_column_means_no_large_folios():
     plain = object_table({k: v for k, v in COLUMNS.items() if k != "sequential"})
     budget = parse_budget(str(10 * PAGE), 0)

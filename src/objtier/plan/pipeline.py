@@ -483,6 +483,9 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
                               source=profile.source if source is None else source,
                               sections=sections)
     if choice is not None:
+        folio_note = _folios_by_prediction(plan, placed, choice)
+        if folio_note:
+            model_note = f"{model_note}; {folio_note}" if model_note else folio_note
         plan["model"] = model_section(choice)
         if model_note:
             plan["model"]["note"] = model_note
@@ -496,6 +499,23 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
 MODEL_WHAT = ("estimated: swap-ins over one run predicted by the kernel model (LRU by Che's "
               "approximation over touch-time curves from the profile's scan windows; "
               "objtier.model.lru), for cgroup v1's LRU and MGLRU alike")
+
+
+def _folios_by_prediction(plan: dict[str, Any], placed: Any, choice: Any) -> str | None:
+    """Drops the plan's large-folio records of objects the model predicts too few of the
+    plan's swap-ins for them to matter (folios.worth_naming); one line on what it dropped."""
+    from objtier.plan.folios import MIN_SHARE, worth_naming
+
+    records = plan.get("large_folios") or []
+    per_object = choice.chosen.per_object
+    if not records or len(per_object) != len(placed):
+        return None
+    kept, dropped = worth_naming(records, placed, per_object)
+    if not dropped:
+        return None
+    plan["large_folios"] = kept
+    return (f"large folios: {len(dropped)} swept object(s) not named, each predicted under "
+            f"{MIN_SHARE:.0%} of the plan's swap-ins (estimated)")
 
 
 def model_section(choice: Any) -> dict[str, Any]:
