@@ -93,6 +93,8 @@ def test_a_model_far_above_the_measured_kernel_run_locks_nothing(recording):
     assert doubted.plan["model"]["chosen"] is None
     assert doubted.plan["model"]["why_not"].startswith(UNTRUSTED)
     assert not doubted.result.fast_bytes.any()
+    # and no large folios named without a prediction: the plan does nothing
+    assert doubted.plan["large_folios"] == []
     # measured at the prediction: the model still chooses a lock set
     trusted = plan_for(kernel)
     assert trusted.plan["model"]["chosen"] != "nothing"

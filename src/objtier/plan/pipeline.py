@@ -492,6 +492,13 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
         if choice.sites:
             plan["sites"] = choice.sites
     elif model_note:
+        # the model declined to choose what to lock (its kernel run was too far off, or the
+        # windows saw too little): with nothing locked, no folios named without it either
+        locks_nothing = all(s.get("fast_bytes", 0) == 0 for s in plan.get("summary", []))
+        if plan.get("large_folios") and locks_nothing and memory is not None:
+            model_note += (f"; large folios: {len(plan['large_folios'])} swept object(s) not "
+                           f"named without a prediction")
+            plan["large_folios"] = []
         plan["model"] = {"chosen": None, "why_not": model_note}
     return PlanResult(plan, placed, result, placements, budget, choice, model_note)
 
