@@ -49,6 +49,8 @@ def test_readahead_brings_a_slow_sweep_in_through_the_swap_cache(compile_c, run_
     assert windows and " 0 windows" not in windows[0], ahead.stderr
     # Without readahead every sweep faults the array's evicted part back page by page (about
     # 24 MiB of it per sweep, 5 sweeps after the first); with it, most of those pages are in
-    # the swap cache when the sweep arrives (74 k -> 21 k on the test VM).
+    # the swap cache when the sweep arrives (74 k -> 21 k on the test VM; 74 k -> 30-43 k on
+    # a later 2-CPU VM, 2026-12-02, where 1 run in 6 came out above half, the same with the
+    # previous stop's runtime: the helper thread shares two CPUs with the program).
     assert plain_major > 5 * (20 * MIB // 4096), plain_major
-    assert ahead_major < plain_major / 2, (ahead_major, plain_major)
+    assert ahead_major < 0.65 * plain_major, (ahead_major, plain_major)
