@@ -260,7 +260,8 @@ def huge_and_rss(pid: int) -> tuple[float, float] | None:
 
 def run_watched(command: list[str], env: dict[str, str], script: str) -> dict:
     """Run command to its end; its wall, timed-region and CPU seconds, its stderr, and the
-    driver process's AnonHugePages and Rss (MiB) at the reading nearest mid-run."""
+    driver process's AnonHugePages and Rss (MiB) at the reading nearest mid-run, and its largest
+    Rss reading."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -292,6 +293,7 @@ def run_watched(command: list[str], env: dict[str, str], script: str) -> dict:
             "user_s": after.ru_utime - before.ru_utime,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "huge_mib": mid[1] if mid else None, "rss_mib": mid[2] if mid else None,
+            "rss_peak_mib": max(r[2] for r in readings) if readings else None,
             "read_at_s": mid[0] if mid else None, "stderr": err}
 
 
