@@ -313,3 +313,25 @@ void rt_flush_before_death(void)
     if (rt_active())
         rt_flush_all(&rt_w, 0); /* try-once per block: async-signal-safe */
 }
+
+void rt_write_counters(rt_writer *w, uint32_t first_id, const char *const *names,
+                       const char *const *units, const int64_t *values, uint32_t n, int define)
+{
+    if (n > RT_COUNTERS_MAX)
+        n = RT_COUNTERS_MAX;
+    for (uint32_t i = 0; define && i < n; i++) {
+        ot_counter_def_record d = {.id = first_id + i,
+                                   .unit_len = (uint16_t)strlen(units[i]),
+                                   .name_len = (uint16_t)strlen(names[i])};
+        rt_write_var_record(w, OT_TAG_COUNTER_DEF, &d, sizeof d, names[i], d.name_len, units[i],
+                            d.unit_len, NULL, 0);
+    }
+    unsigned char blk[sizeof(ot_block_header) + RT_COUNTERS_MAX * sizeof(ot_counter_record)];
+    uint64_t now = rt_now_ns();
+    for (uint32_t i = 0; i < n; i++) {
+        ot_counter_record r = {.time_ns = now, .id = first_id + i, .value = values[i]};
+        memcpy(blk + sizeof(ot_block_header) + i * sizeof r, &r, sizeof r);
+    }
+    rt_write_block(w, blk, OT_TAG_COUNTERS, sizeof(ot_counter_record),
+                   n * (uint32_t)sizeof(ot_counter_record), n);
+}

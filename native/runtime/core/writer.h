@@ -102,6 +102,13 @@ int rt_write_block(rt_writer *w, unsigned char *block, uint16_t tag, uint16_t re
 int rt_write_var_record(rt_writer *w, uint16_t tag, const void *p0, uint32_t n0, const void *p1,
                         uint32_t n1, const void *p2, uint32_t n2, const void *p3, uint32_t n3);
 
+/* Counters ids first_id .. first_id+n-1 (n <= RT_COUNTERS_MAX): with define, their
+ * COUNTER_DEF records (names[i], units[i]) first; then one COUNTERS block of values[i], all
+ * at one CLOCK_MONOTONIC time. Thread-safe. */
+#define RT_COUNTERS_MAX 16
+void rt_write_counters(rt_writer *w, uint32_t first_id, const char *const *names,
+                       const char *const *units, const int64_t *values, uint32_t n, int define);
+
 /* Forgets every buffer but `keep` and drops pending records (a forked child). */
 void rt_writer_reset_after_fork(rt_writer *w, rt_tbuf *keep);
 

@@ -87,28 +87,12 @@ void rt_overhead_calibrate(rt_overhead *o, int pagemap_fd)
 
 static void write_counters(rt_overhead *o)
 {
-    if (!o->defined) {
-        for (uint32_t i = 0; i < N_COUNTERS; i++) {
-            ot_counter_def_record d = {.id = RT_OVERHEAD_COUNTER_ID + i,
-                                       .unit_len = (uint16_t)strlen(counter_units[i]),
-                                       .name_len = (uint16_t)strlen(counter_names[i])};
-            rt_write_var_record(&rt_w, OT_TAG_COUNTER_DEF, &d, sizeof d, counter_names[i],
-                                d.name_len, counter_units[i], d.unit_len, NULL, 0);
-        }
-        o->defined = 1;
-    }
     int64_t values[N_COUNTERS] = {
         (int64_t)o->cost_ns, (int64_t)o->sampler_ns,   (int64_t)o->faults,   (int64_t)o->fault_ns,
         (int64_t)o->prog_ns, (int64_t)(o->rate + 0.5), (int64_t)o->max_rate, (int64_t)o->bp};
-    unsigned char blk[sizeof(ot_block_header) + N_COUNTERS * sizeof(ot_counter_record)];
-    uint64_t now = rt_now_ns();
-    for (uint32_t i = 0; i < N_COUNTERS; i++) {
-        ot_counter_record r = {
-            .time_ns = now, .id = RT_OVERHEAD_COUNTER_ID + i, .value = values[i]};
-        memcpy(blk + sizeof(ot_block_header) + i * sizeof r, &r, sizeof r);
-    }
-    rt_write_block(&rt_w, blk, OT_TAG_COUNTERS, sizeof(ot_counter_record),
-                   N_COUNTERS * sizeof(ot_counter_record), N_COUNTERS);
+    rt_write_counters(&rt_w, RT_OVERHEAD_COUNTER_ID, counter_names, counter_units, values,
+                      N_COUNTERS, !o->defined);
+    o->defined = 1;
 }
 
 double rt_overhead_step(rt_overhead *o, int force)

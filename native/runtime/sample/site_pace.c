@@ -6,7 +6,6 @@
 
 #include "objtier/trace_format.h"
 
-#include <string.h>
 #include <time.h>
 
 #define N_COUNTERS 4
@@ -105,22 +104,7 @@ void rt_site_pace_write_counters(void)
         return;
     int64_t values[N_COUNTERS] = {(int64_t)atomic_load(&cost_ns), (int64_t)atomic_load(&captures),
                                   (int64_t)first_period, (int64_t)atomic_load(&period_now)};
-    for (uint32_t i = 0; i < N_COUNTERS; i++) {
-        ot_counter_def_record d = {.id = RT_SITE_PACE_COUNTER_ID + i,
-                                   .unit_len = (uint16_t)strlen(units[i]),
-                                   .name_len = (uint16_t)strlen(names[i])};
-        rt_write_var_record(&rt_w, OT_TAG_COUNTER_DEF, &d, sizeof d, names[i], d.name_len, units[i],
-                            d.unit_len, NULL, 0);
-    }
-    unsigned char blk[sizeof(ot_block_header) + N_COUNTERS * sizeof(ot_counter_record)];
-    uint64_t now = rt_now_ns();
-    for (uint32_t i = 0; i < N_COUNTERS; i++) {
-        ot_counter_record r = {
-            .time_ns = now, .id = RT_SITE_PACE_COUNTER_ID + i, .value = values[i]};
-        memcpy(blk + sizeof(ot_block_header) + i * sizeof r, &r, sizeof r);
-    }
-    rt_write_block(&rt_w, blk, OT_TAG_COUNTERS, sizeof(ot_counter_record),
-                   N_COUNTERS * sizeof(ot_counter_record), N_COUNTERS);
+    rt_write_counters(&rt_w, RT_SITE_PACE_COUNTER_ID, names, units, values, N_COUNTERS, 1);
 }
 
 void rt_site_pace_fork_child(void)
