@@ -441,7 +441,7 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
     # the objects' candidates (by_model.choose, without the sites' rows) at the kernel
     # run's level as by_model.scaled puts it
     k = 1.0 if level is None else by_model.scale_factor(choice.nothing.swapins, calibrate_to)
-    predictions = {**{name: v * k for name, v in choice.predictions.items()},
+    predictions = {**{cand: v * k for cand, v in choice.predictions.items()},
                    "objects only": objects_only.swapins}
     if entries:
         predictions[name] = with_sites.swapins
@@ -462,8 +462,9 @@ def with_site_locks(choice: Any, rows: SiteRows | None, placed: ObjectTable, vie
 def _levels(nothing: Any, n: int, calibrate_to: float | None):
     """Where the kernel's layout, fitted, still predicts outside by_model.SCALE_BAND of the
     measured kernel run: (level, objects' factor, mixed row's factor), level a function
-    (prediction, apart rows) -> the prediction at the run's level; else None. Rows of a layout: n objects, then the sites kept apart, then the mixed
-    row (the kernel's layout: objects and the mixed row). The measured surplus or shortfall is
+    (prediction, apart rows) -> the prediction at the run's level; else None. Rows of a
+    layout: n objects, then the sites kept apart, then the mixed row (the kernel's layout:
+    objects and the mixed row). The measured surplus or shortfall is
     put on the mixed row, the one curve the windows did not watch as such (a product of the
     sites' survivals, module docstring); the objects and the apart rows keep their
     predictions, their curves watched in the layout the plan's run holds them in. Where the
