@@ -40,11 +40,18 @@ static inline int rt_active(void)
     return atomic_load_explicit(&rt_state, memory_order_acquire) == RT_ACTIVE;
 }
 
-static inline uint64_t rt_now_ns(void)
+/* clock_gettime(clock) in ns; 0 if the clock cannot be read. */
+static inline uint64_t rt_clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t rt_now_ns(void)
+{
+    return rt_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* gettid() of the calling thread, cached per thread (reset in a forked child). */

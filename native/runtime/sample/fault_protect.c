@@ -294,12 +294,6 @@ static int a_thread_blocks_segv(void)
 #define SCAN_SHARE 50
 static uint64_t next_scan_ns; /* under the arm lock */
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 static uint64_t scanned_events; /* mask_events when the last SigBlk read began */
 static int scan_blocked = 1;    /* the last read found a blocker (or there was none yet) */
 
@@ -317,9 +311,9 @@ int rt_fault_arming_allowed_locked(void)
         /* SigBlk first, while stdio calls still run: a blocker through an interposed call
          * needs the arm lock to finish, so it shows in pending_blockers below if not here */
         uint64_t events = atomic_load(&mask_events);
-        uint64_t cpu0 = thread_cpu_ns();
+        uint64_t cpu0 = rt_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         blocked = a_thread_blocks_segv();
-        next_scan_ns = t0 + (thread_cpu_ns() - cpu0) * SCAN_SHARE;
+        next_scan_ns = t0 + (rt_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) * SCAN_SHARE;
         scanned_events = events;
         scan_blocked = blocked;
     } else if (scan_blocked || atomic_load(&mask_events) != scanned_events) {

@@ -27,14 +27,6 @@ static const char *const counter_names[N_COUNTERS] = {
 static const char *const counter_units[N_COUNTERS] = {
     "ns", "ns", "events", "ns", "ns", "per_second", "per_second", "basis_points"};
 
-static uint64_t cpu_ns(clockid_t clock)
-{
-    struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 void rt_overhead_init(rt_overhead *o, const rt_config *cfg)
 {
     memset(o, 0, sizeof *o);
@@ -43,7 +35,7 @@ void rt_overhead_init(rt_overhead *o, const rt_config *cfg)
     o->rate = o->max_rate;
     o->fault_ns = RT_OVERHEAD_FAULT_GUESS;
     o->step_ns = o->start_ns = rt_now_ns();
-    o->cpu0_ns = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    o->cpu0_ns = rt_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 void rt_overhead_calibrate(rt_overhead *o, int pagemap_fd)
@@ -81,7 +73,7 @@ void rt_overhead_calibrate(rt_overhead *o, int pagemap_fd)
             t[j - 1] = s;
         }
     o->fault_ns = n ? t[n / 2] : RT_OVERHEAD_FAULT_GUESS;
-    o->cpu0_ns = cpu_ns(CLOCK_THREAD_CPUTIME_ID); /* calibration is not the program's cost */
+    o->cpu0_ns = rt_clock_ns(CLOCK_THREAD_CPUTIME_ID); /* calibration is not the program's cost */
     o->step_ns = o->start_ns = rt_now_ns();
 }
 
@@ -104,7 +96,8 @@ double rt_overhead_step(rt_overhead *o, int force)
         return o->rate;
     double wall_s = (double)(now - o->step_ns) / 1e9;
     o->step_ns = now;
-    uint64_t thread = cpu_ns(CLOCK_THREAD_CPUTIME_ID), proc = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+    uint64_t thread = rt_clock_ns(CLOCK_THREAD_CPUTIME_ID),
+             proc = rt_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     uint64_t faults_ns = o->faults * o->fault_ns;
     o->sampler_ns = thread > o->cpu0_ns ? thread - o->cpu0_ns : 0;
     o->cost_ns = o->sampler_ns + faults_ns;

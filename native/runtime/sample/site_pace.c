@@ -6,8 +6,6 @@
 
 #include "objtier/trace_format.h"
 
-#include <time.h>
-
 #define N_COUNTERS 4
 
 _Atomic uint64_t rt_site_threshold;      /* 0 = no small block sampled */
@@ -22,14 +20,6 @@ static _Atomic uint64_t next_check_ns;     /* CLOCK_MONOTONIC of the next pacing
 /* at the last check, written by the checking thread only */
 static uint64_t last_cost, last_cpu_ns;
 
-static uint64_t process_cpu_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 void rt_site_pace_start(uint32_t period, uint32_t bp)
 {
     first_period = period;
@@ -39,7 +29,7 @@ void rt_site_pace_start(uint32_t period, uint32_t bp)
     atomic_store(&cost_ns, 0);
     atomic_store(&captures, 0);
     last_cost = 0;
-    last_cpu_ns = process_cpu_ns();
+    last_cpu_ns = rt_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     atomic_store(&next_check_ns, rt_now_ns() + RT_SITE_PACE_NS);
     uint64_t threshold = ot_site_threshold(period);
     atomic_store(&rt_site_free_threshold, threshold);
@@ -55,7 +45,7 @@ void rt_site_pace_stop(void)
 /* One thread at a time (the one that moved next_check_ns): the interval's share. */
 static void check(void)
 {
-    uint64_t cpu = process_cpu_ns(), spent = atomic_load(&cost_ns);
+    uint64_t cpu = rt_clock_ns(CLOCK_PROCESS_CPUTIME_ID), spent = atomic_load(&cost_ns);
     uint64_t d_spent = spent - last_cost;
     uint64_t d_cpu = cpu > last_cpu_ns ? cpu - last_cpu_ns : 0;
     last_cost = spent;
