@@ -483,7 +483,7 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
                               source=profile.source if source is None else source,
                               sections=sections)
     if choice is not None:
-        folio_note = _folios_by_prediction(plan, placed, choice)
+        folio_note = _folios_by_prediction(plan, placed, choice.chosen.per_object)
         if folio_note:
             model_note = f"{model_note}; {folio_note}" if model_note else folio_note
         plan["model"] = model_section(choice)
@@ -495,10 +495,10 @@ def make_plan(profile: Profile, algo: str, budget: planner.Budget, *,
         # the model declined to choose what to lock (its kernel run was too far off, or the
         # windows saw too little): with nothing locked, no folios named without it either
         locks_nothing = all(s.get("fast_bytes", 0) == 0 for s in plan.get("summary", []))
-        if plan.get("large_folios") and locks_nothing and memory is not None:
-            model_note += (f"; large folios: {len(plan['large_folios'])} swept object(s) not "
-                           f"named without a prediction")
-            plan["large_folios"] = []
+        folio_note = (_folios_by_prediction(plan, placed, None)
+                      if locks_nothing and memory is not None else None)
+        if folio_note:
+            model_note += f"; {folio_note}"
         plan["model"] = {"chosen": None, "why_not": model_note}
     return PlanResult(plan, placed, result, placements, budget, choice, model_note)
 
@@ -508,13 +508,18 @@ MODEL_WHAT = ("estimated: swap-ins over one run predicted by the kernel model (L
               "objtier.model.lru), for cgroup v1's LRU and MGLRU alike")
 
 
-def _folios_by_prediction(plan: dict[str, Any], placed: Any, choice: Any) -> str | None:
+def _folios_by_prediction(plan: dict[str, Any], placed: Any,
+                          per_object: Any) -> str | None:
     """Drops the plan's large-folio records of objects the model predicts too few of the
-    plan's swap-ins for them to matter (folios.worth_naming); one line on what it dropped."""
+    plan's swap-ins for them to matter (folios.worth_naming; per_object: the plan's predicted
+    swap-ins per object of `placed`), or all of them with no prediction (None); one line on
+    what it dropped."""
     from objtier.plan.folios import MIN_SHARE, worth_naming
 
     records = plan.get("large_folios") or []
-    per_object = choice.chosen.per_object
+    if records and per_object is None:
+        plan["large_folios"] = []
+        return f"large folios: {len(records)} swept object(s) not named without a prediction"
     if not records or len(per_object) != len(placed):
         return None
     kept, dropped = worth_naming(records, placed, per_object)

@@ -9,7 +9,8 @@ unusual — a partial or corrupt block, a record tag or a record size this modul
 than LIMIT_RECORDS or small blocks than LIMIT_SITE_RECORDS, many partial unmaps — raises
 Unsupported, and the caller uses the columnar reader, which reports the problem in its own
 words. Fixed records are counted from the block headers; only ALLOC, FREE, COUNTERS,
-ACCESS_COUNT, SITE_ALLOC/SITE_FREE and SITE_REGION records are decoded (never SAMPLE records). The record layouts are those of native/include/objtier/trace_format.h;
+ACCESS_COUNT, SITE_ALLOC/SITE_FREE and SITE_REGION records are decoded (never SAMPLE records).
+The record layouts are those of native/include/objtier/trace_format.h;
 tests/trace/test_light.py checks them against objtier.trace.format and compares what both
 readers give for real recordings.
 """
