@@ -59,3 +59,20 @@ def test_a_launcher_script_gets_the_follow_forks_hint(compile_c, tmp_path):
     direct = _record(tmp_path, "direct", "--", str(exe))
     assert direct.returncode == 0, direct.stderr
     assert "--follow-forks" not in direct.stderr
+
+
+def test_child_watcher_polls_less_as_the_run_grows():
+    """20 ms at first, then a tenth of the time recorded so far, at most 1 s: a 10 s run
+    scans /proc about 50 times, not 500."""
+    from objtier.record.launcher import ChildWatcher
+
+    watcher = ChildWatcher()
+    assert watcher.interval(0.0) == 0.02
+    assert watcher.interval(0.1) == 0.02
+    assert watcher.interval(2.0) == pytest.approx(0.2)
+    assert watcher.interval(30.0) == 1.0
+    elapsed, scans = 0.0, 0
+    while elapsed < 10.0:
+        elapsed += watcher.interval(elapsed)
+        scans += 1
+    assert 30 <= scans <= 70, scans
