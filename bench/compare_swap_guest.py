@@ -3,8 +3,9 @@
     .venv/bin/python bench/compare_swap_guest.py [--local 50%,70%] [--repeat 3]
         [--workloads bfs_kron,bc_kron,cc_kron,bfs_urand,bc_urand,cc_urand,stream,gups,ptrchase,
                      kmeans] [--scale 18]
-        [--arms kernel,damon-reclaim,psi-reclaim,damos-pageout,objtier] [--stat-flush 10]
-        [-o bench-out/compare-guest] [--append-docs] [--table-only]
+        [--programs cg,smallgraph,sqlite] [--arms kernel,damon-reclaim,psi-reclaim,damos-pageout,objtier]
+        [--stat-flush 10] [-o bench-out/compare-guest] [--append-docs] [--table-only]
+        [--results-dir bench/results | --no-results]
 
 Boots the guest (objtier.testbed; Debian 6.12 kernel: cgroup v2, MGLRU, DAMON, zram) in a run
 directory of its own (a guest of `objtier testbed up` is left alone; QEMU dies with this
@@ -18,6 +19,11 @@ psi-reclaim (pressure-driven memory.reclaim, TMO/senpai approach, 1 s intervals,
 target), damos-pageout (a DAMOS pageout scheme on the program's address space), objtier (plan +
 pressure guard); objtier-noguard on request. Every arm has the stat-flush reader (memory.stat every
 --stat-flush ms, from swaprun, outside the program).
+
+--programs adds the third-party programs of bench/compare_suite.py (PROGRAMS, set up by
+bench/third_party/setup.sh; the guest runs the host's files) at their drivers' own sizes; given
+without --workloads, only they run. GUEST_CANNOT lists the programs the guest cannot run.
+A results file (objtier.bench_results) goes to bench/results/ unless --no-results.
 
 Times are the guest's clock under TCG: EMULATED (the CPU is emulated for every arm alike; the
 guest clock also runs faster than the host's, equally for every arm), so only ratios within one
@@ -38,13 +44,22 @@ import signal
 import sys
 from pathlib import Path
 
-from objtier import workloads
+from objtier import bench_results, workloads
 from objtier.errors import ObjtierError
 from objtier.experiments.guest_compare import (GuestCompareSettings, rows_from_csv,
                                                run_guest_compare, summarize)
 from objtier.experiments.guest_swap import ARMS, GuestSwapSettings
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+import compare_suite  # noqa: E402  (bench/compare_suite.py: the third-party programs)
+
+#: third-party programs the guest cannot run, and why (checked 2026-12-02)
+GUEST_CANNOT = {
+    "vector": "hnswlib is built for the host's CPU (AVX-512); the guest's emulated CPU lacks it "
+              "(the driver dies of SIGILL)",
+}
+GOAL = "guest with MGLRU: no program slower than the kernel (every median >= 0.97x)"
 
 BIN = REPO / "src" / "objtier" / "_native" / "bin"
 HEADING = "## Swap tier in the guest: modern kernel baselines (emulated)"
@@ -76,7 +91,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--local", default="50%")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--workloads", default=",".join(workloads.SUITE))
+    p.add_argument("--workloads", default=None,
+                   help=f"of {','.join(workloads.SUITE)} (default all, none with --programs)")
+    p.add_argument("--programs", default="",
+                   help="third-party programs of bench/compare_suite.py, comma-separated")
     p.add_argument("--scale", type=int, default=18)
     p.add_argument("--arms", default="kernel,damon-reclaim,psi-reclaim,damos-pageout,objtier")
     p.add_argument("--stat-flush", type=float, default=10.0)
@@ -84,13 +102,25 @@ def main() -> int:
     p.add_argument("--append-docs", action="store_true")
     p.add_argument("--table-only", action="store_true",
                    help="run nothing: the table (and with --append-docs the rows) of -o")
+    bench_results.add_arguments(p)
     args = p.parse_args()
     out = args.output.resolve()
     arms = tuple(a for a in args.arms.split(",") if a)
     bad = [a for a in arms if a not in ARMS]
-    chosen = [w for w in args.workloads.split(",") if w]
+    programs = [n for n in args.programs.split(",") if n]
+    default = "" if programs else ",".join(workloads.SUITE)
+    chosen = [w for w in (default if args.workloads is None else args.workloads).split(",") if w]
     known = workloads.suite("guest", graphs=out / "graphs", scale=args.scale, bin_dir=BIN)
     unknown = [w for w in chosen if w not in known]
+    unknown += [n for n in programs if n not in compare_suite.PROGRAMS]
+    cannot = [f"{n}: {GUEST_CANNOT[n]}" for n in programs if n in GUEST_CANNOT]
+    if cannot:
+        print("compare_swap_guest: " + "; ".join(cannot), file=sys.stderr)
+        return 2
+    for name in programs:
+        if name in compare_suite.PROGRAMS:
+            known[name] = compare_suite.program_command(name)
+    chosen += programs
     if bad or unknown or args.repeat < 1:
         print(f"compare_swap_guest: unknown arm/workload or bad --repeat: {bad + unknown}",
               file=sys.stderr)
@@ -106,6 +136,11 @@ def main() -> int:
                 results[name]["arms"] = summarize(rows_from_csv(f.parent / "runs.csv"))
         print(table(results))
         print(combined_text(combined(results)))
+        if results:
+            bench_results.save(args, lambda: results_record(
+                results, bench_results.script_command(
+                    [a for a in sys.argv[1:] if a != "--table-only"], "bench/compare_swap_guest.py"),
+                None), tag=tag_of(results))
         if args.append_docs and results:
             date = next(iter(results.values())).get("date", "")
             append_docs(results, date, "python bench/compare_swap_guest.py " + " ".join(
@@ -154,12 +189,63 @@ def main() -> int:
         shutil.rmtree(tb.paths.run, ignore_errors=True)
     text = table(results)
     print(text)
+    if results:
+        loads = os.getloadavg()[0]
+        bench_results.save(args, lambda: results_record(
+            results, bench_results.script_command(sys.argv[1:], "bench/compare_swap_guest.py"),
+            f"load {loads:.1f} at the end"), tag=tag_of(results))
     if args.append_docs and results:
         cmd = " ".join(["python", "bench/compare_swap_guest.py", "--local", args.local,
                         "--repeat", str(args.repeat), "--workloads", ",".join(chosen),
                         "--scale", str(args.scale), "--arms", ",".join(arms)])
         append_docs(results, f"{started:%Y-%m-%d}", cmd, os.getloadavg()[0])
     return 0
+
+
+def tag_of(results: dict[str, dict]) -> str:
+    """The results file's tag: the names run, shortened."""
+    return "-".join(results)[:40]
+
+
+def results_record(results: dict[str, dict], command: str, load: str | None) -> dict:
+    """The results file of one guest run (objtier.bench_results): per program and local size,
+    each arm's median time (guest clock, emulated) and swap-ins, the speedups vs the kernel arm,
+    and the goal of no program slower than the kernel."""
+    medians: dict[str, dict] = {}
+    speedups: dict[str, float | None] = {}
+    alive = cells = fewer = 0
+    for name, summary in results.items():
+        fp = summary["footprint_bytes"]
+        for local, per in summary["arms"].items():
+            pct = f"{100 * int(local) / fp:.0f}%"
+            key = f"{name} {pct}"
+            medians[key] = {arm: {"wall_s": s["wall_s"], "swapins": s["swapins"],
+                                  "survived": f"{s['survived']}/{s['runs']}"}
+                            for arm, s in per.items()}
+            kernel, mine = per.get("kernel"), per.get("objtier")
+            if not kernel or not mine:
+                continue
+            cells += 1
+            speedups[key] = mine["speedup_vs_kernel"]
+            alive += mine["survived"] == mine["runs"] and kernel["survived"] == kernel["runs"]
+            fewer += (mine["swapins"] or 0) < (kernel["swapins"] or 0)
+    judged = [v for v in speedups.values() if v]
+    figure = (", ".join(f"{k} {fmt_ratio(v).replace('x', '×')}" for k, v in speedups.items())
+              + " (objtier vs MGLRU, emulated)")
+    finding = (f"both arms alive in {alive} of {cells} cells; objtier swapped in less in "
+               f"{fewer} of {cells}")
+    goal = GOAL + (": met" if judged and len(judged) == cells and min(judged) >= 0.97
+                   else ": not met" if judged else ": not judged")
+    first = next(iter(results.values()))
+    return bench_results.make(
+        "compare_swap_guest", "placement",
+        title=f"QEMU guest ({first.get('guest_kernel', 'Linux')}, cgroup v2, MGLRU), swap "
+              f"tier: kernel vs objtier's plan ({', '.join(results)})",
+        kind="emulated (TCG guest clock), exact counts", command=command, figure=figure,
+        finding=finding, goal=goal, medians=medians, ratios={"speedup": speedups},
+        raw={name: {"command": summary.get("command"), "footprint_bytes": summary.get(
+            "footprint_bytes"), "arms": summary["arms"]} for name, summary in results.items()},
+        date=first.get("date"), load_=load)
 
 
 def _geomean(values: list[float]) -> float | None:

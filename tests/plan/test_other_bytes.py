@@ -52,3 +52,27 @@ def test_small_blocks_count_outside_objects_when_objects_overstate(compile_c, tm
     assert 8 * MIB <= outside <= footprint, outside          # ~16 MiB of rows (estimated)
     assert lock_cap(footprint, outside) <= footprint - outside   # the margin keeps their room
     assert lock_cap(footprint, outside) < lock_cap(footprint, 0)
+
+
+def test_memory_the_recording_did_not_hold_counts_outside_objects(compile_c, tmp_path):
+    """A footprint measured where the program will run (a cgroup v2 charging kernel memory and
+    page cache) that exceeds the recording's own anonymous memory: the excess is outside the
+    objects too (pipeline.unseen_bytes), on top of the small blocks."""
+    from objtier.plan.pipeline import unseen_bytes
+
+    exe = compile_c(SPARSE_AND_SMALL, name="sparse_small2", flags=("-O1", "-g", "-fno-builtin"))
+    rec = tmp_path / "rec.otr"
+    done = subprocess.run([str(OBJTIER), "record", "-q", "--sampler", "none", "-o", str(rec),
+                           "--", str(exe)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    profile = read_recordings([rec])
+    footprint = coverage(profile.traces[0]).footprint_bytes
+    assert unseen_bytes(footprint, ()) == 0                       # no recording, no counters
+    anon = footprint - unseen_bytes(footprint, profile.traces)    # VmRSS less its file pages
+    assert 16 * MIB <= anon <= footprint, (anon, footprint)
+    assert unseen_bytes(anon - MIB, profile.traces) == 0          # a footprint below it
+    measured = anon + 24 * MIB
+    assert unseen_bytes(measured, profile.traces) == 24 * MIB
+    within = other_bytes(footprint, profile.objects, profile.traces)
+    more = other_bytes(measured, profile.objects, profile.traces)
+    assert more - within >= 20 * MIB, (within, more)
