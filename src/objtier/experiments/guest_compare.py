@@ -111,6 +111,14 @@ def rows_from_csv(path: Path) -> list[GuestRun]:
     return rows
 
 
+def acts(plan: dict[str, Any]) -> bool:
+    """The plan changes what the guest's kernel does: something locked, or sites kept in
+    arenas of their own (enforcement.acts without large folios: the guest arms use none)."""
+    from objtier import enforcement as enforce
+
+    return enforce.locks_something(plan) or bool(plan.get("sites"))
+
+
 def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompareSettings,
                       say: Callable[[str], None] = lambda text: None,
                       on_row: Callable[[GuestRun], None] = lambda row: None) -> dict[str, Any]:
@@ -143,7 +151,9 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
         plans: dict[str, tuple[dict, int, Path]] = {}
         if any(a.startswith("objtier") for a in settings.arms):
             base = CompareSettings(output=output, profiles=settings.profiles)
-            profiles = record_profile(command, base, say)
+            # the guest's footprint decides, as compare's does on the host, whether the
+            # later profiles watch the small-block sites (Boost PageRank's adjacency lists)
+            profiles = record_profile(command, base, say, footprint)
             for local in settings.locals:
                 local_bytes = enforce.parse_local(local, footprint)
                 pdir = output / f"plan-{local.rstrip('%')}"
@@ -154,7 +164,7 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                     footprint, local_bytes)
                 plans[local] = (plan, limit, pdir)
                 say(f"plan for {local}: mlock limit {limit >> 20} MiB (margin {margin >> 20} MiB)")
-                if not enforce.locks_something(plan):   # the guest arms use no large folios
+                if not acts(plan):
                     say(f"the plan for {local} locks nothing: the objtier arms run the program "
                         f"without the runtime")
 
@@ -194,7 +204,7 @@ def run_guest_compare(tb, command: list[str], output: Path, settings: GuestCompa
                     stem = runs / f"{order:03d}-{local.rstrip('%')}-{arm}-{i}"
                     env = dict(settings.env)
                     trace_dir = None
-                    if arm.startswith("objtier") and enforce.locks_something(plans[local][0]):
+                    if arm.startswith("objtier") and acts(plans[local][0]):
                         plan, limit, pdir = plans[local]
                         trace_dir = stem.with_suffix(".otr")
                         trace_dir.mkdir(mode=0o700)

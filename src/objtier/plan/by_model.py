@@ -37,9 +37,10 @@ SLACK_BYTES = 4 << 20   # room for runtime threads, page tables, reclaim's own s
 MIN_MARGIN_BYTES = 8 << 20
 # what the runtime itself holds in a program it runs a plan in (its tables, buffers, threads'
 # stacks): room a plan that locks anything takes from the unlocked pages, and locking nothing
-# (the program alone) does not. Measured: scipy CG under `run` with its plan, peak RSS
-# +2.7-3.0 MiB over the plain run (181.8 MiB), 2 runs each, 2026-12-02.
-RUNTIME_BYTES = 3 << 20
+# (the program alone) does not. Measured (peak RSS under `run` with the program's plan over
+# the plain run, 2 runs each, 2026-12-02): scipy CG (Python, 222 objects) +2.7-3.0 MiB of
+# 181.8 MiB; a C program with one 138 MiB array +1.1-1.4 MiB. Taken between the two.
+RUNTIME_BYTES = 2 << 20
 STEPS = 32              # the greedy set grows by multiples of cap / STEPS (>= one page)
 TIE = 0.03              # a candidate locking more must predict this share fewer swap-ins
 
