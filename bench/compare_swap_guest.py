@@ -50,9 +50,9 @@ from objtier.experiments.guest_compare import (GuestCompareSettings, rows_from_c
                                                run_guest_compare, summarize)
 from objtier.experiments.guest_swap import ARMS, GuestSwapSettings
 
+import compare_suite  # bench/compare_suite.py, next to this script: the third-party programs
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "bench"))
-import compare_suite  # noqa: E402  (bench/compare_suite.py: the third-party programs)
 
 #: third-party programs the guest cannot run, and why (checked 2026-12-02)
 GUEST_CANNOT = {
