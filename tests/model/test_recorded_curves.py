@@ -99,3 +99,39 @@ def test_a_model_far_above_the_measured_kernel_run_locks_nothing(recording):
     trusted = plan_for(kernel)
     assert trusted.plan["model"]["chosen"] != "nothing"
     assert trusted.result.fast_bytes.sum() > 0
+
+
+def test_a_kernel_run_far_above_the_model_tries_finer_slices(recording):
+    """Fitted to a kernel run the default slicing under-predicts more than OVER_TRUST times,
+    the model also cuts the run into FINE_SLICES and keeps whichever predicts that run closer;
+    at or above the measured run it keeps the default slicing."""
+    import math
+
+    from objtier import plan as planner
+    from objtier.plan.pipeline import (FINE_SLICES, OVER_TRUST, ModelMemory, make_plan,
+                                       other_bytes, read_recordings, recorded_footprint)
+
+    profile = read_recordings([recording])
+    footprint = recorded_footprint(profile)
+    local = footprint // 2
+    budget = planner.parse_budget(str(local), footprint)
+
+    def calibration(calibrate_to):
+        memory = ModelMemory(local, other_bytes(footprint, profile.objects), None, footprint,
+                             calibrate_to)
+        return make_plan(profile, "auto", budget, memory=memory).plan["model"]["calibration"]
+
+    unfitted = make_plan(profile, "auto", budget, memory=ModelMemory(
+        local, other_bytes(footprint, profile.objects), None, footprint, None))
+    kernel = unfitted.plan["model"]["predicted_swapins"]["kernel"]
+    default = calibration(kernel)   # measured at the prediction: the default slicing
+    assert default["slices"] == "default"
+    judged = default["kernel_judged"]
+    measured = 3 * OVER_TRUST * judged
+    far = calibration(measured)
+    assert far["slices"] in ("default", FINE_SLICES)
+    # the slicing kept predicts the measured run no worse than the default one
+    assert (abs(math.log(far["kernel_judged"] / measured))
+            <= abs(math.log(judged / measured)) + 1e-9)
+    if far["slices"] == "default":
+        assert far["kernel_judged"] == judged
