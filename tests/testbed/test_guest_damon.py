@@ -54,3 +54,35 @@ def test_damon_source_ranks_hot_warm_cold(testbed):
     table = object_table(trace, labels=False).sort_by("seq")   # hot, warm, cold (alloc order)
     hot, warm, cold = table.column("accesses").to_pylist()
     assert hot > warm > cold, (hot, warm, cold)
+
+
+def test_a_real_damo_record_imports_onto_the_recording(testbed):
+    """damo itself (PyPI damo, from the venv) records the program with a kdamond of its own
+    while objtier records its objects (--sampler none); import-damo maps damo's snapshots
+    (CLOCK_REALTIME: damo --snapshot) onto the objects, and hot ranks above cold."""
+    run = testbed.paths.run / "damo"
+    run.mkdir(parents=True, exist_ok=True)
+    exe = run / "hotcold"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(PROG)], check=True)
+    assert guest_read(testbed, NR_KDAMONDS) == "0"
+    venv = repo_root() / ".venv" / "bin"
+    rec, data = run / "run.otr", run / "damon.data"
+    script = (f"rm -rf {rec} {data}; "
+              f"{venv}/objtier record -f --sampler none -o {rec} -- {exe} 4 > {run}/out & "
+              f"for i in $(seq 100); do pid=$(pidof hotcold) && break; sleep 0.05; done; "
+              f"{venv}/damo record --snapshot 0.2 1000 -o {data} $pid > {run}/damo.log 2>&1; "
+              f"echo damo=$?; wait; echo objtier=$?")
+    rc, out, err = testbed.run(script, timeout=400)
+    assert rc == 0 and "objtier=0" in out, (out, err)
+    assert "damo=0" in out, (out, (run / "damo.log").read_text())
+    assert (run / "out").read_text().startswith("passes ")
+    assert guest_read(testbed, NR_KDAMONDS) == "0"          # damo stopped its kdamond
+    rc, out, err = testbed.run([str(venv / "objtier"), "import-damo", str(data), "--objects",
+                                str(rec)], timeout=120)
+    assert rc == 0, err
+    assert "CLOCK_REALTIME" in err, err
+    trace = open_trace(rec)
+    assert set(trace.samples.column("source").to_pylist()) == {F.SOURCE_DAMON}
+    hot, warm, cold = (object_table(trace, labels=False).sort_by("seq")
+                       .column("accesses").to_pylist())
+    assert hot > cold, (hot, warm, cold)

@@ -30,6 +30,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from objtier.commands._imported import say_mapped
     from objtier.record.perf_source import (perf_files, read_perf_data, store_samples,
                                             summary_line)
     from objtier.trace import open_trace
@@ -60,18 +61,6 @@ def run(args) -> int:
             "clock) are taken as CLOCK_MONOTONIC, so samples near an allocation or free may "
             "land on the wrong object")
     say(summary_line(parsed, written))
-    _say_mapped(recording, say)
+    say_mapped(recording, say)
     return 0
 
-
-def _say_mapped(recording: Path, say) -> None:
-    """How many stored samples fall on an object (by pid, address and time)."""
-    from objtier.analysis.mapping import sample_objects
-    from objtier.trace import open_trace
-
-    trace = open_trace(recording)
-    mapped = sample_objects(trace)
-    on = int((mapped >= 0).sum())
-    share = f" ({100 * on / len(mapped):.1f}%)" if len(mapped) else ""
-    say(f"{on} of {len(mapped)} samples{share} fall on one of the recording's "
-        f"{trace.allocations.num_rows} objects")
