@@ -17,8 +17,8 @@ from objtier import bench_results
 
 REPO = Path(__file__).resolve().parents[2]
 RENDER = REPO / "bench" / "render_benchmarks.py"
-#: a committed result whose raw runs were kept (the third-party suite, 2026-12-02)
-KEPT = bench_results.RESULTS_DIR / "compare_suite-2026-12-02-rest-1202h.json"
+#: a committed result whose raw runs were kept (the third-party suite, 2026-12-03)
+KEPT = bench_results.RESULTS_DIR / "compare_suite-2026-12-03-suite-1203a.json"
 
 
 def table_rows(page: str) -> dict[str, list[list[str]]]:
@@ -128,7 +128,7 @@ def test_write_never_overwrites_a_result(tmp_path):
     data = bench_results.read(KEPT)
     first = bench_results.write(data, tmp_path, "suite")
     second = bench_results.write(data, tmp_path, "suite")
-    assert first != second and first.name == "compare_suite-2026-12-02-suite.json"
+    assert first != second and first.name == "compare_suite-2026-12-03-suite.json"
     assert bench_results.read(second) == bench_results.read(first) == data
 
 
