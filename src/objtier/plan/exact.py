@@ -30,7 +30,7 @@ import numpy as np
 from objtier.errors import UsageError
 from objtier.plan.greedy import density, rank, scan_order
 from objtier.plan.lifetime import cliques, has_lifetimes, segments
-from objtier.plan.placement import UNKNOWN_CONTEXT, Placement, finish, pages, prepare
+from objtier.plan.placement import Placement, finish, pages, prepare
 
 DEFAULT_MAX_CELLS = 50_000_000  # decision-table cells (bytes of memory)
 
@@ -153,7 +153,7 @@ def exact(table: Any, capacity_bytes: int, page_bytes: int = 4096,
                                    "placed by greedy rank (lifetimes overlap partially)",
                                    "left slow by greedy rank (lifetimes overlap partially)")
     reason[too_large] = f"larger than the fast tier ({cap} pages)"
-    reason[~objects.plannable] = UNKNOWN_CONTEXT
+    reason[~objects.plannable] = objects.unplannable_reasons()[~objects.plannable]
     if len(greedy_rows):
         params = {**params, "partial_overlap": "rank"}
     return finish("exact", params, objects, capacity_bytes, page_bytes, fast, prio, order, fill,

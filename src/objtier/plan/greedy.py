@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from objtier.plan.lifetime import Timeline, has_lifetimes
-from objtier.plan.placement import UNKNOWN_CONTEXT, Placement, finish, pages, prepare
+from objtier.plan.placement import Placement, finish, pages, prepare
 from objtier.plan.table import ObjectTable
 
 
@@ -61,7 +61,7 @@ def greedy_fill(objects: ObjectTable, capacity_bytes: int, page_bytes: int,
     fill = np.zeros(n, dtype=np.int64)                 # pages, converted at the end
     reason = np.full(n, "no sampled accesses", dtype=object)
     candidate = ((objects.accesses > 0) | include_cold) & objects.plannable
-    reason[~objects.plannable] = UNKNOWN_CONTEXT
+    reason[~objects.plannable] = objects.unplannable_reasons()[~objects.plannable]
     rows = scan_order(priority, objects.object, candidate)
     order[rows] = np.arange(len(rows))
 

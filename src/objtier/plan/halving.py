@@ -34,7 +34,7 @@ import numpy as np
 from objtier.errors import UsageError
 from objtier.plan.greedy import scan_order
 from objtier.plan.lifetime import Timeline, has_lifetimes
-from objtier.plan.placement import UNKNOWN_CONTEXT, Placement, finish, pages, prepare
+from objtier.plan.placement import Placement, finish, pages, prepare
 
 DEFAULT_ALPHA = 1.0
 DEFAULT_BETA = 1.0
@@ -118,7 +118,7 @@ def halving(table: Any, capacity_bytes: int, page_bytes: int = 4096,
 
     fast_bytes = np.minimum(fast_pages * page_bytes, size)
     reason = np.full(n, "no sampled accesses", dtype=object)
-    reason[~objects.plannable] = UNKNOWN_CONTEXT
+    reason[~objects.plannable] = objects.unplannable_reasons()[~objects.plannable]
     whole = chosen & (fast_bytes >= size)
     reason[whole & (splits == 0)] = "fits"
     for row in np.flatnonzero(candidate & ~(whole & (splits == 0))).tolist():

@@ -31,6 +31,8 @@ from objtier.plan.table import ObjectTable, object_table
 
 TIERS = ("fast", "slow", "split", "pages")
 UNKNOWN_CONTEXT = "unknown allocation context: a plan cannot name it"
+NOT_RECURRING = ("not made again in every recording (same context, occurrence and size): a "
+                 "later run may not make it either, so a plan does not name it")
 
 
 def pages(size: np.ndarray | int, page_bytes: int) -> np.ndarray:

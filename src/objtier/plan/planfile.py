@@ -57,7 +57,7 @@ def plan_entries(objects: ObjectTable, placement: Placement, phase: str = ROOT,
     if not known.all():
         objects = replace(objects, **{f: getattr(objects, f)[known] for f in (
             "object", "context_key", "occurrence", "size", "accesses", "label")},
-            alloc_ns=None, free_ns=None)
+            alloc_ns=None, free_ns=None, retouch_us=None, sequential=None, recurs=None)
         placement = replace(placement, **{f: getattr(placement, f)[known] for f in (
             "object", "size", "accesses", "tier", "fast_bytes", "priority", "order",
             "cumulative_fill", "reason")}, ranges=None if placement.ranges is None else
@@ -131,10 +131,15 @@ def build_plan(objects: ObjectTable, result: Placement | PhasePlacement, budget:
                    "executions": 1, "similarity": None, "reason": "the whole program"}]
     first = next(iter(placements.values()))
     warnings: list[str] = []
-    unknown = int((~objects.plannable).sum())
+    unknown = int((objects.context_key == "").sum())
+    if objects.recurs is not None and (~objects.recurs).any():
+        gone = ~objects.recurs & (objects.context_key != "")
+        warnings.append(f"{int(gone.sum())} object(s) ({int(objects.size[gone].sum())} bytes) "
+                        f"not made again in every recording are not in the plan")
     if unknown:
         warnings.append(f"{unknown} object(s) with an unknown allocation context "
-                        f"({int(objects.size[~objects.plannable].sum())} bytes) are not in the "
+                        f"({int(objects.size[objects.context_key == ''].sum())} bytes) are not "
+                        f"in the "
                         f"plan")
     for placement in placements.values():
         warnings.extend(w for w in placement.warnings if w not in warnings)

@@ -185,7 +185,8 @@ def _table(objects: ObjectTable, keys: list[str], labels: list[str], size: np.nd
         alloc_ns=more(objects.alloc_ns, np.zeros(n)),
         free_ns=more(objects.free_ns, -np.ones(n)),
         retouch_us=more(objects.retouch_us, np.full(n, np.nan)),
-        sequential=more(objects.sequential, np.full(n, np.nan)))
+        sequential=more(objects.sequential, np.full(n, np.nan)),
+        recurs=more(objects.recurs, np.ones(n, dtype=bool)))
 
 
 def _row_curves(rows: SiteRows, pick: np.ndarray) -> Curves:

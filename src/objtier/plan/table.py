@@ -11,6 +11,9 @@ Object table (one row per object, i.e. one allocation in the profiled process):
     accesses     float  sampled accesses, sample weights already applied (>= 0)
     label        str    human-readable allocation frames
   optional:
+    recurs       bool   False: a later recording of the program made no object of the same
+                        context key, occurrence and size, so a later run may not make it
+                        either; a plan does not name it (missing: every object recurs)
     alloc_ns, free_ns  int  lifetime (CLOCK_MONOTONIC ns; free_ns < 0 or missing = never
                             freed); when present the footprint for "--fast PCT" is the peak
                             of live bytes instead of the sum of sizes
@@ -102,14 +105,28 @@ class ObjectTable:
     retouch_us: np.ndarray | None = None  # float64 [us], NaN = unknown; None = no such column
     sequential: np.ndarray | None = None  # float64 share of short forward steps (sweeps),
                                           # NaN = unknown; None = no such column
+    recurs: np.ndarray | None = None      # bool, False = not made again in every recording;
+                                          # None = no such column (all recur)
 
     def __len__(self) -> int:
         return len(self.object)
 
     @property
     def plannable(self) -> np.ndarray:
-        """Objects a plan can name: those with a known allocation context."""
-        return self.context_key != ""
+        """Objects a plan can name: those with a known allocation context that every
+        recording made (recurs)."""
+        known = self.context_key != ""
+        return known if self.recurs is None else known & self.recurs
+
+    def unplannable_reasons(self) -> np.ndarray:
+        """Why each object a plan cannot name is left out (object str; "" where it can)."""
+        from objtier.plan.placement import NOT_RECURRING, UNKNOWN_CONTEXT
+
+        out = np.full(len(self), "", dtype=object)
+        if self.recurs is not None:
+            out[~self.recurs] = NOT_RECURRING
+        out[self.context_key == ""] = UNKNOWN_CONTEXT
+        return out
 
     def index_of(self, objects: np.ndarray) -> np.ndarray:
         """Row index of each object id in `objects`; -1 where the id is not in the table."""
@@ -156,10 +173,16 @@ def object_table(table: Any) -> ObjectTable:
         sequential = np.asarray(cols["sequential"], dtype=np.float64)
         if np.any((sequential < 0) | (sequential > 1)):
             raise UsageError(f"{what}: sequential must lie in [0, 1]")
+    recurs = None
+    if "recurs" in cols:
+        recurs = np.asarray(cols["recurs"])
+        if recurs.dtype != bool:
+            raise UsageError(f"{what}: column recurs must hold booleans")
     return ObjectTable(
         object=ids, context_key=keys, occurrence=_as_int(cols["occurrence"], "occurrence", what),
         size=size, accesses=accesses, label=_as_str(cols["label"]),
         alloc_ns=alloc_ns, free_ns=free_ns, retouch_us=retouch_us, sequential=sequential,
+        recurs=recurs,
     )
 
 
