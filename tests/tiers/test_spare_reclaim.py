@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from objtier.experiments.measure import run_measured
-from objtier.tiers.spare_reclaim import SpareReclaimer, decide
+from objtier.tiers.spare_reclaim import SpareReclaimer, check_first_run, decide
 from objtier.tiers.swap import SwapTier
 
 from .test_swap_tier import TOUCH
@@ -40,3 +40,15 @@ def test_decide_follows_idle_cpu_and_the_needed_rate():
     assert not decide("off", **base).use
     unknown = decide("auto", **{**base, "predicted_swapins": None})
     assert not unknown.use and "no prediction" in unknown.why
+
+
+def test_the_first_run_turns_the_helper_off_only_when_slower_with_more_swapins():
+    # DuckDB at 70 % (2026-12-03): 1.61 s and 23,090 swap-ins against 1.36 s and 10,937
+    why = check_first_run(1.36, 10_937, 1.61, 23_090)
+    assert why and "1.61 s" in why and "23,090" in why and "kernel run 1" in why
+    # faster with more swap-ins (SQLite at 50 %): the helper pays, kept
+    assert check_first_run(4.31, 317_419, 3.88, 402_754) is None
+    # slower with fewer swap-ins: not the helper's reclaim, kept
+    assert check_first_run(1.0, 10_000, 1.05, 9_000) is None
+    # equal: kept
+    assert check_first_run(1.0, 10_000, 1.0, 10_000) is None

@@ -507,6 +507,8 @@ def run_compare(command: list[str], settings: CompareSettings,
                 if helper is not None:
                     spare_counts[0] += helper.reclaims
                     spare_counts[1] += helper.seconds
+                    if i == 1 and settings.spare_reclaim == "auto" and i < settings.repeat:
+                        spare = checked_spare(spare, rows, row, say)
                 if (config == "baseline" and i == 1 and settings.algo == "auto"
                         and needs_calibration(plan, row)):
                     old = plan["model"]["chosen"]
@@ -595,6 +597,25 @@ def needs_calibration(plan: dict[str, Any], kernel: RunRow) -> bool:
     if not model.get("chosen") or not kernel.ok or "calibration" in model:
         return False
     return is_off(model["predicted_swapins"]["kernel"], kernel_swapins(kernel))
+
+
+def checked_spare(spare, rows: list[RunRow], row: RunRow, say: Callable[[str], None]):
+    """The spare-CPU decision after the objtier arm's first run with the helper
+    (tiers.spare_reclaim.check_first_run against kernel run 1): off for the later runs where
+    that run was slower and swapped in more."""
+    from dataclasses import replace
+
+    from objtier.tiers.spare_reclaim import check_first_run
+
+    kernel = next((r for r in rows if r.config == "baseline" and r.repeat == 1), None)
+    if kernel is None or not kernel.ok or not row.ok:
+        return spare
+    why = check_first_run(kernel.wall_s, kernel_swapins(kernel), row.wall_s,
+                          kernel_swapins(row))
+    if why is None:
+        return spare
+    say(f"spare-CPU reclaim off for the objtier arm's later runs: {why}")
+    return replace(spare, use=False, off_after_first=why)
 
 
 def spare_helper(tier):

@@ -11,6 +11,14 @@ of a measured kernel-reclaim run). Measured here (docs/history/benchmarks-2026-1
 (0.63x): the helper could not keep ahead and its compressions met the program's
 decompressions.
 
+Checked on the first run it is used in (check_first_run): the helper is meant to do the
+kernel's reclaim elsewhere, not more of it. Where the objtier arm's first run both took longer
+and swapped in more pages than the first kernel run, compare turns it off for the arm's
+later runs and says so. Seen on DuckDB at 70 % local (2026-12-03, real, M1): with the helper
+2.1x the kernel's swap-ins and 0.84x its speed (3 runs), without it 1.0x and 1.01x; where it
+pays (SQLite at 50 %, 1.11x faster with 1.27x the swap-ins) the first run is faster, and a
+first run slower by noise alone costs only the helper's gain, if it had any.
+
 Machine state: the helper writes the cgroup's limit (lower by HEADROOM_KIB, then back); it
 writes the original limit back when it stops (SIGTERM; also sent when this process dies,
 PR_SET_PDEATHSIG), and the cgroup is removed with its tier in any case.
@@ -39,11 +47,23 @@ class Decision:
     idle_cpus: float | None = None
     needed_pages_per_s: float | None = None
     capacity_pages_per_s: float | None = None
+    off_after_first: str | None = None   # why check_first_run turned it off, if it did
 
     def as_dict(self) -> dict[str, Any]:
         return {"used": self.use, "why": self.why, "idle_cpus": self.idle_cpus,
                 "needed_pages_per_s": self.needed_pages_per_s,
-                "capacity_pages_per_s": self.capacity_pages_per_s}
+                "capacity_pages_per_s": self.capacity_pages_per_s,
+                "off_after_first": self.off_after_first}
+
+
+def check_first_run(kernel_wall_s: float, kernel_swapins: float, wall_s: float,
+                    swapins: float) -> str | None:
+    """Why the helper goes off after the objtier arm's first run (module docstring), or None
+    to keep it: the run took longer than the first kernel run and swapped in more pages."""
+    if wall_s > kernel_wall_s and swapins > kernel_swapins:
+        return (f"the first run with it took {wall_s:.2f} s and {swapins:,.0f} swap-ins "
+                f"against {kernel_wall_s:.2f} s and {kernel_swapins:,.0f} for kernel run 1")
+    return None
 
 
 def check_mode(mode: str) -> str:
