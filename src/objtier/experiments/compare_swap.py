@@ -500,7 +500,7 @@ def run_compare(command: list[str], settings: CompareSettings,
                     env = runtime_env(run.settings())
                 flush = 0.0 if config == "kernel-raw" else settings.stat_flush_ms
                 helper = (spare_helper(tier) if config == "objtier" and spare is not None
-                          and spare.use else None)
+                          and spare.use and spare.off_after_first is None else None)
                 with spool or contextlib.nullcontext(), helper or contextlib.nullcontext():
                     row = one_run(tier, config, i, order, command, env, timeout, runs_dir,
                                   plan, trace_dir, flush, spool)
@@ -615,7 +615,7 @@ def checked_spare(spare, rows: list[RunRow], row: RunRow, say: Callable[[str], N
     if why is None:
         return spare
     say(f"spare-CPU reclaim off for the objtier arm's later runs: {why}")
-    return replace(spare, use=False, off_after_first=why)
+    return replace(spare, off_after_first=why)
 
 
 def spare_helper(tier):

@@ -139,8 +139,7 @@ def build_plan(objects: ObjectTable, result: Placement | PhasePlacement, budget:
     if unknown:
         warnings.append(f"{unknown} object(s) with an unknown allocation context "
                         f"({int(objects.size[objects.context_key == ''].sum())} bytes) are not "
-                        f"in the "
-                        f"plan")
+                        f"in the plan")
     for placement in placements.values():
         warnings.extend(w for w in placement.warnings if w not in warnings)
     entries = []

@@ -47,7 +47,8 @@ class Decision:
     idle_cpus: float | None = None
     needed_pages_per_s: float | None = None
     capacity_pages_per_s: float | None = None
-    off_after_first: str | None = None   # why check_first_run turned it off, if it did
+    off_after_first: str | None = None   # why check_first_run turned it off for the runs
+                                         # after the first (use stays: that run had it)
 
     def as_dict(self) -> dict[str, Any]:
         return {"used": self.use, "why": self.why, "idle_cpus": self.idle_cpus,
