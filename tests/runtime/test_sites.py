@@ -178,7 +178,14 @@ __attribute__((noinline)) void *churn(void) { void *p = malloc(40); __asm__ vola
 __attribute__((noinline)) char *row(void) { char *p = malloc(64); __asm__ volatile("" ::: "memory"); return p; }
 int main(int argc, char **argv) {
     long loops = atol(argv[1]), rows_n = atol(argv[2]), sum = 0;
-    for (long i = 0; i < loops; i++) { char *p = churn(); p[0] = (char)i; sum += p[0]; free(p); }
+    /* a ring of 256 live blocks: malloc hands back the block just freed, so the loop cycles
+     * through 256 addresses; one address alone is sampled all or nothing (its hash against
+     * the threshold), and whether it stayed sampled through a few doublings was luck */
+    void *ring[256] = {0};
+    for (long i = 0; i < loops; i++) {
+        long k = i & 255; free(ring[k]); char *p = churn(); p[0] = (char)i; sum += p[0]; ring[k] = p;
+    }
+    for (int k = 0; k < 256; k++) free(ring[k]);
     char **rows = malloc(rows_n * sizeof *rows);
     for (long i = 0; i < rows_n; i++) { rows[i] = row(); rows[i][0] = (char)i; }
     for (long i = 0; i < rows_n; i++) sum += rows[i][0];
