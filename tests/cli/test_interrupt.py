@@ -119,3 +119,26 @@ def test_a_process_whose_only_thread_blocks_sigint_is_recognized():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_step_due_after_the_last_signal_only_waits(capsys):
+    """A wait that times out just as the last Ctrl-C sent SIGKILL asks for one step more than
+    there are (once an internal error in a loaded full test run): it is a no-op that leaves
+    nothing pending, and the program is still reaped."""
+    from objtier.record.launch import _Escalation
+
+    process = subprocess.Popen(["sleep", "30"])
+    try:
+        escalation = _Escalation(process, "objtier record", 5.0)
+        for _ in _Escalation.STEPS:
+            escalation.next_step()
+        assert escalation.deadline is None and escalation.step == len(_Escalation.STEPS)
+        escalation.next_step()                       # one more: nothing to send
+        assert escalation.deadline is None and escalation.timeout() is None
+        assert process.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    said = capsys.readouterr().err
+    assert said.count("sending ") == len(_Escalation.STEPS), said

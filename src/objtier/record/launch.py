@@ -115,6 +115,11 @@ class _Escalation:
             self.deadline = time.monotonic() + self.delay_s
 
     def next_step(self) -> None:
+        if self.step >= len(self.STEPS):
+            # every signal sent (a wait that timed out as the last Ctrl-C sent SIGKILL): only
+            # the program's exit is left to wait for
+            self.deadline = None
+            return
         signum, name = self.STEPS[self.step]
         self.step += 1
         more = (f"; SIGKILL in {self.delay_s:g} s if it is still running"
