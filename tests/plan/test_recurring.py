@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from objtier.plan.pipeline import read_recordings
+from tests.cli.helpers import objtier
 
 # A: 8 MiB from one call site, every run; B: argv[1] MiB from another; both swept 40 times
 PROG = r"""
@@ -33,11 +33,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
-
-
-def objtier(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "objtier", *args], capture_output=True,
-                          text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")

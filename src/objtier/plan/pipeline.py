@@ -341,17 +341,34 @@ def read_recordings(paths: list[Path], *, phases: bool | None = False, exe: str 
         executions = phase_table(trace)
     recorded = trace_exe(trace, table)
     traces = [trace] + _same_program([Path(p) for p in paths[1:]], recorded)
-    if len(traces) > 1 and not view.exact and all(t.windows.num_rows for t in traces):
-        table, accesses = pooled_estimates(table, traces, accesses)
     if len(traces) > 1 and not view.exact:
-        table = table.append_column("recurs", pa.array(recurring(table, traces)))
+        later = later_objects(table, traces[1:])
+        if all(t.windows.num_rows for t in traces):
+            table, accesses = pooled_estimates(table, traces, accesses, later)
+        table = table.append_column("recurs", pa.array(recurring(table.num_rows, later)))
     return Profile(table, page_bytes(trace), exe or recorded, str(paths[0]), traces,
                    executions, accesses)
 
 
-def recurring(table: pa.Table, traces: list) -> Any:
-    """For each object of the first recording's table, whether every further recording made
-    an object of the same context key, occurrence and size (bool array). A plan names an
+def later_objects(table: pa.Table, traces: list) -> list[tuple[pa.Table, Any]]:
+    """For each of the further recordings: its object table and, for each of its objects, the
+    row of the first recording's `table` with the same context key, occurrence and size (-1:
+    none; analysis.page_samples.matched_rows). Read once for pooled_estimates and
+    recurring."""
+    from objtier.analysis.objects import object_table
+    from objtier.analysis.page_samples import matched_rows
+
+    out = []
+    for trace in traces:
+        mine = object_table(trace, labels=False)
+        out.append((mine, matched_rows(table, mine)))
+    return out
+
+
+def recurring(n: int, later: list[tuple[pa.Table, Any]]) -> Any:
+    """For each of the first recording's n objects, whether every further recording made an
+    object of the same context key, occurrence and size (bool array; `later`:
+    later_objects). A plan names an
     object by those; one that a recording did not make again may be missing from the run the
     plan is for, and a lock the model counted on is then never made. Seen on DuckDB at 70 %
     (suite of 2026-12-03): the plan locked 9 MiB, 7 MiB of it objects found in 1 or 2 of the
@@ -359,22 +376,19 @@ def recurring(table: pa.Table, traces: list) -> Any:
     arm's pages (0.89x its speed)."""
     import numpy as np
 
-    from objtier.analysis.objects import object_table
-    from objtier.analysis.page_samples import matched_rows
-
-    found = np.ones(table.num_rows, dtype=bool)
-    for trace in traces[1:]:
-        rows = matched_rows(table, object_table(trace, labels=False))
-        seen = np.zeros(table.num_rows, dtype=bool)
+    found = np.ones(n, dtype=bool)
+    for _, rows in later:
+        seen = np.zeros(n, dtype=bool)
         seen[rows[rows >= 0]] = True
         found &= seen
     return found
 
 
-def pooled_estimates(table: pa.Table, traces: list, phase_accesses: pa.Table | None
-                     ) -> tuple[pa.Table, pa.Table | None]:
+def pooled_estimates(table: pa.Table, traces: list, phase_accesses: pa.Table | None,
+                     later: list[tuple[pa.Table, Any]]) -> tuple[pa.Table, pa.Table | None]:
     """The first recording's object table (and per-phase accesses, if given) with each
-    object's accesses the mean of its estimates over the recordings that watched it.
+    object's accesses the mean of its estimates over the recordings that watched it
+    (later: later_objects of traces[1:]).
 
     For the fault sampler (recordings with WINDOW records) an object's accesses are estimated
     touches, from the windows that armed its pages; a short run arms few windows, and an
@@ -387,16 +401,12 @@ def pooled_estimates(table: pa.Table, traces: list, phase_accesses: pa.Table | N
     watched by no recording keeps 0."""
     import numpy as np
 
-    from objtier.analysis.objects import object_table
-    from objtier.analysis.page_samples import matched_rows
-
     n = table.num_rows
     total = np.zeros(n)
     count = np.zeros(n)
     per_phase: dict[tuple[str, int], float] = {}
     for k, trace in enumerate(traces):
-        mine = table if k == 0 else object_table(trace, labels=False)
-        rows = np.arange(n, dtype=np.int64) if k == 0 else matched_rows(table, mine)
+        mine, rows = (table, np.arange(n, dtype=np.int64)) if k == 0 else later[k - 1]
         acc = mine.column("accesses").to_numpy(zero_copy_only=False).astype(np.float64)
         watched = mine.column("watched_s").to_numpy(zero_copy_only=False) > 0
         ok = (rows >= 0) & watched

@@ -30,9 +30,6 @@ from objtier.plan.lifetime import Timeline, has_lifetimes
 from objtier.plan.table import ObjectTable, object_table
 
 TIERS = ("fast", "slow", "split", "pages")
-UNKNOWN_CONTEXT = "unknown allocation context: a plan cannot name it"
-NOT_RECURRING = ("not made again in every recording (same context, occurrence and size): a "
-                 "later run may not make it either, so a plan does not name it")
 
 
 def pages(size: np.ndarray | int, page_bytes: int) -> np.ndarray:

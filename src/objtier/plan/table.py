@@ -39,6 +39,11 @@ import numpy as np
 
 from objtier.errors import UsageError
 
+# why an object a plan cannot name is left out (ObjectTable.unplannable_reasons)
+UNKNOWN_CONTEXT = "unknown allocation context: a plan cannot name it"
+NOT_RECURRING = ("not made again in every recording (same context, occurrence and size): a "
+                 "later run may not make it either, so a plan does not name it")
+
 OBJECT_COLUMNS = ("object", "context_key", "occurrence", "size", "accesses", "label")
 PHASE_COLUMNS = ("phase", "parent", "start_ns", "end_ns")
 PHASE_ACCESS_COLUMNS = ("phase", "object", "accesses")
@@ -120,8 +125,6 @@ class ObjectTable:
 
     def unplannable_reasons(self) -> np.ndarray:
         """Why each object a plan cannot name is left out (object str; "" where it can)."""
-        from objtier.plan.placement import NOT_RECURRING, UNKNOWN_CONTEXT
-
         out = np.full(len(self), "", dtype=object)
         if self.recurs is not None:
             out[~self.recurs] = NOT_RECURRING
