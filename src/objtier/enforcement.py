@@ -215,10 +215,15 @@ class PlanRun:
         return arena_stats_path(self.output)
 
     def settings(self) -> dict[str, str]:
+        """No access sampler and no sampled small blocks (site_period 0): an enforced run
+        records its objects and placements only. The sampled small blocks' records are paced
+        by a recording's --overhead, which an enforced run has none of: unpaced, their captures
+        cost DuckDB's TPC-H queries 7-10 % (docs/runtime.md)."""
         from objtier.runtime_settings import runtime_env
 
         return runtime_env(
-            plan=self.plan_text.resolve(), sampler="none", mlock_limit=self.mlock_limit,
+            plan=self.plan_text.resolve(), sampler="none", site_period=0,
+            mlock_limit=self.mlock_limit,
             min_size=self.min_size, stack_depth=self.stack_depth, tier=self.tier,
             output=self.output.resolve() if self.output is not None else None,
             fast_nodes=self.fast_nodes or None, slow_nodes=self.slow_nodes or None,

@@ -255,3 +255,42 @@ def test_pressure_advice_on_a_pages_object_goes_between_its_ranges(hot_fast_plan
     assert all(r["result"] == 0 for r in advised), {r["result"] for r in advised}
     assert not any(a["offset"] < l["offset"] + l["length"] and l["offset"] < a["offset"] + a["length"]
                    for a in advised for l in locks)
+
+
+# 20,000 rows of 200 B beside one 4 MiB array: a recording samples about 1 in 64 rows.
+ROWS_AND_ARRAY = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+__attribute__((noinline)) char *row(void) { char *p = malloc(200); __asm__ volatile("" ::: "memory"); return p; }
+int main(void) {
+    char *array = malloc(4 << 20);
+    memset(array, 1, 4 << 20);
+    char **rows = malloc(20000 * sizeof *rows);
+    long sum = 0;
+    for (int i = 0; i < 20000; i++) { rows[i] = row(); memset(rows[i], i, 200); sum += rows[i][7]; }
+    for (int i = 0; i < (4 << 20); i += 4096) sum += array[i];
+    printf("sum %ld\n", sum);
+    return 0;
+}
+"""
+
+
+def test_an_enforced_run_samples_no_small_blocks(compile_c, tmp_path):
+    """A recording samples small blocks (SITE_ALLOC records); the run that enforces a plan
+    made from it has no --overhead to pace them by and writes none."""
+    exe = compile_c(ROWS_AND_ARRAY, name="rows_array", flags=("-O1", "-g", "-fno-builtin"))
+    rec = tmp_path / "rec.otr"
+    run = objtier("record", "-q", "--sampler", "none", "-o", str(rec), "--", str(exe))
+    assert run.returncode == 0, run.stderr
+    assert len(open_trace(rec).site_allocations) > 100
+    plan = tmp_path / "plan.json"
+    run = objtier("plan", str(rec), "--fast", "8M", "--algo", "rank", "-o", str(plan))
+    assert run.returncode == 0, run.stderr
+    out = tmp_path / "run.otr"
+    run = objtier("run", "--plan", str(plan), "-o", str(out), "--", str(exe))
+    assert run.returncode == 0, run.stderr
+    assert "2 of 2 objects matched the plan" in run.stderr
+    trace = open_trace(out)
+    assert len(trace.site_allocations) == 0
+    assert len(trace.allocations) >= 1
