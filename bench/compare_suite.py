@@ -155,6 +155,8 @@ def row_of(name: str, local: str, target: Path) -> dict[str, Any]:
             "predicted": {arm: model.get(arm, {}).get("predicted_swapins")
                           for arm in ("baseline", "objtier")},
             "alive": alive,
+            # the plan did nothing: both arms ran the same command (the ratio is noise)
+            "same_command": bool(summary.get("same_command")),
             "survival": {a: f"{med[a]['finished']}/{med[a]['runs']}"
                          for a in ("baseline", "objtier")}}
 
@@ -209,9 +211,18 @@ def results_record(rows: list[dict[str, Any]], failed: list[str], out: Path, com
         rest = geomean([r["speedup"] for r in at_half if r is not top])
         finding += f"; geomean without {top['program']} {fmt(rest, '.2f')}×"
     whole = len(per) >= MIN_SUITE   # the goal is the suite's: a few programs cannot meet it
+    below = [r for r in rows if (r["speedup"] or 0) < 0.97]
     goal = GOAL + ("" if half is None else ": " + (
         "not judged (a subset of the suite)" if not whole else
-        "met" if half >= 1.5 and all((r["speedup"] or 0) >= 0.97 for r in rows) else "not met"))
+        "met" if half >= 1.5 and not below else "not met"))
+    if whole and below:
+        goal += " (below: " + ", ".join(
+            f"{r['program']} {r['local']} {fmt(r['speedup'], '.2f')}×"
+            + (", both arms the same command" if r.get("same_command") else "")
+            for r in below) + ")"
+    same = sum(bool(r.get("same_command")) for r in rows)
+    if same:
+        finding += f"; the plan did nothing in {same} (both arms the same command)"
     dates = sorted(d for d in (when(compare_dir(out, r["program"], r["local"])) for r in rows)
                    if d)
     return bench_results.make(
@@ -265,7 +276,7 @@ def table(rows: list[dict[str, Any]], failed: list[str]) -> str:
             f"| {r['program']} | {r['local']} | {r['footprint_mib']:.0f} "
             f"| {r['locked_mib']:.1f} | {range_cell(r['kernel_s'], r['kernel_range_s'])} "
             f"| {range_cell(r['objtier_s'], r['objtier_range_s'])} "
-            f"| {fmt(r['speedup'], '.2f')}× "
+            f"| {fmt(r['speedup'], '.2f')}×{' (same command)' if r.get('same_command') else ''} "
             f"| {fmt(r['kernel_swapins'], ',.0f')} | {fmt(r['objtier_swapins'], ',.0f')} "
             f"| {model_cell(r['predicted']['baseline'], r['kernel_swapins'])} "
             f"| {model_cell(r['predicted']['objtier'], r['objtier_swapins'])} "

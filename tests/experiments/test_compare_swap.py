@@ -71,6 +71,7 @@ def test_compare_writes_one_row_per_run_and_restores_the_machine(hotcold, tmp_pa
     assert summary["unlimited"]["footprint_bytes"] > 90 << 20
     assert summary["local"]["mlock_limit_bytes"] == local - (8 << 20)
     assert summary["ratios"]["speedup"] > 0
+    assert summary["same_command"] is False      # the objtier arm ran the plan
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # The plan put the hot array (and not the cold one) in fast memory.
@@ -383,3 +384,5 @@ def test_a_plan_that_does_nothing_runs_the_program_alone(compile_c, tmp_path):
     objtier_rows = [r for r in rows if r["config"] == "objtier"]
     assert objtier_rows and all(r["objects_matched"] == "" for r in objtier_rows)
     assert not list((out / "runs").glob("*objtier*.otr"))     # no runtime, no trace
+    # the summary says so: the two arms' ratio is the spread between identical runs
+    assert json.loads((out / "summary.json").read_text())["same_command"] is True

@@ -197,6 +197,9 @@ def print_table(result) -> None:
         console.print(f"{arm}: swap-outs cut {_fmt(r['swapout_reduction'])}x, swap-ins cut "
                       f"{_fmt(r['swapin_reduction'])}x, major faults cut "
                       f"{_fmt(r['major_fault_reduction'])}x (baseline / {arm} medians)")
+        if arm == "objtier" and result.summary.get("same_command"):
+            console.print("objtier: the plan did nothing, so both arms ran the same command "
+                          "alone: these ratios are the spread between identical runs")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -572,6 +572,9 @@ def run_compare(command: list[str], settings: CompareSettings,
                                           if p["name"] == p["target"]]},
         "repeat": settings.repeat, "runtime_enforces_plans": supported,
         "arms": arms,
+        # the objtier arm ran the kernel arm's command, alone and without a helper: its ratio
+        # to the kernel is the spread between identical runs, not the plan's doing
+        "same_command": not enforce.acts(plan) and not (spare is not None and spare.use),
         "stat_flush": stat_flush_summary(rows, settings.stat_flush_ms),
         "warnings": warnings + run_warnings(rows),   # every warning compare prints
     })
