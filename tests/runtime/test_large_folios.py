@@ -53,7 +53,7 @@ def test_the_fault_sampler_tells_a_sweep_from_gathers(compile_c, run_traced):
     from objtier.analysis.objects import object_table
 
     exe = compile_c(SWEEP_AND_GATHER, name="sweep_gather", flags=("-O1", "-g", "-fno-builtin"))
-    # 3000 rounds (about 1.5 s): enough windows on both objects even when the machine is busy
+    # 3000 rounds: three times the windows of 1000, so that a busy machine still samples both
     rec = run_traced(exe, 3000, sampler="fault", rate=20000)
     assert rec.returncode == 0, rec.stderr
     table = object_table(rec.trace())
