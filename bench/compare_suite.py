@@ -218,9 +218,9 @@ def results_record(rows: list[dict[str, Any]], failed: list[str], out: Path, com
     if whole and below:
         goal += " (below: " + ", ".join(
             f"{r['program']} {r['local']} {fmt(r['speedup'], '.2f')}×"
-            + (", both arms the same command" if r.get("same_command") else "")
+            + (", both arms the same command" if r["same_command"] else "")
             for r in below) + ")"
-    same = sum(bool(r.get("same_command")) for r in rows)
+    same = sum(r["same_command"] for r in rows)
     if same:
         finding += f"; the plan did nothing in {same} (both arms the same command)"
     dates = sorted(d for d in (when(compare_dir(out, r["program"], r["local"])) for r in rows)
@@ -276,7 +276,7 @@ def table(rows: list[dict[str, Any]], failed: list[str]) -> str:
             f"| {r['program']} | {r['local']} | {r['footprint_mib']:.0f} "
             f"| {r['locked_mib']:.1f} | {range_cell(r['kernel_s'], r['kernel_range_s'])} "
             f"| {range_cell(r['objtier_s'], r['objtier_range_s'])} "
-            f"| {fmt(r['speedup'], '.2f')}×{' (same command)' if r.get('same_command') else ''} "
+            f"| {fmt(r['speedup'], '.2f')}×{' (same command)' if r['same_command'] else ''} "
             f"| {fmt(r['kernel_swapins'], ',.0f')} | {fmt(r['objtier_swapins'], ',.0f')} "
             f"| {model_cell(r['predicted']['baseline'], r['kernel_swapins'])} "
             f"| {model_cell(r['predicted']['objtier'], r['objtier_swapins'])} "

@@ -30,6 +30,11 @@ FITTED_MIN_MARGIN_BYTES = 8 * MIB  # compare's fitted margin is never smaller
 FITTED_SLACK_BYTES = 4 * MIB
 DEFAULT_MIN_SIZE = 128 << 10    # the recorder's default --min-size [bytes]
 DEFAULT_STACK_DEPTH = 8         # must equal the recording's: context keys hash the frames
+#: runtime settings of every run that measures rather than records (a plan enforced, or a
+#: NUMA arm read for residency): no access sampler and no sampled small blocks. A recording
+#: paces the small blocks' stack captures to its --overhead; these runs have none, and unpaced
+#: the captures cost DuckDB's TPC-H queries 7-10 % (docs/runtime.md).
+NO_SAMPLING = {"sampler": "none", "site_period": 0}
 
 
 def plan_stack_depth(plan: dict[str, Any], given: int | None) -> tuple[int, str | None]:
@@ -215,15 +220,11 @@ class PlanRun:
         return arena_stats_path(self.output)
 
     def settings(self) -> dict[str, str]:
-        """No access sampler and no sampled small blocks (site_period 0): an enforced run
-        records its objects and placements only. The sampled small blocks' records are paced
-        by a recording's --overhead, which an enforced run has none of: unpaced, their captures
-        cost DuckDB's TPC-H queries 7-10 % (docs/runtime.md)."""
+        """The run records its objects and placements only (NO_SAMPLING)."""
         from objtier.runtime_settings import runtime_env
 
         return runtime_env(
-            plan=self.plan_text.resolve(), sampler="none", site_period=0,
-            mlock_limit=self.mlock_limit,
+            **NO_SAMPLING, plan=self.plan_text.resolve(), mlock_limit=self.mlock_limit,
             min_size=self.min_size, stack_depth=self.stack_depth, tier=self.tier,
             output=self.output.resolve() if self.output is not None else None,
             fast_nodes=self.fast_nodes or None, slow_nodes=self.slow_nodes or None,

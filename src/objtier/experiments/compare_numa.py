@@ -432,7 +432,7 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                      ) -> NumaCompareResult:
     """The whole experiment; see the module docstring. Writes into settings.output."""
     from objtier.experiments.compare_swap import _last_line
-    from objtier.enforcement import check_nodes, plan_min_size, plan_warnings
+    from objtier.enforcement import NO_SAMPLING, check_nodes, plan_min_size, plan_warnings
     from objtier.experiments.measure import Measurement, _attach_fom
     from objtier.native import runtime_library
     from objtier.tiers.numa_topology import detect_tiers, tier_map_from_sets
@@ -505,7 +505,7 @@ def run_numa_compare(command: list[str], settings: NumaCompareSettings, testbed=
                     trace_dir = stem.with_suffix(".otr")
                     trace_dir.mkdir()
                     env = {"LD_PRELOAD": lib, **runtime_env(
-                        output=trace_dir, sampler="none", tier="numa", fast_nodes=fast_list,
+                        **NO_SAMPLING, output=trace_dir, tier="numa", fast_nodes=fast_list,
                         slow_nodes=slow_list, min_size=min_size,
                         stack_depth=settings.stack_depth,
                         plan=output / "plan.txt" if config == "objtier" else None)}

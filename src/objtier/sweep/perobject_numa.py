@@ -135,8 +135,8 @@ def run_numa_arms(command: list[str], objects, page: int, arms, settings, fom, t
         trace_dir = stem.with_suffix(".otr")
         trace_dir.mkdir()
         env = launch_env(runtime_env(
-            plan=plan_text.resolve(), sampler="none", tier="numa", fast_nodes=tiers.fast_list,
-            slow_nodes=tiers.slow_list, numa_strict=True, min_size=enforce.plan_min_size(plan),
+            **enforce.NO_SAMPLING, plan=plan_text.resolve(), tier="numa",
+            fast_nodes=tiers.fast_list, slow_nodes=tiers.slow_list, numa_strict=True, min_size=enforce.plan_min_size(plan),
             stack_depth=settings.stack_depth, output=trace_dir.resolve(),
             residency_ms=RESIDENCY_MS), base=_clean_environ())
         m = run_measured(arm.label, command, env=env, timeout_s=timeout)
